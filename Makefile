@@ -1,0 +1,181 @@
+# vnibroker build: one GNU Makefile, no autotools.
+#
+#   make            build every binary into build/
+#   make check      install missing packages, build with ASan+UBSan into
+#                   build/san/, run unit, fuzz-regression and integration tests
+#   make run        the embedded default: private PostgreSQL + vnibrokerd
+#   make fuzz       run each libFuzzer target for FUZZ_SECONDS (clang)
+#   make bench      benchmarks with figures and targets
+#   make install    honours PREFIX and DESTDIR
+#
+# CI adds WERROR=1.  Sources are found by wildcard, so a new file in lib/,
+# server/ or tests/unit/ needs no edit here.
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BUILD      ?= build
+CC         ?= cc
+SAN        ?= 0
+WERROR     ?= 0
+FUZZ_SECONDS ?= 60
+
+PKGS := libmicrohttpd jansson libpq libcurl openssl
+
+WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
+        -Wmissing-declarations -Wshadow -Wpointer-arith -Wcast-qual \
+        -Wsign-compare -Wtype-limits -Wformat=2 -Wundef -Wvla \
+        -fno-common -pedantic
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+CPPFLAGS_BASE := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -I.
+CFLAGS_BASE   := -std=c11 -g -O2 -fstack-protector-strong $(WARN)
+ifeq ($(SAN),1)
+CFLAGS_BASE   += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+                 -fno-sanitize-recover=all
+LDFLAGS_BASE  := -fsanitize=address,undefined
+else
+CPPFLAGS_BASE += -D_FORTIFY_SOURCE=2
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+ALL_CPPFLAGS = $(CPPFLAGS_BASE) $(PKG_CFLAGS) $(CPPFLAGS)
+ALL_CFLAGS   = $(CFLAGS_BASE) $(CFLAGS)
+ALL_LDFLAGS  = $(LDFLAGS_BASE) $(LDFLAGS)
+LIBS_BASE    = $(PKG_LIBS) -lpthread
+
+# ---- sources ---------------------------------------------------------------
+
+LIB_SRCS     := $(wildcard lib/*.c)
+SERVER_SRCS  := $(filter-out server/main.c,$(wildcard server/*.c))
+SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
+UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
+FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
+
+LIB_OBJS     := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+SERVER_OBJS  := $(SERVER_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
+UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
+REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
+
+LIBVNIB      := $(BUILD)/libvnib.a
+LIBSERVER    := $(BUILD)/libserver.a
+BINS         := $(BUILD)/vnibrokerd
+
+.PHONY: all tests check unit integration run deps deps-fuzz fuzz bench \
+        install clean format format-check
+.DEFAULT_GOAL := all
+
+all: $(BINS)
+
+tests: $(BINS) $(UNIT_BINS) $(REPLAY_BINS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# The migrations are compiled into the binary, so an installed vnibrokerd
+# never looks for SQL files on disk.
+$(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) deploy/tools/embed-sql.sh
+	@mkdir -p $(@D)
+	sh deploy/tools/embed-sql.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/schema_sql.o: $(BUILD)/gen/schema_sql.c
+	$(CC) $(ALL_CPPFLAGS) -Iserver $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBVNIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBSERVER): $(SERVER_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/vnibrokerd: $(BUILD)/server/main.o $(LIBSERVER) $(LIBVNIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
+	    $(LIBSERVER) $(LIBVNIB) $(LIBS_BASE) -lcmocka
+
+# Each fuzz target is also linked with a small driver that replays the
+# committed corpus and regression inputs under the sanitizers, so `make
+# check` guards against old crashes without needing clang.
+$(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
+	    tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(LIBVNIB) $(LIBS_BASE)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- set-up ----------------------------------------------------------------
+
+deps:
+	@sh deploy/tools/deps.sh
+
+deps-fuzz:
+	@sh deploy/tools/deps.sh fuzz
+
+# ---- tests -----------------------------------------------------------------
+
+check: deps
+	$(MAKE) --no-print-directory SAN=1 BUILD=build/san tests
+	sh tests/run-all.sh build/san
+
+unit: tests
+	sh tests/run-all.sh --unit-only $(BUILD)
+
+integration: tests
+	sh tests/run-all.sh --integration-only $(BUILD)
+
+FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+              $(CPPFLAGS_BASE) $(shell pkg-config --cflags jansson 2>/dev/null)
+
+fuzz: deps-fuzz
+	@mkdir -p $(BUILD)/fuzz
+	@set -e; for src in $(FUZZ_SRCS); do \
+	    name=$$(basename $$src .c); \
+	    clang $(FUZZ_FLAGS) -o $(BUILD)/fuzz/$$name $$src $(LIB_SRCS) \
+	        $$(pkg-config --libs jansson libpq openssl); \
+	    corpus=tests/fuzz/corpus/$${name#fuzz_}; \
+	    mkdir -p $(BUILD)/fuzz/$$name.corpus; \
+	    echo "fuzz: $$name for $(FUZZ_SECONDS)s"; \
+	    $(BUILD)/fuzz/$$name -max_total_time=$(FUZZ_SECONDS) \
+	        -artifact_prefix=$(BUILD)/fuzz/$$name- \
+	        $(BUILD)/fuzz/$$name.corpus $$corpus; \
+	done
+
+bench: deps all
+	sh tests/bench/run.sh $(BUILD)
+
+# ---- the embedded default --------------------------------------------------
+
+run: deps all
+	sh deploy/local/run.sh $(BUILD)
+
+# ---- install ---------------------------------------------------------------
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin
+	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(PREFIX)/sbin/vnibrokerd
+	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker
+	install -m 0644 config.example.toml README.md \
+	    $(DESTDIR)$(PREFIX)/share/doc/vnibroker/
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' deploy/systemd/vnibrokerd.service.in \
+	    > $(DESTDIR)$(PREFIX)/lib/systemd/system/vnibrokerd.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/vnibrokerd.service
+
+# ---- housekeeping ----------------------------------------------------------
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build

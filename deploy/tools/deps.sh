@@ -1,0 +1,39 @@
+#!/bin/sh
+# Install the Debian packages vnibroker needs to build, test and run.
+#
+#   sh deploy/tools/deps.sh          build, test and `make run` packages
+#   sh deploy/tools/deps.sh fuzz     plus clang and libFuzzer for `make fuzz`
+#
+# Only missing packages are installed, so a second run is quick and quiet.
+# As root it runs apt-get; otherwise it prints the exact command to run.
+set -eu
+
+PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
+      libjansson-dev libpq-dev libssl-dev libcmocka-dev postgresql
+      postgresql-contrib curl jq openssl util-linux procps"
+if [ "${1:-}" = fuzz ]; then
+    PKGS="$PKGS clang libclang-rt-14-dev"
+fi
+
+missing=""
+for p in $PKGS; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    case "$status" in
+        *"install ok installed"*) ;;
+        *) missing="$missing $p" ;;
+    esac
+done
+[ -n "$missing" ] || exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: missing Debian packages:$missing" >&2
+    echo "deps: run as root:  apt-get update && apt-get install -y$missing" >&2
+    exit 1
+fi
+
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# The postgresql package starts a system cluster on install where it can;
+# vnibroker never uses it (tests and `make run` start private clusters).
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,39 @@
+/* Error reporting shared by every vnibroker module.
+ *
+ * Functions that can fail for a reason a person should read return -1 (or
+ * NULL) with errno set, and write a one-line explanation into a caller
+ * supplied vnib_error_t.  The caller may pass NULL when it does not care.
+ * The buffer has a fixed size so that it can live on the stack and be
+ * passed across threads without allocation.
+ */
+#ifndef VNIB_ERROR_H
+#define VNIB_ERROR_H
+
+#include <stddef.h>
+
+typedef struct {
+    char text[160]; /* NUL-terminated message; "" when no error recorded */
+} vnib_error_t;
+
+/* Format a message into errp (which may be NULL).  errno is preserved.
+ * Text that does not fit is truncated and ends with '+'.  Always returns -1
+ * so that a failing function can write `return errprintf (errp, ...)`.
+ */
+int errprintf (vnib_error_t *errp, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+/* Like errprintf, but only when errp does not hold a message yet: the first
+ * error of an operation is the one worth reporting.  Always returns -1.
+ */
+int errprintf_first (vnib_error_t *errp, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+/* Reset errp to the empty message (errp may be NULL). */
+void vnib_error_clear (vnib_error_t *errp);
+
+/* Overwrite n bytes at p with zeros in a way the compiler may not elide.
+ * Used for key material and tokens before they are freed.
+ */
+void vnib_memburn (void *p, size_t n);
+
+#endif /* !VNIB_ERROR_H */

@@ -1,0 +1,87 @@
+/* Slurm hostlist expressions: parse, expand, count and compress.
+ *
+ * Schedulers name a job's nodes with compressed expressions such as
+ * "tux[0-3,12,18-20]", "n[001-128]" or "login1,compute[1-4],gpu07".  The
+ * broker stores and prints them compressed and checks node membership
+ * against the expanded set.  Because an expression comes from the network,
+ * expansion is bounded: a caller states the largest number of names it
+ * accepts and the parser refuses anything larger before allocating it.
+ */
+#ifndef VNIB_HOSTLIST_H
+#define VNIB_HOSTLIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "vnib/error.h"
+
+/* Default bound on the names one expression may expand to. */
+#define HOSTLIST_DEFAULT_MAX_NAMES 1000000u
+
+/* Longest host name accepted (bytes, without the NUL). */
+#define HOSTLIST_MAX_NAME_LEN 255u
+
+struct hostlist;
+
+/* Create an empty list.  Returns NULL with errno set on failure. */
+struct hostlist *hostlist_create (void) __attribute__ ((warn_unused_result));
+
+/* Free a list (NULL is accepted).  errno is preserved. */
+void hostlist_destroy (struct hostlist *hl);
+
+/* Parse an expression into a new list, in the order the expression lists
+ * the names (duplicates kept).  Syntax: comma-separated groups; a group is
+ * a name with zero or more bracketed range lists, e.g. "rack[1-2]n[01-04]"
+ * (several brackets expand as a cartesian product, leftmost slowest).  A
+ * range list is comma-separated numbers or lo-hi ranges; a number written
+ * with leading zeros fixes the width of the range ("n[001-128]").  Names
+ * may hold letters, digits and "-_.".  Whitespace is not allowed.
+ *
+ * Fails with EINVAL (malformed: the message names the byte offset and the
+ * reason) or E2BIG (more than max_names names, or a name longer than
+ * HOSTLIST_MAX_NAME_LEN).  The bound is checked before memory is taken.
+ */
+struct hostlist *hostlist_decode (const char *expr,
+                                  size_t max_names,
+                                  vnib_error_t *errp)
+    __attribute__ ((warn_unused_result));
+
+/* Count the names an expression expands to without expanding it.  Same
+ * errors as hostlist_decode.  Returns 0 on success.
+ */
+int hostlist_count_expr (const char *expr,
+                         size_t max_names,
+                         size_t *countp,
+                         vnib_error_t *errp);
+
+/* Append one host name (validated as above).  Returns 0 or -1 (EINVAL). */
+int hostlist_append (struct hostlist *hl, const char *name);
+
+/* Number of names in the list. */
+size_t hostlist_count (const struct hostlist *hl);
+
+/* The n-th name (0-based), borrowed until the list changes; NULL past the
+ * end.
+ */
+const char *hostlist_nth (const struct hostlist *hl, size_t n);
+
+/* Sort the names (by prefix, then numerically by the trailing number,
+ * then by the rest) and remove duplicates.
+ */
+void hostlist_uniq (struct hostlist *hl);
+
+/* True when name is in the list.  After hostlist_uniq() this is a binary
+ * search; otherwise a linear scan.
+ */
+bool hostlist_contains (const struct hostlist *hl, const char *name);
+
+/* Compress the list into an expression.  The list is not modified; the
+ * result lists the same set of names (sorted, duplicates removed), grouping
+ * names that differ only in their trailing number, with zero padding kept
+ * ("n[001-003,010]").  Returns a string the caller frees, or NULL with
+ * errno set.  An empty list encodes as "".
+ */
+char *hostlist_encode (const struct hostlist *hl)
+    __attribute__ ((warn_unused_result));
+
+#endif /* !VNIB_HOSTLIST_H */

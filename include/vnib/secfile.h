@@ -1,0 +1,37 @@
+/* Reading credential files safely.
+ *
+ * TLS keys, token files and shared keys must be readable by their owner
+ * only.  secfile_read() opens the file, checks the open descriptor (so the
+ * check and the read see the same file), refuses group or other access and
+ * foreign owners, and returns the contents.  Callers wipe the buffer with
+ * secfile_free() when done.
+ */
+#ifndef VNIB_SECFILE_H
+#define VNIB_SECFILE_H
+
+#include <stddef.h>
+
+#include "vnib/error.h"
+
+/* Largest credential file read (a certificate chain fits comfortably). */
+#define SECFILE_MAX_SIZE (1024u * 1024)
+
+/* Read a whole secret file.  Refused (EPERM) when it is not a regular
+ * file, when its mode grants any access to group or others, or when it is
+ * owned by neither the effective user nor root.  On success *bufp holds
+ * *lenp bytes followed by a NUL.  Returns 0 or -1 with errno and errp set.
+ */
+int secfile_read (const char *path, char **bufp, size_t *lenp, vnib_error_t *errp);
+
+/* Read a public file (certificate) with no permission requirement beyond
+ * being a regular file.  Same conventions as secfile_read().
+ */
+int secfile_read_public (const char *path,
+                         char **bufp,
+                         size_t *lenp,
+                         vnib_error_t *errp);
+
+/* Wipe and free a buffer returned above (NULL accepted). */
+void secfile_free (char *buf, size_t len);
+
+#endif /* !VNIB_SECFILE_H */

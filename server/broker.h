@@ -1,0 +1,29 @@
+/* The broker context handed to every request handler.
+ *
+ * vnibrokerd keeps no mutable globals: everything a handler may touch hangs
+ * off this struct, which main() builds in a straight line at start-up and
+ * tears down in reverse.  The members are thread-safe objects (the store
+ * and metrics lock or use atomics internally; the configuration is
+ * immutable), so libmicrohttpd's worker threads share one broker.
+ */
+#ifndef VNIB_SERVER_BROKER_H
+#define VNIB_SERVER_BROKER_H
+
+#include <time.h>
+
+struct config;
+struct logger;
+struct store;
+struct metrics;
+struct http;
+
+struct broker {
+    const struct config *cfg; /* immutable after load */
+    struct logger *log;
+    struct store *store;      /* PostgreSQL: all durable state */
+    struct metrics *metrics;  /* request counters for /metrics */
+    struct http *http;        /* the listener (set once started) */
+    time_t start_time;        /* for vnib_process_start_time_seconds */
+};
+
+#endif /* !VNIB_SERVER_BROKER_H */

@@ -1,0 +1,30 @@
+/* Request counters and latency histograms for GET /metrics.
+ *
+ * One slot per row of the route table plus one for requests that matched
+ * no route.  Updates are lock-free atomics so that recording a request
+ * costs a few increments on the hot path; rendering walks the slots and
+ * writes the Prometheus text exposition format.
+ */
+#ifndef VNIB_SERVER_METRICS_H
+#define VNIB_SERVER_METRICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct metrics;
+
+/* Create counters for `nroutes` routes (index nroutes means unmatched). */
+struct metrics *metrics_create (size_t nroutes) __attribute__ ((warn_unused_result));
+
+/* Free (NULL accepted). */
+void metrics_destroy (struct metrics *m);
+
+/* Record one finished request. */
+void metrics_observe (struct metrics *m, int route_index, int status, int64_t ns);
+
+/* Write the HTTP series (requests by route and status, latency
+ * histograms) in the Prometheus text format.
+ */
+void metrics_write_http (const struct metrics *m, FILE *out);
+
+#endif /* !VNIB_SERVER_METRICS_H */

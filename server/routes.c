@@ -1,0 +1,89 @@
+/* The route table and its matcher (see routes.h).
+ *
+ * Reading this table is the quickest way to learn the API: each row says
+ * who may call what, and which handler answers.  The OpenAPI document in
+ * docs/ describes the same rows for clients and must be kept in step.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/ops.h"
+#include "server/routes.h"
+
+const struct route routes[] = {
+    /* method, pattern, handler, roles, max body */
+    { "GET", "/healthz", ops_healthz, ROUTE_PUBLIC, 0 },
+    { "GET", "/readyz", ops_readyz, ROUTE_PUBLIC, 0 },
+    { "GET", "/metrics", ops_metrics, ROUTE_PUBLIC, 0 },
+};
+
+const size_t routes_count = sizeof (routes) / sizeof (routes[0]);
+
+/* Match one path against one pattern, capturing {name} segments. */
+static bool match_pattern (const char *pattern,
+                           const char *path,
+                           struct route_params *p)
+{
+    size_t used = 0;
+
+    p->count = 0;
+    while (*pattern && *path) {
+        if (*pattern == '{') {
+            const char *close = strchr (pattern, '}');
+            size_t seg = strcspn (path, "/");
+            if (!close || seg == 0 || p->count == ROUTE_MAX_PARAMS
+                || used + seg + 1 > sizeof (p->buf))
+                return false;
+            p->names[p->count] = pattern + 1;
+            p->name_lens[p->count] = (size_t)(close - pattern - 1);
+            memcpy (p->buf + used, path, seg);
+            p->buf[used + seg] = '\0';
+            p->values[p->count++] = p->buf + used;
+            used += seg + 1;
+            pattern = close + 1;
+            path += seg;
+            continue;
+        }
+        if (*pattern++ != *path++)
+            return false;
+    }
+    return *pattern == '\0' && *path == '\0';
+}
+
+int routes_match (const char *method,
+                  const char *path,
+                  struct route_params *params,
+                  char *allow,
+                  size_t allow_size)
+{
+    bool path_seen = false;
+    size_t alen = 0;
+
+    if (allow_size > 0)
+        allow[0] = '\0';
+    for (size_t i = 0; i < routes_count; i++) {
+        if (!match_pattern (routes[i].pattern, path, params))
+            continue;
+        if (strcmp (routes[i].method, method) == 0)
+            return (int)i;
+        path_seen = true;
+        int n = snprintf (allow + alen, allow_size - alen, "%s%s",
+                          alen ? ", " : "", routes[i].method);
+        if (n > 0 && alen + (size_t)n < allow_size)
+            alen += (size_t)n;
+    }
+    params->count = 0;
+    errno = path_seen ? EOPNOTSUPP : ENOENT;
+    return -1;
+}
+
+const char *routes_param (const struct route_params *params, const char *name)
+{
+    size_t len = strlen (name);
+    for (int i = 0; i < params->count; i++)
+        if (params->name_lens[i] == len && strncmp (params->names[i], name, len) == 0)
+            return params->values[i];
+    return NULL;
+}

@@ -1,0 +1,76 @@
+/* The REST API's one route table, and path matching.
+ *
+ * Every endpoint of vnibrokerd is one row in routes[] (routes.c): method,
+ * path pattern, handler, the roles that may call it, and the largest body
+ * it accepts.  http.c is the only user: it matches each request here,
+ * enforces the body limit and roles, and calls the handler.  Handlers
+ * live in one file per resource (ops.c, ...), never call libmicrohttpd,
+ * and return a status or fail with errno (see http.h).
+ */
+#ifndef VNIB_SERVER_ROUTES_H
+#define VNIB_SERVER_ROUTES_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "vnib/error.h"
+
+struct request;
+
+/* A handler fills *out with the JSON reply (or sets a text body on the
+ * request) and returns an HTTP status, or returns -1 with errno set and
+ * errp filled; http.c turns that into the error reply.
+ */
+typedef int (*route_handler_f) (struct request *req, json_t **out, vnib_error_t *errp);
+
+/* Roles, as bits so that a route lists exactly who may call it. */
+enum {
+    ROLE_ADMIN = 1 << 0,
+    ROLE_SCHEDULER = 1 << 1,
+    ROLE_NODE = 1 << 2,
+    ROLE_MONITOR = 1 << 3,
+};
+
+/* A route with roles == ROUTE_PUBLIC needs no credentials (liveness and
+ * readiness probes and metrics scrapes).
+ */
+#define ROUTE_PUBLIC 0u
+
+#define ROUTE_MAX_PARAMS 4
+
+struct route {
+    const char *method;      /* "GET", "POST", ... */
+    const char *pattern;     /* "/v1/reservations/{job_id}" */
+    route_handler_f handler;
+    unsigned roles;          /* ROLE_* bits allowed, or ROUTE_PUBLIC */
+    size_t max_body;         /* bytes; 0 means the route takes no body */
+};
+
+/* Path parameters captured by a match, borrowed from `buf`. */
+struct route_params {
+    int count;
+    const char *names[ROUTE_MAX_PARAMS];  /* borrowed from the pattern */
+    size_t name_lens[ROUTE_MAX_PARAMS];
+    const char *values[ROUTE_MAX_PARAMS]; /* NUL-terminated, in buf */
+    char buf[512];
+};
+
+extern const struct route routes[];
+extern const size_t routes_count;
+
+/* Find the route for method and path.  Returns its index in routes[], or
+ * -1 with errno ENOENT (no pattern matches the path) or EOPNOTSUPP (the
+ * path matches but not the method; `allow` then lists the methods that do,
+ * comma-separated).  Paths longer than the params buffer do not match.
+ */
+int routes_match (const char *method,
+                  const char *path,
+                  struct route_params *params,
+                  char *allow,
+                  size_t allow_size);
+
+/* The value of path parameter `name`, or NULL. */
+const char *routes_param (const struct route_params *params, const char *name);
+
+#endif /* !VNIB_SERVER_ROUTES_H */

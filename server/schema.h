@@ -1,0 +1,22 @@
+/* The SQL migrations compiled into vnibrokerd.
+ *
+ * deploy/tools/embed-sql.sh turns schema/NNNN_name.sql into a C table at
+ * build time, so the binary carries exactly the schema it was written for
+ * and never depends on SQL files being installed beside it.  Versions are
+ * contiguous from 1; the last one is the version this binary requires.
+ */
+#ifndef VNIB_SERVER_SCHEMA_H
+#define VNIB_SERVER_SCHEMA_H
+
+#include <stddef.h>
+
+struct schema_migration {
+    int version;      /* NNNN from the file name */
+    const char *name; /* file name, recorded in schema_version */
+    const char *sql;  /* the script, applied inside one transaction */
+};
+
+extern const struct schema_migration schema_migrations[];
+extern const size_t schema_migrations_count;
+
+#endif /* !VNIB_SERVER_SCHEMA_H */

@@ -1,0 +1,89 @@
+#!/bin/bash
+# Configuration: every error names the file and line and exits 2; the
+# example file is valid and documents every key; secrets are masked.
+. "$(dirname "$0")/lib.sh"
+
+# bad_config NAME CONTENT PATTERN: --check-config must exit 2 and print
+# "FILE:LINE: ..." matching PATTERN.
+bad_config () {
+    printf '%s\n' "$2" >"$T/$1.toml"
+    out=$(vnibrokerd --check-config "$T/$1.toml" 2>&1)
+    rc=$?
+    expect_eq "$1: exit status 2" "$rc" 2
+    expect_match "$1: message names file and line" "$out" "$T/$1.toml:$3"
+}
+
+bad_config unknown-key '[server]
+port = 8080
+prot = 8081' '3: server.prot: unknown key'
+bad_config unknown-table '[srever]
+port = 1' '1: srever: unknown table'
+bad_config wrong-type '[server]
+port = "8080"' '2: server.port: expected an integer'
+bad_config out-of-range '
+
+[server]
+port = 70000' '4: server.port: 70000 is out of range 0-65535'
+bad_config bad-address '[server]
+address = "localhost"' "2: server.address: 'localhost' is not a numeric"
+bad_config tls-half '[server]
+tls_cert = "/etc/ssl/cert.pem"' '2: server.tls_cert and server.tls_key must be set together'
+bad_config bad-level '[log]
+level = "loud"' "2: log.level: 'loud' is not one of"
+bad_config syntax '[server]
+port = = 1' '2: '
+bad_config duplicate '[server]
+port = 1
+port = 2' '3: .*duplicate'
+bad_config top-level-key 'port = 1' '1: port: unknown key'
+
+out=$(vnibrokerd --check-config "$T/missing.toml" 2>&1)
+expect_eq "a missing file exits 2" "$?" 2
+expect_match "... naming the file" "$out" "$T/missing.toml: No such file"
+
+# The broker itself refuses a bad file the same way, before doing anything.
+out=$(vnibrokerd -c "$T/unknown-key.toml" 2>&1)
+expect_eq "vnibrokerd -c with a bad file exits 2" "$?" 2
+expect_match "... with file:line" "$out" "unknown-key.toml:3: server.prot"
+
+# The example documents every key, with its default, and is valid.
+out=$(vnibrokerd --check-config "$TOP/config.example.toml" 2>&1)
+expect_eq "config.example.toml is valid" "$?" 0
+printf '' >"$T/empty.toml"
+defaults=$(vnibrokerd --check-config "$T/empty.toml" | grep -v '^# vnibrokerd effective')
+example=$(vnibrokerd --check-config "$TOP/config.example.toml" | grep -v '^# vnibrokerd effective')
+expect_eq "config.example.toml sets every key to its default" "$example" "$defaults"
+missing=""
+for key in $(printf '%s\n' "$defaults" | sed -n 's/^\([a-z_]*\) = .*/\1/p'); do
+    grep -Eq "^$key = " "$TOP/config.example.toml" || missing="$missing $key"
+done
+expect_eq "every key is set in config.example.toml" "$missing" ""
+
+# Secrets are masked in the printout.
+cat >"$T/secret.toml" <<'EOF2'
+[database]
+conninfo = "host=db1 user=vnib password='hunter2 x' dbname=vnibroker"
+EOF2
+out=$(vnibrokerd --check-config "$T/secret.toml")
+expect_no_match "passwords in conninfo are masked" "$out" 'hunter2'
+expect_match "... and the rest is shown" "$out" "host=db1 user=vnib password=\*\*\* dbname=vnibroker"
+cat >"$T/secret-uri.toml" <<'EOF2'
+[database]
+conninfo = "postgresql://vnib:hunter2@db1/vnibroker?password=hunter3&sslmode=verify-full"
+EOF2
+out=$(vnibrokerd --check-config "$T/secret-uri.toml")
+expect_no_match "URI passwords are masked" "$out" 'hunter[23]'
+expect_match "... and the URI stays readable" "$out" 'postgresql://vnib:\*\*\*@db1/vnibroker\?password=\*\*\*&sslmode=verify-full'
+
+out=$(vnibrokerd --bogus 2>&1)
+expect_eq "an unknown option exits 2" "$?" 2
+vnibrokerd --version | grep -q '^vnibrokerd '
+expect_eq "--version prints the version" "$?" 0
+
+# A database that cannot be reached at start: exit 1 with a clear line.
+broker_config "$T/nodb.toml"
+sed -i "s|host=[^ ]*|host=$T/nowhere|" "$T/nodb.toml"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/nodb.toml" 2>&1)
+expect_eq "an unreachable database at start exits 1" "$?" 1
+expect_match "... saying so" "$out" 'cannot start: database unavailable'
+finish

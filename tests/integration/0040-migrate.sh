@@ -1,0 +1,53 @@
+#!/bin/bash
+# Migrations: refused start on an old schema, --migrate applies once, a
+# second run is a no-op, and concurrent runs are safe.
+. "$(dirname "$0")/lib.sh"
+
+pg_start || exit 1
+broker_config "$T/b.toml"
+
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
+expect_eq "the broker refuses an unmigrated database (exit 1)" "$?" 1
+expect_match "... and says how to migrate" "$out" "schema is at version 0.*run 'vnibrokerd -c $T/b.toml --migrate'"
+
+out=$("$VNIBROKERD" -c "$T/b.toml" --migrate 2>&1)
+expect_eq "--migrate succeeds" "$?" 0
+expect_match "... reporting the upgrade" "$out" 'schema upgraded from version 0 to 1'
+expect_eq "schema_version holds one row per migration" "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_version")" "1"
+
+out=$("$VNIBROKERD" -c "$T/b.toml" --migrate 2>&1)
+expect_eq "a second --migrate succeeds" "$?" 0
+expect_match "... as a no-op" "$out" 'schema is current \(version 1\)'
+expect_eq "... adding no rows" "$(psql_q 'SELECT count(*) FROM schema_version')" "1"
+
+# Two replicas migrating a fresh database at once.
+as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib race
+sed "s/dbname=vnibroker/dbname=race/" "$T/b.toml" >"$T/race.toml"
+for i in 1 2 3 4; do
+    "$VNIBROKERD" -c "$T/race.toml" --migrate >"$T/race.$i.log" 2>&1 &
+    eval "p$i=\$!"
+done
+rcs=""
+for i in 1 2 3 4; do
+    eval "wait \$p$i"
+    rcs="$rcs$?"
+done
+expect_eq "four concurrent --migrate all succeed" "$rcs" "0000"
+expect_eq "exactly one of them applied the migration" \
+    "$(cat "$T"/race.*.log | grep -c 'upgraded from version 0 to 1')" 1
+expect_eq "the race left one row per migration" \
+    "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d race -XAtq -c 'SELECT count(*) FROM schema_version')" 1
+
+broker_start "$T/b.toml"
+expect_eq "the broker serves once migrated" "$?" 0
+http GET /readyz
+expect_status "ready" 200
+
+# A database migrated by a newer release still serves (with a warning).
+broker_stop
+psql_q "INSERT INTO schema_version (version, name) VALUES (999, '0999_future.sql')"
+broker_start "$T/b.toml"
+expect_eq "a newer schema does not stop an older replica" "$?" 0
+expect_match "... which warns" "$(cat "$BROKER_LOG")" 'newer than this vnibrokerd'
+broker_stop
+finish

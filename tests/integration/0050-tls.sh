@@ -1,0 +1,61 @@
+#!/bin/bash
+# HTTPS: with a certificate and key the listener speaks TLS only; clients
+# verify it against the test CA; unsafe key permissions stop the start.
+. "$(dirname "$0")/lib.sh"
+
+pg_start || exit 1
+
+# A throwaway CA and a server certificate for 127.0.0.1.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=vnib test CA" \
+    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
+openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$T/server.key" -out "$T/server.csr" >/dev/null 2>&1
+printf 'subjectAltName=IP:127.0.0.1\n' >"$T/san.ext"
+openssl x509 -req -in "$T/server.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
+    -CAcreateserial -days 2 -extfile "$T/san.ext" -out "$T/server.pem" >/dev/null 2>&1
+chmod 600 "$T/server.key"
+expect_eq "test CA and certificate generated" "$(test -s "$T/server.pem" && echo yes)" yes
+
+broker_config "$T/b.toml" "tls_cert = \"$T/server.pem\"
+tls_key = \"$T/server.key\""
+broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
+broker_start "$T/b.toml" || { not_ok "TLS broker starts"; finish; }
+expect_match "the broker announces https" "$BROKER_URL" '^https://127\.0\.0\.1:[0-9]+$'
+
+http GET /healthz --cacert "$T/ca.pem"
+expect_status "GET /healthz over verified TLS" 200
+
+http GET /healthz
+expect_match "without the CA the client refuses the certificate" "$HTTP_STATUS" \
+    'curl-failed:.*(certificate|SSL)'
+
+plain=$(printf '%s' "$BROKER_URL" | sed 's/^https/http/')
+out=$(curl -sS --max-time 5 "$plain/healthz" 2>&1)
+expect_no_match "plain HTTP is not served on the TLS port" "$out" '"status":"ok"'
+broker_stop
+
+# A key readable by others is refused at start, with the reason.
+chmod 644 "$T/server.key"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
+expect_eq "a world-readable key stops the start (exit 1)" "$?" 1
+expect_match "... naming the file and the mode" "$out" "server.key: mode 0644 is unsafe"
+chmod 640 "$T/server.key"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
+expect_eq "a group-readable key is refused too" "$?" 1
+chmod 600 "$T/server.key"
+
+# A certificate that does not parse.
+echo "not a certificate" >"$T/bad.pem"
+broker_config "$T/bad.toml" "tls_cert = \"$T/bad.pem\"
+tls_key = \"$T/server.key\""
+out=$(timeout 20 "$VNIBROKERD" -c "$T/bad.toml" 2>&1)
+expect_eq "a broken certificate stops the start (exit 1)" "$?" 1
+
+# Plain HTTP on a non-loopback address warns at start.
+broker_config "$T/any.toml"
+sed -i 's/address = "127.0.0.1"/address = "0.0.0.0"/' "$T/any.toml"
+broker_start "$T/any.toml" || not_ok "broker on 0.0.0.0 starts"
+expect_match "plain HTTP off loopback logs a warning" "$(cat "$BROKER_LOG")" \
+    'warning: server: plain HTTP on non-loopback address 0.0.0.0'
+broker_stop
+finish

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Shutdown: SIGTERM and SIGINT finish the requests in flight and exit 0;
+# a port already in use is a clear start failure.
+. "$(dirname "$0")/lib.sh"
+
+pg_start || exit 1
+broker_config "$T/b.toml" 'shutdown_timeout_s = 10'
+sed -i 's/query_timeout_ms = 2000/query_timeout_ms = 3000/' "$T/b.toml"
+broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
+broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+
+# Hold a request in flight: readiness waits on a frozen database.
+http GET /readyz
+expect_status "warm: one pooled connection open" 200
+pg_freeze
+curl -sS -o "$T/inflight.body" -w '%{http_code}' --max-time 20 "$BROKER_URL/readyz" \
+    >"$T/inflight.status" 2>&1 &
+curl_pid=$!
+sleep 0.5
+kill -TERM "$BROKER_PID"
+wait "$curl_pid"
+pg_resume
+wait "$BROKER_PID"
+rc=$?
+expect_eq "the in-flight request got its full reply during shutdown" "$(cat "$T/inflight.status")" 503
+expect_eq "the broker exited 0 after SIGTERM" "$rc" 0
+expect_match "... and logged its stop" "$(cat "$BROKER_LOG")" 'SIGTERM: shutting down'
+
+broker_start "$T/b.toml" || not_ok "restart"
+port=${BROKER_URL##*:}
+kill -INT "$BROKER_PID"
+wait "$BROKER_PID"
+expect_eq "SIGINT also exits 0" "$?" 0
+
+# Port in use.
+broker_start "$T/b.toml" || not_ok "restart"
+sed "s/port = 0/port = ${BROKER_URL##*:}/" "$T/b.toml" >"$T/same.toml"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/same.toml" 2>&1)
+expect_eq "a port in use stops the start (exit 1)" "$?" 1
+expect_match "... with a clear message" "$out" 'cannot listen on 127.0.0.1 port'
+kill -HUP "$BROKER_PID"
+sleep 0.2
+kill -0 "$BROKER_PID"
+expect_eq "SIGHUP does not stop the broker" "$?" 0
+expect_match "... it explains that a restart applies changes" "$(cat "$BROKER_LOG")" 'SIGHUP'
+broker_stop
+expect_eq "clean exit" "$?" 0
+finish

@@ -1,0 +1,299 @@
+# Integration test harness, sourced by every tests/integration/NNNN-*.sh.
+#
+# It gives each test script a private temporary directory, a throwaway
+# PostgreSQL server on a Unix socket inside it (run as the `postgres` user
+# when the tests run as root, since PostgreSQL refuses root, else as the
+# current user), helpers to start the real vnibrokerd binary and talk HTTP
+# to it with curl, and TAP-style assertions.  Everything a test starts is
+# recorded by PID and stopped on exit, also when the test fails or is
+# interrupted, and the directory is removed.
+#
+# Each script ends with `finish`, which prints "# counts: PASSED FAILED"
+# for tests/run-all.sh and exits non-zero when anything failed.
+
+set -u
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${VNIB_BUILD:-$TOP/build}
+case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+VNIBROKERD=$BUILD/vnibrokerd
+TEST_NAME=$(basename "$0" .sh)
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/vnib-$TEST_NAME.XXXXXX")
+chmod 755 "$T"
+PASSED=0
+FAILED=0
+STARTED_PIDS=""
+PGDIR=""
+PGSOCK=""
+BROKER_PID=""
+BROKER_URL=""
+BROKER_LOG=""
+
+# ---- assertions -------------------------------------------------------------
+
+ok () {
+    PASSED=$((PASSED + 1))
+    echo "ok $((PASSED + FAILED)) - $*"
+}
+
+not_ok () {
+    FAILED=$((FAILED + 1))
+    echo "not ok $((PASSED + FAILED)) - $*"
+}
+
+# expect_eq DESCRIPTION GOT WANT
+expect_eq () {
+    if [ "$2" = "$3" ]; then
+        ok "$1"
+    else
+        not_ok "$1"
+        echo "#   got:  '$2'"
+        echo "#   want: '$3'"
+    fi
+}
+
+# expect_match DESCRIPTION TEXT PATTERN (grep -E)
+expect_match () {
+    if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+        ok "$1"
+    else
+        not_ok "$1"
+        echo "#   text:    '$(printf '%s' "$2" | head -c 600)'"
+        echo "#   pattern: '$3'"
+    fi
+}
+
+# expect_no_match DESCRIPTION TEXT PATTERN
+expect_no_match () {
+    if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+        not_ok "$1"
+        echo "#   unexpected match of '$3' in '$(printf '%s' "$2" | head -c 600)'"
+    else
+        ok "$1"
+    fi
+}
+
+# expect_status DESCRIPTION WANT: checks the last http call.
+expect_status () {
+    if [ "$HTTP_STATUS" = "$2" ]; then
+        ok "$1"
+    else
+        not_ok "$1"
+        echo "#   status: $HTTP_STATUS (want $2)"
+        echo "#   body:   $(head -c 600 "$T/http.body" 2>/dev/null)"
+    fi
+}
+
+# expect_json DESCRIPTION JQ-FILTER WANT: on the last http body.
+expect_json () {
+    expect_eq "$1" "$(jq -r "$2" "$T/http.body" 2>&1)" "$3"
+}
+
+finish () {
+    echo "# counts: $PASSED $FAILED"
+    [ "$FAILED" -eq 0 ]
+    exit $?
+}
+
+# ---- processes --------------------------------------------------------------
+
+track () {
+    STARTED_PIDS="$STARTED_PIDS $1"
+}
+
+cleanup () {
+    for pid in $STARTED_PIDS; do
+        kill -CONT "$pid" 2>/dev/null
+        kill -TERM "$pid" 2>/dev/null
+    done
+    if [ -n "$PGDIR" ] && [ -f "$PGDIR/postmaster.pid" ]; then
+        pg_resume
+        as_pg_user "$PG_BIN/pg_ctl" -D "$PGDIR" -m immediate -w stop >/dev/null 2>&1
+    fi
+    sleep 0.2
+    for pid in $STARTED_PIDS; do
+        kill -KILL "$pid" 2>/dev/null
+    done
+    if [ "${KEEP_TEST_DIR:-0}" = 1 ]; then
+        echo "# kept $T"
+    else
+        rm -rf "$T"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
+wait_for () {
+    limit=$1
+    shift
+    i=0
+    while [ "$i" -lt $((limit * 20)) ]; do
+        if "$@" >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# ---- PostgreSQL -------------------------------------------------------------
+
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -n "$PG_BIN" ] || PG_BIN=$(dirname "$(command -v initdb 2>/dev/null || echo /x/initdb)")
+PG_USER=$(id -un)
+[ "$(id -u)" -eq 0 ] && PG_USER=postgres
+
+as_pg_user () {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+# An initialised cluster is copied rather than made again by every test:
+# initdb costs a second or two.  The cache lives in the temporary directory
+# (the postgres user must reach it even when the checkout is private).
+pg_template () {
+    tpl=${TMPDIR:-/tmp}/vnib-pgtemplate-$(id -u)-$(basename "$(dirname "$PG_BIN")")
+    if [ ! -f "$tpl/PG_VERSION" ]; then
+        rm -rf "$tpl.tmp"
+        mkdir -p "$tpl.tmp"
+        [ "$(id -u)" -eq 0 ] && chown postgres "$tpl.tmp"
+        as_pg_user "$PG_BIN/initdb" -D "$tpl.tmp" -U vnib --auth=trust -E UTF8 \
+            --locale=C.UTF-8 --no-sync >"$T/initdb.log" 2>&1 || {
+            cat "$T/initdb.log" >&2
+            return 1
+        }
+        mv "$tpl.tmp" "$tpl" 2>/dev/null || rm -rf "$tpl.tmp"
+    fi
+    echo "$tpl"
+}
+
+# pg_start: a private server for this test, with fsync on, no TCP.
+pg_start () {
+    tpl=$(pg_template) || return 1
+    PGDIR=$T/pg
+    PGSOCK=$T/sock
+    cp -a "$tpl" "$PGDIR"
+    mkdir -p "$PGSOCK" "$T/pglog"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown -R postgres "$PGDIR" "$PGSOCK" "$T/pglog"
+    fi
+    chmod 700 "$PGDIR"
+    pg_resume_start
+    as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib vnibroker
+}
+
+pg_resume_start () {
+    as_pg_user "$PG_BIN/pg_ctl" -D "$PGDIR" -l "$T/pglog/pg.log" -w -t 30 \
+        -o "-c listen_addresses='' -c unix_socket_directories='$PGSOCK' -c fsync=on -c max_connections=200" \
+        start >/dev/null || {
+        cat "$T/pglog/pg.log" >&2
+        return 1
+    }
+}
+
+pg_stop () {
+    as_pg_user "$PG_BIN/pg_ctl" -D "$PGDIR" -m fast -w stop >/dev/null
+}
+
+pg_restart () {
+    pg_stop && pg_resume_start
+}
+
+# Freeze and thaw every PostgreSQL process: a database that accepts
+# connections but never answers.
+pg_freeze () {
+    for pid in $(pg_pids); do kill -STOP "$pid"; done
+}
+
+pg_resume () {
+    for pid in $(pg_pids); do kill -CONT "$pid" 2>/dev/null; done
+}
+
+pg_pids () {
+    [ -f "$PGDIR/postmaster.pid" ] || return 0
+    master=$(head -n 1 "$PGDIR/postmaster.pid")
+    echo "$master"
+    pgrep -P "$master" 2>/dev/null
+}
+
+psql_q () {
+    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d vnibroker -XAtq -v ON_ERROR_STOP=1 -c "$1"
+}
+
+# ---- the broker -------------------------------------------------------------
+
+# broker_config FILE [EXTRA-TOML]: a config for this test's database with a
+# free port; EXTRA-TOML lines are appended to the [server] table unless
+# they open tables of their own.
+broker_config () {
+    cat >"$1" <<EOF
+[server]
+address = "127.0.0.1"
+port = 0
+${2:-}
+
+[database]
+conninfo = "host=$PGSOCK dbname=vnibroker user=vnib"
+connect_timeout_ms = 1000
+query_timeout_ms = 2000
+acquire_timeout_ms = 1000
+
+[log]
+level = "debug"
+EOF
+}
+
+vnibrokerd () {
+    "$VNIBROKERD" "$@"
+}
+
+# broker_migrate CONFIG
+broker_migrate () {
+    "$VNIBROKERD" -c "$1" --migrate >>"$T/migrate.log" 2>&1
+}
+
+# broker_start CONFIG: start in the background; sets BROKER_PID, BROKER_URL,
+# BROKER_LOG.  Returns non-zero if it does not listen within 10 s.
+broker_start () {
+    BROKER_LOG=$T/broker.$$.$(date +%s%N).log
+    "$VNIBROKERD" -c "$1" >"$BROKER_LOG" 2>&1 &
+    BROKER_PID=$!
+    track "$BROKER_PID"
+    scheme=http
+    wait_for 10 grep -q "listening on" "$BROKER_LOG" || {
+        echo "# broker did not start:"
+        sed 's/^/#   /' "$BROKER_LOG"
+        return 1
+    }
+    line=$(grep -m1 "listening on" "$BROKER_LOG")
+    BROKER_URL=$(printf '%s\n' "$line" | sed -E 's|.*listening on (https?://[^ ]+).*|\1|')
+}
+
+# broker_stop: SIGTERM and wait; echoes nothing, returns the exit status.
+broker_stop () {
+    kill -TERM "$BROKER_PID" 2>/dev/null
+    wait "$BROKER_PID"
+}
+
+# http METHOD PATH [CURL-ARGS...]: sets HTTP_STATUS; body in $T/http.body,
+# headers in $T/http.headers.  The URL defaults to $BROKER_URL.
+http () {
+    method=$1
+    path=$2
+    shift 2
+    HTTP_STATUS=$(curl -sS -o "$T/http.body" -D "$T/http.headers" \
+        -w '%{http_code}' -X "$method" --max-time 20 "$@" "$BROKER_URL$path" \
+        2>"$T/http.err") || HTTP_STATUS="curl-failed:$(cat "$T/http.err")"
+    HTTP_BODY=$(cat "$T/http.body" 2>/dev/null)
+}
+
+# header NAME: value of a header of the last reply.
+header () {
+    grep -i "^$1:" "$T/http.headers" | head -n 1 | cut -d: -f2- | tr -d '\r' | sed 's/^ //'
+}

@@ -1,0 +1,119 @@
+#!/bin/sh
+# Run every test of vnibroker and print one summary line.
+#
+#   sh tests/run-all.sh BUILD-DIR                     all tests
+#   sh tests/run-all.sh --unit-only BUILD-DIR         cmocka unit tests
+#   sh tests/run-all.sh --integration-only BUILD-DIR  integration tests
+#   TESTS="0010 0030" sh tests/run-all.sh BUILD-DIR   only matching scripts
+#
+# Unit tests are the cmocka binaries in BUILD/tests/unit; fuzz regression
+# replays every committed corpus and crash input through the sanitizer
+# build; integration tests are tests/integration/NNNN-*.sh, each against a
+# throwaway PostgreSQL and the real vnibrokerd.  The last line is
+# "check: N passed, N failed" and the exit status is non-zero on failure.
+set -u
+
+mode=all
+case "${1:-}" in
+    --unit-only) mode=unit; shift ;;
+    --integration-only) mode=integration; shift ;;
+esac
+BUILD=${1:-build}
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+export VNIB_BUILD=$BUILD
+# Leaks are errors; libmicrohttpd and libpq keep a few process-lifetime
+# allocations that are not ours, listed in the suppressions file.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$TOP/tests/lsan.supp:print_suppressions=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+passed=0
+failed=0
+failures=""
+log=$(mktemp -d "${TMPDIR:-/tmp}/vnib-check.XXXXXX")
+
+note_fail () {
+    failed=$((failed + ${2:-1}))
+    failures="$failures $1"
+}
+
+run_unit () {
+    for bin in "$BUILD"/tests/unit/*/test_*; do
+        [ -x "$bin" ] || continue
+        name=$(basename "$bin")
+        out=$log/$name.out
+        "$bin" >"$out" 2>&1
+        rc=$?
+        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
+        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
+        p=${p:-0}
+        f=${f:-0}
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            f=1 # crashed or a sanitizer stopped it
+        fi
+        passed=$((passed + p))
+        if [ "$f" -gt 0 ]; then
+            note_fail "$name" "$f"
+            echo "FAIL unit $name ($p passed, $f failed)"
+            sed 's/^/    /' "$out" | tail -n 40
+        else
+            echo "ok   unit $name ($p tests)"
+        fi
+    done
+}
+
+run_fuzz_regressions () {
+    for bin in "$BUILD"/tests/fuzz/replay_*; do
+        [ -x "$bin" ] || continue
+        target=${bin##*/replay_}
+        out=$log/fuzz-$target.out
+        if "$bin" "$TOP/tests/fuzz/corpus/$target" "$TOP/tests/fuzz/regression/$target" \
+            >"$out" 2>&1; then
+            passed=$((passed + 1))
+            echo "ok   fuzz $target: $(tail -n 1 "$out")"
+        else
+            note_fail "fuzz-$target"
+            echo "FAIL fuzz $target"
+            sed 's/^/    /' "$out" | tail -n 40
+        fi
+    done
+}
+
+run_integration () {
+    for t in "$TOP"/tests/integration/[0-9]*.sh; do
+        name=$(basename "$t" .sh)
+        if [ -n "${TESTS:-}" ]; then
+            case " $TESTS " in *" ${name%%-*} "*) ;; *) continue ;; esac
+        fi
+        out=$log/$name.out
+        start=$(date +%s)
+        bash "$t" >"$out" 2>&1
+        rc=$?
+        counts=$(sed -n 's/^# counts: //p' "$out" | tail -n 1)
+        p=${counts% *}
+        f=${counts#* }
+        [ -n "$counts" ] || { p=0; f=1; }
+        [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+        passed=$((passed + p))
+        secs=$(($(date +%s) - start))
+        if [ "$f" -gt 0 ]; then
+            note_fail "$name" "$f"
+            echo "FAIL integration $name ($p passed, $f failed, ${secs}s)"
+            grep -v '^ok ' "$out" | sed 's/^/    /' | tail -n 60
+        else
+            echo "ok   integration $name ($p checks, ${secs}s)"
+        fi
+    done
+}
+
+case $mode in
+    unit) run_unit ;;
+    integration) run_integration ;;
+    all) run_unit; run_fuzz_regressions; run_integration ;;
+esac
+
+rm -rf "$log"
+[ -z "$failures" ] || echo "failed:$failures"
+echo "check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
