@@ -1,8 +1,8 @@
 /* The route table and its matcher (see routes.h).
  *
  * Reading this table is the quickest way to learn the API: each row says
- * who may call what, and which handler answers.  The OpenAPI document in
- * docs/ describes the same rows for clients and must be kept in step.
+ * who may call what, and which handler answers.  server/openapi.yaml
+ * describes the same rows for clients; a unit test keeps the two in step.
  */
 #include <errno.h>
 #include <stdbool.h>
