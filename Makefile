@@ -96,6 +96,10 @@ $(LIBSERVER): $(SERVER_OBJS)
 $(BUILD)/vnibrokerd: $(BUILD)/server/main.o $(LIBSERVER) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
 
+$(BUILD)/tests/bench/%: tests/bench/%.c $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBVNIB) $(LIBS_BASE)
+
 $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
@@ -165,7 +169,9 @@ install: all
 	install -m 0644 config.example.toml README.md \
 	    $(DESTDIR)$(PREFIX)/share/doc/vnibroker/
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' deploy/systemd/vnibrokerd.service.in \
+	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' \
+	    -e 's|@DOCDIR@|$(PREFIX)/share/doc/vnibroker|g' \
+	    deploy/systemd/vnibrokerd.service.in \
 	    > $(DESTDIR)$(PREFIX)/lib/systemd/system/vnibrokerd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/vnibrokerd.service
 

@@ -35,7 +35,9 @@
  * key paths and whose values are JSON integers (1-based line numbers).
  * A path joins keys with '.', and an element of an array of tables is
  * written with its index: "server.port", "pool[2].name".  Tables that are
- * only headers ("[server]") get an entry too ("server").
+ * only headers ("[server]") get an entry too ("server"), and so do tables
+ * inside arrays; scalars inside arrays do not (their array's entry names
+ * the line), which keeps a hostile array of millions of numbers cheap.
  *
  * On failure returns NULL, sets errno (EINVAL for malformed input, ENOMEM,
  * E2BIG for input past the limits) and fills errp.
