@@ -11,48 +11,48 @@
 
 #include "vnib/error.h"
 
-static void verrfmt (vnib_error_t *errp, const char *fmt, va_list ap)
+static void verrfmt(vnib_error_t *errp, const char *fmt, va_list ap)
 {
-    int n = vsnprintf (errp->text, sizeof (errp->text), fmt, ap);
+    int n = vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
     if (n < 0)
-        snprintf (errp->text, sizeof (errp->text), "(unformattable error)");
-    else if ((size_t)n >= sizeof (errp->text))
-        errp->text[sizeof (errp->text) - 2] = '+';
+        snprintf(errp->text, sizeof(errp->text), "(unformattable error)");
+    else if ((size_t)n >= sizeof(errp->text))
+        errp->text[sizeof(errp->text) - 2] = '+';
 }
 
-int errprintf (vnib_error_t *errp, const char *fmt, ...)
+int errprintf(vnib_error_t *errp, const char *fmt, ...)
 {
     int saved_errno = errno;
     if (errp) {
         va_list ap;
-        va_start (ap, fmt);
-        verrfmt (errp, fmt, ap);
-        va_end (ap);
+        va_start(ap, fmt);
+        verrfmt(errp, fmt, ap);
+        va_end(ap);
     }
     errno = saved_errno;
     return -1;
 }
 
-int errprintf_first (vnib_error_t *errp, const char *fmt, ...)
+int errprintf_first(vnib_error_t *errp, const char *fmt, ...)
 {
     int saved_errno = errno;
     if (errp && errp->text[0] == '\0') {
         va_list ap;
-        va_start (ap, fmt);
-        verrfmt (errp, fmt, ap);
-        va_end (ap);
+        va_start(ap, fmt);
+        verrfmt(errp, fmt, ap);
+        va_end(ap);
     }
     errno = saved_errno;
     return -1;
 }
 
-void vnib_error_clear (vnib_error_t *errp)
+void vnib_error_clear(vnib_error_t *errp)
 {
     if (errp)
         errp->text[0] = '\0';
 }
 
-void vnib_memburn (void *p, size_t n)
+void vnib_memburn(void *p, size_t n)
 {
     volatile unsigned char *v = p;
     while (n-- > 0)

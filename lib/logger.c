@@ -25,38 +25,41 @@ static const struct {
     const char *name;
     int level;
 } level_names[] = {
-    { "error", LOG_ERR },   { "warning", LOG_WARNING }, { "notice", LOG_NOTICE },
-    { "info", LOG_INFO },   { "debug", LOG_DEBUG },
+    {"error", LOG_ERR},
+    {"warning", LOG_WARNING},
+    {"notice", LOG_NOTICE},
+    {"info", LOG_INFO},
+    {"debug", LOG_DEBUG},
 };
 
-struct logger *logger_create (const char *ident, int level, int fd)
+struct logger *logger_create(const char *ident, int level, int fd)
 {
-    struct logger *log = calloc (1, sizeof (*log));
+    struct logger *log = calloc(1, sizeof(*log));
     if (!log)
         return NULL;
-    snprintf (log->ident, sizeof (log->ident), "%s", ident ? ident : "vnib");
+    snprintf(log->ident, sizeof(log->ident), "%s", ident ? ident : "vnib");
     log->level = level;
     log->fd = fd;
-    log->pid = getpid ();
+    log->pid = getpid();
     return log;
 }
 
-void logger_destroy (struct logger *log)
+void logger_destroy(struct logger *log)
 {
     int saved_errno = errno;
-    free (log);
+    free(log);
     errno = saved_errno;
 }
 
-bool logger_enabled (const struct logger *log, int level)
+bool logger_enabled(const struct logger *log, int level)
 {
     return !log || level <= log->level;
 }
 
-int logger_level_parse (const char *name, int *levelp)
+int logger_level_parse(const char *name, int *levelp)
 {
-    for (size_t i = 0; i < sizeof (level_names) / sizeof (level_names[0]); i++) {
-        if (name && strcmp (name, level_names[i].name) == 0) {
+    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+        if (name && strcmp(name, level_names[i].name) == 0) {
             *levelp = level_names[i].level;
             return 0;
         }
@@ -65,16 +68,16 @@ int logger_level_parse (const char *name, int *levelp)
     return -1;
 }
 
-const char *logger_level_name (int level)
+const char *logger_level_name(int level)
 {
-    for (size_t i = 0; i < sizeof (level_names) / sizeof (level_names[0]); i++)
+    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
         if (level_names[i].level == level)
             return level_names[i].name;
     return level < LOG_ERR ? "error" : "debug";
 }
 
 /* Replace bytes that could break the one-line-per-message rule. */
-static void sanitize (char *s)
+static void sanitize(char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -83,11 +86,8 @@ static void sanitize (char *s)
     }
 }
 
-void logger_printf (struct logger *log,
-                    int level,
-                    const char *reqid,
-                    const char *fmt,
-                    ...)
+void logger_printf(
+    struct logger *log, int level, const char *reqid, const char *fmt, ...)
 {
     int saved_errno = errno;
     char msg[1024];
@@ -99,40 +99,41 @@ void logger_printf (struct logger *log,
     if (log && level > log->level)
         goto done;
 
-    va_start (ap, fmt);
-    vsnprintf (msg, sizeof (msg), fmt, ap);
-    va_end (ap);
-    sanitize (msg);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    sanitize(msg);
 
-    clock_gettime (CLOCK_REALTIME, &ts);
-    gmtime_r (&ts.tv_sec, &tm);
-    int n = snprintf (line,
-                      sizeof (line),
-                      "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%ld]: %s: %s%s%s%s\n",
-                      tm.tm_year + 1900,
-                      tm.tm_mon + 1,
-                      tm.tm_mday,
-                      tm.tm_hour,
-                      tm.tm_min,
-                      tm.tm_sec,
-                      ts.tv_nsec / 1000000,
-                      log ? log->ident : "vnib",
-                      (long)(log ? log->pid : getpid ()),
-                      logger_level_name (level),
-                      reqid ? "req=" : "",
-                      reqid ? reqid : "",
-                      reqid ? ": " : "",
-                      msg);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    int n =
+        snprintf(line,
+                 sizeof(line),
+                 "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%ld]: %s: %s%s%s%s\n",
+                 tm.tm_year + 1900,
+                 tm.tm_mon + 1,
+                 tm.tm_mday,
+                 tm.tm_hour,
+                 tm.tm_min,
+                 tm.tm_sec,
+                 ts.tv_nsec / 1000000,
+                 log ? log->ident : "vnib",
+                 (long)(log ? log->pid : getpid()),
+                 logger_level_name(level),
+                 reqid ? "req=" : "",
+                 reqid ? reqid : "",
+                 reqid ? ": " : "",
+                 msg);
     if (n < 0)
         goto done;
-    if ((size_t)n >= sizeof (line)) {
-        n = sizeof (line) - 1;
+    if ((size_t)n >= sizeof(line)) {
+        n = sizeof(line) - 1;
         line[n - 1] = '\n';
     }
     /* One write per line keeps concurrent lines whole; a short write to a
      * full pipe is not retried: logging must never block a request.
      */
-    ssize_t w = write (log ? log->fd : STDERR_FILENO, line, (size_t)n);
+    ssize_t w = write(log ? log->fd : STDERR_FILENO, line, (size_t)n);
     (void)w;
 done:
     errno = saved_errno;

@@ -14,27 +14,27 @@
 
 #include "vnib/secfile.h"
 
-static int read_fd (int fd,
-                    const char *path,
-                    size_t size,
-                    char **bufp,
-                    size_t *lenp,
-                    vnib_error_t *errp)
+static int read_fd(int fd,
+                   const char *path,
+                   size_t size,
+                   char **bufp,
+                   size_t *lenp,
+                   vnib_error_t *errp)
 {
-    char *buf = malloc (size + 1);
+    char *buf = malloc(size + 1);
     size_t len = 0;
 
     if (!buf)
-        return errprintf (errp, "%s: out of memory", path);
+        return errprintf(errp, "%s: out of memory", path);
     while (len < size) {
-        ssize_t n = read (fd, buf + len, size - len);
+        ssize_t n = read(fd, buf + len, size - len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
             int e = errno;
-            secfile_free (buf, size + 1);
+            secfile_free(buf, size + 1);
             errno = e;
-            return errprintf (errp, "%s: %s", path, strerror (e));
+            return errprintf(errp, "%s: %s", path, strerror(e));
         }
         if (n == 0)
             break;
@@ -46,82 +46,85 @@ static int read_fd (int fd,
     return 0;
 }
 
-static int read_checked (const char *path,
-                         bool secret,
-                         char **bufp,
-                         size_t *lenp,
-                         vnib_error_t *errp)
+static int read_checked(const char *path,
+                        bool secret,
+                        char **bufp,
+                        size_t *lenp,
+                        vnib_error_t *errp)
 {
     struct stat st;
     int fd = -1;
     int rc = -1;
 
-    if ((fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
-        errprintf (errp, "%s: %s", path, strerror (errno));
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+        errprintf(errp, "%s: %s", path, strerror(errno));
         goto done;
     }
-    if (fstat (fd, &st) < 0) {
-        errprintf (errp, "%s: %s", path, strerror (errno));
+    if (fstat(fd, &st) < 0) {
+        errprintf(errp, "%s: %s", path, strerror(errno));
         goto done;
     }
-    if (!S_ISREG (st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {
         errno = EPERM;
-        errprintf (errp, "%s: not a regular file", path);
+        errprintf(errp, "%s: not a regular file", path);
         goto done;
     }
     if (secret && (st.st_mode & 077) != 0) {
         errno = EPERM;
-        errprintf (errp,
-                   "%s: mode %04o is unsafe: a credential file must not be "
-                   "accessible by group or others (chmod 600)",
-                   path,
-                   (unsigned)(st.st_mode & 07777));
+        errprintf(errp,
+                  "%s: mode %04o is unsafe: a credential file must not be "
+                  "accessible by group or others (chmod 600)",
+                  path,
+                  (unsigned)(st.st_mode & 07777));
         goto done;
     }
-    if (secret && st.st_uid != geteuid () && st.st_uid != 0) {
+    if (secret && st.st_uid != geteuid() && st.st_uid != 0) {
         errno = EPERM;
-        errprintf (errp,
-                   "%s: owned by uid %u: a credential file must belong to "
-                   "this user (uid %u) or root",
-                   path,
-                   (unsigned)st.st_uid,
-                   (unsigned)geteuid ());
+        errprintf(errp,
+                  "%s: owned by uid %u: a credential file must belong to "
+                  "this user (uid %u) or root",
+                  path,
+                  (unsigned)st.st_uid,
+                  (unsigned)geteuid());
         goto done;
     }
     if ((size_t)st.st_size > SECFILE_MAX_SIZE) {
         errno = EFBIG;
-        errprintf (errp, "%s: larger than %u bytes", path, SECFILE_MAX_SIZE);
+        errprintf(errp, "%s: larger than %u bytes", path, SECFILE_MAX_SIZE);
         goto done;
     }
-    rc = read_fd (fd, path, (size_t)st.st_size, bufp, lenp, errp);
+    rc = read_fd(fd, path, (size_t)st.st_size, bufp, lenp, errp);
 done:
     if (fd >= 0) {
         int e = errno;
-        close (fd);
+        close(fd);
         errno = e;
     }
     return rc;
 }
 
-int secfile_read (const char *path, char **bufp, size_t *lenp, vnib_error_t *errp)
+int secfile_read(const char *path,
+                 char **bufp,
+                 size_t *lenp,
+                 vnib_error_t *errp)
 {
-    return read_checked (path, true, bufp, lenp, errp);
+    return read_checked(path, true, bufp, lenp, errp);
 }
 
-int secfile_read_public (const char *path,
-                         char **bufp,
-                         size_t *lenp,
-                         vnib_error_t *errp)
+int secfile_read_public(const char *path,
+                        char **bufp,
+                        size_t *lenp,
+                        vnib_error_t *errp)
 {
-    return read_checked (path, false, bufp, lenp, errp);
+    return read_checked(path, false, bufp, lenp, errp);
 }
 
-void secfile_free (char *buf, size_t len)
+void secfile_free(char *buf, size_t len)
 {
     int saved_errno = errno;
     if (buf) {
-        vnib_memburn (buf, len);
-        free (buf);
+        vnib_memburn(buf, len);
+        free(buf);
     }
     errno = saved_errno;
 }

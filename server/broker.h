@@ -20,10 +20,10 @@ struct http;
 struct broker {
     const struct config *cfg; /* immutable after load */
     struct logger *log;
-    struct store *store;      /* PostgreSQL: all durable state */
-    struct metrics *metrics;  /* request counters for /metrics */
-    struct http *http;        /* the listener (set once started) */
-    time_t start_time;        /* for vnib_process_start_time_seconds */
+    struct store *store;     /* PostgreSQL: all durable state */
+    struct metrics *metrics; /* request counters for /metrics */
+    struct http *http;       /* the listener (set once started) */
+    time_t start_time;       /* for vnib_process_start_time_seconds */
 };
 
 #endif /* !VNIB_SERVER_BROKER_H */

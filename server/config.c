@@ -31,17 +31,19 @@ enum {
 };
 
 struct cfg_row {
-    const char *key;     /* "table.key" */
+    const char *key; /* "table.key" */
     enum cfg_type type;
-    size_t offset;       /* of the char * or long in struct config */
-    long min;            /* CFG_INT bounds, inclusive */
+    size_t offset; /* of the char * or long in struct config */
+    long min;      /* CFG_INT bounds, inclusive */
     long max;
     const char *def_str; /* CFG_STRING default */
     long def_int;        /* CFG_INT default */
     int flags;
-    const char *doc;     /* one line, printed by config_print */
+    const char *doc; /* one line, printed by config_print */
 };
 
+/* One row per line reads as a table, so the formatter leaves it alone. */
+/* clang-format off */
 #define STR(k, field, def, fl, doc) \
     { k, CFG_STRING, offsetof (struct config, field), 0, 0, def, 0, fl, doc }
 #define INT(k, field, lo, hi, def, doc) \
@@ -59,7 +61,7 @@ static const struct cfg_row rows[] = {
     INT ("server.threads", server.threads, 1, 256, 8,
          "HTTP worker threads"),
     INT ("server.max_connections", server.max_connections, 1, 1000000, 4096,
-         "connections open at once; more are refused"),
+         "connections open at once; more wait in the kernel's backlog"),
     INT ("server.connection_timeout_s", server.connection_timeout_s, 1, 3600, 30,
          "a connection idle or stalled this long is closed"),
     INT ("server.max_header_bytes", server.max_header_bytes, 4096, 1048576, 32768,
@@ -84,166 +86,170 @@ static const struct cfg_row rows[] = {
          (long)HOSTLIST_DEFAULT_MAX_NAMES,
          "most host names one hostlist expression may expand to"),
 };
+/* clang-format on */
 
-#define NROWS (sizeof (rows) / sizeof (rows[0]))
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
 
-static char **str_field (struct config *cfg, const struct cfg_row *row)
+static char **str_field(struct config *cfg, const struct cfg_row *row)
 {
     return (char **)((char *)cfg + row->offset);
 }
 
-static long *int_field (struct config *cfg, const struct cfg_row *row)
+static long *int_field(struct config *cfg, const struct cfg_row *row)
 {
     return (long *)((char *)cfg + row->offset);
 }
 
-static const char *str_value (const struct config *cfg, const struct cfg_row *row)
+static const char *str_value(const struct config *cfg,
+                             const struct cfg_row *row)
 {
     return *(char *const *)((const char *)cfg + row->offset);
 }
 
-static long int_value (const struct config *cfg, const struct cfg_row *row)
+static long int_value(const struct config *cfg, const struct cfg_row *row)
 {
     return *(const long *)((const char *)cfg + row->offset);
 }
 
-static const struct cfg_row *row_find (const char *key)
+static const struct cfg_row *row_find(const char *key)
 {
     for (size_t i = 0; i < NROWS; i++)
-        if (strcmp (rows[i].key, key) == 0)
+        if (strcmp(rows[i].key, key) == 0)
             return &rows[i];
     return NULL;
 }
 
 /* True when some row lives in table `name`. */
-static bool table_known (const char *name)
+static bool table_known(const char *name)
 {
-    size_t n = strlen (name);
+    size_t n = strlen(name);
     for (size_t i = 0; i < NROWS; i++)
-        if (strncmp (rows[i].key, name, n) == 0 && rows[i].key[n] == '.')
+        if (strncmp(rows[i].key, name, n) == 0 && rows[i].key[n] == '.')
             return true;
     return false;
 }
 
-void config_destroy (struct config *cfg)
+void config_destroy(struct config *cfg)
 {
     int saved_errno = errno;
     if (cfg) {
         for (size_t i = 0; i < NROWS; i++) {
             if (rows[i].type != CFG_STRING)
                 continue;
-            char *s = *str_field (cfg, &rows[i]);
+            char *s = *str_field(cfg, &rows[i]);
             if (s && (rows[i].flags & CFG_SECRET))
-                vnib_memburn (s, strlen (s));
-            free (s);
+                vnib_memburn(s, strlen(s));
+            free(s);
         }
-        free (cfg->path);
-        free (cfg);
+        free(cfg->path);
+        free(cfg);
     }
     errno = saved_errno;
 }
 
-struct config *config_defaults (vnib_error_t *errp)
+struct config *config_defaults(vnib_error_t *errp)
 {
-    struct config *cfg = calloc (1, sizeof (*cfg));
+    struct config *cfg = calloc(1, sizeof(*cfg));
     if (!cfg)
         goto nomem;
-    if (!(cfg->path = strdup ("")))
+    if (!(cfg->path = strdup("")))
         goto nomem;
     for (size_t i = 0; i < NROWS; i++) {
         if (rows[i].type == CFG_STRING) {
-            if (!(*str_field (cfg, &rows[i]) = strdup (rows[i].def_str)))
+            if (!(*str_field(cfg, &rows[i]) = strdup(rows[i].def_str)))
                 goto nomem;
-        }
-        else
-            *int_field (cfg, &rows[i]) = rows[i].def_int;
+        } else
+            *int_field(cfg, &rows[i]) = rows[i].def_int;
     }
     cfg->log_level = LOG_INFO;
     return cfg;
 nomem:
-    errprintf (errp, "out of memory");
-    config_destroy (cfg);
+    errprintf(errp, "out of memory");
+    config_destroy(cfg);
     errno = ENOMEM;
     return NULL;
 }
 
-static int key_line (json_t *lines, const char *key)
+static int key_line(json_t *lines, const char *key)
 {
-    return (int)json_integer_value (json_object_get (lines, key));
+    return (int)json_integer_value(json_object_get(lines, key));
 }
 
 /* Set one value from the tree, checking type and bounds. */
-static int set_value (struct config *cfg,
-                      const struct cfg_row *row,
-                      json_t *val,
-                      const char *where,
-                      vnib_error_t *errp)
+static int set_value(struct config *cfg,
+                     const struct cfg_row *row,
+                     json_t *val,
+                     const char *where,
+                     vnib_error_t *errp)
 {
     if (row->type == CFG_STRING) {
-        if (!json_is_string (val)) {
+        if (!json_is_string(val)) {
             errno = EINVAL;
-            return errprintf (errp, "%s: %s: expected a string", where, row->key);
+            return errprintf(
+                errp, "%s: %s: expected a string", where, row->key);
         }
-        char *s = strdup (json_string_value (val));
+        char *s = strdup(json_string_value(val));
         if (!s)
-            return errprintf (errp, "%s: out of memory", where);
-        char **field = str_field (cfg, row);
-        free (*field);
+            return errprintf(errp, "%s: out of memory", where);
+        char **field = str_field(cfg, row);
+        free(*field);
         *field = s;
         return 0;
     }
-    if (!json_is_integer (val)) {
+    if (!json_is_integer(val)) {
         errno = EINVAL;
-        return errprintf (errp, "%s: %s: expected an integer", where, row->key);
+        return errprintf(errp, "%s: %s: expected an integer", where, row->key);
     }
-    json_int_t v = json_integer_value (val);
+    json_int_t v = json_integer_value(val);
     if (v < row->min || v > row->max) {
         errno = EINVAL;
-        return errprintf (errp,
-                          "%s: %s: %lld is out of range %ld-%ld",
-                          where,
-                          row->key,
-                          (long long)v,
-                          row->min,
-                          row->max);
+        return errprintf(errp,
+                         "%s: %s: %lld is out of range %ld-%ld",
+                         where,
+                         row->key,
+                         (long long)v,
+                         row->min,
+                         row->max);
     }
-    *int_field (cfg, row) = (long)v;
+    *int_field(cfg, row) = (long)v;
     return 0;
 }
 
 /* Walk the tree: every table and key must be known. */
-static int apply_tree (struct config *cfg,
-                       const char *path,
-                       json_t *root,
-                       json_t *lines,
-                       vnib_error_t *errp)
+static int apply_tree(struct config *cfg,
+                      const char *path,
+                      json_t *root,
+                      json_t *lines,
+                      vnib_error_t *errp)
 {
     const char *tname;
     json_t *table;
     char where[512];
     char key[256];
 
-    json_object_foreach (root, tname, table) {
-        snprintf (where, sizeof (where), "%s:%d", path, key_line (lines, tname));
-        if (!json_is_object (table) || !table_known (tname)) {
+    json_object_foreach(root, tname, table)
+    {
+        snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, tname));
+        if (!json_is_object(table) || !table_known(tname)) {
             errno = EINVAL;
-            return errprintf (errp,
-                              "%s: %s: unknown %s",
-                              where,
-                              tname,
-                              json_is_object (table) ? "table" : "key");
+            return errprintf(errp,
+                             "%s: %s: unknown %s",
+                             where,
+                             tname,
+                             json_is_object(table) ? "table" : "key");
         }
         const char *name;
         json_t *val;
-        json_object_foreach (table, name, val) {
-            snprintf (key, sizeof (key), "%s.%s", tname, name);
-            snprintf (where, sizeof (where), "%s:%d", path, key_line (lines, key));
-            const struct cfg_row *row = row_find (key);
+        json_object_foreach(table, name, val)
+        {
+            snprintf(key, sizeof(key), "%s.%s", tname, name);
+            snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, key));
+            const struct cfg_row *row = row_find(key);
             if (!row) {
                 errno = EINVAL;
-                return errprintf (errp, "%s: %s: unknown key", where, key);
+                return errprintf(errp, "%s: %s: unknown key", where, key);
             }
-            if (set_value (cfg, row, val, where, errp) < 0)
+            if (set_value(cfg, row, val, where, errp) < 0)
                 return -1;
         }
     }
@@ -251,88 +257,89 @@ static int apply_tree (struct config *cfg,
 }
 
 /* Rules that involve more than one key, or a value's content. */
-static int check_semantics (struct config *cfg,
-                            const char *path,
-                            json_t *lines,
-                            vnib_error_t *errp)
+static int check_semantics(struct config *cfg,
+                           const char *path,
+                           json_t *lines,
+                           vnib_error_t *errp)
 {
     unsigned char addr[16];
     char where[512];
 
-#define WHERE(k) (snprintf (where, sizeof (where), "%s:%d", path, key_line (lines, k)), where)
+#define WHERE(k) \
+    (snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, k)), where)
 
-    if (inet_pton (AF_INET, cfg->server.address, addr) != 1
-        && inet_pton (AF_INET6, cfg->server.address, addr) != 1) {
+    if (inet_pton(AF_INET, cfg->server.address, addr) != 1
+        && inet_pton(AF_INET6, cfg->server.address, addr) != 1) {
         errno = EINVAL;
-        return errprintf (errp,
-                          "%s: server.address: '%s' is not a numeric IPv4 or "
-                          "IPv6 address",
-                          WHERE ("server.address"),
-                          cfg->server.address);
+        return errprintf(errp,
+                         "%s: server.address: '%s' is not a numeric IPv4 or "
+                         "IPv6 address",
+                         WHERE("server.address"),
+                         cfg->server.address);
     }
     if ((cfg->server.tls_cert[0] == '\0') != (cfg->server.tls_key[0] == '\0')) {
         errno = EINVAL;
-        return errprintf (errp,
-                          "%s: server.tls_cert and server.tls_key must be set "
-                          "together",
-                          WHERE (cfg->server.tls_cert[0] ? "server.tls_cert"
-                                                         : "server.tls_key"));
+        return errprintf(errp,
+                         "%s: server.tls_cert and server.tls_key must be set "
+                         "together",
+                         WHERE(cfg->server.tls_cert[0] ? "server.tls_cert"
+                                                       : "server.tls_key"));
     }
-    if (logger_level_parse (cfg->log.level, &cfg->log_level) < 0) {
-        return errprintf (errp,
-                          "%s: log.level: '%s' is not one of error, warning, "
-                          "notice, info, debug",
-                          WHERE ("log.level"),
-                          cfg->log.level);
+    if (logger_level_parse(cfg->log.level, &cfg->log_level) < 0) {
+        return errprintf(errp,
+                         "%s: log.level: '%s' is not one of error, warning, "
+                         "notice, info, debug",
+                         WHERE("log.level"),
+                         cfg->log.level);
     }
     if (cfg->server.max_connections < cfg->server.threads) {
         errno = EINVAL;
-        return errprintf (errp,
-                          "%s: server.max_connections: %ld is less than "
-                          "server.threads (%ld): each thread needs a share",
-                          WHERE ("server.max_connections"),
-                          cfg->server.max_connections, cfg->server.threads);
+        return errprintf(errp,
+                         "%s: server.max_connections: %ld is less than "
+                         "server.threads (%ld): each thread needs a share",
+                         WHERE("server.max_connections"),
+                         cfg->server.max_connections,
+                         cfg->server.threads);
     }
     if (cfg->database.conninfo[0] == '\0') {
         errno = EINVAL;
-        return errprintf (errp,
-                          "%s: database.conninfo: must not be empty",
-                          WHERE ("database.conninfo"));
+        return errprintf(errp,
+                         "%s: database.conninfo: must not be empty",
+                         WHERE("database.conninfo"));
     }
 #undef WHERE
     return 0;
 }
 
-struct config *config_load (const char *path, vnib_error_t *errp)
+struct config *config_load(const char *path, vnib_error_t *errp)
 {
     struct config *cfg = NULL;
     json_t *root = NULL;
     json_t *lines = NULL;
 
-    if (!(root = toml_parse_file (path, &lines, errp)))
+    if (!(root = toml_parse_file(path, &lines, errp)))
         goto error;
-    if (!(cfg = config_defaults (errp)))
+    if (!(cfg = config_defaults(errp)))
         goto error;
-    free (cfg->path);
-    if (!(cfg->path = strdup (path))) {
-        errprintf (errp, "out of memory");
+    free(cfg->path);
+    if (!(cfg->path = strdup(path))) {
+        errprintf(errp, "out of memory");
         goto error;
     }
-    if (apply_tree (cfg, path, root, lines, errp) < 0)
+    if (apply_tree(cfg, path, root, lines, errp) < 0)
         goto error;
-    if (check_semantics (cfg, path, lines, errp) < 0)
+    if (check_semantics(cfg, path, lines, errp) < 0)
         goto error;
-    json_decref (root);
-    json_decref (lines);
+    json_decref(root);
+    json_decref(lines);
     return cfg;
-error:
-    {
-        int e = errno ? errno : EINVAL;
-        json_decref (root);
-        json_decref (lines);
-        config_destroy (cfg);
-        errno = e;
-    }
+error : {
+    int e = errno ? errno : EINVAL;
+    json_decref(root);
+    json_decref(lines);
+    config_destroy(cfg);
+    errno = e;
+}
     return NULL;
 }
 
@@ -340,35 +347,36 @@ error:
  * key/value form (quoted or not), or the part after "user:" in a URI's
  * authority, or a "password=" URI query parameter.
  */
-char *config_mask_conninfo (const char *conninfo)
+char *config_mask_conninfo(const char *conninfo)
 {
-    size_t len = strlen (conninfo);
+    size_t len = strlen(conninfo);
     /* Each replacement grows the text by at most 3 bytes per 9 read. */
-    char *out = malloc (len * 2 + 16);
+    char *out = malloc(len * 2 + 16);
     size_t o = 0;
     const char *p = conninfo;
-    bool uri = strncmp (p, "postgresql://", 13) == 0
-               || strncmp (p, "postgres://", 11) == 0;
+    bool uri = strncmp(p, "postgresql://", 13) == 0
+               || strncmp(p, "postgres://", 11) == 0;
 
     if (!out)
         return NULL;
     if (uri) {
-        const char *auth = strstr (p, "://") + 3;
-        const char *end = auth + strcspn (auth, "/?");
-        const char *at = memchr (auth, '@', (size_t)(end - auth));
-        const char *colon = at ? memchr (auth, ':', (size_t)(at - auth)) : NULL;
+        const char *auth = strstr(p, "://") + 3;
+        const char *end = auth + strcspn(auth, "/?");
+        const char *at = memchr(auth, '@', (size_t)(end - auth));
+        const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
         if (colon) {
-            memcpy (out, p, (size_t)(colon + 1 - p));
+            memcpy(out, p, (size_t)(colon + 1 - p));
             o = (size_t)(colon + 1 - p);
-            memcpy (out + o, "***", 3);
+            memcpy(out + o, "***", 3);
             o += 3;
             p = at;
         }
     }
     while (*p) {
         /* A password key starts the string or follows a separator. */
-        bool boundary = p == conninfo || p[-1] == ' ' || p[-1] == '?' || p[-1] == '&';
-        if (boundary && strncmp (p, "password", 8) == 0) {
+        bool boundary =
+            p == conninfo || p[-1] == ' ' || p[-1] == '?' || p[-1] == '&';
+        if (boundary && strncmp(p, "password", 8) == 0) {
             const char *q = p + 8;
             while (*q == ' ')
                 q++;
@@ -376,7 +384,7 @@ char *config_mask_conninfo (const char *conninfo)
                 q++;
                 while (*q == ' ')
                     q++;
-                memcpy (out + o, "password=***", 12);
+                memcpy(out + o, "password=***", 12);
                 o += 12;
                 if (*q == '\'') {
                     for (q++; *q && *q != '\''; q++)
@@ -384,9 +392,8 @@ char *config_mask_conninfo (const char *conninfo)
                             q++;
                     if (*q)
                         q++;
-                }
-                else
-                    q += strcspn (q, uri ? "&" : " ");
+                } else
+                    q += strcspn(q, uri ? "&" : " ");
                 p = q;
                 continue;
             }
@@ -397,48 +404,47 @@ char *config_mask_conninfo (const char *conninfo)
     return out;
 }
 
-static void print_string (FILE *out, const char *s)
+static void print_string(FILE *out, const char *s)
 {
-    fputc ('"', out);
+    fputc('"', out);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
-            fprintf (out, "\\%c", c);
+            fprintf(out, "\\%c", c);
         else if (c < 0x20 || c == 0x7f)
-            fprintf (out, "\\u%04x", c);
+            fprintf(out, "\\u%04x", c);
         else
-            fputc (c, out);
+            fputc(c, out);
     }
-    fputc ('"', out);
+    fputc('"', out);
 }
 
-void config_print (const struct config *cfg, FILE *out)
+void config_print(const struct config *cfg, FILE *out)
 {
     char table[64] = "";
 
-    fprintf (out,
-             "# vnibrokerd effective configuration (from %s; secrets masked)\n",
-             cfg->path[0] ? cfg->path : "defaults");
+    fprintf(out,
+            "# vnibrokerd effective configuration (from %s; secrets masked)\n",
+            cfg->path[0] ? cfg->path : "defaults");
     for (size_t i = 0; i < NROWS; i++) {
         const struct cfg_row *row = &rows[i];
-        const char *dot = strchr (row->key, '.');
+        const char *dot = strchr(row->key, '.');
         size_t tlen = (size_t)(dot - row->key);
-        if (strlen (table) != tlen || strncmp (table, row->key, tlen) != 0) {
-            snprintf (table, sizeof (table), "%.*s", (int)tlen, row->key);
-            fprintf (out, "\n[%s]\n", table);
+        if (strlen(table) != tlen || strncmp(table, row->key, tlen) != 0) {
+            snprintf(table, sizeof(table), "%.*s", (int)tlen, row->key);
+            fprintf(out, "\n[%s]\n", table);
         }
-        fprintf (out, "# %s\n%s = ", row->doc, dot + 1);
+        fprintf(out, "# %s\n%s = ", row->doc, dot + 1);
         if (row->type == CFG_INT)
-            fprintf (out, "%ld\n", int_value (cfg, row));
+            fprintf(out, "%ld\n", int_value(cfg, row));
         else if (row->flags & CFG_SECRET) {
-            char *masked = config_mask_conninfo (str_value (cfg, row));
-            print_string (out, masked ? masked : "***");
-            fputc ('\n', out);
-            free (masked);
-        }
-        else {
-            print_string (out, str_value (cfg, row));
-            fputc ('\n', out);
+            char *masked = config_mask_conninfo(str_value(cfg, row));
+            print_string(out, masked ? masked : "***");
+            fputc('\n', out);
+            free(masked);
+        } else {
+            print_string(out, str_value(cfg, row));
+            fputc('\n', out);
         }
     }
 }

@@ -22,59 +22,59 @@ struct config {
     char *path; /* file the configuration came from ("" for defaults) */
 
     struct {
-        char *address;            /* numeric IPv4 or IPv6 address to bind */
-        long port;                /* TCP port; 0 picks a free one */
-        char *tls_cert;           /* PEM certificate chain; "" = plain HTTP */
-        char *tls_key;            /* PEM private key (mode 0600) */
-        long threads;             /* libmicrohttpd worker threads */
-        long max_connections;     /* open connections accepted at once */
+        char *address;             /* numeric IPv4 or IPv6 address to bind */
+        long port;                 /* TCP port; 0 picks a free one */
+        char *tls_cert;            /* PEM certificate chain; "" = plain HTTP */
+        char *tls_key;             /* PEM private key (mode 0600) */
+        long threads;              /* libmicrohttpd worker threads */
+        long max_connections;      /* open connections accepted at once */
         long connection_timeout_s; /* idle or slow connections are cut */
-        long max_header_bytes;    /* request line + headers per connection */
-        long max_body_bytes;      /* upper bound for any route's body */
-        long shutdown_timeout_s;  /* in-flight grace period on SIGTERM */
+        long max_header_bytes;     /* request line + headers per connection */
+        long max_body_bytes;       /* upper bound for any route's body */
+        long shutdown_timeout_s;   /* in-flight grace period on SIGTERM */
     } server;
 
     struct {
-        char *conninfo;           /* libpq connection string (may hold a password) */
-        long pool_size;           /* connections kept open */
-        long connect_timeout_ms;  /* per connection attempt */
-        long query_timeout_ms;    /* per statement; then the request gets 503 */
-        long acquire_timeout_ms;  /* waiting for a free pooled connection */
+        char *conninfo; /* libpq connection string (may hold a password) */
+        long pool_size; /* connections kept open */
+        long connect_timeout_ms; /* per connection attempt */
+        long query_timeout_ms;   /* per statement; then the request gets 503 */
+        long acquire_timeout_ms; /* waiting for a free pooled connection */
     } database;
 
     struct {
-        char *level;              /* error, warning, notice, info, debug */
+        char *level; /* error, warning, notice, info, debug */
     } log;
 
     struct {
-        long hostlist_max_names;  /* bound on a hostlist's expansion */
+        long hostlist_max_names; /* bound on a hostlist's expansion */
     } limits;
 
-    int log_level;                /* log.level, parsed */
+    int log_level; /* log.level, parsed */
 };
 
 /* Load and validate a configuration file.  Keys absent from the file take
  * their defaults.  Returns NULL with errno set and errp holding
  * "FILE:LINE: KEY: what is wrong" (or "FILE: ..." for whole-file errors).
  */
-struct config *config_load (const char *path, vnib_error_t *errp)
-    __attribute__ ((warn_unused_result));
+struct config *config_load(const char *path, vnib_error_t *errp)
+    __attribute__((warn_unused_result));
 
 /* A configuration with every default (used by tests and `make run`). */
-struct config *config_defaults (vnib_error_t *errp)
-    __attribute__ ((warn_unused_result));
+struct config *config_defaults(vnib_error_t *errp)
+    __attribute__((warn_unused_result));
 
 /* Free a configuration (NULL accepted), wiping secret values. */
-void config_destroy (struct config *cfg);
+void config_destroy(struct config *cfg);
 
 /* Print the effective configuration as TOML, one commented key per line,
  * with secrets masked.
  */
-void config_print (const struct config *cfg, FILE *out);
+void config_print(const struct config *cfg, FILE *out);
 
 /* Copy of a libpq connection string with any password replaced by "***",
  * for logs and printouts.  Caller frees.  Returns NULL on ENOMEM.
  */
-char *config_mask_conninfo (const char *conninfo);
+char *config_mask_conninfo(const char *conninfo);
 
 #endif /* !VNIB_SERVER_CONFIG_H */

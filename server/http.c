@@ -36,7 +36,7 @@ struct http {
     struct broker *broker;
     struct MHD_Daemon *daemon;
     uint16_t port;
-    atomic_long inflight;  /* requests between first call and completion */
+    atomic_long inflight; /* requests between first call and completion */
 };
 
 /* errno to HTTP status and default error code: the one place where this
@@ -47,142 +47,144 @@ static const struct {
     int status;
     const char *code;
 } error_map[] = {
-    { EINVAL, 400, "bad_request" },
-    { EPROTO, 400, "invalid_json" },
-    { EACCES, 401, "unauthorized" },
-    { EPERM, 403, "forbidden" },
-    { ENOENT, 404, "not_found" },
-    { EOPNOTSUPP, 405, "method_not_allowed" },
-    { EEXIST, 409, "conflict" },
-    { E2BIG, 413, "payload_too_large" },
-    { EMSGSIZE, 413, "payload_too_large" },
-    { ENOSPC, 503, "exhausted" },
-    { EAGAIN, 503, "unavailable" },
-    { ETIMEDOUT, 503, "unavailable" },
-    { ESTALE, 503, "schema_outdated" },
+    {EINVAL, 400, "bad_request"},
+    {EPROTO, 400, "invalid_json"},
+    {EACCES, 401, "unauthorized"},
+    {EPERM, 403, "forbidden"},
+    {ENOENT, 404, "not_found"},
+    {EOPNOTSUPP, 405, "method_not_allowed"},
+    {EEXIST, 409, "conflict"},
+    {E2BIG, 413, "payload_too_large"},
+    {EMSGSIZE, 413, "payload_too_large"},
+    {ENOSPC, 503, "exhausted"},
+    {EAGAIN, 503, "unavailable"},
+    {ETIMEDOUT, 503, "unavailable"},
+    {ESTALE, 503, "schema_outdated"},
 };
 
-static int64_t mono_ns (void)
+static int64_t mono_ns(void)
 {
     struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int request_fail (struct request *req,
-                  int errnum,
-                  const char *code,
-                  vnib_error_t *errp,
-                  const char *fmt,
-                  ...)
+int request_fail(struct request *req,
+                 int errnum,
+                 const char *code,
+                 vnib_error_t *errp,
+                 const char *fmt,
+                 ...)
 {
     if (errp) {
         va_list ap;
-        va_start (ap, fmt);
-        vsnprintf (errp->text, sizeof (errp->text), fmt, ap);
-        va_end (ap);
+        va_start(ap, fmt);
+        vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
+        va_end(ap);
     }
     req->error_code = code;
     errno = errnum;
     return -1;
 }
 
-const char *request_header (const struct request *req, const char *name)
+const char *request_header(const struct request *req, const char *name)
 {
-    return MHD_lookup_connection_value (req->conn, MHD_HEADER_KIND, name);
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
-const char *request_query (const struct request *req, const char *name)
+const char *request_query(const struct request *req, const char *name)
 {
-    return MHD_lookup_connection_value (req->conn, MHD_GET_ARGUMENT_KIND, name);
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-long http_inflight (const struct http *h)
+long http_inflight(const struct http *h)
 {
-    return atomic_load (&h->inflight);
+    return atomic_load(&h->inflight);
 }
 
-uint16_t http_port (const struct http *h)
+uint16_t http_port(const struct http *h)
 {
     return h->port;
 }
 
-static void request_id_new (char *id)
+static void request_id_new(char *id)
 {
     unsigned char raw[8];
-    if (getrandom (raw, sizeof (raw), GRND_NONBLOCK) != (ssize_t)sizeof (raw)) {
+    if (getrandom(raw, sizeof(raw), GRND_NONBLOCK) != (ssize_t)sizeof(raw)) {
         /* Ids only correlate log lines; uniqueness suffices. */
-        uint64_t t = (uint64_t)mono_ns () ^ ((uint64_t)getpid () << 48);
-        memcpy (raw, &t, sizeof (raw));
+        uint64_t t = (uint64_t)mono_ns() ^ ((uint64_t)getpid() << 48);
+        memcpy(raw, &t, sizeof(raw));
     }
-    for (size_t i = 0; i < sizeof (raw); i++)
-        snprintf (id + 2 * i, 3, "%02x", raw[i]);
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(id + 2 * i, 3, "%02x", raw[i]);
 }
 
 /* Queue a reply with the standard headers.  Takes ownership of body. */
-static enum MHD_Result send_reply (struct request *req,
-                                   int status,
-                                   char *body,
-                                   size_t len,
-                                   const char *content_type,
-                                   const char *allow)
+static enum MHD_Result send_reply(struct request *req,
+                                  int status,
+                                  char *body,
+                                  size_t len,
+                                  const char *content_type,
+                                  const char *allow)
 {
     struct MHD_Response *resp;
     enum MHD_Result ret;
 
-    resp = MHD_create_response_from_buffer (len, body, MHD_RESPMEM_MUST_FREE);
+    resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
-        free (body);
+        free(body);
         return MHD_NO;
     }
-    MHD_add_response_header (resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header (resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header (resp, "X-Request-Id", req->id);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(resp, "X-Request-Id", req->id);
     if (allow)
-        MHD_add_response_header (resp, MHD_HTTP_HEADER_ALLOW, allow);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
     if (req->retry_after > 0) {
         char ra[16];
-        snprintf (ra, sizeof (ra), "%d", req->retry_after);
-        MHD_add_response_header (resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+        snprintf(ra, sizeof(ra), "%d", req->retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
-    ret = MHD_queue_response (req->conn, (unsigned)status, resp);
-    MHD_destroy_response (resp);
+    ret = MHD_queue_response(req->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
     req->status = status;
     req->responded = true;
     return ret;
 }
 
 /* Render a JSON value as the reply body.  Steals val. */
-static enum MHD_Result send_json (struct request *req, int status, json_t *val,
-                                  const char *allow)
+static enum MHD_Result send_json(struct request *req,
+                                 int status,
+                                 json_t *val,
+                                 const char *allow)
 {
-    char *body = json_dumps (val, JSON_COMPACT);
-    json_decref (val);
+    char *body = json_dumps(val, JSON_COMPACT);
+    json_decref(val);
     if (!body)
         return MHD_NO;
-    size_t len = strlen (body);
-    char *nl = realloc (body, len + 2);
+    size_t len = strlen(body);
+    char *nl = realloc(body, len + 2);
     if (nl) {
         body = nl;
         body[len++] = '\n';
         body[len] = '\0';
     }
-    return send_reply (req, status, body, len, "application/json", allow);
+    return send_reply(req, status, body, len, "application/json", allow);
 }
 
 /* Turn errno (and the request's code, if a handler chose one) into the
  * error reply.  Server-side failures get a generic message: the details
  * are in the log, under the request id.
  */
-static enum MHD_Result send_error (struct request *req,
-                                   int errnum,
-                                   const char *message,
-                                   const char *allow)
+static enum MHD_Result send_error(struct request *req,
+                                  int errnum,
+                                  const char *message,
+                                  const char *allow)
 {
     int status = 500;
     const char *code = "internal_error";
 
-    for (size_t i = 0; i < sizeof (error_map) / sizeof (error_map[0]); i++) {
+    for (size_t i = 0; i < sizeof(error_map) / sizeof(error_map[0]); i++) {
         if (error_map[i].errnum == errnum) {
             status = error_map[i].status;
             code = error_map[i].code;
@@ -192,49 +194,61 @@ static enum MHD_Result send_error (struct request *req,
     if (req->error_code)
         code = req->error_code;
     if (status == 500) {
-        logger_printf (req->broker->log, LOG_ERR, req->id, "%s %s: %s (%s)",
-                       req->method, req->path, message && *message ? message : "error",
-                       strerror (errnum));
+        logger_printf(req->broker->log,
+                      LOG_ERR,
+                      req->id,
+                      "%s %s: %s (%s)",
+                      req->method,
+                      req->path,
+                      message && *message ? message : "error",
+                      strerror(errnum));
         message = "internal error; see the broker log for this request id";
-    }
-    else if (status == 503 && !req->retry_after)
+    } else if (status == 503 && !req->retry_after)
         req->retry_after = 1;
-    json_t *err = json_pack ("{s:{s:s, s:s, s:s}}", "error", "code", code,
-                             "message", message && *message ? message : code,
-                             "request_id", req->id);
+    json_t *err = json_pack("{s:{s:s, s:s, s:s}}",
+                            "error",
+                            "code",
+                            code,
+                            "message",
+                            message && *message ? message : code,
+                            "request_id",
+                            req->id);
     if (!err)
         return MHD_NO;
-    return send_json (req, status, err, allow);
+    return send_json(req, status, err, allow);
 }
 
 /* Run the matched route's handler and send what it produced. */
-static enum MHD_Result dispatch (struct request *req)
+static enum MHD_Result dispatch(struct request *req)
 {
-    vnib_error_t error = { "" };
+    vnib_error_t error = {""};
     json_t *out = NULL;
 
     errno = 0;
-    int status = req->route->handler (req, &out, &error);
+    int status = req->route->handler(req, &out, &error);
     if (status < 0) {
         int e = errno ? errno : EIO;
-        json_decref (out);
-        return send_error (req, e, error.text, NULL);
+        json_decref(out);
+        return send_error(req, e, error.text, NULL);
     }
     if (req->text) {
-        json_decref (out);
+        json_decref(out);
         char *text = req->text;
         req->text = NULL;
-        return send_reply (req, status, text, req->text_len,
-                           req->content_type ? req->content_type : "text/plain",
-                           NULL);
+        return send_reply(req,
+                          status,
+                          text,
+                          req->text_len,
+                          req->content_type ? req->content_type : "text/plain",
+                          NULL);
     }
     if (!out)
-        out = json_object ();
-    return send_json (req, status, out, NULL);
+        out = json_object();
+    return send_json(req, status, out, NULL);
 }
 
 /* Append a body chunk, enforcing the route's limit. */
-static int body_append (struct request *req, const char *data, size_t len)
+static int body_append(struct request *req, const char *data, size_t len)
 {
     size_t limit = req->route->max_body;
     if (len > limit || req->body_len > limit - len) {
@@ -245,82 +259,84 @@ static int body_append (struct request *req, const char *data, size_t len)
         size_t cap = req->body_cap ? req->body_cap : 1024;
         while (cap < req->body_len + len + 1)
             cap *= 2;
-        char *nb = realloc (req->body, cap);
+        char *nb = realloc(req->body, cap);
         if (!nb)
             return -1;
         req->body = nb;
         req->body_cap = cap;
     }
-    memcpy (req->body + req->body_len, data, len);
+    memcpy(req->body + req->body_len, data, len);
     req->body_len += len;
     req->body[req->body_len] = '\0';
     return 0;
 }
 
 /* First call for a request: allocate, match, check announced size. */
-static enum MHD_Result request_begin (struct http *h,
-                                      struct MHD_Connection *conn,
-                                      const char *url,
-                                      const char *method,
-                                      void **req_cls)
+static enum MHD_Result request_begin(struct http *h,
+                                     struct MHD_Connection *conn,
+                                     const char *url,
+                                     const char *method,
+                                     void **req_cls)
 {
-    struct request *req = calloc (1, sizeof (*req));
+    struct request *req = calloc(1, sizeof(*req));
     char allow[128];
 
     if (!req)
         return MHD_NO;
-    atomic_fetch_add (&h->inflight, 1);
+    atomic_fetch_add(&h->inflight, 1);
     req->broker = h->broker;
     req->conn = conn;
     req->method = method;
     req->path = url;
-    req->start_ns = mono_ns ();
+    req->start_ns = mono_ns();
     req->route_index = (int)routes_count;
-    request_id_new (req->id);
+    request_id_new(req->id);
     *req_cls = req;
 
-    int idx = routes_match (method, url, &req->params, allow, sizeof (allow));
+    int idx = routes_match(method, url, &req->params, allow, sizeof(allow));
     if (idx < 0) {
         if (errno == EOPNOTSUPP)
-            return send_error (req, EOPNOTSUPP, "method not allowed on this path",
-                               allow);
-        return send_error (req, ENOENT, "no such endpoint", NULL);
+            return send_error(
+                req, EOPNOTSUPP, "method not allowed on this path", allow);
+        return send_error(req, ENOENT, "no such endpoint", NULL);
     }
     req->route_index = idx;
     req->route = &routes[idx];
 
-    const char *clen = MHD_lookup_connection_value (conn, MHD_HEADER_KIND,
-                                                    MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *clen = MHD_lookup_connection_value(
+        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (clen) {
         char *end;
         errno = 0;
-        unsigned long long n = strtoull (clen, &end, 10);
+        unsigned long long n = strtoull(clen, &end, 10);
         if (errno || *end || n > req->route->max_body) {
-            return send_error (req, E2BIG,
-                               req->route->max_body
-                                   ? "request body is larger than this endpoint accepts"
-                                   : "this endpoint takes no request body",
-                               NULL);
+            return send_error(
+                req,
+                E2BIG,
+                req->route->max_body
+                    ? "request body is larger than this endpoint accepts"
+                    : "this endpoint takes no request body",
+                NULL);
         }
     }
     return MHD_YES;
 }
 
-static enum MHD_Result on_request (void *cls,
-                                   struct MHD_Connection *conn,
-                                   const char *url,
-                                   const char *method,
-                                   const char *version,
-                                   const char *upload_data,
-                                   size_t *upload_data_size,
-                                   void **req_cls)
+static enum MHD_Result on_request(void *cls,
+                                  struct MHD_Connection *conn,
+                                  const char *url,
+                                  const char *method,
+                                  const char *version,
+                                  const char *upload_data,
+                                  size_t *upload_data_size,
+                                  void **req_cls)
 {
     struct http *h = cls;
     struct request *req = *req_cls;
 
     (void)version;
     if (!req)
-        return request_begin (h, conn, url, method, req_cls);
+        return request_begin(h, conn, url, method, req_cls);
     if (req->responded) {
         *upload_data_size = 0; /* discard the rest of a refused body */
         return MHD_YES;
@@ -338,23 +354,24 @@ static enum MHD_Result on_request (void *cls,
                 return MHD_NO;
             return MHD_YES;
         }
-        if (body_append (req, upload_data, n) < 0)
+        if (body_append(req, upload_data, n) < 0)
             req->refused = errno;
         return MHD_YES;
     }
     if (req->refused)
-        return send_error (req, req->refused,
-                           req->refused == E2BIG ? "request body is larger than "
-                                                   "this endpoint accepts"
-                                                 : "out of memory",
-                           NULL);
-    return dispatch (req);
+        return send_error(req,
+                          req->refused,
+                          req->refused == E2BIG ? "request body is larger than "
+                                                  "this endpoint accepts"
+                                                : "out of memory",
+                          NULL);
+    return dispatch(req);
 }
 
-static void on_completed (void *cls,
-                          struct MHD_Connection *conn,
-                          void **req_cls,
-                          enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls,
+                         struct MHD_Connection *conn,
+                         void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
     struct http *h = cls;
     struct request *req = *req_cls;
@@ -362,156 +379,188 @@ static void on_completed (void *cls,
     (void)conn;
     if (!req)
         return;
-    int64_t ns = mono_ns () - req->start_ns;
+    int64_t ns = mono_ns() - req->start_ns;
     if (req->status > 0) {
-        metrics_observe (h->broker->metrics, req->route_index, req->status, ns);
+        metrics_observe(h->broker->metrics, req->route_index, req->status, ns);
         int level = req->status >= 500 ? LOG_WARNING : LOG_DEBUG;
-        if (logger_enabled (h->broker->log, level))
-            logger_printf (h->broker->log, level, req->id, "%s %s %d %.3fms",
-                           req->method, req->path, req->status, (double)ns / 1e6);
+        if (logger_enabled(h->broker->log, level))
+            logger_printf(h->broker->log,
+                          level,
+                          req->id,
+                          "%s %s %d %.3fms",
+                          req->method,
+                          req->path,
+                          req->status,
+                          (double)ns / 1e6);
+    } else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        logger_printf(h->broker->log,
+                      LOG_DEBUG,
+                      req->id,
+                      "%s %s: connection closed before a reply (%d)",
+                      req->method,
+                      req->path,
+                      (int)toe);
     }
-    else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
-        logger_printf (h->broker->log, LOG_DEBUG, req->id,
-                       "%s %s: connection closed before a reply (%d)",
-                       req->method, req->path, (int)toe);
-    }
-    free (req->body);
-    free (req->text);
-    free (req);
+    free(req->body);
+    free(req->text);
+    free(req);
     *req_cls = NULL;
-    atomic_fetch_sub (&h->inflight, 1);
+    atomic_fetch_sub(&h->inflight, 1);
 }
 
 /* Route libmicrohttpd's own diagnostics into our log. */
-static void on_mhd_log (void *cls, const char *fmt, va_list ap)
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct http *h = cls;
     char msg[512];
-    vsnprintf (msg, sizeof (msg), fmt, ap);
-    msg[strcspn (msg, "\n")] = '\0';
-    logger_printf (h->broker->log, LOG_INFO, NULL, "http: %s", msg);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    logger_printf(h->broker->log, LOG_INFO, NULL, "http: %s", msg);
 }
 
-static bool is_loopback (const struct sockaddr *sa)
+static bool is_loopback(const struct sockaddr *sa)
 {
     if (sa->sa_family == AF_INET) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        return (ntohl (in->sin_addr.s_addr) >> 24) == 127;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
     }
     const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-    return IN6_IS_ADDR_LOOPBACK (&in6->sin6_addr);
+    return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
 }
 
-struct http *http_create (struct broker *broker, vnib_error_t *errp)
+struct http *http_create(struct broker *broker, vnib_error_t *errp)
 {
     const struct config *cfg = broker->cfg;
     struct http *h = NULL;
     char *cert = NULL, *key = NULL;
     size_t cert_len = 0, key_len = 0;
-    struct sockaddr_storage ss = { 0 };
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC
-                         | MHD_USE_ERROR_LOG;
+    struct sockaddr_storage ss = {0};
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO
+                         | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 
-    if (!(h = calloc (1, sizeof (*h)))) {
-        errprintf (errp, "out of memory");
+    if (!(h = calloc(1, sizeof(*h)))) {
+        errprintf(errp, "out of memory");
         goto error;
     }
     h->broker = broker;
 
-    if (inet_pton (AF_INET6, cfg->server.address,
-                   &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+    if (inet_pton(AF_INET6,
+                  cfg->server.address,
+                  &((struct sockaddr_in6 *)&ss)->sin6_addr)
+        == 1) {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
         in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons ((uint16_t)cfg->server.port);
+        in6->sin6_port = htons((uint16_t)cfg->server.port);
         flags |= MHD_USE_IPv6;
-    }
-    else {
+    } else {
         struct sockaddr_in *in = (struct sockaddr_in *)&ss;
         in->sin_family = AF_INET;
-        in->sin_port = htons ((uint16_t)cfg->server.port);
-        if (inet_pton (AF_INET, cfg->server.address, &in->sin_addr) != 1) {
+        in->sin_port = htons((uint16_t)cfg->server.port);
+        if (inet_pton(AF_INET, cfg->server.address, &in->sin_addr) != 1) {
             errno = EINVAL;
-            errprintf (errp, "server.address '%s' is not a numeric address",
-                       cfg->server.address);
+            errprintf(errp,
+                      "server.address '%s' is not a numeric address",
+                      cfg->server.address);
             goto error;
         }
     }
 
     if (cfg->server.tls_cert[0]) {
-        if (secfile_read_public (cfg->server.tls_cert, &cert, &cert_len, errp) < 0)
+        if (secfile_read_public(cfg->server.tls_cert, &cert, &cert_len, errp)
+            < 0)
             goto error;
-        if (secfile_read (cfg->server.tls_key, &key, &key_len, errp) < 0)
+        if (secfile_read(cfg->server.tls_key, &key, &key_len, errp) < 0)
             goto error;
         flags |= MHD_USE_TLS;
-    }
-    else if (!is_loopback ((struct sockaddr *)&ss)) {
-        logger_printf (broker->log, LOG_WARNING, NULL,
-                       "server: plain HTTP on non-loopback address %s: bearer "
-                       "tokens cross the network in clear text; set "
-                       "server.tls_cert and server.tls_key",
-                       cfg->server.address);
+    } else if (!is_loopback((struct sockaddr *)&ss)) {
+        logger_printf(broker->log,
+                      LOG_WARNING,
+                      NULL,
+                      "server: plain HTTP on non-loopback address %s: bearer "
+                      "tokens cross the network in clear text; set "
+                      "server.tls_cert and server.tls_key",
+                      cfg->server.address);
     }
 
     struct MHD_OptionItem tls_opts[] = {
-        { MHD_OPTION_HTTPS_MEM_CERT, 0, cert },
-        { MHD_OPTION_HTTPS_MEM_KEY, 0, key },
-        { MHD_OPTION_END, 0, NULL },
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, key},
+        {MHD_OPTION_END, 0, NULL},
     };
-    h->daemon = MHD_start_daemon (
-        flags, 0, NULL, NULL, on_request, h,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, /* first, to catch all */
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->server.threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->server.max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->server.connection_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->server.max_header_bytes,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_ARRAY, cert ? tls_opts : tls_opts + 2,
-        MHD_OPTION_END);
+    h->daemon = MHD_start_daemon(flags,
+                                 0,
+                                 NULL,
+                                 NULL,
+                                 on_request,
+                                 h,
+                                 MHD_OPTION_EXTERNAL_LOGGER,
+                                 on_mhd_log,
+                                 h, /* first, to catch all */
+                                 MHD_OPTION_SOCK_ADDR,
+                                 (struct sockaddr *)&ss,
+                                 MHD_OPTION_THREAD_POOL_SIZE,
+                                 (unsigned int)cfg->server.threads,
+                                 MHD_OPTION_CONNECTION_LIMIT,
+                                 (unsigned int)cfg->server.max_connections,
+                                 MHD_OPTION_CONNECTION_TIMEOUT,
+                                 (unsigned int)cfg->server.connection_timeout_s,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                 (size_t)cfg->server.max_header_bytes,
+                                 MHD_OPTION_NOTIFY_COMPLETED,
+                                 on_completed,
+                                 h,
+                                 MHD_OPTION_ARRAY,
+                                 cert ? tls_opts : tls_opts + 2,
+                                 MHD_OPTION_END);
     if (!h->daemon) {
-        errprintf (errp,
-                   "cannot listen on %s port %ld%s (address in use, or a bad "
-                   "certificate or key?)",
-                   cfg->server.address, cfg->server.port,
-                   cert ? " with TLS" : "");
+        errprintf(errp,
+                  "cannot listen on %s port %ld%s (address in use, or a bad "
+                  "certificate or key?)",
+                  cfg->server.address,
+                  cfg->server.port,
+                  cert ? " with TLS" : "");
         goto error;
     }
     /* libmicrohttpd has loaded the key into its TLS credentials. */
-    secfile_free (key, key_len);
-    secfile_free (cert, cert_len);
+    secfile_free(key, key_len);
+    secfile_free(cert, cert_len);
     const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info (h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+        MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : (uint16_t)cfg->server.port;
     return h;
 error:
-    secfile_free (key, key_len);
-    secfile_free (cert, cert_len);
-    free (h);
+    secfile_free(key, key_len);
+    secfile_free(cert, cert_len);
+    free(h);
     return NULL;
 }
 
-void http_destroy (struct http *h, int timeout_s)
+void http_destroy(struct http *h, int timeout_s)
 {
     int saved_errno = errno;
     if (h) {
         if (h->daemon) {
             /* Stop accepting, then let in-flight requests finish. */
-            MHD_socket fd = MHD_quiesce_daemon (h->daemon);
+            MHD_socket fd = MHD_quiesce_daemon(h->daemon);
             if (fd != MHD_INVALID_SOCKET)
-                close (fd);
-            int64_t deadline = mono_ns () + (int64_t)timeout_s * 1000000000;
-            while (atomic_load (&h->inflight) > 0 && mono_ns () < deadline) {
-                struct timespec ts = { 0, 10 * 1000000 };
-                nanosleep (&ts, NULL);
+                close(fd);
+            int64_t deadline = mono_ns() + (int64_t)timeout_s * 1000000000;
+            while (atomic_load(&h->inflight) > 0 && mono_ns() < deadline) {
+                struct timespec ts = {0, 10 * 1000000};
+                nanosleep(&ts, NULL);
             }
-            long left = atomic_load (&h->inflight);
+            long left = atomic_load(&h->inflight);
             if (left > 0)
-                logger_printf (h->broker->log, LOG_WARNING, NULL,
-                               "http: %ld requests still running after %ds; "
-                               "closing them", left, timeout_s);
-            MHD_stop_daemon (h->daemon);
+                logger_printf(h->broker->log,
+                              LOG_WARNING,
+                              NULL,
+                              "http: %ld requests still running after %ds; "
+                              "closing them",
+                              left,
+                              timeout_s);
+            MHD_stop_daemon(h->daemon);
         }
-        free (h);
+        free(h);
     }
     errno = saved_errno;
 }

@@ -21,31 +21,31 @@
 
 /* One request as handlers see it. */
 struct request {
-    struct broker *broker;       /* the broker context */
-    const struct route *route;   /* matched row; NULL when none */
-    int route_index;             /* index in routes[], routes_count if none */
-    const char *method;          /* borrowed from libmicrohttpd */
-    const char *path;            /* decoded path, borrowed */
-    char id[17];                 /* request id, hex */
-    struct route_params params;  /* {name} values from the path */
+    struct broker *broker;      /* the broker context */
+    const struct route *route;  /* matched row; NULL when none */
+    int route_index;            /* index in routes[], routes_count if none */
+    const char *method;         /* borrowed from libmicrohttpd */
+    const char *path;           /* decoded path, borrowed */
+    char id[17];                /* request id, hex */
+    struct route_params params; /* {name} values from the path */
 
-    char *body;                  /* request body, NUL-terminated, or NULL */
+    char *body; /* request body, NUL-terminated, or NULL */
     size_t body_len;
 
-    const char *error_code;      /* stable snake_case code for the error reply */
-    int retry_after;             /* seconds for Retry-After; 0 for none */
+    const char *error_code; /* stable snake_case code for the error reply */
+    int retry_after;        /* seconds for Retry-After; 0 for none */
 
-    char *text;                  /* a non-JSON reply body (handler allocates) */
+    char *text; /* a non-JSON reply body (handler allocates) */
     size_t text_len;
-    const char *content_type;    /* of text */
+    const char *content_type; /* of text */
 
     /* Internal to http.c. */
-    void *conn;                  /* struct MHD_Connection */
-    int64_t start_ns;            /* monotonic arrival time */
-    int status;                  /* status sent */
-    bool responded;              /* a reply is queued */
-    int refused;                 /* errno of a refusal made mid-upload */
-    size_t discarded;            /* body bytes thrown away after it */
+    void *conn;       /* struct MHD_Connection */
+    int64_t start_ns; /* monotonic arrival time */
+    int status;       /* status sent */
+    bool responded;   /* a reply is queued */
+    int refused;      /* errno of a refusal made mid-upload */
+    size_t discarded; /* body bytes thrown away after it */
     size_t body_cap;
 };
 
@@ -55,34 +55,34 @@ struct http;
  * routes[] with `broker` as context.  Returns NULL with errp set (bind
  * failure, unsafe TLS key, ...).
  */
-struct http *http_create (struct broker *broker, vnib_error_t *errp)
-    __attribute__ ((warn_unused_result));
+struct http *http_create(struct broker *broker, vnib_error_t *errp)
+    __attribute__((warn_unused_result));
 
 /* The bound TCP port (useful with server.port = 0). */
-uint16_t http_port (const struct http *h);
+uint16_t http_port(const struct http *h);
 
 /* Stop accepting connections, wait up to timeout_s for in-flight requests
  * to finish, then stop and free everything (NULL accepted).
  */
-void http_destroy (struct http *h, int timeout_s);
+void http_destroy(struct http *h, int timeout_s);
 
 /* Requests being handled now. */
-long http_inflight (const struct http *h);
+long http_inflight(const struct http *h);
 
 /* Fail the request with a stable error code: sets errno = errnum and
  * req->error_code = code, formats errp.  Always returns -1.
  */
-int request_fail (struct request *req,
-                  int errnum,
-                  const char *code,
-                  vnib_error_t *errp,
-                  const char *fmt,
-                  ...) __attribute__ ((format (printf, 5, 6)));
+int request_fail(struct request *req,
+                 int errnum,
+                 const char *code,
+                 vnib_error_t *errp,
+                 const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
 
 /* A request header (case-insensitive name), or NULL. */
-const char *request_header (const struct request *req, const char *name);
+const char *request_header(const struct request *req, const char *name);
 
 /* A query-string argument, or NULL. */
-const char *request_query (const struct request *req, const char *name);
+const char *request_query(const struct request *req, const char *name);
 
 #endif /* !VNIB_SERVER_HTTP_H */

@@ -37,11 +37,14 @@ enum {
 
 static const char usage_text[] =
     "Usage: vnibrokerd [-c FILE]              serve the REST API\n"
-    "       vnibrokerd [-c FILE] --migrate    apply database migrations and exit\n"
-    "       vnibrokerd --check-config FILE    validate FILE, print the effective\n"
+    "       vnibrokerd [-c FILE] --migrate    apply database migrations and "
+    "exit\n"
+    "       vnibrokerd --check-config FILE    validate FILE, print the "
+    "effective\n"
     "                                         configuration (secrets masked)\n"
     "Options:\n"
-    "  -c, --config FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
+    "  -c, --config FILE   configuration file (default " CONFIG_DEFAULT_PATH
+    ")\n"
     "  -h, --help          this text\n"
     "  -V, --version       print the version\n";
 
@@ -51,202 +54,231 @@ struct options {
     int migrate;
 };
 
-static int parse_options (int argc, char **argv, struct options *opt)
+static int parse_options(int argc, char **argv, struct options *opt)
 {
     static const struct option longopts[] = {
-        { "config", required_argument, NULL, 'c' },
-        { "check-config", required_argument, NULL, 'C' },
-        { "migrate", no_argument, NULL, 'M' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", required_argument, NULL, 'C'},
+        {"migrate", no_argument, NULL, 'M'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     int c;
 
     opt->config_path = CONFIG_DEFAULT_PATH;
-    while ((c = getopt_long (argc, argv, "c:hV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:hV", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c':
-            opt->config_path = optarg;
-            break;
-        case 'C':
-            opt->check_path = optarg;
-            break;
-        case 'M':
-            opt->migrate = 1;
-            break;
-        case 'h':
-            fputs (usage_text, stdout);
-            exit (0);
-        case 'V':
-            printf ("vnibrokerd %s (schema %d)\n", VNIB_VERSION,
-                    store_required_version ());
-            exit (0);
-        default:
-            fputs (usage_text, stderr);
-            return -1;
+            case 'c':
+                opt->config_path = optarg;
+                break;
+            case 'C':
+                opt->check_path = optarg;
+                break;
+            case 'M':
+                opt->migrate = 1;
+                break;
+            case 'h':
+                fputs(usage_text, stdout);
+                exit(0);
+            case 'V':
+                printf("vnibrokerd %s (schema %d)\n",
+                       VNIB_VERSION,
+                       store_required_version());
+                exit(0);
+            default:
+                fputs(usage_text, stderr);
+                return -1;
         }
     }
     if (optind < argc) {
-        fprintf (stderr, "vnibrokerd: unexpected argument '%s'\n", argv[optind]);
-        fputs (usage_text, stderr);
+        fprintf(stderr, "vnibrokerd: unexpected argument '%s'\n", argv[optind]);
+        fputs(usage_text, stderr);
         return -1;
     }
     return 0;
 }
 
-static int check_config (const char *path)
+static int check_config(const char *path)
 {
-    vnib_error_t error = { "" };
-    struct config *cfg = config_load (path, &error);
+    vnib_error_t error = {""};
+    struct config *cfg = config_load(path, &error);
     if (!cfg) {
-        fprintf (stderr, "vnibrokerd: %s\n", error.text);
+        fprintf(stderr, "vnibrokerd: %s\n", error.text);
         return EXIT_USAGE;
     }
-    config_print (cfg, stdout);
-    config_destroy (cfg);
+    config_print(cfg, stdout);
+    config_destroy(cfg);
     return 0;
 }
 
-static int run_migrate (struct broker *b)
+static int run_migrate(struct broker *b)
 {
-    vnib_error_t error = { "" };
+    vnib_error_t error = {""};
     int from, to;
 
-    if (store_migrate (b->store, &from, &to, &error) < 0) {
-        logger_printf (b->log, LOG_ERR, NULL, "migrate: %s", error.text);
+    if (store_migrate(b->store, &from, &to, &error) < 0) {
+        logger_printf(b->log, LOG_ERR, NULL, "migrate: %s", error.text);
         return EXIT_RUNTIME;
     }
     if (from == to)
-        logger_printf (b->log, LOG_NOTICE, NULL,
-                       "migrate: schema is current (version %d)", to);
+        logger_printf(b->log,
+                      LOG_NOTICE,
+                      NULL,
+                      "migrate: schema is current (version %d)",
+                      to);
     else
-        logger_printf (b->log, LOG_NOTICE, NULL,
-                       "migrate: schema upgraded from version %d to %d", from, to);
+        logger_printf(b->log,
+                      LOG_NOTICE,
+                      NULL,
+                      "migrate: schema upgraded from version %d to %d",
+                      from,
+                      to);
     return 0;
 }
 
 /* Refuse to serve against a schema older than this binary needs. */
-static int check_schema (struct broker *b)
+static int check_schema(struct broker *b)
 {
-    vnib_error_t error = { "" };
+    vnib_error_t error = {""};
     int version;
-    int need = store_required_version ();
+    int need = store_required_version();
 
-    if (store_schema_version (b->store, &version, &error) < 0) {
-        logger_printf (b->log, LOG_ERR, NULL,
-                       "cannot start: %s (database.conninfo in %s)", error.text,
-                       b->cfg->path);
+    if (store_schema_version(b->store, &version, &error) < 0) {
+        logger_printf(b->log,
+                      LOG_ERR,
+                      NULL,
+                      "cannot start: %s (database.conninfo in %s)",
+                      error.text,
+                      b->cfg->path);
         return -1;
     }
     if (version < need) {
-        logger_printf (b->log, LOG_ERR, NULL,
-                       "cannot start: database schema is at version %d, this "
-                       "vnibrokerd needs %d; run 'vnibrokerd -c %s --migrate' "
-                       "first",
-                       version, need, b->cfg->path);
+        logger_printf(b->log,
+                      LOG_ERR,
+                      NULL,
+                      "cannot start: database schema is at version %d, this "
+                      "vnibrokerd needs %d; run 'vnibrokerd -c %s --migrate' "
+                      "first",
+                      version,
+                      need,
+                      b->cfg->path);
         return -1;
     }
     if (version > need)
-        logger_printf (b->log, LOG_WARNING, NULL,
-                       "database schema %d is newer than this vnibrokerd (%d): "
-                       "a newer replica migrated it; upgrade this one soon",
-                       version, need);
+        logger_printf(b->log,
+                      LOG_WARNING,
+                      NULL,
+                      "database schema %d is newer than this vnibrokerd (%d): "
+                      "a newer replica migrated it; upgrade this one soon",
+                      version,
+                      need);
     return 0;
 }
 
 /* Wait for SIGTERM or SIGINT (blocked in every thread). */
-static void wait_for_stop (struct broker *b, const sigset_t *set)
+static void wait_for_stop(struct broker *b, const sigset_t *set)
 {
     for (;;) {
         int sig;
-        if (sigwait (set, &sig) != 0)
+        if (sigwait(set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            logger_printf (b->log, LOG_NOTICE, NULL,
-                           "SIGHUP: the configuration is read only at start; "
-                           "restart vnibrokerd to apply changes");
+            logger_printf(b->log,
+                          LOG_NOTICE,
+                          NULL,
+                          "SIGHUP: the configuration is read only at start; "
+                          "restart vnibrokerd to apply changes");
             continue;
         }
-        logger_printf (b->log, LOG_NOTICE, NULL, "%s: shutting down",
-                       sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        logger_printf(b->log,
+                      LOG_NOTICE,
+                      NULL,
+                      "%s: shutting down",
+                      sig == SIGTERM ? "SIGTERM" : "SIGINT");
         return;
     }
 }
 
-int main (int argc, char **argv)
+int main(int argc, char **argv)
 {
-    struct options opt = { 0 };
-    struct broker b = { 0 };
+    struct options opt = {0};
+    struct broker b = {0};
     struct config *cfg = NULL;
-    vnib_error_t error = { "" };
+    vnib_error_t error = {""};
     sigset_t sigs;
     int rc = EXIT_RUNTIME;
 
-    if (parse_options (argc, argv, &opt) < 0)
+    if (parse_options(argc, argv, &opt) < 0)
         return EXIT_USAGE;
     if (opt.check_path)
-        return check_config (opt.check_path);
+        return check_config(opt.check_path);
 
-    if (!(cfg = config_load (opt.config_path, &error))) {
-        fprintf (stderr, "vnibrokerd: %s\n", error.text);
+    if (!(cfg = config_load(opt.config_path, &error))) {
+        fprintf(stderr, "vnibrokerd: %s\n", error.text);
         return EXIT_USAGE;
     }
     b.cfg = cfg;
-    b.start_time = time (NULL);
-    if (!(b.log = logger_create ("vnibrokerd", cfg->log_level, STDERR_FILENO))) {
-        fprintf (stderr, "vnibrokerd: out of memory\n");
+    b.start_time = time(NULL);
+    if (!(b.log = logger_create("vnibrokerd", cfg->log_level, STDERR_FILENO))) {
+        fprintf(stderr, "vnibrokerd: out of memory\n");
         goto done;
     }
 
     /* Block the stop signals before any thread exists, so that every
      * thread inherits the mask and only sigwait() below sees them.
      */
-    sigemptyset (&sigs);
-    sigaddset (&sigs, SIGTERM);
-    sigaddset (&sigs, SIGINT);
-    sigaddset (&sigs, SIGHUP);
-    pthread_sigmask (SIG_BLOCK, &sigs, NULL);
-    signal (SIGPIPE, SIG_IGN);
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
 
-    if (!(b.store = store_create (cfg, b.log, &error))) {
-        logger_printf (b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
+    if (!(b.store = store_create(cfg, b.log, &error))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
         goto done;
     }
     if (opt.migrate) {
-        rc = run_migrate (&b);
+        rc = run_migrate(&b);
         goto done;
     }
-    if (check_schema (&b) < 0)
+    if (check_schema(&b) < 0)
         goto done;
-    if (!(b.metrics = metrics_create (routes_count))) {
-        logger_printf (b.log, LOG_ERR, NULL, "cannot start: out of memory");
-        goto done;
-    }
-    if (!(b.http = http_create (&b, &error))) {
-        logger_printf (b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
+    if (!(b.metrics = metrics_create(routes_count))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
         goto done;
     }
-    logger_printf (b.log, LOG_NOTICE, NULL,
-                   "vnibrokerd %s listening on %s://%s%s%s:%u (schema %d, %ld "
-                   "threads, database pool %ld)",
-                   VNIB_VERSION, cfg->server.tls_cert[0] ? "https" : "http",
-                   strchr (cfg->server.address, ':') ? "[" : "", cfg->server.address,
-                   strchr (cfg->server.address, ':') ? "]" : "",
-                   (unsigned)http_port (b.http), store_required_version (),
-                   cfg->server.threads, cfg->database.pool_size);
-    (void)sdnotify_send ("READY=1");
+    if (!(b.http = http_create(&b, &error))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
+        goto done;
+    }
+    logger_printf(b.log,
+                  LOG_NOTICE,
+                  NULL,
+                  "vnibrokerd %s listening on %s://%s%s%s:%u (schema %d, %ld "
+                  "threads, database pool %ld)",
+                  VNIB_VERSION,
+                  cfg->server.tls_cert[0] ? "https" : "http",
+                  strchr(cfg->server.address, ':') ? "[" : "",
+                  cfg->server.address,
+                  strchr(cfg->server.address, ':') ? "]" : "",
+                  (unsigned)http_port(b.http),
+                  store_required_version(),
+                  cfg->server.threads,
+                  cfg->database.pool_size);
+    (void)sdnotify_send("READY=1");
 
-    wait_for_stop (&b, &sigs);
-    (void)sdnotify_send ("STOPPING=1");
+    wait_for_stop(&b, &sigs);
+    (void)sdnotify_send("STOPPING=1");
     rc = 0;
 done:
-    http_destroy (b.http, cfg ? (int)cfg->server.shutdown_timeout_s : 0);
-    metrics_destroy (b.metrics);
-    store_destroy (b.store);
+    http_destroy(b.http, cfg ? (int)cfg->server.shutdown_timeout_s : 0);
+    metrics_destroy(b.metrics);
+    store_destroy(b.store);
     if (rc == 0 && !opt.migrate)
-        logger_printf (b.log, LOG_NOTICE, NULL, "stopped");
-    logger_destroy (b.log);
-    config_destroy (cfg);
+        logger_printf(b.log, LOG_NOTICE, NULL, "stopped");
+    logger_destroy(b.log);
+    config_destroy(cfg);
     return rc;
 }

@@ -14,17 +14,21 @@
 struct metrics;
 
 /* Create counters for `nroutes` routes (index nroutes means unmatched). */
-struct metrics *metrics_create (size_t nroutes) __attribute__ ((warn_unused_result));
+struct metrics *metrics_create(size_t nroutes)
+    __attribute__((warn_unused_result));
 
 /* Free (NULL accepted). */
-void metrics_destroy (struct metrics *m);
+void metrics_destroy(struct metrics *m);
 
 /* Record one finished request. */
-void metrics_observe (struct metrics *m, int route_index, int status, int64_t ns);
+void metrics_observe(struct metrics *m,
+                     int route_index,
+                     int status,
+                     int64_t ns);
 
 /* Write the HTTP series (requests by route and status, latency
  * histograms) in the Prometheus text format.
  */
-void metrics_write_http (const struct metrics *m, FILE *out);
+void metrics_write_http(const struct metrics *m, FILE *out);
 
 #endif /* !VNIB_SERVER_METRICS_H */

@@ -16,33 +16,41 @@
 #include "server/store.h"
 #include "server/version.h"
 
-int ops_healthz (struct request *req, json_t **out, vnib_error_t *errp)
+int ops_healthz(struct request *req, json_t **out, vnib_error_t *errp)
 {
     (void)req;
-    if (!(*out = json_pack ("{s:s, s:s}", "status", "ok", "version", VNIB_VERSION)))
-        return errprintf (errp, "out of memory");
+    if (!(*out =
+              json_pack("{s:s, s:s}", "status", "ok", "version", VNIB_VERSION)))
+        return errprintf(errp, "out of memory");
     return 200;
 }
 
-int ops_readyz (struct request *req, json_t **out, vnib_error_t *errp)
+int ops_readyz(struct request *req, json_t **out, vnib_error_t *errp)
 {
-    vnib_error_t why = { "" };
+    vnib_error_t why = {""};
     struct store *store = req->broker->store;
 
-    if (store_check_ready (store, &why) < 0) {
+    if (store_check_ready(store, &why) < 0) {
         int e = errno;
         /* Both outcomes are 503 for the prober; the code says which. */
-        return request_fail (req, e == ESTALE ? ESTALE : EAGAIN,
-                             e == ESTALE ? "schema_outdated" : "database_unavailable",
-                             errp, "not ready: %s", why.text);
+        return request_fail(
+            req,
+            e == ESTALE ? ESTALE : EAGAIN,
+            e == ESTALE ? "schema_outdated" : "database_unavailable",
+            errp,
+            "not ready: %s",
+            why.text);
     }
-    if (!(*out = json_pack ("{s:s, s:i}", "status", "ready", "schema_version",
-                            store_required_version ())))
-        return errprintf (errp, "out of memory");
+    if (!(*out = json_pack("{s:s, s:i}",
+                           "status",
+                           "ready",
+                           "schema_version",
+                           store_required_version())))
+        return errprintf(errp, "out of memory");
     return 200;
 }
 
-int ops_metrics (struct request *req, json_t **out, vnib_error_t *errp)
+int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
 {
     struct broker *b = req->broker;
     struct store_stats st;
@@ -51,63 +59,71 @@ int ops_metrics (struct request *req, json_t **out, vnib_error_t *errp)
     FILE *f;
 
     (void)out;
-    if (!(f = open_memstream (&buf, &len)))
-        return errprintf (errp, "out of memory");
-    metrics_write_http (b->metrics, f);
-    fprintf (f,
-             "# HELP vnib_http_requests_in_flight Requests being handled now.\n"
-             "# TYPE vnib_http_requests_in_flight gauge\n"
-             "vnib_http_requests_in_flight %ld\n",
-             b->http ? http_inflight (b->http) : 0);
+    if (!(f = open_memstream(&buf, &len)))
+        return errprintf(errp, "out of memory");
+    metrics_write_http(b->metrics, f);
+    fprintf(f,
+            "# HELP vnib_http_requests_in_flight Requests being handled now.\n"
+            "# TYPE vnib_http_requests_in_flight gauge\n"
+            "vnib_http_requests_in_flight %ld\n",
+            b->http ? http_inflight(b->http) : 0);
 
-    store_get_stats (b->store, &st);
-    fprintf (f,
-             "# HELP vnib_db_pool_size Configured database connections.\n"
-             "# TYPE vnib_db_pool_size gauge\n"
-             "vnib_db_pool_size %u\n"
-             "# HELP vnib_db_pool_connections Database connections by state.\n"
-             "# TYPE vnib_db_pool_connections gauge\n"
-             "vnib_db_pool_connections{state=\"busy\"} %u\n"
-             "vnib_db_pool_connections{state=\"idle\"} %u\n"
-             "# HELP vnib_db_pool_acquires_total Connections lent to requests.\n"
-             "# TYPE vnib_db_pool_acquires_total counter\n"
-             "vnib_db_pool_acquires_total %llu\n"
-             "# HELP vnib_db_pool_waits_total Acquires that waited for a free connection.\n"
-             "# TYPE vnib_db_pool_waits_total counter\n"
-             "vnib_db_pool_waits_total %llu\n"
-             "# HELP vnib_db_pool_acquire_timeouts_total Acquires that gave up.\n"
-             "# TYPE vnib_db_pool_acquire_timeouts_total counter\n"
-             "vnib_db_pool_acquire_timeouts_total %llu\n"
-             "# HELP vnib_db_connects_total Successful database connections.\n"
-             "# TYPE vnib_db_connects_total counter\n"
-             "vnib_db_connects_total %llu\n"
-             "# HELP vnib_db_connect_failures_total Failed connection attempts.\n"
-             "# TYPE vnib_db_connect_failures_total counter\n"
-             "vnib_db_connect_failures_total %llu\n"
-             "# HELP vnib_db_query_timeouts_total Statements cancelled for time.\n"
-             "# TYPE vnib_db_query_timeouts_total counter\n"
-             "vnib_db_query_timeouts_total %llu\n"
-             "# HELP vnib_db_errors_total Statements that failed otherwise.\n"
-             "# TYPE vnib_db_errors_total counter\n"
-             "vnib_db_errors_total %llu\n",
-             st.size, st.busy, st.open > st.busy ? st.open - st.busy : 0,
-             (unsigned long long)st.acquires, (unsigned long long)st.waits,
-             (unsigned long long)st.acquire_timeouts,
-             (unsigned long long)st.connects,
-             (unsigned long long)st.connect_failures,
-             (unsigned long long)st.query_timeouts,
-             (unsigned long long)st.errors);
-    fprintf (f,
-             "# HELP vnib_build_info vnibrokerd version and schema version.\n"
-             "# TYPE vnib_build_info gauge\n"
-             "vnib_build_info{version=\"%s\",schema=\"%d\"} 1\n"
-             "# HELP vnib_process_start_time_seconds Start time since the epoch.\n"
-             "# TYPE vnib_process_start_time_seconds gauge\n"
-             "vnib_process_start_time_seconds %lld\n",
-             VNIB_VERSION, store_required_version (), (long long)b->start_time);
-    if (fclose (f) != 0 || !buf) {
-        free (buf);
-        return errprintf (errp, "out of memory");
+    store_get_stats(b->store, &st);
+    fprintf(
+        f,
+        "# HELP vnib_db_pool_size Configured database connections.\n"
+        "# TYPE vnib_db_pool_size gauge\n"
+        "vnib_db_pool_size %u\n"
+        "# HELP vnib_db_pool_connections Database connections by state.\n"
+        "# TYPE vnib_db_pool_connections gauge\n"
+        "vnib_db_pool_connections{state=\"busy\"} %u\n"
+        "vnib_db_pool_connections{state=\"idle\"} %u\n"
+        "# HELP vnib_db_pool_acquires_total Connections lent to requests.\n"
+        "# TYPE vnib_db_pool_acquires_total counter\n"
+        "vnib_db_pool_acquires_total %llu\n"
+        "# HELP vnib_db_pool_waits_total Acquires that waited for a free "
+        "connection.\n"
+        "# TYPE vnib_db_pool_waits_total counter\n"
+        "vnib_db_pool_waits_total %llu\n"
+        "# HELP vnib_db_pool_acquire_timeouts_total Acquires that gave up.\n"
+        "# TYPE vnib_db_pool_acquire_timeouts_total counter\n"
+        "vnib_db_pool_acquire_timeouts_total %llu\n"
+        "# HELP vnib_db_connects_total Successful database connections.\n"
+        "# TYPE vnib_db_connects_total counter\n"
+        "vnib_db_connects_total %llu\n"
+        "# HELP vnib_db_connect_failures_total Failed connection attempts.\n"
+        "# TYPE vnib_db_connect_failures_total counter\n"
+        "vnib_db_connect_failures_total %llu\n"
+        "# HELP vnib_db_query_timeouts_total Statements cancelled for time.\n"
+        "# TYPE vnib_db_query_timeouts_total counter\n"
+        "vnib_db_query_timeouts_total %llu\n"
+        "# HELP vnib_db_errors_total Statements that failed otherwise.\n"
+        "# TYPE vnib_db_errors_total counter\n"
+        "vnib_db_errors_total %llu\n",
+        st.size,
+        st.busy,
+        st.open > st.busy ? st.open - st.busy : 0,
+        (unsigned long long)st.acquires,
+        (unsigned long long)st.waits,
+        (unsigned long long)st.acquire_timeouts,
+        (unsigned long long)st.connects,
+        (unsigned long long)st.connect_failures,
+        (unsigned long long)st.query_timeouts,
+        (unsigned long long)st.errors);
+    fprintf(
+        f,
+        "# HELP vnib_build_info vnibrokerd version and schema version.\n"
+        "# TYPE vnib_build_info gauge\n"
+        "vnib_build_info{version=\"%s\",schema=\"%d\"} 1\n"
+        "# HELP vnib_process_start_time_seconds Start time since the epoch.\n"
+        "# TYPE vnib_process_start_time_seconds gauge\n"
+        "vnib_process_start_time_seconds %lld\n",
+        VNIB_VERSION,
+        store_required_version(),
+        (long long)b->start_time);
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        return errprintf(errp, "out of memory");
     }
     req->text = buf;
     req->text_len = len;

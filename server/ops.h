@@ -13,14 +13,14 @@
 struct request;
 
 /* GET /healthz: 200 while the process serves requests. */
-int ops_healthz (struct request *req, json_t **out, vnib_error_t *errp);
+int ops_healthz(struct request *req, json_t **out, vnib_error_t *errp);
 
 /* GET /readyz: 200 when the database answers and the schema is current,
  * else 503 with the reason.
  */
-int ops_readyz (struct request *req, json_t **out, vnib_error_t *errp);
+int ops_readyz(struct request *req, json_t **out, vnib_error_t *errp);
 
 /* GET /metrics: Prometheus text exposition. */
-int ops_metrics (struct request *req, json_t **out, vnib_error_t *errp);
+int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp);
 
 #endif /* !VNIB_SERVER_OPS_H */

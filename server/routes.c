@@ -14,31 +14,31 @@
 
 const struct route routes[] = {
     /* method, pattern, handler, roles, max body */
-    { "GET", "/healthz", ops_healthz, ROUTE_PUBLIC, 0 },
-    { "GET", "/readyz", ops_readyz, ROUTE_PUBLIC, 0 },
-    { "GET", "/metrics", ops_metrics, ROUTE_PUBLIC, 0 },
+    {"GET", "/healthz", ops_healthz, ROUTE_PUBLIC, 0},
+    {"GET", "/readyz", ops_readyz, ROUTE_PUBLIC, 0},
+    {"GET", "/metrics", ops_metrics, ROUTE_PUBLIC, 0},
 };
 
-const size_t routes_count = sizeof (routes) / sizeof (routes[0]);
+const size_t routes_count = sizeof(routes) / sizeof(routes[0]);
 
 /* Match one path against one pattern, capturing {name} segments. */
-static bool match_pattern (const char *pattern,
-                           const char *path,
-                           struct route_params *p)
+static bool match_pattern(const char *pattern,
+                          const char *path,
+                          struct route_params *p)
 {
     size_t used = 0;
 
     p->count = 0;
     while (*pattern && *path) {
         if (*pattern == '{') {
-            const char *close = strchr (pattern, '}');
-            size_t seg = strcspn (path, "/");
+            const char *close = strchr(pattern, '}');
+            size_t seg = strcspn(path, "/");
             if (!close || seg == 0 || p->count == ROUTE_MAX_PARAMS
-                || used + seg + 1 > sizeof (p->buf))
+                || used + seg + 1 > sizeof(p->buf))
                 return false;
             p->names[p->count] = pattern + 1;
             p->name_lens[p->count] = (size_t)(close - pattern - 1);
-            memcpy (p->buf + used, path, seg);
+            memcpy(p->buf + used, path, seg);
             p->buf[used + seg] = '\0';
             p->values[p->count++] = p->buf + used;
             used += seg + 1;
@@ -52,11 +52,11 @@ static bool match_pattern (const char *pattern,
     return *pattern == '\0' && *path == '\0';
 }
 
-int routes_match (const char *method,
-                  const char *path,
-                  struct route_params *params,
-                  char *allow,
-                  size_t allow_size)
+int routes_match(const char *method,
+                 const char *path,
+                 struct route_params *params,
+                 char *allow,
+                 size_t allow_size)
 {
     bool path_seen = false;
     size_t alen = 0;
@@ -64,13 +64,16 @@ int routes_match (const char *method,
     if (allow_size > 0)
         allow[0] = '\0';
     for (size_t i = 0; i < routes_count; i++) {
-        if (!match_pattern (routes[i].pattern, path, params))
+        if (!match_pattern(routes[i].pattern, path, params))
             continue;
-        if (strcmp (routes[i].method, method) == 0)
+        if (strcmp(routes[i].method, method) == 0)
             return (int)i;
         path_seen = true;
-        int n = snprintf (allow + alen, allow_size - alen, "%s%s",
-                          alen ? ", " : "", routes[i].method);
+        int n = snprintf(allow + alen,
+                         allow_size - alen,
+                         "%s%s",
+                         alen ? ", " : "",
+                         routes[i].method);
         if (n > 0 && alen + (size_t)n < allow_size)
             alen += (size_t)n;
     }
@@ -79,11 +82,12 @@ int routes_match (const char *method,
     return -1;
 }
 
-const char *routes_param (const struct route_params *params, const char *name)
+const char *routes_param(const struct route_params *params, const char *name)
 {
-    size_t len = strlen (name);
+    size_t len = strlen(name);
     for (int i = 0; i < params->count; i++)
-        if (params->name_lens[i] == len && strncmp (params->names[i], name, len) == 0)
+        if (params->name_lens[i] == len
+            && strncmp(params->names[i], name, len) == 0)
             return params->values[i];
     return NULL;
 }

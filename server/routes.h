@@ -22,7 +22,9 @@ struct request;
  * request) and returns an HTTP status, or returns -1 with errno set and
  * errp filled; http.c turns that into the error reply.
  */
-typedef int (*route_handler_f) (struct request *req, json_t **out, vnib_error_t *errp);
+typedef int (*route_handler_f)(struct request *req,
+                               json_t **out,
+                               vnib_error_t *errp);
 
 /* Roles, as bits so that a route lists exactly who may call it. */
 enum {
@@ -40,17 +42,17 @@ enum {
 #define ROUTE_MAX_PARAMS 4
 
 struct route {
-    const char *method;      /* "GET", "POST", ... */
-    const char *pattern;     /* "/v1/reservations/{job_id}" */
+    const char *method;  /* "GET", "POST", ... */
+    const char *pattern; /* "/v1/reservations/{job_id}" */
     route_handler_f handler;
-    unsigned roles;          /* ROLE_* bits allowed, or ROUTE_PUBLIC */
-    size_t max_body;         /* bytes; 0 means the route takes no body */
+    unsigned roles;  /* ROLE_* bits allowed, or ROUTE_PUBLIC */
+    size_t max_body; /* bytes; 0 means the route takes no body */
 };
 
 /* Path parameters captured by a match, borrowed from `buf`. */
 struct route_params {
     int count;
-    const char *names[ROUTE_MAX_PARAMS];  /* borrowed from the pattern */
+    const char *names[ROUTE_MAX_PARAMS]; /* borrowed from the pattern */
     size_t name_lens[ROUTE_MAX_PARAMS];
     const char *values[ROUTE_MAX_PARAMS]; /* NUL-terminated, in buf */
     char buf[512];
@@ -64,13 +66,13 @@ extern const size_t routes_count;
  * path matches but not the method; `allow` then lists the methods that do,
  * comma-separated).  Paths longer than the params buffer do not match.
  */
-int routes_match (const char *method,
-                  const char *path,
-                  struct route_params *params,
-                  char *allow,
-                  size_t allow_size);
+int routes_match(const char *method,
+                 const char *path,
+                 struct route_params *params,
+                 char *allow,
+                 size_t allow_size);
 
 /* The value of path parameter `name`, or NULL. */
-const char *routes_param (const struct route_params *params, const char *name);
+const char *routes_param(const struct route_params *params, const char *name);
 
 #endif /* !VNIB_SERVER_ROUTES_H */

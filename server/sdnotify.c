@@ -9,31 +9,36 @@
 
 #include "server/sdnotify.h"
 
-int sdnotify_send (const char *state)
+int sdnotify_send(const char *state)
 {
-    const char *path = getenv ("NOTIFY_SOCKET");
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    const char *path = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
     size_t plen;
     int fd, rc = -1;
 
     if (!path || !*path)
         return 0;
-    plen = strlen (path);
-    if ((path[0] != '/' && path[0] != '@') || plen >= sizeof (sun.sun_path)) {
+    plen = strlen(path);
+    if ((path[0] != '/' && path[0] != '@') || plen >= sizeof(sun.sun_path)) {
         errno = EINVAL;
         return -1;
     }
-    memcpy (sun.sun_path, path, plen);
+    memcpy(sun.sun_path, path, plen);
     if (sun.sun_path[0] == '@')
         sun.sun_path[0] = '\0'; /* abstract namespace */
-    if ((fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+    if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
         return -1;
-    socklen_t alen = (socklen_t)(offsetof (struct sockaddr_un, sun_path) + plen);
-    if (sendto (fd, state, strlen (state), MSG_NOSIGNAL, (struct sockaddr *)&sun,
-                alen) >= 0)
+    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + plen);
+    if (sendto(fd,
+               state,
+               strlen(state),
+               MSG_NOSIGNAL,
+               (struct sockaddr *)&sun,
+               alen)
+        >= 0)
         rc = 0;
     int e = errno;
-    close (fd);
+    close(fd);
     errno = e;
     return rc;
 }

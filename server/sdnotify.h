@@ -11,6 +11,6 @@
 /* Send a state string such as "READY=1" or "STOPPING=1".
  * Returns 0 (also when not under systemd) or -1 with errno set.
  */
-int sdnotify_send (const char *state);
+int sdnotify_send(const char *state);
 
 #endif /* !VNIB_SERVER_SDNOTIFY_H */

@@ -28,51 +28,51 @@ struct store;
 
 /* Pool counters, for /metrics. */
 struct store_stats {
-    unsigned size;               /* configured pool size */
-    unsigned open;               /* connections currently open */
-    unsigned busy;               /* connections lent to a request now */
-    uint64_t acquires;           /* connections lent out, ever */
-    uint64_t waits;              /* acquires that had to wait for a free one */
-    uint64_t acquire_timeouts;   /* acquires that gave up */
-    uint64_t connects;           /* successful connection attempts */
-    uint64_t connect_failures;   /* failed connection attempts */
-    uint64_t query_timeouts;     /* statements cancelled for time */
-    uint64_t errors;             /* statements that failed otherwise */
+    unsigned size;             /* configured pool size */
+    unsigned open;             /* connections currently open */
+    unsigned busy;             /* connections lent to a request now */
+    uint64_t acquires;         /* connections lent out, ever */
+    uint64_t waits;            /* acquires that had to wait for a free one */
+    uint64_t acquire_timeouts; /* acquires that gave up */
+    uint64_t connects;         /* successful connection attempts */
+    uint64_t connect_failures; /* failed connection attempts */
+    uint64_t query_timeouts;   /* statements cancelled for time */
+    uint64_t errors;           /* statements that failed otherwise */
 };
 
 /* Create the pool (connections are opened on demand).  cfg and log are
  * borrowed and must outlive the store.
  */
-struct store *store_create (const struct config *cfg,
-                            struct logger *log,
-                            vnib_error_t *errp)
-    __attribute__ ((warn_unused_result));
+struct store *store_create(const struct config *cfg,
+                           struct logger *log,
+                           vnib_error_t *errp)
+    __attribute__((warn_unused_result));
 
 /* Close every connection and free the store (NULL accepted). */
-void store_destroy (struct store *s);
+void store_destroy(struct store *s);
 
 /* The schema version this binary needs (its newest migration). */
-int store_required_version (void);
+int store_required_version(void);
 
 /* The database's schema version: 0 when no migration was ever applied.
  * Returns 0 or -1 (EAGAIN when the database cannot be reached).
  */
-int store_schema_version (struct store *s, int *versionp, vnib_error_t *errp);
+int store_schema_version(struct store *s, int *versionp, vnib_error_t *errp);
 
 /* Apply the missing migrations in one transaction under an advisory lock,
  * so that concurrent callers (two replicas starting) serialise and the
  * later ones find nothing to do.  *fromp and *top receive the versions
  * before and after.  Returns 0 or -1.
  */
-int store_migrate (struct store *s, int *fromp, int *top, vnib_error_t *errp);
+int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp);
 
 /* Readiness: the database answers within the timeouts and its schema is
  * the one this binary needs.  Returns 0, or -1 with EAGAIN (unreachable)
  * or ESTALE (schema missing or older; the message says how to migrate).
  */
-int store_check_ready (struct store *s, vnib_error_t *errp);
+int store_check_ready(struct store *s, vnib_error_t *errp);
 
 /* Snapshot of the pool counters. */
-void store_get_stats (struct store *s, struct store_stats *st);
+void store_get_stats(struct store *s, struct store_stats *st);
 
 #endif /* !VNIB_SERVER_STORE_H */

@@ -19,21 +19,21 @@ typedef struct {
  * Text that does not fit is truncated and ends with '+'.  Always returns -1
  * so that a failing function can write `return errprintf (errp, ...)`.
  */
-int errprintf (vnib_error_t *errp, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
+int errprintf(vnib_error_t *errp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Like errprintf, but only when errp does not hold a message yet: the first
  * error of an operation is the one worth reporting.  Always returns -1.
  */
-int errprintf_first (vnib_error_t *errp, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
+int errprintf_first(vnib_error_t *errp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Reset errp to the empty message (errp may be NULL). */
-void vnib_error_clear (vnib_error_t *errp);
+void vnib_error_clear(vnib_error_t *errp);
 
 /* Overwrite n bytes at p with zeros in a way the compiler may not elide.
  * Used for key material and tokens before they are freed.
  */
-void vnib_memburn (void *p, size_t n);
+void vnib_memburn(void *p, size_t n);
 
 #endif /* !VNIB_ERROR_H */

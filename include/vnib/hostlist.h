@@ -24,10 +24,10 @@
 struct hostlist;
 
 /* Create an empty list.  Returns NULL with errno set on failure. */
-struct hostlist *hostlist_create (void) __attribute__ ((warn_unused_result));
+struct hostlist *hostlist_create(void) __attribute__((warn_unused_result));
 
 /* Free a list (NULL is accepted).  errno is preserved. */
-void hostlist_destroy (struct hostlist *hl);
+void hostlist_destroy(struct hostlist *hl);
 
 /* Parse an expression into a new list, in the order the expression lists
  * the names (duplicates kept).  Syntax: comma-separated groups; a group is
@@ -41,39 +41,39 @@ void hostlist_destroy (struct hostlist *hl);
  * reason) or E2BIG (more than max_names names, or a name longer than
  * HOSTLIST_MAX_NAME_LEN).  The bound is checked before memory is taken.
  */
-struct hostlist *hostlist_decode (const char *expr,
-                                  size_t max_names,
-                                  vnib_error_t *errp)
-    __attribute__ ((warn_unused_result));
+struct hostlist *hostlist_decode(const char *expr,
+                                 size_t max_names,
+                                 vnib_error_t *errp)
+    __attribute__((warn_unused_result));
 
 /* Count the names an expression expands to without expanding it.  Same
  * errors as hostlist_decode.  Returns 0 on success.
  */
-int hostlist_count_expr (const char *expr,
-                         size_t max_names,
-                         size_t *countp,
-                         vnib_error_t *errp);
+int hostlist_count_expr(const char *expr,
+                        size_t max_names,
+                        size_t *countp,
+                        vnib_error_t *errp);
 
 /* Append one host name (validated as above).  Returns 0 or -1 (EINVAL). */
-int hostlist_append (struct hostlist *hl, const char *name);
+int hostlist_append(struct hostlist *hl, const char *name);
 
 /* Number of names in the list. */
-size_t hostlist_count (const struct hostlist *hl);
+size_t hostlist_count(const struct hostlist *hl);
 
 /* The n-th name (0-based), borrowed until the list changes; NULL past the
  * end.
  */
-const char *hostlist_nth (const struct hostlist *hl, size_t n);
+const char *hostlist_nth(const struct hostlist *hl, size_t n);
 
 /* Sort the names (by prefix, then numerically by the trailing number,
  * then by the rest) and remove duplicates.
  */
-void hostlist_uniq (struct hostlist *hl);
+void hostlist_uniq(struct hostlist *hl);
 
 /* True when name is in the list.  After hostlist_uniq() this is a binary
  * search; otherwise a linear scan.
  */
-bool hostlist_contains (const struct hostlist *hl, const char *name);
+bool hostlist_contains(const struct hostlist *hl, const char *name);
 
 /* Compress the list into an expression.  The list is not modified; the
  * result lists the same set of names (sorted, duplicates removed), grouping
@@ -81,7 +81,7 @@ bool hostlist_contains (const struct hostlist *hl, const char *name);
  * ("n[001-003,010]").  Returns a string the caller frees, or NULL with
  * errno set.  An empty list encodes as "".
  */
-char *hostlist_encode (const struct hostlist *hl)
-    __attribute__ ((warn_unused_result));
+char *hostlist_encode(const struct hostlist *hl)
+    __attribute__((warn_unused_result));
 
 #endif /* !VNIB_HOSTLIST_H */

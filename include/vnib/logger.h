@@ -21,30 +21,30 @@ struct logger;
 /* Create a logger writing to fd (not closed by logger_destroy), prefixing
  * lines with ident and dropping messages less severe than level.
  */
-struct logger *logger_create (const char *ident, int level, int fd)
-    __attribute__ ((warn_unused_result));
+struct logger *logger_create(const char *ident, int level, int fd)
+    __attribute__((warn_unused_result));
 
 /* Free the logger (NULL accepted). */
-void logger_destroy (struct logger *log);
+void logger_destroy(struct logger *log);
 
 /* Log one message.  reqid may be NULL.  log may be NULL (then the message
  * goes to stderr at every level: used before the logger exists).
  */
-void logger_printf (struct logger *log,
-                    int level,
-                    const char *reqid,
-                    const char *fmt,
-                    ...) __attribute__ ((format (printf, 4, 5)));
+void logger_printf(struct logger *log,
+                   int level,
+                   const char *reqid,
+                   const char *fmt,
+                   ...) __attribute__((format(printf, 4, 5)));
 
 /* True when messages at level would be written (to skip costly formatting). */
-bool logger_enabled (const struct logger *log, int level);
+bool logger_enabled(const struct logger *log, int level);
 
 /* Map "error", "warning", "notice", "info", "debug" to a level.
  * Returns 0, or -1 with errno EINVAL.
  */
-int logger_level_parse (const char *name, int *levelp);
+int logger_level_parse(const char *name, int *levelp);
 
 /* The name of a level ("info"), for printing configuration. */
-const char *logger_level_name (int level);
+const char *logger_level_name(int level);
 
 #endif /* !VNIB_LOGGER_H */

@@ -21,17 +21,20 @@
  * owned by neither the effective user nor root.  On success *bufp holds
  * *lenp bytes followed by a NUL.  Returns 0 or -1 with errno and errp set.
  */
-int secfile_read (const char *path, char **bufp, size_t *lenp, vnib_error_t *errp);
+int secfile_read(const char *path,
+                 char **bufp,
+                 size_t *lenp,
+                 vnib_error_t *errp);
 
 /* Read a public file (certificate) with no permission requirement beyond
  * being a regular file.  Same conventions as secfile_read().
  */
-int secfile_read_public (const char *path,
-                         char **bufp,
-                         size_t *lenp,
-                         vnib_error_t *errp);
+int secfile_read_public(const char *path,
+                        char **bufp,
+                        size_t *lenp,
+                        vnib_error_t *errp);
 
 /* Wipe and free a buffer returned above (NULL accepted). */
-void secfile_free (char *buf, size_t len);
+void secfile_free(char *buf, size_t len);
 
 #endif /* !VNIB_SECFILE_H */

@@ -42,16 +42,16 @@
  * On failure returns NULL, sets errno (EINVAL for malformed input, ENOMEM,
  * E2BIG for input past the limits) and fills errp.
  */
-json_t *toml_parse (const char *name,
-                    const char *text,
-                    size_t len,
-                    json_t **linesp,
-                    vnib_error_t *errp) __attribute__ ((warn_unused_result));
+json_t *toml_parse(const char *name,
+                   const char *text,
+                   size_t len,
+                   json_t **linesp,
+                   vnib_error_t *errp) __attribute__((warn_unused_result));
 
 /* Read and parse a file (at most TOML_MAX_FILE_SIZE bytes).  Messages are
  * prefixed with the path.  Same return convention as toml_parse().
  */
-json_t *toml_parse_file (const char *path, json_t **linesp, vnib_error_t *errp)
-    __attribute__ ((warn_unused_result));
+json_t *toml_parse_file(const char *path, json_t **linesp, vnib_error_t *errp)
+    __attribute__((warn_unused_result));
 
 #endif /* !VNIB_TOML_H */

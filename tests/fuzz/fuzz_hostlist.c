@@ -21,19 +21,19 @@
 /* Small enough that one input never takes long to expand. */
 #define FUZZ_MAX_NAMES 10000
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* a and b (both uniq'd) hold the same names. */
-static void check_same (const struct hostlist *a, const struct hostlist *b)
+static void check_same(const struct hostlist *a, const struct hostlist *b)
 {
-    if (hostlist_count (a) != hostlist_count (b))
-        abort ();
-    for (size_t i = 0; i < hostlist_count (a); i++)
-        if (strcmp (hostlist_nth (a, i), hostlist_nth (b, i)) != 0)
-            abort ();
+    if (hostlist_count(a) != hostlist_count(b))
+        abort();
+    for (size_t i = 0; i < hostlist_count(a); i++)
+        if (strcmp(hostlist_nth(a, i), hostlist_nth(b, i)) != 0)
+            abort();
 }
 
-static void fuzz_hostlist (const char *s)
+static void fuzz_hostlist(const char *s)
 {
     struct hostlist *a = NULL;
     struct hostlist *b = NULL;
@@ -44,101 +44,101 @@ static void fuzz_hostlist (const char *s)
     int count_errno;
 
     errno = 0;
-    count_rc = hostlist_count_expr (s, FUZZ_MAX_NAMES, &count, NULL);
+    count_rc = hostlist_count_expr(s, FUZZ_MAX_NAMES, &count, NULL);
     count_errno = errno;
     errno = 0;
-    a = hostlist_decode (s, FUZZ_MAX_NAMES, NULL);
+    a = hostlist_decode(s, FUZZ_MAX_NAMES, NULL);
     if (!a) {
         /* Same verdict as the counter, unless memory ran out. */
         if (errno != ENOMEM && (count_rc == 0 || count_errno != errno))
-            abort ();
+            abort();
         return;
     }
-    if (count_rc != 0 || count != hostlist_count (a))
-        abort ();
+    if (count_rc != 0 || count != hostlist_count(a))
+        abort();
     /* Before uniq, contains is a linear scan: sample a few names rather
      * than making every input quadratic.
      */
-    for (size_t i = 0; i < hostlist_count (a); i += 1 + i / 4)
-        if (!hostlist_contains (a, hostlist_nth (a, i)))
-            abort ();
+    for (size_t i = 0; i < hostlist_count(a); i += 1 + i / 4)
+        if (!hostlist_contains(a, hostlist_nth(a, i)))
+            abort();
 
-    if (!(enc = hostlist_encode (a)))
+    if (!(enc = hostlist_encode(a)))
         goto done;
-    if (!(b = hostlist_decode (enc, FUZZ_MAX_NAMES, NULL)))
-        abort (); /* an encoding must always decode */
-    hostlist_uniq (a);
-    hostlist_uniq (b);
-    check_same (a, b);
-    for (size_t i = 0; i < hostlist_count (b); i++)
-        if (!hostlist_contains (a, hostlist_nth (b, i)))
-            abort ();
-    if (!(enc2 = hostlist_encode (b)))
+    if (!(b = hostlist_decode(enc, FUZZ_MAX_NAMES, NULL)))
+        abort(); /* an encoding must always decode */
+    hostlist_uniq(a);
+    hostlist_uniq(b);
+    check_same(a, b);
+    for (size_t i = 0; i < hostlist_count(b); i++)
+        if (!hostlist_contains(a, hostlist_nth(b, i)))
+            abort();
+    if (!(enc2 = hostlist_encode(b)))
         goto done;
-    if (strcmp (enc, enc2) != 0)
-        abort ();
+    if (strcmp(enc, enc2) != 0)
+        abort();
 done:
-    free (enc2);
-    free (enc);
-    hostlist_destroy (b);
-    hostlist_destroy (a);
+    free(enc2);
+    free(enc);
+    hostlist_destroy(b);
+    hostlist_destroy(a);
 }
 
-static void fuzz_idset (const char *s)
+static void fuzz_idset(const char *s)
 {
-    struct idset *a = idset_decode (s, 65535, NULL);
+    struct idset *a = idset_decode(s, 65535, NULL);
     struct idset *b = NULL;
     char *enc = NULL;
     uint32_t id;
 
     if (!a)
         return;
-    if (!(enc = idset_encode (a)))
+    if (!(enc = idset_encode(a)))
         goto done;
-    if (!(b = idset_decode (enc, 65535, NULL)))
-        abort ();
-    if (idset_range_count (a) != idset_range_count (b)
-        || idset_count (a) != idset_count (b))
-        abort ();
-    for (size_t i = 0; i < idset_range_count (a); i++) {
+    if (!(b = idset_decode(enc, 65535, NULL)))
+        abort();
+    if (idset_range_count(a) != idset_range_count(b)
+        || idset_count(a) != idset_count(b))
+        abort();
+    for (size_t i = 0; i < idset_range_count(a); i++) {
         uint32_t alo, ahi, blo, bhi;
-        if (idset_range (a, i, &alo, &ahi) < 0
-            || idset_range (b, i, &blo, &bhi) < 0 || alo != blo || ahi != bhi)
-            abort ();
+        if (idset_range(a, i, &alo, &ahi) < 0
+            || idset_range(b, i, &blo, &bhi) < 0 || alo != blo || ahi != bhi)
+            abort();
         /* Ranges are sorted with gaps between them. */
         if (i > 0) {
             uint32_t plo, phi;
-            if (idset_range (a, i - 1, &plo, &phi) < 0
+            if (idset_range(a, i - 1, &plo, &phi) < 0
                 || (uint64_t)phi + 1 >= alo)
-                abort ();
+                abort();
         }
     }
-    if (idset_count (a) > 0) {
+    if (idset_count(a) > 0) {
         uint32_t cursors[] = {0, 1024, 65535, UINT32_MAX};
-        for (size_t i = 0; i < sizeof (cursors) / sizeof (cursors[0]); i++)
-            if (idset_next_after (a, cursors[i], &id) < 0
-                || !idset_contains (a, id))
-                abort ();
+        for (size_t i = 0; i < sizeof(cursors) / sizeof(cursors[0]); i++)
+            if (idset_next_after(a, cursors[i], &id) < 0
+                || !idset_contains(a, id))
+                abort();
     }
 done:
-    free (enc);
-    idset_destroy (b);
-    idset_destroy (a);
+    free(enc);
+    idset_destroy(b);
+    idset_destroy(a);
 }
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *s;
 
-    if (size > 0 && memchr (data, '\0', size))
+    if (size > 0 && memchr(data, '\0', size))
         return 0; /* the APIs take C strings */
-    if (!(s = malloc (size + 1)))
+    if (!(s = malloc(size + 1)))
         return 0;
     if (size > 0)
-        memcpy (s, data, size);
+        memcpy(s, data, size);
     s[size] = '\0';
-    fuzz_hostlist (s);
-    fuzz_idset (s);
-    free (s);
+    fuzz_hostlist(s);
+    fuzz_idset(s);
+    free(s);
     return 0;
 }

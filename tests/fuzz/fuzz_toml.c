@@ -10,19 +10,19 @@
 
 #include "vnib/toml.h"
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     vnib_error_t err;
     json_t *lines = NULL;
     json_t *root;
 
-    root = toml_parse ("fuzz", (const char *)data, size, &lines, &err);
+    root = toml_parse("fuzz", (const char *)data, size, &lines, &err);
     /* Success and failure must agree on the line table. */
     if ((root == NULL) != (lines == NULL))
-        abort ();
-    json_decref (root);
-    json_decref (lines);
+        abort();
+    json_decref(root);
+    json_decref(lines);
     return 0;
 }

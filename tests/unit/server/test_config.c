@@ -17,62 +17,64 @@
 #include "server/config.h"
 
 /* Write text to a fresh temporary file; returns its malloc'd path. */
-static char *write_temp (const char *text)
+static char *write_temp(const char *text)
 {
-    char *path = strdup ("/tmp/vnib-test-config.XXXXXX");
-    int fd = mkstemp (path);
-    assert_true (fd >= 0);
-    assert_int_equal (write (fd, text, strlen (text)), (ssize_t)strlen (text));
-    close (fd);
+    char *path = strdup("/tmp/vnib-test-config.XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
     return path;
 }
 
-static struct config *load_text (const char *text, vnib_error_t *e, char **pathp)
+static struct config *load_text(const char *text, vnib_error_t *e, char **pathp)
 {
-    char *path = write_temp (text);
-    struct config *cfg = config_load (path, e);
+    char *path = write_temp(text);
+    struct config *cfg = config_load(path, e);
     if (pathp)
         *pathp = path;
     else {
-        unlink (path);
-        free (path);
+        unlink(path);
+        free(path);
     }
     return cfg;
 }
 
-static void test_defaults (void **state)
+static void test_defaults(void **state)
 {
-    vnib_error_t e = { "" };
+    vnib_error_t e = {""};
     (void)state;
-    struct config *cfg = load_text ("", &e, NULL);
-    assert_non_null (cfg);
-    assert_string_equal (cfg->server.address, "127.0.0.1");
-    assert_int_equal (cfg->server.port, 8080);
-    assert_int_equal (cfg->server.threads, 8);
-    assert_string_equal (cfg->database.conninfo, "dbname=vnibroker");
-    assert_int_equal (cfg->limits.hostlist_max_names, 1000000);
-    assert_string_equal (cfg->log.level, "info");
-    config_destroy (cfg);
+    struct config *cfg = load_text("", &e, NULL);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->server.address, "127.0.0.1");
+    assert_int_equal(cfg->server.port, 8080);
+    assert_int_equal(cfg->server.threads, 8);
+    assert_string_equal(cfg->database.conninfo, "dbname=vnibroker");
+    assert_int_equal(cfg->limits.hostlist_max_names, 1000000);
+    assert_string_equal(cfg->log.level, "info");
+    config_destroy(cfg);
 }
 
-static void test_values (void **state)
+static void test_values(void **state)
 {
-    vnib_error_t e = { "" };
+    vnib_error_t e = {""};
     (void)state;
-    struct config *cfg = load_text ("# comment\n"
-                                    "[server]\n"
-                                    "address = \"::1\"\n"
-                                    "port = 9443\n"
-                                    "threads = 2\n"
-                                    "[log]\n"
-                                    "level = \"debug\"\n",
-                                    &e, NULL);
-    assert_non_null (cfg);
-    assert_string_equal (cfg->server.address, "::1");
-    assert_int_equal (cfg->server.port, 9443);
-    assert_int_equal (cfg->server.threads, 2);
-    assert_int_equal (cfg->log_level, 7);
-    config_destroy (cfg);
+    struct config *cfg = load_text(
+        "# comment\n"
+        "[server]\n"
+        "address = \"::1\"\n"
+        "port = 9443\n"
+        "threads = 2\n"
+        "[log]\n"
+        "level = \"debug\"\n",
+        &e,
+        NULL);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->server.address, "::1");
+    assert_int_equal(cfg->server.port, 9443);
+    assert_int_equal(cfg->server.threads, 2);
+    assert_int_equal(cfg->log_level, 7);
+    config_destroy(cfg);
 }
 
 struct bad_case {
@@ -80,99 +82,104 @@ struct bad_case {
     const char *expect; /* substring after "PATH:" */
 };
 
-static void test_errors_name_file_and_line (void **state)
+static void test_errors_name_file_and_line(void **state)
 {
     static const struct bad_case cases[] = {
-        { "[server]\nport = 1\nbogus = 2\n", ":3: server.bogus: unknown key" },
-        { "\n[nosuch]\n", ":2: nosuch: unknown table" },
-        { "port = 1\n", ":1: port: unknown key" },
-        { "[server]\nport = true\n", ":2: server.port: expected an integer" },
-        { "[server]\nport = -1\n", ":2: server.port: -1 is out of range 0-65535" },
-        { "[server]\naddress = 5\n", ":2: server.address: expected a string" },
-        { "[server]\naddress = \"example.org\"\n", ":2: server.address: 'example.org'" },
-        { "[server]\nthreads = 8\nmax_connections = 4\n",
-          ":3: server.max_connections: 4 is less than server.threads" },
-        { "[server]\ntls_key = \"/k\"\n", ":2: server.tls_cert and server.tls_key" },
-        { "[log]\nlevel = \"chatty\"\n", ":2: log.level: 'chatty'" },
-        { "[database]\nconninfo = \"\"\n", ":2: database.conninfo: must not be empty" },
-        { "[database]\npool_size = 0\n", ":2: database.pool_size: 0 is out of range" },
+        {"[server]\nport = 1\nbogus = 2\n", ":3: server.bogus: unknown key"},
+        {"\n[nosuch]\n", ":2: nosuch: unknown table"},
+        {"port = 1\n", ":1: port: unknown key"},
+        {"[server]\nport = true\n", ":2: server.port: expected an integer"},
+        {"[server]\nport = -1\n",
+         ":2: server.port: -1 is out of range 0-65535"},
+        {"[server]\naddress = 5\n", ":2: server.address: expected a string"},
+        {"[server]\naddress = \"example.org\"\n",
+         ":2: server.address: 'example.org'"},
+        {"[server]\nthreads = 8\nmax_connections = 4\n",
+         ":3: server.max_connections: 4 is less than server.threads"},
+        {"[server]\ntls_key = \"/k\"\n",
+         ":2: server.tls_cert and server.tls_key"},
+        {"[log]\nlevel = \"chatty\"\n", ":2: log.level: 'chatty'"},
+        {"[database]\nconninfo = \"\"\n",
+         ":2: database.conninfo: must not be empty"},
+        {"[database]\npool_size = 0\n",
+         ":2: database.pool_size: 0 is out of range"},
     };
     (void)state;
-    for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
-        vnib_error_t e = { "" };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        vnib_error_t e = {""};
         char *path;
-        struct config *cfg = load_text (cases[i].text, &e, &path);
+        struct config *cfg = load_text(cases[i].text, &e, &path);
         if (cfg)
-            fail_msg ("case %zu accepted: %s", i, cases[i].text);
-        assert_int_equal (errno, EINVAL);
+            fail_msg("case %zu accepted: %s", i, cases[i].text);
+        assert_int_equal(errno, EINVAL);
         char want[256];
-        snprintf (want, sizeof (want), "%s%s", path, cases[i].expect);
-        if (strncmp (e.text, want, strlen (want)) != 0)
-            fail_msg ("case %zu: got '%s', want prefix '%s'", i, e.text, want);
-        unlink (path);
-        free (path);
+        snprintf(want, sizeof(want), "%s%s", path, cases[i].expect);
+        if (strncmp(e.text, want, strlen(want)) != 0)
+            fail_msg("case %zu: got '%s', want prefix '%s'", i, e.text, want);
+        unlink(path);
+        free(path);
     }
 }
 
-static void test_missing_file (void **state)
+static void test_missing_file(void **state)
 {
-    vnib_error_t e = { "" };
+    vnib_error_t e = {""};
     (void)state;
-    assert_null (config_load ("/nonexistent/vnib.toml", &e));
-    assert_int_equal (errno, ENOENT);
-    assert_non_null (strstr (e.text, "/nonexistent/vnib.toml"));
+    assert_null(config_load("/nonexistent/vnib.toml", &e));
+    assert_int_equal(errno, ENOENT);
+    assert_non_null(strstr(e.text, "/nonexistent/vnib.toml"));
 }
 
-static void test_mask_conninfo (void **state)
+static void test_mask_conninfo(void **state)
 {
     static const char *cases[][2] = {
-        { "dbname=x", "dbname=x" },
-        { "host=h password=secret dbname=x", "host=h password=*** dbname=x" },
-        { "password = 'a b\\' c' user=u", "password=*** user=u" },
-        { "password=", "password=***" },
-        { "postgresql://u:pw@h:5432/db", "postgresql://u:***@h:5432/db" },
-        { "postgres://u@h/db?password=pw&sslmode=require",
-          "postgres://u@h/db?password=***&sslmode=require" },
-        { "passwordfile=/x", "passwordfile=/x" },
-        { "user=mypassword", "user=mypassword" },
+        {"dbname=x", "dbname=x"},
+        {"host=h password=secret dbname=x", "host=h password=*** dbname=x"},
+        {"password = 'a b\\' c' user=u", "password=*** user=u"},
+        {"password=", "password=***"},
+        {"postgresql://u:pw@h:5432/db", "postgresql://u:***@h:5432/db"},
+        {"postgres://u@h/db?password=pw&sslmode=require",
+         "postgres://u@h/db?password=***&sslmode=require"},
+        {"passwordfile=/x", "passwordfile=/x"},
+        {"user=mypassword", "user=mypassword"},
     };
     (void)state;
-    for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
-        char *m = config_mask_conninfo (cases[i][0]);
-        assert_non_null (m);
-        assert_string_equal (m, cases[i][1]);
-        free (m);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *m = config_mask_conninfo(cases[i][0]);
+        assert_non_null(m);
+        assert_string_equal(m, cases[i][1]);
+        free(m);
     }
 }
 
-static void test_print_masks_secrets (void **state)
+static void test_print_masks_secrets(void **state)
 {
-    vnib_error_t e = { "" };
+    vnib_error_t e = {""};
     char *buf = NULL;
     size_t len = 0;
     (void)state;
-    struct config *cfg = load_text ("[database]\nconninfo = \"password=hunter2\"\n",
-                                    &e, NULL);
-    assert_non_null (cfg);
-    FILE *f = open_memstream (&buf, &len);
-    config_print (cfg, f);
-    fclose (f);
-    assert_null (strstr (buf, "hunter2"));
-    assert_non_null (strstr (buf, "conninfo = \"password=***\""));
-    assert_non_null (strstr (buf, "[limits]\n"));
-    free (buf);
-    config_destroy (cfg);
+    struct config *cfg =
+        load_text("[database]\nconninfo = \"password=hunter2\"\n", &e, NULL);
+    assert_non_null(cfg);
+    FILE *f = open_memstream(&buf, &len);
+    config_print(cfg, f);
+    fclose(f);
+    assert_null(strstr(buf, "hunter2"));
+    assert_non_null(strstr(buf, "conninfo = \"password=***\""));
+    assert_non_null(strstr(buf, "[limits]\n"));
+    free(buf);
+    config_destroy(cfg);
 }
 
-int main (void)
+int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test (test_defaults),
-        cmocka_unit_test (test_values),
-        cmocka_unit_test (test_errors_name_file_and_line),
-        cmocka_unit_test (test_missing_file),
-        cmocka_unit_test (test_mask_conninfo),
-        cmocka_unit_test (test_print_masks_secrets),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_values),
+        cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_mask_conninfo),
+        cmocka_unit_test(test_print_masks_secrets),
     };
-    return cmocka_run_group_tests (tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

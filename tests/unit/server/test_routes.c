@@ -15,45 +15,49 @@
 
 #include "server/routes.h"
 
-static void test_exact_match (void **state)
+static void test_exact_match(void **state)
 {
     struct route_params p;
     char allow[64];
     (void)state;
-    int i = routes_match ("GET", "/healthz", &p, allow, sizeof (allow));
-    assert_true (i >= 0);
-    assert_string_equal (routes[i].pattern, "/healthz");
-    assert_int_equal (p.count, 0);
+    int i = routes_match("GET", "/healthz", &p, allow, sizeof(allow));
+    assert_true(i >= 0);
+    assert_string_equal(routes[i].pattern, "/healthz");
+    assert_int_equal(p.count, 0);
 }
 
-static void test_not_found_and_method (void **state)
+static void test_not_found_and_method(void **state)
 {
     struct route_params p;
     char allow[64];
     (void)state;
-    assert_int_equal (routes_match ("GET", "/nope", &p, allow, sizeof (allow)), -1);
-    assert_int_equal (errno, ENOENT);
-    assert_int_equal (routes_match ("GET", "/healthz/", &p, allow, sizeof (allow)), -1);
-    assert_int_equal (errno, ENOENT);
-    assert_int_equal (routes_match ("GET", "", &p, allow, sizeof (allow)), -1);
-    assert_int_equal (routes_match ("POST", "/healthz", &p, allow, sizeof (allow)), -1);
-    assert_int_equal (errno, EOPNOTSUPP);
-    assert_string_equal (allow, "GET");
+    assert_int_equal(routes_match("GET", "/nope", &p, allow, sizeof(allow)),
+                     -1);
+    assert_int_equal(errno, ENOENT);
+    assert_int_equal(routes_match("GET", "/healthz/", &p, allow, sizeof(allow)),
+                     -1);
+    assert_int_equal(errno, ENOENT);
+    assert_int_equal(routes_match("GET", "", &p, allow, sizeof(allow)), -1);
+    assert_int_equal(routes_match("POST", "/healthz", &p, allow, sizeof(allow)),
+                     -1);
+    assert_int_equal(errno, EOPNOTSUPP);
+    assert_string_equal(allow, "GET");
 }
 
 /* Every row is reachable: its own pattern (with sample parameter values)
  * matches that row and no earlier one.
  */
-static void test_every_row_matches_itself (void **state)
+static void test_every_row_matches_itself(void **state)
 {
     (void)state;
     for (size_t i = 0; i < routes_count; i++) {
         char path[256];
         size_t o = 0;
-        for (const char *s = routes[i].pattern; *s && o < sizeof (path) - 8; s++) {
+        for (const char *s = routes[i].pattern; *s && o < sizeof(path) - 8;
+             s++) {
             if (*s == '{') {
-                s = strchr (s, '}');
-                memcpy (path + o, "x1", 2);
+                s = strchr(s, '}');
+                memcpy(path + o, "x1", 2);
                 o += 2;
                 continue;
             }
@@ -62,57 +66,60 @@ static void test_every_row_matches_itself (void **state)
         path[o] = '\0';
         struct route_params p;
         char allow[64];
-        assert_int_equal (routes_match (routes[i].method, path, &p, allow, sizeof (allow)),
-                          (int)i);
+        assert_int_equal(
+            routes_match(routes[i].method, path, &p, allow, sizeof(allow)),
+            (int)i);
     }
 }
 
 /* The OpenAPI document lists every route: its path as a key under
  * `paths:` and the method as a key beneath it.
  */
-static void test_openapi_in_sync (void **state)
+static void test_openapi_in_sync(void **state)
 {
-    const char *path = getenv ("VNIB_OPENAPI");
-    FILE *f = fopen (path ? path : "server/openapi.yaml", "r");
+    const char *path = getenv("VNIB_OPENAPI");
+    FILE *f = fopen(path ? path : "server/openapi.yaml", "r");
     char *doc = NULL;
     size_t len = 0;
     (void)state;
-    assert_non_null (f);
-    assert_int_equal (getdelim (&doc, &len, '\0', f) > 0, 1);
-    fclose (f);
+    assert_non_null(f);
+    assert_int_equal(getdelim(&doc, &len, '\0', f) > 0, 1);
+    fclose(f);
     for (size_t i = 0; i < routes_count; i++) {
         char key[300];
-        snprintf (key, sizeof (key), "\n  %s:\n", routes[i].pattern);
-        const char *at = strstr (doc, key);
+        snprintf(key, sizeof(key), "\n  %s:\n", routes[i].pattern);
+        const char *at = strstr(doc, key);
         if (!at)
-            fail_msg ("openapi: path %s is not documented", routes[i].pattern);
-        at += strlen (key);
+            fail_msg("openapi: path %s is not documented", routes[i].pattern);
+        at += strlen(key);
         /* The path's block ends at the next line indented by two. */
         const char *end = at;
-        while ((end = strchr (end, '\n')) && end[1] == ' ' && end[2] == ' '
+        while ((end = strchr(end, '\n')) && end[1] == ' ' && end[2] == ' '
                && end[3] == ' ')
             end++;
         char method[16];
         size_t m = 0;
-        for (const char *s = routes[i].method; *s && m < sizeof (method) - 1; s++)
-            method[m++] = (char)tolower ((unsigned char)*s);
+        for (const char *s = routes[i].method; *s && m < sizeof(method) - 1;
+             s++)
+            method[m++] = (char)tolower((unsigned char)*s);
         method[m] = '\0';
-        snprintf (key, sizeof (key), "    %s:", method);
-        const char *hit = strstr (at, key);
+        snprintf(key, sizeof(key), "    %s:", method);
+        const char *hit = strstr(at, key);
         if (!hit || (end && hit > end))
-            fail_msg ("openapi: %s %s is not documented", routes[i].method,
-                      routes[i].pattern);
+            fail_msg("openapi: %s %s is not documented",
+                     routes[i].method,
+                     routes[i].pattern);
     }
-    free (doc);
+    free(doc);
 }
 
-int main (void)
+int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test (test_exact_match),
-        cmocka_unit_test (test_not_found_and_method),
-        cmocka_unit_test (test_every_row_matches_itself),
-        cmocka_unit_test (test_openapi_in_sync),
+        cmocka_unit_test(test_exact_match),
+        cmocka_unit_test(test_not_found_and_method),
+        cmocka_unit_test(test_every_row_matches_itself),
+        cmocka_unit_test(test_openapi_in_sync),
     };
-    return cmocka_run_group_tests (tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }
