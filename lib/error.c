@@ -36,6 +36,7 @@ int errprintf(vnib_error_t *errp, const char *fmt, ...)
 int errprintf_first(vnib_error_t *errp, const char *fmt, ...)
 {
     int saved_errno = errno;
+    /* An empty buffer is the only one written: the first error wins. */
     if (errp && errp->text[0] == '\0') {
         va_list ap;
         va_start(ap, fmt);

@@ -519,7 +519,10 @@ static int scan_bracket(struct hl_scan *sc,
 /* Read one comma-delimited group and count the names it expands to, at
  * most budget.  Leaves sc->pos on the ',' or NUL that ends it.
  */
-static int scan_group(struct hl_scan *sc, uint64_t budget, uint64_t *countp)
+static int scan_group(struct hl_scan *sc,
+                      uint64_t budget,
+                      uint64_t *countp,
+                      size_t *lenp)
 {
     size_t start = sc->pos;
     uint64_t count = 1;
@@ -571,12 +574,14 @@ static int scan_group(struct hl_scan *sc, uint64_t budget, uint64_t *countp)
     if (count > budget)
         return too_many(sc);
     *countp = count;
+    *lenp = len;
     return 0;
 }
 
 /* Pass 1 over a whole expression: validate it and count its names. */
 static int scan_expr(const char *expr,
                      size_t max_names,
+                     bool bound_bytes,
                      uint64_t *countp,
                      vnib_error_t *errp)
 {
@@ -586,6 +591,7 @@ static int scan_expr(const char *expr,
         .errp = errp,
     };
     uint64_t total = 0;
+    uint64_t bytes = 0;
 
     if (!expr) {
         errno = EINVAL;
@@ -594,9 +600,19 @@ static int scan_expr(const char *expr,
     if (expr[0] != '\0') {
         for (;;) {
             uint64_t n = 0;
-            if (scan_group(&sc, (uint64_t)max_names - total, &n) < 0)
+            size_t len = 0;
+            if (scan_group(&sc, (uint64_t)max_names - total, &n, &len) < 0)
                 return -1;
             total += n;
+            /* n <= max_names and len <= 255, so this cannot overflow. */
+            bytes += n * (len + 1);
+            if (bound_bytes && bytes > HOSTLIST_MAX_BYTES) {
+                errno = E2BIG;
+                return errprintf(errp,
+                                 "hostlist: expression expands to more than"
+                                 " %u bytes of names",
+                                 HOSTLIST_MAX_BYTES);
+            }
             if (expr[sc.pos] != ',')
                 break;
             sc.pos++;
@@ -617,7 +633,7 @@ int hostlist_count_expr(const char *expr,
         errno = EINVAL;
         return errprintf(errp, "hostlist: no count pointer");
     }
-    if (scan_expr(expr, max_names, &count, errp) < 0)
+    if (scan_expr(expr, max_names, false, &count, errp) < 0)
         return -1;
     *countp = (size_t)count; /* at most max_names */
     return 0;
@@ -740,7 +756,7 @@ struct hostlist *hostlist_decode(const char *expr,
     uint64_t count;
     size_t pos = 0;
 
-    if (scan_expr(expr, max_names, &count, errp) < 0)
+    if (scan_expr(expr, max_names, true, &count, errp) < 0)
         return NULL;
     if (!(hl = hostlist_create()))
         goto nomem;

@@ -277,6 +277,8 @@ static int conn_set_timeout(struct store *s,
     return 0;
 }
 
+static void conn_release(struct store *s, struct conn *c);
+
 /* Borrow a connection, connected.  Waits up to acquire_timeout_ms for a
  * free one.  Returns NULL with errno EAGAIN on failure.
  */
@@ -324,12 +326,7 @@ static struct conn *conn_acquire(struct store *s, vnib_error_t *errp)
         && (conn_open(s, c, errp) < 0
             || conn_set_timeout(s, c, s->cfg->database.query_timeout_ms, errp)
                    < 0)) {
-        conn_drop(s, c);
-        pthread_mutex_lock(&s->lock);
-        c->busy = false;
-        s->stats.busy--;
-        pthread_cond_signal(&s->cond);
-        pthread_mutex_unlock(&s->lock);
+        conn_release(s, c);
         return NULL;
     }
     return c;

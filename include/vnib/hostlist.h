@@ -18,6 +18,12 @@
 /* Default bound on the names one expression may expand to. */
 #define HOSTLIST_DEFAULT_MAX_NAMES 1000000u
 
+/* Bound on the bytes of names one expression may expand to (each name
+ * counted with its NUL), so that long names cannot multiply a name bound
+ * into hundreds of megabytes.
+ */
+#define HOSTLIST_MAX_BYTES (64u * 1024 * 1024)
+
 /* Longest host name accepted (bytes, without the NUL). */
 #define HOSTLIST_MAX_NAME_LEN 255u
 
@@ -38,8 +44,9 @@ void hostlist_destroy(struct hostlist *hl);
  * may hold letters, digits and "-_.".  Whitespace is not allowed.
  *
  * Fails with EINVAL (malformed: the message names the byte offset and the
- * reason) or E2BIG (more than max_names names, or a name longer than
- * HOSTLIST_MAX_NAME_LEN).  The bound is checked before memory is taken.
+ * reason) or E2BIG (more than max_names names, more than
+ * HOSTLIST_MAX_BYTES of names, or a name longer than HOSTLIST_MAX_NAME_LEN).
+ * The bound is checked before memory is taken.
  */
 struct hostlist *hostlist_decode(const char *expr,
                                  size_t max_names,

@@ -111,6 +111,32 @@ static void check_fail(const char *expr, size_t max, int err, const char *msg)
     assert_int_equal(errno, err);
 }
 
+/* Long names multiply the name bound into bytes: decoding is refused past
+ * HOSTLIST_MAX_BYTES before anything is allocated, counting is not.
+ */
+static void test_byte_bound(void **state)
+{
+    char expr[300];
+    vnib_error_t e = {{0}};
+    size_t count = 0;
+    (void)state;
+
+    memset(expr, 'x', 200);
+    strcpy(expr + 200, "[0-999999]");
+    errno = 0;
+    assert_null(hostlist_decode(expr, HOSTLIST_DEFAULT_MAX_NAMES, &e));
+    assert_int_equal(errno, E2BIG);
+    assert_non_null(strstr(e.text, "bytes of names"));
+    assert_int_equal(
+        hostlist_count_expr(expr, HOSTLIST_DEFAULT_MAX_NAMES, &count, NULL), 0);
+    assert_int_equal(count, 1000000);
+    /* Short names at the same count stay well under the byte bound. */
+    struct hostlist *hl = hostlist_decode("n[0-999999]", 1000000, NULL);
+    assert_non_null(hl);
+    assert_int_equal(hostlist_count(hl), 1000000);
+    hostlist_destroy(hl);
+}
+
 static size_t count_of(const char *expr, size_t max)
 {
     vnib_error_t e = {{0}};
@@ -803,6 +829,7 @@ static void test_large(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_byte_bound),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_plain_names),
         cmocka_unit_test(test_ranges),
