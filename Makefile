@@ -54,15 +54,17 @@ SERVER_SRCS  := $(filter-out server/main.c,$(wildcard server/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
+CLI_SRCS     := $(wildcard cli/*.c)
 
 LIB_OBJS     := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS  := $(SERVER_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
+CLI_OBJS     := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
 
 LIBVNIB      := $(BUILD)/libvnib.a
 LIBSERVER    := $(BUILD)/libserver.a
-BINS         := $(BUILD)/vnibrokerd
+BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl
 
 .PHONY: all tests check unit integration run deps deps-fuzz fuzz bench \
         install clean format format-check
@@ -83,7 +85,7 @@ $(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) deploy/tools/embed-sql.sh
 	sh deploy/tools/embed-sql.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/schema_sql.o: $(BUILD)/gen/schema_sql.c
-	$(CC) $(ALL_CPPFLAGS) -Iserver $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
 
 $(LIBVNIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -96,9 +98,20 @@ $(LIBSERVER): $(SERVER_OBJS)
 $(BUILD)/vnibrokerd: $(BUILD)/server/main.o $(LIBSERVER) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
 
+# The CLI needs only the client library, not the server.
+$(BUILD)/vnibctl: $(CLI_OBJS) $(LIBVNIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
+
 $(BUILD)/tests/bench/%: tests/bench/%.c $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBVNIB) $(LIBS_BASE)
+
+# The API benchmarks drive a running broker with the load generator.
+$(BUILD)/tests/bench/bench_api: tests/bench/bench_api.c tests/bench/loadgen.c \
+                                tests/bench/loadgen.h $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
+	    tests/bench/bench_api.c tests/bench/loadgen.c $(LIBVNIB) $(LIBS_BASE) -lm
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBVNIB)
 	@mkdir -p $(@D)
@@ -165,6 +178,8 @@ run: deps all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin
 	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(PREFIX)/sbin/vnibrokerd
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/vnibctl $(DESTDIR)$(PREFIX)/bin/vnibctl
 	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker
 	install -m 0644 config.example.toml README.md \
 	    $(DESTDIR)$(PREFIX)/share/doc/vnibroker/

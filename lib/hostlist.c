@@ -1111,3 +1111,31 @@ error:
     errno = ENOMEM;
     return NULL;
 }
+
+void hostlist_name_key(const char *name, struct hostlist_key *key)
+{
+    size_t len = strlen(name);
+    size_t end = len;
+
+    /* The last digit run ends at end, and starts at start. */
+    while (end > 0 && !(name[end - 1] >= '0' && name[end - 1] <= '9'))
+        end--;
+    size_t start = end;
+    while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')
+        start--;
+    if (end == 0 || end - start > 18) {
+        key->prefix_len = len;
+        key->suffix = name + len;
+        key->num = 0;
+        key->width = -1;
+        return;
+    }
+    uint64_t num = 0;
+    for (size_t i = start; i < end; i++)
+        num = num * 10 + (uint64_t)(name[i] - '0');
+    key->prefix_len = start;
+    key->suffix = name + end;
+    key->num = num;
+    key->width =
+        (name[start] == '0' && end - start > 1) ? (int)(end - start) : 0;
+}

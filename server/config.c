@@ -17,6 +17,8 @@
 #include <jansson.h>
 
 #include "vnib/hostlist.h"
+#include "vnib/idset.h"
+#include "vnib/tclass.h"
 #include "vnib/logger.h"
 #include "vnib/toml.h"
 #include "server/config.h"
@@ -24,6 +26,7 @@
 enum cfg_type {
     CFG_STRING,
     CFG_INT,
+    CFG_STRINGS, /* a TOML array of strings, kept comma-joined */
 };
 
 enum {
@@ -46,6 +49,8 @@ struct cfg_row {
 /* clang-format off */
 #define STR(k, field, def, fl, doc) \
     { k, CFG_STRING, offsetof (struct config, field), 0, 0, def, 0, fl, doc }
+#define STRS(k, field, def, doc) \
+    { k, CFG_STRINGS, offsetof (struct config, field), 0, 0, def, 0, 0, doc }
 #define INT(k, field, lo, hi, def, doc) \
     { k, CFG_INT, offsetof (struct config, field), lo, hi, NULL, def, 0, doc }
 
@@ -80,6 +85,18 @@ static const struct cfg_row rows[] = {
          "how long one statement may take before the request gets 503"),
     INT ("database.acquire_timeout_ms", database.acquire_timeout_ms, 10, 600000, 2000,
          "how long a request waits for a free pooled connection (503 after)"),
+    STR ("auth.tokens_file", auth.tokens_file, "/etc/vnibroker/tokens", 0,
+         "lines 'ROLE NAME SHA256HEX' (vnibctl token new); mode 0600; \"\" = none"),
+    STR ("auth.node_key_file", auth.node_key_file, "/etc/vnibroker/node.key", 0,
+         "key for node tokens (vnibctl token key); mode 0600; \"\" = no node tokens"),
+    STR ("vni.pool", vni.pool, "1024-65535", 0,
+         "VNIs handed out, as ranges; never 1 or 10 (the default CXI service)"),
+    INT ("vni.per_job_default", vni.per_job_default, 0, 4, 1,
+         "VNIs per job when a request does not say (0-4)"),
+    STRS ("vni.traffic_classes", vni.traffic_classes, "LOW_LATENCY,BEST_EFFORT",
+          "traffic classes jobs may use: DEDICATED_ACCESS, LOW_LATENCY, BULK_DATA, BEST_EFFORT"),
+    INT ("vni.sweep_interval_s", vni.sweep_interval_s, 1, 3600, 10,
+         "how often quarantines whose nodes all confirmed are closed (a safety net)"),
     STR ("log.level", log.level, "info", 0,
          "error, warning, notice, info or debug"),
     INT ("limits.hostlist_max_names", limits.hostlist_max_names, 1, 100000000,
@@ -134,18 +151,24 @@ void config_destroy(struct config *cfg)
     int saved_errno = errno;
     if (cfg) {
         for (size_t i = 0; i < NROWS; i++) {
-            if (rows[i].type != CFG_STRING)
+            if (rows[i].type == CFG_INT)
                 continue;
             char *s = *str_field(cfg, &rows[i]);
             if (s && (rows[i].flags & CFG_SECRET))
                 vnib_memburn(s, strlen(s));
             free(s);
         }
+        idset_destroy(cfg->vni_pool);
         free(cfg->path);
         free(cfg);
     }
     errno = saved_errno;
 }
+
+static int derive_vni(struct config *cfg,
+                      const char *pool_where,
+                      const char *tc_where,
+                      vnib_error_t *errp);
 
 struct config *config_defaults(vnib_error_t *errp)
 {
@@ -155,13 +178,17 @@ struct config *config_defaults(vnib_error_t *errp)
     if (!(cfg->path = strdup("")))
         goto nomem;
     for (size_t i = 0; i < NROWS; i++) {
-        if (rows[i].type == CFG_STRING) {
+        if (rows[i].type != CFG_INT) {
             if (!(*str_field(cfg, &rows[i]) = strdup(rows[i].def_str)))
                 goto nomem;
         } else
             *int_field(cfg, &rows[i]) = rows[i].def_int;
     }
     cfg->log_level = LOG_INFO;
+    if (derive_vni(cfg, "defaults", "defaults", errp) < 0) {
+        config_destroy(cfg);
+        return NULL;
+    }
     return cfg;
 nomem:
     errprintf(errp, "out of memory");
@@ -173,6 +200,50 @@ nomem:
 static int key_line(json_t *lines, const char *key)
 {
     return (int)json_integer_value(json_object_get(lines, key));
+}
+
+/* An array of strings, kept joined by commas (which items may not hold). */
+static int set_strings(struct config *cfg,
+                       const struct cfg_row *row,
+                       json_t *val,
+                       const char *where,
+                       vnib_error_t *errp)
+{
+    size_t i, len = 0;
+    json_t *item;
+    char *joined;
+
+    if (!json_is_array(val)) {
+        errno = EINVAL;
+        return errprintf(
+            errp, "%s: %s: expected an array of strings", where, row->key);
+    }
+    json_array_foreach(val, i, item)
+    {
+        if (!json_is_string(item) || strchr(json_string_value(item), ',')
+            || json_string_length(item) == 0) {
+            errno = EINVAL;
+            return errprintf(errp,
+                             "%s: %s: item %zu must be a non-empty string "
+                             "without commas",
+                             where,
+                             row->key,
+                             i + 1);
+        }
+        len += json_string_length(item) + 1;
+    }
+    if (!(joined = calloc(1, len + 1)))
+        return errprintf(errp, "%s: out of memory", where);
+    json_array_foreach(val, i, item)
+    {
+        if (i > 0)
+            strcat(joined, ",");
+        strcat(joined, json_string_value(item));
+    }
+    char **field = str_field(cfg, row);
+    free(*field);
+    *field = joined;
+    return 0;
 }
 
 /* Set one value from the tree, checking type and bounds. */
@@ -196,6 +267,8 @@ static int set_value(struct config *cfg,
         *field = s;
         return 0;
     }
+    if (row->type == CFG_STRINGS)
+        return set_strings(cfg, row, val, where, errp);
     if (!json_is_integer(val)) {
         errno = EINVAL;
         return errprintf(errp, "%s: %s: expected an integer", where, row->key);
@@ -256,6 +329,61 @@ static int apply_tree(struct config *cfg,
     return 0;
 }
 
+/* Parse vni.pool and vni.traffic_classes into their derived forms. */
+static int derive_vni(struct config *cfg,
+                      const char *pool_where,
+                      const char *tc_where,
+                      vnib_error_t *errp)
+{
+    vnib_error_t why = {""};
+    char *copy = NULL;
+
+    idset_destroy(cfg->vni_pool);
+    if (!(cfg->vni_pool = idset_decode(cfg->vni.pool, 65535, &why))) {
+        errno = EINVAL;
+        return errprintf(errp, "%s: vni.pool: %s", pool_where, why.text);
+    }
+    if (idset_count(cfg->vni_pool) == 0) {
+        errno = EINVAL;
+        return errprintf(errp, "%s: vni.pool: the pool is empty", pool_where);
+    }
+    if (idset_contains(cfg->vni_pool, 1) || idset_contains(cfg->vni_pool, 10)) {
+        errno = EINVAL;
+        return errprintf(errp,
+                         "%s: vni.pool: VNIs 1 and 10 belong to the default "
+                         "CXI service and may not be handed out",
+                         pool_where);
+    }
+    cfg->tcs_mask = 0;
+    if (!(copy = strdup(cfg->vni.traffic_classes)))
+        return errprintf(errp, "out of memory");
+    char *save = NULL;
+    for (char *name = strtok_r(copy, ",", &save); name;
+         name = strtok_r(NULL, ",", &save)) {
+        unsigned bit = tclass_bit(name);
+        if (!bit || (cfg->tcs_mask & bit)) {
+            errno = EINVAL;
+            errprintf(errp,
+                      "%s: vni.traffic_classes: '%s' is %s",
+                      tc_where,
+                      name,
+                      bit ? "listed twice"
+                          : "not one of DEDICATED_ACCESS, LOW_LATENCY, "
+                            "BULK_DATA, BEST_EFFORT");
+            free(copy);
+            return -1;
+        }
+        cfg->tcs_mask |= bit;
+    }
+    free(copy);
+    if (cfg->tcs_mask == 0) {
+        errno = EINVAL;
+        return errprintf(
+            errp, "%s: vni.traffic_classes: none listed", tc_where);
+    }
+    return 0;
+}
+
 /* Rules that involve more than one key, or a value's content. */
 static int check_semantics(struct config *cfg,
                            const char *path,
@@ -264,9 +392,13 @@ static int check_semantics(struct config *cfg,
 {
     unsigned char addr[16];
     char where[512];
+    char where2[512];
 
 #define WHERE(k) \
     (snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, k)), where)
+#define WHERE2(k)                                                         \
+    (snprintf(where2, sizeof(where2), "%s:%d", path, key_line(lines, k)), \
+     where2)
 
     if (inet_pton(AF_INET, cfg->server.address, addr) != 1
         && inet_pton(AF_INET6, cfg->server.address, addr) != 1) {
@@ -292,6 +424,9 @@ static int check_semantics(struct config *cfg,
                          WHERE("log.level"),
                          cfg->log.level);
     }
+    if (derive_vni(cfg, WHERE("vni.pool"), WHERE2("vni.traffic_classes"), errp)
+        < 0)
+        return -1;
     if (cfg->server.max_connections < cfg->server.threads) {
         errno = EINVAL;
         return errprintf(errp,
@@ -308,6 +443,7 @@ static int check_semantics(struct config *cfg,
                          WHERE("database.conninfo"));
     }
 #undef WHERE
+#undef WHERE2
     return 0;
 }
 
@@ -435,7 +571,19 @@ void config_print(const struct config *cfg, FILE *out)
             fprintf(out, "\n[%s]\n", table);
         }
         fprintf(out, "# %s\n%s = ", row->doc, dot + 1);
-        if (row->type == CFG_INT)
+        if (row->type == CFG_STRINGS) {
+            char *copy = strdup(str_value(cfg, row));
+            char *save = NULL;
+            int n = 0;
+            fputs("[", out);
+            for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item;
+                 item = strtok_r(NULL, ",", &save)) {
+                fputs(n++ ? ", " : "", out);
+                print_string(out, item);
+            }
+            fputs("]\n", out);
+            free(copy);
+        } else if (row->type == CFG_INT)
             fprintf(out, "%ld\n", int_value(cfg, row));
         else if (row->flags & CFG_SECRET) {
             char *masked = config_mask_conninfo(str_value(cfg, row));

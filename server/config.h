@@ -15,6 +15,8 @@
 
 #include "vnib/error.h"
 
+struct idset;
+
 /* Default configuration file of an installed broker. */
 #define CONFIG_DEFAULT_PATH "/etc/vnibroker/vnibroker.toml"
 
@@ -43,6 +45,18 @@ struct config {
     } database;
 
     struct {
+        char *tokens_file;   /* "ROLE NAME SHA256HEX" lines; "" = none */
+        char *node_key_file; /* node-token key; "" = no node tokens */
+    } auth;
+
+    struct {
+        char *pool;            /* VNIs handed out, e.g. "1024-65535" */
+        long per_job_default;  /* VNIs per job when not asked (0-4) */
+        char *traffic_classes; /* comma-joined class names */
+        long sweep_interval_s; /* quarantine sweeper period */
+    } vni;
+
+    struct {
         char *level; /* error, warning, notice, info, debug */
     } log;
 
@@ -50,7 +64,9 @@ struct config {
         long hostlist_max_names; /* bound on a hostlist's expansion */
     } limits;
 
-    int log_level; /* log.level, parsed */
+    int log_level;          /* log.level, parsed */
+    struct idset *vni_pool; /* vni.pool, parsed */
+    unsigned tcs_mask;      /* vni.traffic_classes as TCLASS_* bits */
 };
 
 /* Load and validate a configuration file.  Keys absent from the file take

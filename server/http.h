@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "vnib/error.h"
+#include "server/auth.h"
 #include "server/broker.h"
 #include "server/routes.h"
 
@@ -28,6 +29,7 @@ struct request {
     const char *path;           /* decoded path, borrowed */
     char id[17];                /* request id, hex */
     struct route_params params; /* {name} values from the path */
+    struct identity who;        /* the caller (public routes: role 0) */
 
     char *body; /* request body, NUL-terminated, or NULL */
     size_t body_len;
@@ -40,12 +42,14 @@ struct request {
     const char *content_type; /* of text */
 
     /* Internal to http.c. */
-    void *conn;       /* struct MHD_Connection */
-    int64_t start_ns; /* monotonic arrival time */
-    int status;       /* status sent */
-    bool responded;   /* a reply is queued */
-    int refused;      /* errno of a refusal made mid-upload */
-    size_t discarded; /* body bytes thrown away after it */
+    void *conn;               /* struct MHD_Connection */
+    int64_t start_ns;         /* monotonic arrival time */
+    int64_t handler_start_ns; /* when the handler was called */
+    int64_t handler_ns;       /* its duration (Server-Timing) */
+    int status;               /* status sent */
+    bool responded;           /* a reply is queued */
+    int refused;              /* errno of a refusal made mid-upload */
+    size_t discarded;         /* body bytes thrown away after it */
     size_t body_cap;
 };
 
@@ -78,6 +82,12 @@ int request_fail(struct request *req,
                  vnib_error_t *errp,
                  const char *fmt,
                  ...) __attribute__((format(printf, 5, 6)));
+
+/* Parse the request body as a JSON object (duplicate keys refused).
+ * Returns 0 with *objp a new reference, or -1 with errno EPROTO (code
+ * invalid_json) and errp naming the line and column.
+ */
+int request_json(struct request *req, json_t **objp, vnib_error_t *errp);
 
 /* A request header (case-insensitive name), or NULL. */
 const char *request_header(const struct request *req, const char *name);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "vnib/logger.h"
+#include "server/auth.h"
 #include "server/broker.h"
 #include "server/config.h"
 #include "server/http.h"
@@ -28,6 +29,7 @@
 #include "server/routes.h"
 #include "server/sdnotify.h"
 #include "server/store.h"
+#include "server/sweeper.h"
 #include "server/version.h"
 
 enum {
@@ -205,6 +207,7 @@ int main(int argc, char **argv)
     struct options opt = {0};
     struct broker b = {0};
     struct config *cfg = NULL;
+    struct sweeper *sweeper = NULL;
     vnib_error_t error = {""};
     sigset_t sigs;
     int rc = EXIT_RUNTIME;
@@ -243,6 +246,18 @@ int main(int argc, char **argv)
         rc = run_migrate(&b);
         goto done;
     }
+    if (!(b.auth = auth_create(cfg, &error))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
+        rc = errno == EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+        goto done;
+    }
+    if (auth_token_count(b.auth) == 0 && !auth_nodes_enabled(b.auth))
+        logger_printf(b.log,
+                      LOG_WARNING,
+                      NULL,
+                      "no tokens configured (auth.tokens_file, "
+                      "auth.node_key_file): every /v1 request will be "
+                      "refused");
     if (check_schema(&b) < 0)
         goto done;
     if (!(b.metrics = metrics_create(routes_count))) {
@@ -267,15 +282,21 @@ int main(int argc, char **argv)
                   store_required_version(),
                   cfg->server.threads,
                   cfg->database.pool_size);
+    if (!(sweeper = sweeper_create(&b, &error))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
+        goto done;
+    }
     (void)sdnotify_send("READY=1");
 
     wait_for_stop(&b, &sigs);
     (void)sdnotify_send("STOPPING=1");
     rc = 0;
 done:
+    sweeper_destroy(sweeper);
     http_destroy(b.http, cfg ? (int)cfg->server.shutdown_timeout_s : 0);
     metrics_destroy(b.metrics);
     store_destroy(b.store);
+    auth_destroy(b.auth);
     if (rc == 0 && !opt.migrate)
         logger_printf(b.log, LOG_NOTICE, NULL, "stopped");
     logger_destroy(b.log);

@@ -9,15 +9,42 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/events.h"
+#include "server/nodes.h"
 #include "server/ops.h"
+#include "server/pool.h"
+#include "server/reservations.h"
 #include "server/routes.h"
 
+/* Who may call what.  Body limits are per route; the server-wide
+ * server.max_body_bytes caps them all.
+ */
+#define ANY_READER (ROLE_ADMIN | ROLE_SCHEDULER | ROLE_MONITOR)
+#define KiB 1024
+#define MiB (1024 * 1024)
+
+/* clang-format off */
 const struct route routes[] = {
     /* method, pattern, handler, roles, max body */
-    {"GET", "/healthz", ops_healthz, ROUTE_PUBLIC, 0},
-    {"GET", "/readyz", ops_readyz, ROUTE_PUBLIC, 0},
-    {"GET", "/metrics", ops_metrics, ROUTE_PUBLIC, 0},
+    { "GET", "/healthz", ops_healthz, ROUTE_PUBLIC, 0 },
+    { "GET", "/readyz", ops_readyz, ROUTE_PUBLIC, 0 },
+    { "GET", "/metrics", ops_metrics, ROUTE_PUBLIC, 0 },
+    { "POST", "/v1/reservations", reservations_create,
+      ROLE_ADMIN | ROLE_SCHEDULER, 1 * MiB },
+    { "GET", "/v1/reservations", reservations_list, ANY_READER, 0 },
+    { "GET", "/v1/reservations/{job_id}", reservations_get,
+      ANY_READER | ROLE_NODE, 0 },
+    { "DELETE", "/v1/reservations/{job_id}", reservations_release,
+      ROLE_ADMIN | ROLE_SCHEDULER, 0 },
+    { "PUT", "/v1/reservations/{job_id}/nodes/{node}", reservations_report,
+      ROLE_ADMIN | ROLE_NODE, 16 * KiB },
+    { "GET", "/v1/nodes/{node}", nodes_get, ROLE_ADMIN | ROLE_NODE, 0 },
+    { "DELETE", "/v1/nodes/{node}/drain", nodes_undrain, ROLE_ADMIN, 0 },
+    { "GET", "/v1/pool", pool_get, ANY_READER, 0 },
+    { "GET", "/v1/vnis/{vni}", pool_vni, ROLE_ADMIN, 0 },
+    { "GET", "/v1/events", events_list, ROLE_ADMIN, 0 },
 };
+/* clang-format on */
 
 const size_t routes_count = sizeof(routes) / sizeof(routes[0]);
 

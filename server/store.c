@@ -11,6 +11,7 @@
  * cancelled and the connection dropped; the next user reconnects.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -21,6 +22,10 @@
 
 #include <libpq-fe.h>
 
+#include "vnib/hostlist.h"
+#include "vnib/idset.h"
+#include "vnib/tclass.h"
+#include "vnib/token.h"
 #include "server/schema.h"
 #include "server/store.h"
 
@@ -32,6 +37,19 @@ enum stmt_id {
     STMT_SCHEMA_RECORD,
     STMT_MIGRATE_LOCK,
     STMT_SET_TIMEOUT,
+    STMT_RESERVE,
+    STMT_RES_BY_ID,
+    STMT_RES_GET,
+    STMT_RES_LIST,
+    STMT_RELEASE,
+    STMT_REPORT,
+    STMT_NODE_VIEW,
+    STMT_NODE_GET,
+    STMT_UNDRAIN,
+    STMT_POOL,
+    STMT_VNI,
+    STMT_EVENTS,
+    STMT_SWEEP,
     STMT_COUNT
 };
 
@@ -50,6 +68,97 @@ static const char sql_migrate_lock[] =
 static const char sql_set_timeout[] =
     "SELECT set_config('statement_timeout', $1, false)";
 
+/* Times leave the database as UTC ISO 8601 with milliseconds. */
+#define TS(col) \
+    "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+/* The columns of a reservation, in the order row_reservation() reads. */
+#define RES_COLS \
+    "r.id, r.job_id, r.state, r.uid, r.username, r.nodes, r.node_count, "    \
+    "r.vni_count, array_to_string(r.vnis, ','), r.empty_reason, r.tcs_mask, " \
+    TS("r.created_at") ", r.created_by, " TS("r.release_requested_at") ", "  \
+    TS("r.released_at") ", r.released_by, r.forced"
+#define RES_NCOLS 17
+
+/* Nodes by their last report: "creating,created,destroyed,failed". */
+#define RES_COUNTS                                                \
+    "(SELECT count(*) FILTER (WHERE cxi = 'creating') || ',' || " \
+    "count(*) FILTER (WHERE cxi = 'created') || ',' || "          \
+    "count(*) FILTER (WHERE cxi = 'destroyed') || ',' || "        \
+    "count(*) FILTER (WHERE cxi = 'failed') "                     \
+    "FROM node_reports WHERE reservation_id = r.id)"
+
+/* Node membership of r: $2 prefix, $3 suffix, $4 width, $5 number. */
+#define RES_MEMBER(p, sfx, w, n)                                           \
+    "EXISTS (SELECT 1 FROM reservation_ranges g WHERE g.reservation_id = " \
+    "r.id AND g.prefix = " p " AND g.suffix = " sfx " AND g.width = " w    \
+    "::smallint AND " n "::bigint BETWEEN g.lo AND g.hi)"
+
+static const char sql_reserve[] =
+    "SELECT o_outcome, o_id FROM vnib_reserve($1, $2::bigint, $3, $4, "
+    "$5::integer, $6::integer, $7::smallint, $8, $9, $10::integer[], "
+    "$11::integer[], $12::text[], $13::text[], $14::smallint[], "
+    "$15::bigint[], $16::bigint[])";
+static const char sql_res_by_id[] =
+    "SELECT " RES_COLS ", " RES_COUNTS " FROM reservations r WHERE r.id = $1";
+/* The newest reservation of a job; counts only when $6, membership of the
+ * node ($2-$5) only when $2 is not null.
+ */
+static const char sql_res_get[] =
+    "SELECT " RES_COLS ", CASE WHEN $6::boolean THEN " RES_COUNTS " END, "
+    "CASE WHEN $2::text IS NULL THEN true ELSE " RES_MEMBER("$2", "$3", "$4",
+                                                            "$5") " END "
+    "FROM reservations r WHERE r.job_id = $1 ORDER BY r.id DESC LIMIT 1";
+static const char sql_res_list[] =
+    "SELECT " RES_COLS ", " RES_COUNTS " FROM reservations r "
+    "WHERE ($1::text IS NULL OR r.state = $1) "
+    "AND ($2::bigint IS NULL OR r.uid = $2) AND r.id > $3::bigint "
+    "AND ($4::text IS NULL OR " RES_MEMBER("$4", "$5", "$6", "$7") ") "
+    "ORDER BY r.id LIMIT $8::integer";
+static const char sql_release[] =
+    "SELECT o_outcome, o_id FROM vnib_release($1, $2, $3::boolean)";
+static const char sql_report[] =
+    "SELECT o_outcome, o_id, o_previous FROM vnib_report($1, $2, $3, "
+    "$4::jsonb, $5, $6, $7, $8, $9::smallint, $10::bigint)";
+static const char sql_node_view[] =
+    "SELECT " RES_COLS
+    ", NULL, coalesce(nr.cxi, 'none'), "
+    "coalesce(nr.services::text, '[]') "
+    "FROM reservation_ranges g JOIN reservations r ON r.id = g.reservation_id "
+    "LEFT JOIN node_reports nr ON nr.reservation_id = r.id AND nr.node = $1 "
+    "WHERE int8range(g.lo, g.hi, '[]') @> $5::bigint AND g.prefix = $2 "
+    "AND g.suffix = $3 AND g.width = $4::smallint AND r.state <> 'released' "
+    "ORDER BY r.id";
+static const char sql_node_get[] =
+    "SELECT drained, drained_reason, " TS("drained_at") " FROM nodes "
+    "WHERE name = $1";
+static const char sql_undrain[] =
+    "WITH u AS (UPDATE nodes SET drained = false, drained_reason = NULL, "
+    "drained_at = NULL, updated_by = $2 WHERE name = $1 AND drained "
+    "RETURNING name) INSERT INTO events (node, actor, action) "
+    "SELECT name, $2, 'undrain' FROM u RETURNING id";
+static const char sql_pool[] =
+    "SELECT count(*) FILTER (WHERE r.state = 'active'), "
+    "count(*) FILTER (WHERE r.state = 'releasing'), "
+    "count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM "
+    "unnest($1::integer[], $2::integer[]) p(lo, hi) "
+    "WHERE h.vni BETWEEN p.lo AND p.hi)), "
+    "(SELECT CASE WHEN is_called THEN last_value % 65536 END "
+    "FROM vni_cursor_seq) "
+    "FROM vni_holds h JOIN reservations r ON r.id = h.reservation_id";
+static const char sql_vni[] =
+    "SELECT " RES_COLS ", " RES_COUNTS
+    ", "
+    "EXISTS (SELECT 1 FROM vni_holds WHERE vni = $1::integer "
+    "AND reservation_id = r.id) "
+    "FROM reservations r WHERE r.vnis @> ARRAY[$1::integer] "
+    "ORDER BY r.id DESC LIMIT 1";
+static const char sql_events[] =
+    "SELECT id, " TS("at") ", reservation_id, job_id, node, actor, action, "
+    "detail::text FROM events WHERE ($1::text IS NULL OR job_id = $1) "
+    "AND id > $2::bigint ORDER BY id LIMIT $3::integer";
+static const char sql_sweep[] = "SELECT vnib_sweep($1)";
+
 static const struct {
     const char *name;
     const char *sql;
@@ -62,6 +171,19 @@ static const struct {
     [STMT_SCHEMA_RECORD] = {"schema_record", sql_schema_record, 2},
     [STMT_MIGRATE_LOCK] = {"migrate_lock", sql_migrate_lock, 0},
     [STMT_SET_TIMEOUT] = {"set_timeout", sql_set_timeout, 1},
+    [STMT_RESERVE] = {"reserve", sql_reserve, 16},
+    [STMT_RES_BY_ID] = {"res_by_id", sql_res_by_id, 1},
+    [STMT_RES_GET] = {"res_get", sql_res_get, 6},
+    [STMT_RES_LIST] = {"res_list", sql_res_list, 8},
+    [STMT_RELEASE] = {"release", sql_release, 3},
+    [STMT_REPORT] = {"report", sql_report, 10},
+    [STMT_NODE_VIEW] = {"node_view", sql_node_view, 5},
+    [STMT_NODE_GET] = {"node_get", sql_node_get, 1},
+    [STMT_UNDRAIN] = {"undrain", sql_undrain, 2},
+    [STMT_POOL] = {"pool", sql_pool, 2},
+    [STMT_VNI] = {"vni", sql_vni, 1},
+    [STMT_EVENTS] = {"events", sql_events, 3},
+    [STMT_SWEEP] = {"sweep", sql_sweep, 1},
 };
 
 _Static_assert(STMT_COUNT <= 64, "prepared-statement bitmask is 64 bits");
@@ -360,8 +482,10 @@ static int sqlstate_errno(const char *state)
         return EAGAIN;
     if (!strncmp(state, "22", 2) || !strncmp(state, "23", 2))
         return EINVAL;
-    if (!strcmp(state, "42P01"))
-        return ESTALE; /* a table this binary needs is missing */
+    if (!strcmp(state, "42P01") || !strcmp(state, "42883"))
+        return ESTALE; /* a table or function this binary needs is missing */
+    if (!strcmp(state, "VN001"))
+        return ENOSPC; /* vnib_alloc: the VNI pool is exhausted */
     return EIO;
 }
 
@@ -392,7 +516,7 @@ static PGresult *conn_wait_result(struct store *s,
                               "cancelled",
                               what);
                 conn_drop(s, c);
-                errno = EAGAIN;
+                errno = ETIMEDOUT;
                 errprintf(errp, "database did not answer in time");
                 return NULL;
             }
@@ -413,6 +537,22 @@ static PGresult *conn_wait_result(struct store *s,
     const char *state = PQresultErrorField(last, PG_DIAG_SQLSTATE);
     const char *primary = PQresultErrorField(last, PG_DIAG_MESSAGE_PRIMARY);
     int e = sqlstate_errno(state);
+    if (e == ENOSPC) {
+        /* Expected under load, not a database fault: DETAIL is
+         * "<requested> <free>".
+         */
+        const char *detail = PQresultErrorField(last, PG_DIAG_MESSAGE_DETAIL);
+        long want = 0, avail = 0;
+        if (!detail || sscanf(detail, "%ld %ld", &want, &avail) != 2)
+            want = avail = -1;
+        PQclear(last);
+        errno = e;
+        errprintf(errp,
+                  "VNI pool exhausted: %ld VNIs requested, %ld free",
+                  want,
+                  avail);
+        return NULL;
+    }
     logger_printf(s->log,
                   LOG_ERR,
                   NULL,
@@ -421,11 +561,11 @@ static PGresult *conn_wait_result(struct store *s,
                   primary ? primary : "error",
                   state ? state : "none");
     stat_add(s, &s->stats.errors);
-    PQclear(last);
+    errprintf(errp, "database error: %s", primary ? primary : "unknown");
+    PQclear(last); /* primary pointed into it */
     if (PQstatus(c->pg) == CONNECTION_BAD)
         conn_drop(s, c);
     errno = e;
-    errprintf(errp, "database error: %s", primary ? primary : "unknown");
     return NULL;
 lost:
     PQclear(last);
@@ -499,41 +639,54 @@ static int conn_exec_script(struct store *s,
  * while the server restarted fails on first use: that is retried once on
  * a fresh connection, since these queries are read-only.
  */
-static int query_int(struct store *s,
+static PGresult *run(struct store *s,
                      enum stmt_id id,
-                     long *valp,
+                     const char *const *params,
                      vnib_error_t *errp)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         struct conn *c = conn_acquire(s, errp);
         if (!c)
-            return -1;
+            return NULL;
         bool was_open = !c->fresh;
-        PGresult *r =
-            conn_exec(s, c, id, NULL, s->cfg->database.query_timeout_ms, errp);
-        if (!r) {
-            int e = errno;
-            bool retry = e == EAGAIN && was_open && !c->pg && attempt == 0;
-            conn_release(s, c);
-            errno = e;
-            if (retry)
-                continue;
-            return -1;
-        }
-        const char *v = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : NULL;
-        if (!v) {
-            PQclear(r);
-            conn_release(s, c);
-            errno = EIO;
-            return errprintf(errp, "database error: unexpected result");
-        }
-        *valp = *v == 't' ? 1 : *v == 'f' ? 0 : strtol(v, NULL, 10);
-        PQclear(r);
+        PGresult *r = conn_exec(
+            s, c, id, params, s->cfg->database.query_timeout_ms, errp);
+        int e = errno;
+        /* A pooled connection whose server restarted fails on first use
+         * (EAGAIN, connection dropped): try once more on a fresh one.
+         * Every store operation is idempotent, so a retry is safe even
+         * if the first attempt committed before the connection died.
+         */
+        bool retry = !r && e == EAGAIN && was_open && !c->pg && attempt == 0;
         conn_release(s, c);
-        vnib_error_clear(errp);
-        return 0;
+        errno = e;
+        if (retry)
+            continue;
+        if (r)
+            vnib_error_clear(errp);
+        return r;
     }
-    return -1;
+    return NULL;
+}
+
+/* Run a one-row, one-integer (or boolean) query. */
+static int query_int(struct store *s,
+                     enum stmt_id id,
+                     long *valp,
+                     vnib_error_t *errp)
+{
+    PGresult *r = run(s, id, NULL, errp);
+    if (!r)
+        return -1;
+    const char *v = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : NULL;
+    if (!v) {
+        PQclear(r);
+        errno = EIO;
+        return errprintf(errp, "database error: unexpected result");
+    }
+    *valp = *v == 't' ? 1 : *v == 'f' ? 0 : strtol(v, NULL, 10);
+    PQclear(r);
+    return 0;
 }
 
 int store_schema_version(struct store *s, int *versionp, vnib_error_t *errp)
@@ -656,4 +809,810 @@ void store_get_stats(struct store *s, struct store_stats *st)
     pthread_mutex_lock(&s->lock);
     *st = s->stats;
     pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- text buffers for parameters ------------------------------------------
+ */
+
+/* A growing string for array literals; `failed` is sticky, as pgbouncer's
+ * PktBuf is, so callers check once at the end.
+ */
+struct sbuf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed;
+};
+
+static void sb_putc(struct sbuf *b, char c)
+{
+    if (b->failed)
+        return;
+    if (b->len + 2 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = true;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
+
+static void sb_puts(struct sbuf *b, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sb_putc(b, s[i]);
+}
+
+/* An element of a text[] literal: quoted, with " and \ escaped. */
+static void sb_quoted(struct sbuf *b, const char *s, size_t n)
+{
+    sb_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\')
+            sb_putc(b, '\\');
+        sb_putc(b, s[i]);
+    }
+    sb_putc(b, '"');
+}
+
+static void sb_num(struct sbuf *b, long long v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof(tmp), "%lld", v);
+    sb_puts(b, tmp, (size_t)n);
+}
+
+/* ---- rows to JSON ---------------------------------------------------------
+ */
+
+static const char *col(const PGresult *r, int row, int c)
+{
+    return PQgetisnull(r, row, c) ? NULL : PQgetvalue(r, row, c);
+}
+
+static long long col_ll(const PGresult *r, int row, int c)
+{
+    const char *v = col(r, row, c);
+    return v ? strtoll(v, NULL, 10) : 0;
+}
+
+static json_t *str_or_null(const char *v)
+{
+    return v ? json_string(v) : json_null();
+}
+
+/* Traffic class names of a mask, in enum order. */
+static json_t *tclass_names(unsigned mask)
+{
+    json_t *a = json_array();
+    for (unsigned bit = 1; a && bit <= TCLASS_ALL; bit <<= 1)
+        if ((mask & bit) && tclass_name(bit))
+            json_array_append_new(a, json_string(tclass_name(bit)));
+    return a;
+}
+
+/* Build the reservation at `row` (RES_COLS, then a counts column when
+ * counts_col >= 0).
+ */
+static json_t *row_reservation(const PGresult *r, int row, int counts_col)
+{
+    json_t *o = json_object();
+    json_t *vnis = json_array();
+    char tcs[16];
+    const char *v;
+
+    if (!o || !vnis)
+        goto nomem;
+    /* array_to_string gives "1024,1025". */
+    if ((v = col(r, row, 8)) && *v) {
+        for (const char *p = v; *p;) {
+            char *end;
+            long n = strtol(p, &end, 10);
+            json_array_append_new(vnis, json_integer(n));
+            p = *end == ',' ? end + 1 : end + strlen(end);
+        }
+    }
+    unsigned mask = (unsigned)col_ll(r, row, 10);
+    tclass_mask_hex(mask, tcs, sizeof(tcs));
+    const char *state = col(r, row, 2);
+    if (json_object_set_new(o, "id", json_integer(col_ll(r, row, 0))) < 0
+        || json_object_set_new(o, "job_id", json_string(col(r, row, 1))) < 0
+        || json_object_set_new(o, "state", json_string(state)) < 0
+        || json_object_set_new(o, "uid", json_integer(col_ll(r, row, 3))) < 0
+        || json_object_set_new(o, "user", json_string(col(r, row, 4))) < 0
+        || json_object_set_new(o, "nodes", json_string(col(r, row, 5))) < 0
+        || json_object_set_new(o, "node_count", json_integer(col_ll(r, row, 6)))
+               < 0
+        || json_object_set_new(o, "vni_count", json_integer(col_ll(r, row, 7)))
+               < 0
+        || json_object_set_new(o, "vnis", json_incref(vnis)) < 0
+        || json_object_set_new(o, "traffic_classes", tclass_names(mask)) < 0
+        || json_object_set_new(o, "tcs_mask", json_string(tcs)) < 0
+        || json_object_set_new(
+               o, "quarantined", json_boolean(!strcmp(state, "releasing")))
+               < 0
+        || json_object_set_new(o, "created_at", str_or_null(col(r, row, 11)))
+               < 0
+        || json_object_set_new(o, "created_by", str_or_null(col(r, row, 12)))
+               < 0
+        || json_object_set_new(
+               o, "release_requested_at", str_or_null(col(r, row, 13)))
+               < 0
+        || json_object_set_new(o, "released_at", str_or_null(col(r, row, 14)))
+               < 0
+        || json_object_set_new(o, "released_by", str_or_null(col(r, row, 15)))
+               < 0
+        || json_object_set_new(
+               o, "forced", json_boolean(*col(r, row, 16) == 't'))
+               < 0)
+        goto nomem;
+    if (json_array_size(vnis) == 0
+        && json_object_set_new(o, "empty_reason", str_or_null(col(r, row, 9)))
+               < 0)
+        goto nomem;
+    if (counts_col >= 0 && (v = col(r, row, counts_col))) {
+        long long creating, created, destroyed, failed;
+        if (sscanf(v,
+                   "%lld,%lld,%lld,%lld",
+                   &creating,
+                   &created,
+                   &destroyed,
+                   &failed)
+            == 4) {
+            long long pending =
+                col_ll(r, row, 6) - creating - created - destroyed - failed;
+            json_t *c = json_pack("{s:I, s:I, s:I, s:I, s:I}",
+                                  "pending",
+                                  (json_int_t)(pending > 0 ? pending : 0),
+                                  "creating",
+                                  (json_int_t)creating,
+                                  "created",
+                                  (json_int_t)created,
+                                  "destroyed",
+                                  (json_int_t)destroyed,
+                                  "failed",
+                                  (json_int_t)failed);
+            if (!c || json_object_set_new(o, "cleanup", c) < 0)
+                goto nomem;
+        }
+    }
+    json_decref(vnis);
+    return o;
+nomem:
+    json_decref(vnis);
+    json_decref(o);
+    errno = ENOMEM;
+    return NULL;
+}
+
+/* Run and expect exactly one row; ENOENT with `missing` otherwise. */
+static PGresult *run_one(struct store *s,
+                         enum stmt_id id,
+                         const char *const *params,
+                         const char *missing,
+                         vnib_error_t *errp)
+{
+    PGresult *r = run(s, id, params, errp);
+    if (r && PQntuples(r) != 1) {
+        PQclear(r);
+        errno = ENOENT;
+        errprintf(errp, "%s", missing);
+        return NULL;
+    }
+    return r;
+}
+
+static int reservation_by_id(struct store *s,
+                             const char *id,
+                             json_t **resp,
+                             vnib_error_t *errp)
+{
+    const char *params[1] = {id};
+    PGresult *r =
+        run_one(s, STMT_RES_BY_ID, params, "reservation vanished", errp);
+    if (!r)
+        return -1;
+    *resp = row_reservation(r, 0, RES_NCOLS);
+    PQclear(r);
+    if (!*resp)
+        return errprintf(errp, "out of memory");
+    return 0;
+}
+
+/* ---- reservations ----------------------------------------------------------
+ */
+
+/* The node list as ranges of trailing numbers (see reservation_ranges in
+ * schema/0002): five parallel array literals.  hosts must be sorted
+ * (hostlist_uniq) so that runs are adjacent.
+ */
+struct ranges {
+    struct sbuf prefix, suffix, width, lo, hi;
+};
+
+static void ranges_free(struct ranges *g)
+{
+    free(g->prefix.data);
+    free(g->suffix.data);
+    free(g->width.data);
+    free(g->lo.data);
+    free(g->hi.data);
+}
+
+static int ranges_build(const struct hostlist *hosts, struct ranges *g)
+{
+    size_t n = hostlist_count(hosts);
+    struct hostlist_key cur = {0}, k;
+    const char *curname = NULL;
+    uint64_t hi = 0;
+    int nout = 0;
+
+    memset(g, 0, sizeof(*g));
+    sb_putc(&g->prefix, '{');
+    sb_putc(&g->suffix, '{');
+    sb_putc(&g->width, '{');
+    sb_putc(&g->lo, '{');
+    sb_putc(&g->hi, '{');
+    for (size_t i = 0; i <= n; i++) {
+        const char *name = i < n ? hostlist_nth(hosts, i) : NULL;
+        if (name) {
+            hostlist_name_key(name, &k);
+            if (curname && k.width >= 0 && k.width == cur.width
+                && k.prefix_len == cur.prefix_len
+                && !strncmp(name, curname, k.prefix_len)
+                && !strcmp(k.suffix, cur.suffix) && k.num == hi + 1) {
+                hi = k.num;
+                continue;
+            }
+        }
+        if (curname) {
+            const char *sep = nout++ ? "," : "";
+            sb_puts(&g->prefix, sep, strlen(sep));
+            sb_quoted(&g->prefix, curname, cur.prefix_len);
+            sb_puts(&g->suffix, sep, strlen(sep));
+            sb_quoted(&g->suffix, cur.suffix, strlen(cur.suffix));
+            sb_puts(&g->width, sep, strlen(sep));
+            sb_num(&g->width, cur.width);
+            sb_puts(&g->lo, sep, strlen(sep));
+            sb_num(&g->lo, (long long)cur.num);
+            sb_puts(&g->hi, sep, strlen(sep));
+            sb_num(&g->hi, (long long)hi);
+        }
+        if (name) {
+            cur = k;
+            curname = name;
+            hi = k.num;
+        }
+    }
+    sb_putc(&g->prefix, '}');
+    sb_putc(&g->suffix, '}');
+    sb_putc(&g->width, '}');
+    sb_putc(&g->lo, '}');
+    sb_putc(&g->hi, '}');
+    if (g->prefix.failed || g->suffix.failed || g->width.failed || g->lo.failed
+        || g->hi.failed) {
+        ranges_free(g);
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+/* The pool as two array literals of range bounds. */
+static int pool_arrays(const struct idset *pool,
+                       struct sbuf *lo,
+                       struct sbuf *hi)
+{
+    size_t n = idset_range_count(pool);
+    memset(lo, 0, sizeof(*lo));
+    memset(hi, 0, sizeof(*hi));
+    sb_putc(lo, '{');
+    sb_putc(hi, '{');
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l, h;
+        (void)idset_range(pool, i, &l, &h);
+        if (i > 0) {
+            sb_putc(lo, ',');
+            sb_putc(hi, ',');
+        }
+        sb_num(lo, l);
+        sb_num(hi, h);
+    }
+    sb_putc(lo, '}');
+    sb_putc(hi, '}');
+    if (lo->failed || hi->failed) {
+        free(lo->data);
+        free(hi->data);
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+int store_reserve(struct store *s,
+                  const struct store_reserve *a,
+                  json_t **resp,
+                  bool *createdp,
+                  vnib_error_t *errp)
+{
+    struct ranges g;
+    struct sbuf plo, phi;
+    char uid[24], count[24], vcount[8], tcs[8];
+    PGresult *r = NULL;
+    int rc = -1;
+
+    if (ranges_build(a->hosts, &g) < 0)
+        return errprintf(errp, "out of memory");
+    if (pool_arrays(a->pool, &plo, &phi) < 0) {
+        ranges_free(&g);
+        return errprintf(errp, "out of memory");
+    }
+    snprintf(uid, sizeof(uid), "%lld", a->uid);
+    snprintf(count, sizeof(count), "%zu", a->node_count);
+    snprintf(vcount, sizeof(vcount), "%d", a->vni_count);
+    snprintf(tcs, sizeof(tcs), "%u", a->tcs_mask);
+    const char *params[16] = {
+        a->job_id,
+        uid,
+        a->user,
+        a->nodes,
+        count,
+        vcount,
+        tcs,
+        a->empty_reason,
+        a->actor,
+        plo.data,
+        phi.data,
+        g.prefix.data,
+        g.suffix.data,
+        g.width.data,
+        g.lo.data,
+        g.hi.data,
+    };
+    if (!(r = run_one(s, STMT_RESERVE, params, "no answer", errp)))
+        goto done;
+    const char *outcome = col(r, 0, 0);
+    const char *id = col(r, 0, 1);
+    if (!strcmp(outcome, "conflict")) {
+        errno = EEXIST;
+        errprintf(errp,
+                  "job %s already has an active reservation with different "
+                  "parameters (uid, user, nodes or vni_count)",
+                  a->job_id);
+        goto done;
+    }
+    *createdp = !strcmp(outcome, "created");
+    rc = reservation_by_id(s, id, resp, errp);
+done:
+    PQclear(r);
+    ranges_free(&g);
+    free(plo.data);
+    free(phi.data);
+    return rc;
+}
+
+/* Parameters naming a node for the membership test, from its key. */
+struct node_params {
+    char prefix[TOKEN_NODE_MAX];
+    const char *suffix;
+    char width[8];
+    char num[24];
+};
+
+static void node_params_init(struct node_params *np, const char *node)
+{
+    struct hostlist_key k;
+    hostlist_name_key(node, &k);
+    snprintf(np->prefix, sizeof(np->prefix), "%.*s", (int)k.prefix_len, node);
+    np->suffix = k.suffix;
+    snprintf(np->width, sizeof(np->width), "%d", k.width);
+    snprintf(np->num, sizeof(np->num), "%llu", (unsigned long long)k.num);
+}
+
+int store_get(struct store *s,
+              const char *job_id,
+              const char *node,
+              bool counts,
+              json_t **resp,
+              bool *memberp,
+              vnib_error_t *errp)
+{
+    struct node_params np;
+    const char *params[6] = {
+        job_id, NULL, NULL, NULL, NULL, counts ? "true" : "false"};
+    if (node) {
+        node_params_init(&np, node);
+        params[1] = np.prefix;
+        params[2] = np.suffix;
+        params[3] = np.width;
+        params[4] = np.num;
+    }
+    PGresult *r = run(s, STMT_RES_GET, params, errp);
+    if (!r)
+        return -1;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        errno = ENOENT;
+        return errprintf(errp, "no reservation for job %s", job_id);
+    }
+    *memberp = *col(r, 0, RES_NCOLS + 1) == 't';
+    *resp = row_reservation(r, 0, RES_NCOLS);
+    PQclear(r);
+    if (!*resp)
+        return errprintf(errp, "out of memory");
+    return 0;
+}
+
+int store_list(struct store *s,
+               const struct store_list *q,
+               json_t **pagep,
+               vnib_error_t *errp)
+{
+    struct node_params np;
+    char uid[24], after[24], limit[16];
+    const char *params[8] = {
+        q->state, NULL, after, NULL, NULL, NULL, NULL, limit};
+    json_t *list = NULL;
+
+    if (q->uid >= 0) {
+        snprintf(uid, sizeof(uid), "%lld", q->uid);
+        params[1] = uid;
+    }
+    if (q->node) {
+        node_params_init(&np, q->node);
+        params[3] = np.prefix;
+        params[4] = np.suffix;
+        params[5] = np.width;
+        params[6] = np.num;
+    }
+    snprintf(after, sizeof(after), "%lld", q->after);
+    snprintf(limit, sizeof(limit), "%d", q->limit);
+    PGresult *r = run(s, STMT_RES_LIST, params, errp);
+    if (!r)
+        return -1;
+    int n = PQntuples(r);
+    if (!(list = json_array()))
+        goto nomem;
+    for (int i = 0; i < n; i++) {
+        json_t *o = row_reservation(r, i, RES_NCOLS);
+        if (!o || json_array_append_new(list, o) < 0)
+            goto nomem;
+    }
+    /* A full page may have more behind it. */
+    json_t *next = n == q->limit ? json_string(col(r, n - 1, 0)) : json_null();
+    PQclear(r);
+    if (!(*pagep = json_pack("{s:o, s:o}", "reservations", list, "next", next)))
+        return errprintf(errp, "out of memory");
+    return 0;
+nomem:
+    PQclear(r);
+    json_decref(list);
+    errno = ENOMEM;
+    return errprintf(errp, "out of memory");
+}
+
+int store_release(struct store *s,
+                  const char *job_id,
+                  const char *actor,
+                  bool force,
+                  json_t **resp,
+                  bool *donep,
+                  vnib_error_t *errp)
+{
+    const char *params[3] = {job_id, actor, force ? "true" : "false"};
+    PGresult *r = run_one(s, STMT_RELEASE, params, "no answer", errp);
+    if (!r)
+        return -1;
+    const char *outcome = col(r, 0, 0);
+    if (!strcmp(outcome, "not_found")) {
+        PQclear(r);
+        errno = ENOENT;
+        return errprintf(errp, "no reservation for job %s", job_id);
+    }
+    *donep =
+        !strcmp(outcome, "released") || !strcmp(outcome, "already_released");
+    int rc = reservation_by_id(s, col(r, 0, 1), resp, errp);
+    PQclear(r);
+    return rc;
+}
+
+int store_report(struct store *s,
+                 const struct store_report *a,
+                 json_t **resp,
+                 const char **codep,
+                 vnib_error_t *errp)
+{
+    struct node_params np;
+    node_params_init(&np, a->node);
+    const char *params[10] = {a->job_id,
+                              a->node,
+                              a->cxi,
+                              a->services,
+                              a->message,
+                              a->actor,
+                              np.prefix,
+                              np.suffix,
+                              np.width,
+                              np.num};
+    PGresult *r = run_one(s, STMT_REPORT, params, "no answer", errp);
+    if (!r)
+        return -1;
+    const char *outcome = col(r, 0, 0);
+    const char *prev = col(r, 0, 2);
+    int rc = -1;
+    *codep = NULL;
+    if (!strcmp(outcome, "not_found")) {
+        errno = ENOENT;
+        *codep = "reservation_not_found";
+        errprintf(errp, "no reservation for job %s", a->job_id);
+    } else if (!strcmp(outcome, "not_member")) {
+        errno = EPERM;
+        *codep = "forbidden";
+        errprintf(
+            errp, "node %s is not in job %s's node list", a->node, a->job_id);
+    } else if (!strcmp(outcome, "invalid_transition")) {
+        errno = EEXIST;
+        *codep = "invalid_transition";
+        errprintf(errp,
+                  "node %s already reported %s for job %s; %s would go "
+                  "backwards",
+                  a->node,
+                  prev ? prev : "?",
+                  a->job_id,
+                  a->cxi);
+    } else if (!strcmp(outcome, "job_not_active")) {
+        errno = EEXIST;
+        *codep = "job_not_active";
+        errprintf(errp,
+                  "job %s is being released; '%s' is no longer "
+                  "accepted",
+                  a->job_id,
+                  a->cxi);
+    } else
+        rc = reservation_by_id(s, col(r, 0, 1), resp, errp);
+    PQclear(r);
+    return rc;
+}
+
+int store_node(struct store *s,
+               const char *node,
+               json_t **resp,
+               vnib_error_t *errp)
+{
+    struct node_params np;
+    json_t *list = NULL, *o = NULL;
+    PGresult *r = NULL, *d = NULL;
+    int holding = 0;
+
+    node_params_init(&np, node);
+    const char *params[5] = {node, np.prefix, np.suffix, np.width, np.num};
+    if (!(r = run(s, STMT_NODE_VIEW, params, errp)))
+        return -1;
+    if (!(d = run(s, STMT_NODE_GET, params, errp)))
+        goto error;
+    if (!(list = json_array()))
+        goto nomem;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *res = row_reservation(r, i, -1);
+        const char *cxi = col(r, i, RES_NCOLS + 1);
+        json_t *services = json_loads(col(r, i, RES_NCOLS + 2), 0, NULL);
+        /* Anything but a confirmed destroy may leave a service behind. */
+        bool needed = strcmp(cxi, "destroyed") != 0 && strcmp(cxi, "none") != 0;
+        if (!res || json_object_set_new(res, "cxi", json_string(cxi)) < 0
+            || json_object_set_new(
+                   res, "services", services ? services : json_array())
+                   < 0
+            || json_object_set_new(res, "cleanup_needed", json_boolean(needed))
+                   < 0
+            || json_array_append_new(list, res) < 0)
+            goto nomem;
+        holding += needed;
+    }
+    bool drained = PQntuples(d) == 1 && *col(d, 0, 0) == 't';
+    if (!(o = json_pack("{s:s, s:b, s:o, s:o, s:i, s:o}",
+                        "node",
+                        node,
+                        "drained",
+                        drained,
+                        "drained_reason",
+                        str_or_null(drained ? col(d, 0, 1) : NULL),
+                        "drained_at",
+                        str_or_null(drained ? col(d, 0, 2) : NULL),
+                        "cleanup_needed",
+                        holding,
+                        "reservations",
+                        list)))
+        goto nomem;
+    PQclear(r);
+    PQclear(d);
+    *resp = o;
+    return 0;
+nomem:
+    errno = ENOMEM;
+    errprintf(errp, "out of memory");
+    json_decref(list);
+error:
+    PQclear(r);
+    PQclear(d);
+    return -1;
+}
+
+int store_undrain(struct store *s,
+                  const char *node,
+                  const char *actor,
+                  json_t **resp,
+                  vnib_error_t *errp)
+{
+    const char *params[2] = {node, actor};
+    PGresult *r = run(s, STMT_UNDRAIN, params, errp);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return store_node(s, node, resp, errp);
+}
+
+int store_pool(struct store *s,
+               const struct idset *pool,
+               json_t **resp,
+               vnib_error_t *errp)
+{
+    struct sbuf lo, hi;
+    char *ranges = NULL;
+
+    if (pool_arrays(pool, &lo, &hi) < 0)
+        return errprintf(errp, "out of memory");
+    const char *params[2] = {lo.data, hi.data};
+    PGresult *r = run_one(s, STMT_POOL, params, "no answer", errp);
+    free(lo.data);
+    free(hi.data);
+    if (!r)
+        return -1;
+    long long active = col_ll(r, 0, 0);
+    long long releasing = col_ll(r, 0, 1);
+    long long outside = col_ll(r, 0, 2);
+    const char *cursor = col(r, 0, 3);
+    long long total = (long long)idset_count(pool);
+    long long in_pool = active + releasing - outside;
+    if (!(ranges = idset_encode(pool))) {
+        PQclear(r);
+        return errprintf(errp, "out of memory");
+    }
+    *resp = json_pack(
+        "{s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
+        "ranges",
+        ranges,
+        "total",
+        (json_int_t)total,
+        "free",
+        (json_int_t)(total - in_pool),
+        "active",
+        (json_int_t)active,
+        "quarantined",
+        (json_int_t)releasing,
+        "outside_pool",
+        (json_int_t)outside,
+        "cursor",
+        cursor ? json_integer(strtoll(cursor, NULL, 10)) : json_null());
+    free(ranges);
+    PQclear(r);
+    if (!*resp)
+        return errprintf(errp, "out of memory");
+    return 0;
+}
+
+int store_vni(struct store *s,
+              int vni,
+              const struct idset *pool,
+              json_t **resp,
+              vnib_error_t *errp)
+{
+    char v[16];
+    snprintf(v, sizeof(v), "%d", vni);
+    const char *params[1] = {v};
+    PGresult *r = run(s, STMT_VNI, params, errp);
+    if (!r)
+        return -1;
+    json_t *res = NULL;
+    const char *state = "free";
+    const char *last_released = NULL;
+    if (PQntuples(r) == 1) {
+        if (!(res = row_reservation(r, 0, RES_NCOLS))) {
+            PQclear(r);
+            return errprintf(errp, "out of memory");
+        }
+        if (*col(r, 0, RES_NCOLS + 1) == 't')
+            state = strcmp(col(r, 0, 2), "active") ? "quarantined" : "active";
+        else
+            last_released = col(r, 0, 14);
+    }
+    *resp = json_pack("{s:i, s:b, s:s, s:o, s:o}",
+                      "vni",
+                      vni,
+                      "in_pool",
+                      idset_contains(pool, (uint32_t)vni),
+                      "state",
+                      state,
+                      "reservation",
+                      res ? res : json_null(),
+                      "last_released_at",
+                      str_or_null(last_released));
+    PQclear(r);
+    if (!*resp)
+        return errprintf(errp, "out of memory");
+    return 0;
+}
+
+int store_events(struct store *s,
+                 const char *job_id,
+                 long long after,
+                 int limit,
+                 json_t **resp,
+                 vnib_error_t *errp)
+{
+    char a[24], l[16];
+    json_t *list = NULL;
+    snprintf(a, sizeof(a), "%lld", after);
+    snprintf(l, sizeof(l), "%d", limit);
+    const char *params[3] = {job_id, a, l};
+    PGresult *r = run(s, STMT_EVENTS, params, errp);
+    if (!r)
+        return -1;
+    int n = PQntuples(r);
+    if (!(list = json_array()))
+        goto nomem;
+    for (int i = 0; i < n; i++) {
+        json_t *detail = json_loads(col(r, i, 7), 0, NULL);
+        const char *rid = col(r, i, 2);
+        json_t *e =
+            json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:o}",
+                      "id",
+                      (json_int_t)col_ll(r, i, 0),
+                      "time",
+                      col(r, i, 1),
+                      "reservation_id",
+                      rid ? json_integer(strtoll(rid, NULL, 10)) : json_null(),
+                      "job_id",
+                      str_or_null(col(r, i, 3)),
+                      "node",
+                      str_or_null(col(r, i, 4)),
+                      "actor",
+                      col(r, i, 5),
+                      "action",
+                      col(r, i, 6),
+                      "detail",
+                      detail ? detail : json_object());
+        if (!e || json_array_append_new(list, e) < 0)
+            goto nomem;
+    }
+    json_t *next = n == limit ? json_string(col(r, n - 1, 0)) : json_null();
+    PQclear(r);
+    if (!(*resp = json_pack("{s:o, s:o}", "events", list, "next", next)))
+        return errprintf(errp, "out of memory");
+    return 0;
+nomem:
+    PQclear(r);
+    json_decref(list);
+    errno = ENOMEM;
+    return errprintf(errp, "out of memory");
+}
+
+int store_sweep(struct store *s,
+                const char *actor,
+                int *closedp,
+                vnib_error_t *errp)
+{
+    long n;
+    const char *params[1] = {actor};
+    PGresult *r = run_one(s, STMT_SWEEP, params, "no answer", errp);
+    if (!r)
+        return -1;
+    n = col_ll(r, 0, 0);
+    PQclear(r);
+    *closedp = (int)n;
+    return 0;
 }

@@ -18,13 +18,19 @@
 #ifndef VNIB_SERVER_STORE_H
 #define VNIB_SERVER_STORE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "vnib/error.h"
 #include "vnib/logger.h"
 #include "server/config.h"
 
 struct store;
+struct hostlist;
+struct idset;
 
 /* Pool counters, for /metrics. */
 struct store_stats {
@@ -74,5 +80,137 @@ int store_check_ready(struct store *s, vnib_error_t *errp);
 
 /* Snapshot of the pool counters. */
 void store_get_stats(struct store *s, struct store_stats *st);
+
+/* ---- reservations ------------------------------------------------------
+ *
+ * Reservations come back as JSON objects in the API's shape (see
+ * server/openapi.yaml), new references the caller owns.  Every write is
+ * one committed transaction before the function returns.
+ */
+
+/* A validated reserve request. */
+struct store_reserve {
+    const char *job_id;
+    long long uid;
+    const char *user;
+    const char *nodes; /* compressed, canonical hostlist */
+    size_t node_count;
+    const struct hostlist *hosts; /* the same nodes, sorted (hostlist_uniq) */
+    int vni_count;                /* 0-4 */
+    unsigned tcs_mask;            /* TCLASS_* bits */
+    const char *empty_reason;     /* when vni_count is 0, else NULL */
+    const char *actor;            /* token name, for the audit trail */
+    const struct idset *pool;     /* vni.pool */
+};
+
+/* Reserve, or find the job's identical active reservation (*createdp
+ * false).  Fails with EEXIST when the job has an active reservation with
+ * other parameters, ENOSPC when the pool has too few free VNIs (errp says
+ * how many were asked for and how many are free).
+ */
+int store_reserve(struct store *s,
+                  const struct store_reserve *a,
+                  json_t **resp,
+                  bool *createdp,
+                  vnib_error_t *errp);
+
+/* The newest reservation of a job (ENOENT if none).  With node non-NULL,
+ * *memberp says whether that node is in the job's node list; counts adds
+ * the per-node cleanup counts (costly for very large jobs).
+ */
+int store_get(struct store *s,
+              const char *job_id,
+              const char *node,
+              bool counts,
+              json_t **resp,
+              bool *memberp,
+              vnib_error_t *errp);
+
+/* A page of reservations, oldest first: {"reservations": [...], "next"}. */
+struct store_list {
+    const char *state; /* NULL: any */
+    long long uid;     /* -1: any */
+    const char *node;  /* NULL: any */
+    long long after;   /* reservation id cursor (0: from the start) */
+    int limit;         /* 1-1000 */
+};
+int store_list(struct store *s,
+               const struct store_list *q,
+               json_t **pagep,
+               vnib_error_t *errp);
+
+/* Release the job's newest reservation (ENOENT if none).  *donep is true
+ * when it is released (now or before), false while its VNIs stay
+ * quarantined for nodes to confirm.  force ends the quarantine now.
+ */
+int store_release(struct store *s,
+                  const char *job_id,
+                  const char *actor,
+                  bool force,
+                  json_t **resp,
+                  bool *donep,
+                  vnib_error_t *errp);
+
+/* A node's report about a job's CXI services. */
+struct store_report {
+    const char *job_id;
+    const char *node;
+    const char *cxi;      /* creating, created, destroyed, failed */
+    const char *services; /* JSON array text */
+    const char *message;  /* may be NULL */
+    const char *actor;
+};
+
+/* Record a report.  On refusal returns -1 with *codep the stable error
+ * code: reservation_not_found (ENOENT), forbidden (EPERM: not in the node
+ * list), invalid_transition or job_not_active (EEXIST).
+ */
+int store_report(struct store *s,
+                 const struct store_report *a,
+                 json_t **resp,
+                 const char **codep,
+                 vnib_error_t *errp);
+
+/* A node's view: live reservations including it, its reports, drain. */
+int store_node(struct store *s,
+               const char *node,
+               json_t **resp,
+               vnib_error_t *errp);
+
+/* Clear a node's drained mark; returns the node's view. */
+int store_undrain(struct store *s,
+                  const char *node,
+                  const char *actor,
+                  json_t **resp,
+                  vnib_error_t *errp);
+
+/* Pool occupancy against the configured pool. */
+int store_pool(struct store *s,
+               const struct idset *pool,
+               json_t **resp,
+               vnib_error_t *errp);
+
+/* Who holds a VNI, or who held it last. */
+int store_vni(struct store *s,
+              int vni,
+              const struct idset *pool,
+              json_t **resp,
+              vnib_error_t *errp);
+
+/* A page of the audit trail: {"events": [...], "next"}. */
+int store_events(struct store *s,
+                 const char *job_id,
+                 long long after,
+                 int limit,
+                 json_t **resp,
+                 vnib_error_t *errp);
+
+/* Close the quarantines whose nodes have all confirmed; *closedp counts
+ * them.
+ */
+int store_sweep(struct store *s,
+                const char *actor,
+                int *closedp,
+                vnib_error_t *errp);
 
 #endif /* !VNIB_SERVER_STORE_H */

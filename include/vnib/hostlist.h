@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vnib/error.h"
 
@@ -81,6 +82,26 @@ void hostlist_uniq(struct hostlist *hl);
  * search; otherwise a linear scan.
  */
 bool hostlist_contains(const struct hostlist *hl, const char *name);
+
+/* A host name split at its last run of digits, the unit in which node
+ * lists are stored as ranges: "nid000042" is prefix "nid", number 42,
+ * width 6; "n7-ib" is prefix "n", number 7, width 0, suffix "-ib"; "login"
+ * has no number (width -1, number 0, prefix "login").  Two names are equal
+ * exactly when their keys are, so a node belongs to a stored range when
+ * prefix, suffix and width match and the number lies in the range.
+ */
+struct hostlist_key {
+    size_t prefix_len;  /* bytes of name before the number */
+    const char *suffix; /* the rest after the number, inside name */
+    uint64_t num;       /* the number (0 without digits) */
+    int width;          /* -1: no digits; 0: no leading zero; N: N digits,
+                           zero-padded */
+};
+
+/* Split name (borrowed by the key).  A digit run longer than 18 digits is
+ * not treated as a number.
+ */
+void hostlist_name_key(const char *name, struct hostlist_key *key);
 
 /* Compress the list into an expression.  The list is not modified; the
  * result lists the same set of names (sorted, duplicates removed), grouping

@@ -3,10 +3,266 @@
 # scenario, figure, target and whether the target is met.  Benchmarks
 # never fail the build: targets are reported, not asserted (timing on a
 # shared 2-core machine is not a test).
+#
+# Two parts.  The library micro-benchmarks (bench_lib) need nothing.  The
+# API benchmarks (bench_api, driving the load generator in loadgen.c) start
+# their own PostgreSQL (fsync on, like the integration tests, whose
+# tests/integration/lib.sh this script reuses) and a non-sanitized broker
+# with a generated configuration, tokens file and node key; they compare
+# reserve+release throughput with pgbench one-row inserts on the same
+# server.  Everything started here is stopped on exit, also on failure or
+# interrupt.  Rows of scenarios that cannot run yet (a broker without the
+# reservation API) say "not run".  The exit status is non-zero only when
+# the harness itself breaks (PostgreSQL or the broker do not start).
 set -eu
 BUILD=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP"
-make -s --no-print-directory "$BUILD/tests/bench/bench_lib"
+case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+make -s --no-print-directory "$BUILD/tests/bench/bench_lib" \
+    "$BUILD/tests/bench/bench_api"
 echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 "$BUILD/tests/bench/bench_lib"
+
+# ---- the API part ---------------------------------------------------------
+
+# Knobs for a quick look or for tuning: seconds per measured scenario,
+# the broker's HTTP threads and database pool, and which API scenarios to
+# run (healthz pairs openloop bigjob populate nodeview rss storm).
+SECS=${BENCH_SECONDS:-10}
+THREADS=${BENCH_THREADS:-8}
+POOL=${BENCH_POOL:-8}
+ONLY=${BENCH_ONLY:-}
+VNIB_BUILD=$BUILD
+. "$TOP/tests/integration/lib.sh"
+set +e
+BENCH_API=$BUILD/tests/bench/bench_api
+HARNESS_FAILED=0
+
+# row_not_run NAME UNIT OP TARGET WHY: a row for a scenario that did not run.
+row_not_run () {
+    printf '%-52s %12s %-6s %s %10.3f  not run (%s)\n' "$1" n/a "$2" "$3" "$4" "$5"
+}
+
+# wanted SCENARIO: true unless BENCH_ONLY leaves it out.
+wanted () {
+    [ -z "$ONLY" ] && return 0
+    case " $ONLY " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+
+# api SCENARIO [ARGS...]: one bench_api scenario, bounded in time even if
+# the load generator's own bounds failed.  It runs in the background and is
+# tracked, so that an interrupt stops it at once through lib.sh's cleanup.
+api () {
+    sc=$1
+    shift
+    wanted "$sc" || return 0
+    timeout -k 5 300 "$BENCH_API" -u "$BROKER_URL" -T "$T/sched.token" \
+        -k "$T/node.key" "$@" "$sc" &
+    api_pid=$!
+    track "$api_pid"
+    wait "$api_pid" || {
+        echo "#   bench_api $sc failed (exit $?)"
+        HARNESS_FAILED=1
+    }
+}
+
+fail_setup () {
+    echo "bench: $*" >&2
+    exit 1
+}
+
+# ---- credentials ----------------------------------------------------------
+
+umask 077
+tokline=""
+if [ -x "$BUILD/vnibctl" ]; then
+    # line 1 the token, line 2 "ROLE NAME SHA256HEX"
+    out=$("$BUILD/vnibctl" token new scheduler bench 2>/dev/null) &&
+        tok=$(printf '%s\n' "$out" | sed -n 1p) &&
+        tokline=$(printf '%s\n' "$out" | sed -n 2p) &&
+        printf '%s' "$tok" >"$T/sched.token" || tokline=""
+    case "$tokline" in "scheduler bench "*) ;; *) tokline="" ;; esac
+fi
+if [ -z "$tokline" ]; then
+    rm -f "$T/sched.token"
+    "$BENCH_API" token "$T/sched.token" || fail_setup "cannot make a token"
+    tokline="scheduler bench $(sha256sum <"$T/sched.token" | cut -d' ' -f1)"
+fi
+printf '%s\n' "$tokline" >"$T/tokens"
+"$BENCH_API" nodekey "$T/node.key" || fail_setup "cannot make a node key"
+umask 022
+
+# ---- PostgreSQL and pgbench -----------------------------------------------
+
+pg_start || fail_setup "PostgreSQL does not start"
+as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib pgbench ||
+    fail_setup "cannot create the pgbench database"
+as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pgbench -XAtq \
+    -v ON_ERROR_STOP=1 -c 'CREATE TABLE t (v integer)' >/dev/null ||
+    fail_setup "cannot create the pgbench table"
+echo 'INSERT INTO t (v) VALUES (1);' >"$T/insert.sql"
+chmod 644 "$T/insert.sql"
+
+# pgbench_tps CLIENTS: one-row inserts for $SECS seconds; sets tps ("" if
+# pgbench failed).  Long commands run in the background and are waited
+# for, never inside $(...), so that an interrupt reaches the trap at once.
+pgbench_tps () {
+    as_pg_user "$PG_BIN/pgbench" -n -h "$PGSOCK" -U vnib -c "$1" -j 2 \
+        -T "$SECS" -f "$T/insert.sql" pgbench >"$T/pgbench.$1.log" 2>&1 &
+    pgb_pid=$!
+    track "$pgb_pid"
+    wait "$pgb_pid"
+    tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$T/pgbench.$1.log" | tail -n 1)
+}
+
+# ---- the broker -----------------------------------------------------------
+
+# bench_config FILE WITH_AUTH: threads near the database pool, as the
+# example configuration advises; two cores gain nothing from more, and
+# commits (fsync) batch better with a few connections waiting together.
+bench_config () {
+    cat >"$1" <<EOF
+[server]
+address = "127.0.0.1"
+port = $PORT
+threads = $THREADS
+max_connections = 1024
+connection_timeout_s = 60
+
+[database]
+conninfo = "host=$PGSOCK dbname=vnibroker user=vnib"
+pool_size = $POOL
+connect_timeout_ms = 2000
+query_timeout_ms = 10000
+acquire_timeout_ms = 10000
+
+[log]
+level = "warning"
+EOF
+    if [ "$2" = 1 ]; then
+        cat >>"$1" <<EOF
+
+[auth]
+tokens_file = "$T/tokens"
+node_key_file = "$T/node.key"
+
+[vni]
+pool = "1024-65535"
+per_job_default = 1
+EOF
+    fi
+}
+
+# The "listening on" line is a notice, which level "warning" does not
+# print; so the port is chosen here and readiness is /healthz answering.
+bench_broker_start () {
+    BROKER_LOG=$T/broker.log
+    "$VNIBROKERD" -c "$1" >"$BROKER_LOG" 2>&1 &
+    BROKER_PID=$!
+    track "$BROKER_PID"
+    BROKER_URL=http://127.0.0.1:$PORT
+    wait_for 10 curl -sf -o /dev/null "$BROKER_URL/healthz" && return 0
+    kill -TERM "$BROKER_PID" 2>/dev/null
+    wait "$BROKER_PID" 2>/dev/null
+    return 1
+}
+
+WITH_AUTH=1
+PORT=0
+bench_config "$T/bench.toml" 1
+if ! "$VNIBROKERD" --check-config "$T/bench.toml" >"$T/check.log" 2>&1; then
+    # a broker from before the reservation API: /healthz and pgbench only
+    echo "#   the broker refuses [auth]/[vni]: $(grep -m1 . "$T/check.log")"
+    WITH_AUTH=0
+    bench_config "$T/bench.toml" 0
+fi
+"$VNIBROKERD" -c "$T/bench.toml" --migrate >"$T/migrate.log" 2>&1 || {
+    cat "$T/migrate.log" >&2
+    fail_setup "migration failed"
+}
+started=0
+for _ in 1 2 3; do  # a port taken between freeport and bind: again
+    PORT=$("$BENCH_API" freeport) || break
+    bench_config "$T/bench.toml" "$WITH_AUTH"
+    if bench_broker_start "$T/bench.toml"; then
+        started=1
+        break
+    fi
+done
+if [ "$started" != 1 ]; then
+    sed 's/^/#   /' "$BROKER_LOG" >&2
+    fail_setup "the broker does not start"
+fi
+
+# The reservation API is there when a reserve answers 201 or 200.
+api_ready=0
+why_not="API not available"
+if [ "$WITH_AUTH" = 1 ]; then
+    # the token goes to curl in a file, not on its command line
+    (umask 077 && printf 'Authorization: Bearer %s\n' "$(cat "$T/sched.token")" \
+        >"$T/auth.header")
+    code=$(curl -s -o "$T/probe.body" -w '%{http_code}' --max-time 10 \
+        -H @"$T/auth.header" -H 'Content-Type: application/json' \
+        -d '{"job_id":"probe","uid":1000,"user":"bench","nodes":"n[1-4]","vni_count":1}' \
+        "$BROKER_URL/v1/reservations")
+    case "$code" in
+        200 | 201) api_ready=1 ;;
+        *) why_not="POST /v1/reservations answers $code" ;;
+    esac
+    curl -s -o /dev/null --max-time 10 -X DELETE \
+        -H @"$T/auth.header" "$BROKER_URL/v1/reservations/probe"
+else
+    why_not="broker rejects [auth]/[vni]: $(grep -m1 . "$T/check.log" | cut -c1-60)"
+fi
+
+echo "== API ($(nproc) cores; broker threads $THREADS, database pool $POOL; ${SECS} s runs)"
+printf '%-52s %12s %-6s %2s %10s  %s\n' scenario figure unit "" target result
+api healthz -c 32 -d 3
+api healthz -c 16 -r 2000 -d 3
+
+for clients in 8 32; do
+    wanted pairs || continue
+    pgbench_tps "$clients"
+    [ -n "$tps" ] || {
+        echo "#   pgbench with $clients clients failed:"
+        sed 's/^/#   /' "$T/pgbench.$clients.log" | tail -n 5
+    }
+    if [ "$api_ready" = 1 ]; then
+        api pairs -c "$clients" -d "$SECS" ${tps:+-P "$tps"}
+    else
+        row_not_run "reserve+release pairs/s, $clients clients" "pair/s" ">=" \
+            "$(awk "BEGIN { print ${tps:-0} / 2 }")" "$why_not"
+        printf '%-52s %12.3f %-6s %2s %10s  %s\n' \
+            "pgbench 1-row INSERT tps, $clients clients" "${tps:-0}" tps "" - ref
+        row_not_run "pairs/s / pgbench tps, $clients clients" ratio ">=" 0.5 "$why_not"
+    fi
+done
+
+if [ "$api_ready" = 1 ]; then
+    api openloop -r 1000 -d "$SECS"
+    api bigjob -n 50
+    api populate -n 10000
+    api nodeview -n 10000 -d 5
+    api rss -p "$BROKER_PID"
+    api storm -c 48 -d "$SECS"
+else
+    row_not_run "reserve p99 latency at 1000/s (open loop)" ms "<=" 10 "$why_not"
+    row_not_run "reserve 11,136 nodes: server time p50" ms "<=" 5 "$why_not"
+    row_not_run "reserve 11,136 nodes: client latency p50" ms "<=" 5 "$why_not"
+    row_not_run "GET /v1/nodes/{node}, 10k active: p50" ms "<=" 2 "$why_not"
+    row_not_run "GET /v1/nodes/{node}, 10k active: p99" ms "<=" 2 "$why_not"
+    row_not_run "memory: broker VmRSS with 10k active reservations" MiB "<=" 64 "$why_not"
+    row_not_run "node fetch storm: 11,136 tokens, 48 conns" "req/s" ">=" 20000 "$why_not"
+fi
+
+if ! kill -0 "$BROKER_PID" 2>/dev/null; then
+    echo "#   the broker died during the run:"
+    tail -n 20 "$BROKER_LOG" | sed 's/^/#   /'
+    HARNESS_FAILED=1
+elif [ -s "$BROKER_LOG" ]; then
+    echo "#   broker warnings: $(wc -l <"$BROKER_LOG") lines; the first:"
+    head -n 3 "$BROKER_LOG" | cut -c1-200 | sed 's/^/#   /'
+fi
+exit "$HARNESS_FAILED"

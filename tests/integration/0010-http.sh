@@ -22,7 +22,7 @@ expect_match "every reply carries a request id" "$(header X-Request-Id)" '^[0-9a
 
 http GET /readyz
 expect_status "GET /readyz is 200 with the database up" 200
-expect_json "readyz reports the schema version" .schema_version 1
+expect_json "readyz reports the schema version" .schema_version "$SCHEMA_VERSION"
 
 # ---- errors ------------------------------------------------------------------
 http GET /no/such/path

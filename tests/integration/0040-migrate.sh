@@ -12,13 +12,13 @@ expect_match "... and says how to migrate" "$out" "schema is at version 0.*run '
 
 out=$("$VNIBROKERD" -c "$T/b.toml" --migrate 2>&1)
 expect_eq "--migrate succeeds" "$?" 0
-expect_match "... reporting the upgrade" "$out" 'schema upgraded from version 0 to 1'
-expect_eq "schema_version holds one row per migration" "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_version")" "1"
+expect_match "... reporting the upgrade" "$out" "schema upgraded from version 0 to $SCHEMA_VERSION"
+expect_eq "schema_version holds one row per migration" "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_version")" "$SCHEMA_VERSIONS"
 
 out=$("$VNIBROKERD" -c "$T/b.toml" --migrate 2>&1)
 expect_eq "a second --migrate succeeds" "$?" 0
-expect_match "... as a no-op" "$out" 'schema is current \(version 1\)'
-expect_eq "... adding no rows" "$(psql_q 'SELECT count(*) FROM schema_version')" "1"
+expect_match "... as a no-op" "$out" "schema is current \\(version $SCHEMA_VERSION\\)"
+expect_eq "... adding no rows" "$(psql_q 'SELECT count(*) FROM schema_version')" "$SCHEMA_VERSION"
 
 # Two replicas migrating a fresh database at once.
 as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib race
@@ -34,9 +34,23 @@ for i in 1 2 3 4; do
 done
 expect_eq "four concurrent --migrate all succeed" "$rcs" "0000"
 expect_eq "exactly one of them applied the migration" \
-    "$(cat "$T"/race.*.log | grep -c 'upgraded from version 0 to 1')" 1
+    "$(cat "$T"/race.*.log | grep -c "upgraded from version 0 to $SCHEMA_VERSION")" 1
 expect_eq "the race left one row per migration" \
-    "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d race -XAtq -c 'SELECT count(*) FROM schema_version')" 1
+    "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d race -XAtq -c 'SELECT count(*) FROM schema_version')" "$SCHEMA_VERSION"
+
+# An older database: only the first migration applied, as by an earlier
+# release.  The broker refuses it; --migrate brings it forward.
+as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib old
+as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d old -XAtq -v ON_ERROR_STOP=1 \
+    -f "$TOP/schema/0001_init.sql" \
+    -c "INSERT INTO schema_version (version, name) VALUES (1, '0001_init.sql')" >/dev/null
+sed "s/dbname=vnibroker/dbname=old/" "$T/b.toml" >"$T/old.toml"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/old.toml" 2>&1)
+expect_eq "a database one release behind is refused (exit 1)" "$?" 1
+expect_match "... naming both versions" "$out" "schema is at version 1, this vnibrokerd needs $SCHEMA_VERSION"
+out=$("$VNIBROKERD" -c "$T/old.toml" --migrate 2>&1)
+expect_match "--migrate applies only the missing migrations" "$out" "upgraded from version 1 to $SCHEMA_VERSION"
+expect_no_match "... not the first one again" "$out" 'applying 0001'
 
 broker_start "$T/b.toml"
 expect_eq "the broker serves once migrated" "$?" 0

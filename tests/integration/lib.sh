@@ -17,6 +17,9 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${VNIB_BUILD:-$TOP/build}
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
 VNIBROKERD=$BUILD/vnibrokerd
+# The schema version this tree's vnibrokerd needs: its newest migration.
+SCHEMA_VERSION=$(ls "$TOP"/schema/[0-9][0-9][0-9][0-9]_*.sql | wc -l)
+SCHEMA_VERSIONS=$(seq -s, 1 "$SCHEMA_VERSION")
 TEST_NAME=$(basename "$0" .sh)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/vnib-$TEST_NAME.XXXXXX")
@@ -226,17 +229,57 @@ psql_q () {
     as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d vnibroker -XAtq -v ON_ERROR_STOP=1 -c "$1"
 }
 
+# ---- tokens -----------------------------------------------------------------
+
+# new_token: a named token in the broker's format (see include/vnib/token.h),
+# made with openssl so that the tests check the format independently.
+new_token () {
+    printf 'vnib1.%s' "$(openssl rand 32 | base64 | tr '+/' '-_' | tr -d '=\n')"
+}
+
+# auth_setup: a tokens file with one token per role and a node key, both
+# mode 0600.  Sets ADMIN_TOKEN, SCHED_TOKEN, MONITOR_TOKEN.
+auth_setup () {
+    ADMIN_TOKEN=$(new_token)
+    SCHED_TOKEN=$(new_token)
+    MONITOR_TOKEN=$(new_token)
+    umask 077
+    {
+        echo "# role name sha256"
+        echo "admin ops-admin $(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)"
+        echo "scheduler slurmctld $(printf %s "$SCHED_TOKEN" | sha256sum | cut -d' ' -f1)"
+        echo "monitor prometheus $(printf %s "$MONITOR_TOKEN" | sha256sum | cut -d' ' -f1)"
+    } >"$T/tokens"
+    openssl rand 32 >"$T/node.key"
+    umask 022
+}
+
+# node_token NODE: the node's token under $T/node.key (HMAC-SHA256 of
+# "vnib-node:NODE", base64url), computed with openssl.
+node_token () {
+    hexkey=$(od -An -v -tx1 "$T/node.key" | tr -d ' \n')
+    mac=$(printf 'vnib-node:%s' "$1" |
+        openssl dgst -sha256 -mac HMAC -macopt "hexkey:$hexkey" -binary |
+        base64 | tr '+/' '-_' | tr -d '=\n')
+    printf 'vnibnode.%s.%s' "$1" "$mac"
+}
+
 # ---- the broker -------------------------------------------------------------
 
 # broker_config FILE [EXTRA-TOML]: a config for this test's database with a
 # free port; EXTRA-TOML lines are appended to the [server] table unless
 # they open tables of their own.
 broker_config () {
+    [ -f "$T/tokens" ] || auth_setup
     cat >"$1" <<EOF
 [server]
 address = "127.0.0.1"
 port = 0
 ${2:-}
+
+[auth]
+tokens_file = "$T/tokens"
+node_key_file = "$T/node.key"
 
 [database]
 conninfo = "host=$PGSOCK dbname=vnibroker user=vnib"
@@ -282,11 +325,13 @@ broker_stop () {
 }
 
 # http METHOD PATH [CURL-ARGS...]: sets HTTP_STATUS; body in $T/http.body,
-# headers in $T/http.headers.  The URL defaults to $BROKER_URL.
+# headers in $T/http.headers.  The URL defaults to $BROKER_URL.  With TOKEN
+# set (TOKEN=$SCHED_TOKEN http ...), the request carries it as a bearer.
 http () {
     method=$1
     path=$2
     shift 2
+    set -- ${TOKEN:+-H "Authorization: Bearer $TOKEN"} "$@"
     HTTP_STATUS=$(curl -sS -o "$T/http.body" -D "$T/http.headers" \
         -w '%{http_code}' -X "$method" --max-time 20 "$@" "$BROKER_URL$path" \
         2>"$T/http.err") || HTTP_STATUS="curl-failed:$(cat "$T/http.err")"

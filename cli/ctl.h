@@ -1,0 +1,63 @@
+/* Helpers shared by the files of vnibctl: exit codes, strict option and
+ * number parsing, and the error and JSON printers, so that every command
+ * reports problems the same way.
+ */
+#ifndef VNIB_CLI_CTL_H
+#define VNIB_CLI_CTL_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include <jansson.h>
+
+/* The exit statuses scripts rely on (printed by `vnibctl --help`). */
+enum ctl_exit {
+    CTL_EXIT_OK = 0,          /* done, including idempotent repeats */
+    CTL_EXIT_FAILED = 1,      /* the broker refused (HTTP >= 400) or an
+                                 action failed */
+    CTL_EXIT_USAGE = 2,       /* bad command line or unusable local file */
+    CTL_EXIT_UNREACHABLE = 3, /* no HTTP answer from the broker */
+};
+
+/* getopt_long over argv (argv[0] is the command name, cmd names it in
+ * messages).  Returns the option, -1 at the end, or '?' after printing
+ * "vnibctl CMD: unknown option ..." or "... needs an argument" on stderr.
+ * shortopts must start with ':'.  Restarts parsing when *first is true and
+ * clears it.
+ */
+int ctl_getopt(int argc,
+               char **argv,
+               const char *cmd,
+               const char *shortopts,
+               const struct option *longopts,
+               bool *first);
+
+/* Print "vnibctl CMD: MESSAGE" and a hint to CMD's --help on stderr;
+ * returns CTL_EXIT_USAGE.  cmd may be NULL for the tool itself.
+ */
+int ctl_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Print "vnibctl: MESSAGE" on stderr, control characters replaced by '?',
+ * and return status.
+ */
+int ctl_fail(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Parse s as a decimal integer in min..max, digits only.  On failure
+ * prints "vnibctl CMD: WHAT: 'S' is not a number in MIN-MAX" and returns
+ * -1.
+ */
+int ctl_parse_uint(const char *cmd,
+                   const char *what,
+                   const char *s,
+                   unsigned long long min,
+                   unsigned long long max,
+                   unsigned long long *valuep);
+
+/* Print v as indented JSON (JSON_INDENT(2)) and a newline on stdout.
+ * Returns CTL_EXIT_OK, or CTL_EXIT_FAILED when stdout cannot be written.
+ */
+int ctl_print_json(const json_t *v);
+
+#endif /* !VNIB_CLI_CTL_H */

@@ -1,0 +1,160 @@
+/* A small libcurl client for the vnibroker REST API.
+ *
+ * Used by vnibctl, the node agent and scheduler plugins.  One client holds
+ * one broker URL, an optional bearer token and one CURL easy handle that is
+ * reused for every request, so consecutive requests share a kept-alive
+ * connection.  A client is therefore NOT thread-safe: use one per thread.
+ *
+ * Every call returns the HTTP status (>= 100), also for refusals (>= 400),
+ * or -1 with errno set when no HTTP answer was obtained:
+ *
+ *   ECONNREFUSED  the host refused, could not be resolved or reached
+ *   ETIMEDOUT     the connection or the whole request timed out
+ *   EPROTO        the reply was not JSON or was larger than 16 MiB
+ *   EIO           any other transport failure (TLS, reset connection...)
+ *   EINVAL        an invalid argument (bad path, unencodable body)
+ *   ENOMEM        out of memory
+ *
+ * The vnib_error_t then names the URL and the cause.  For statuses >= 400
+ * it holds "<code>: <message>" from the broker's error body.  The token is
+ * only ever sent in the Authorization header; no message ever contains it.
+ *
+ * TLS peers are always verified (CURLOPT_CAINFO via
+ * vnib_client_set_cacert, else the system store), only http and https are
+ * spoken, redirects are not followed, and proxies from the environment are
+ * ignored: the broker is cluster-internal, and a proxy would read the token
+ * of a plain-http request.
+ */
+#ifndef VNIB_CLIENT_H
+#define VNIB_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "vnib/error.h"
+
+/* Largest reply body accepted, in bytes. */
+#define VNIB_CLIENT_MAX_REPLY (16u * 1024 * 1024)
+
+/* Default total timeout of a request, and the cap on the connect phase. */
+#define VNIB_CLIENT_TIMEOUT_MS 10000L
+#define VNIB_CLIENT_CONNECT_TIMEOUT_MS 5000L
+
+struct vnib_client;
+
+/* Initialise libcurl for the whole process.  Safe to call any number of
+ * times from any thread (it runs curl_global_init once, under
+ * pthread_once); vnib_client_create calls it too, so a program need not.
+ * A program that uses libcurl itself should still call this (or
+ * curl_global_init) once at start, before it creates threads.  Returns 0,
+ * or -1 with errno set (EIO) when libcurl cannot be initialised.
+ */
+int vnib_client_global_init(void);
+
+/* Create a client for the broker at url ("http://host:port" or
+ * "https://host:port", optionally followed by a path prefix; no user
+ * information, query or fragment).  token may be NULL (only the probes
+ * answer without one); it is copied, and must be 1-TOKEN_MAX_LEN bytes of
+ * printable ASCII without spaces.  Returns NULL with errno (EINVAL, ENOMEM,
+ * EIO) and errp set. Free with vnib_client_destroy.
+ */
+struct vnib_client *vnib_client_create(const char *url,
+                                       const char *token,
+                                       vnib_error_t *errp)
+    __attribute__((warn_unused_result));
+
+/* Free a client, wiping its copy of the token (NULL is accepted).  errno
+ * is preserved.
+ */
+void vnib_client_destroy(struct vnib_client *c);
+
+/* Verify the broker's certificate against the PEM bundle at path instead
+ * of the system store (path is copied by libcurl and read at the next
+ * TLS handshake).  Returns 0, or -1 with errno set (EINVAL for a NULL
+ * path, ENOMEM).
+ */
+int vnib_client_set_cacert(struct vnib_client *c, const char *path);
+
+/* Set the total timeout of each request in milliseconds (default
+ * VNIB_CLIENT_TIMEOUT_MS).  The connect phase is limited to the smaller of
+ * ms and VNIB_CLIENT_CONNECT_TIMEOUT_MS.  Returns 0, or -1 with errno
+ * EINVAL when ms <= 0.
+ */
+int vnib_client_set_timeout_ms(struct vnib_client *c, long ms);
+
+/* The base URL the client talks to (borrowed; valid until destroy). */
+const char *vnib_client_url(const struct vnib_client *c);
+
+/* Send one request.  method is "GET", "POST", "PUT" or "DELETE"; path
+ * starts with '/' and is appended to the base URL as is, so its variable
+ * components must already be escaped (vnib_client_escape); it may carry a
+ * query string.  body (borrowed, may be NULL) is sent as JSON.
+ *
+ * Returns the HTTP status, or -1 (see the top of this file).  When a
+ * status is returned and replyp is not NULL, *replyp receives a new
+ * reference to the parsed reply (the caller must json_decref it); on -1 it
+ * is set to NULL.  For a status >= 400 errp holds "<code>: <message>".
+ */
+int vnib_client_request(struct vnib_client *c,
+                        const char *method,
+                        const char *path,
+                        json_t *body,
+                        json_t **replyp,
+                        vnib_error_t *errp);
+
+/* Percent-encode s for use as one path component or query value: every
+ * byte except A-Z a-z 0-9 - . _ ~ becomes %XX, and "." and ".." are
+ * encoded in full ("%2E", "%2E%2E") so that no path normalisation on the
+ * way can turn them into dot-segments.  Returns a new string the
+ * caller must free, or NULL with errno set (EINVAL when s is NULL, ENOMEM).
+ */
+char *vnib_client_escape(const char *s) __attribute__((warn_unused_result));
+
+/* The wrappers below return like vnib_client_request; replyp may be NULL.
+ */
+
+/* POST /v1/reservations: reserve VNIs for job_id, run by uid/user on the
+ * nodes of a hostlist expression.  vni_count < 0 leaves the count to the
+ * broker's default.  201 created, 200 the same reservation existed.
+ */
+int vnib_client_reserve(struct vnib_client *c,
+                        const char *job_id,
+                        uint32_t uid,
+                        const char *user,
+                        const char *nodes,
+                        int vni_count,
+                        json_t **replyp,
+                        vnib_error_t *errp);
+
+/* GET /v1/reservations/JOB_ID: the newest reservation of a job. */
+int vnib_client_get_reservation(struct vnib_client *c,
+                                const char *job_id,
+                                json_t **replyp,
+                                vnib_error_t *errp);
+
+/* DELETE /v1/reservations/JOB_ID[?force=true]: release a job's VNIs.
+ * 202 releasing, 200 released; force needs the admin role.
+ */
+int vnib_client_release(struct vnib_client *c,
+                        const char *job_id,
+                        bool force,
+                        json_t **replyp,
+                        vnib_error_t *errp);
+
+/* PUT /v1/reservations/JOB_ID/nodes/NODE: report a node's CXI state
+ * ("creating", "created", "destroyed" or "failed").  services (borrowed,
+ * may be NULL) is an array of {"device": .., "svc_id": ..}; message may be
+ * NULL.
+ */
+int vnib_client_report(struct vnib_client *c,
+                       const char *job_id,
+                       const char *node,
+                       const char *cxi,
+                       json_t *services,
+                       const char *message,
+                       json_t **replyp,
+                       vnib_error_t *errp);
+
+#endif /* !VNIB_CLIENT_H */

@@ -1,0 +1,34 @@
+/* Slingshot traffic classes: names, bits, and the SLINGSHOT_TCS mask.
+ *
+ * A CXI service lists the traffic classes its job may use.  The broker
+ * stores them per reservation as a bit mask (bit = 1 << enum
+ * cxi_traffic_class) and prints them both as names and as the "0xa" form
+ * of SLINGSHOT_TCS, as Slurm does.
+ */
+#ifndef VNIB_TCLASS_H
+#define VNIB_TCLASS_H
+
+#include <stddef.h>
+
+#include "vnib/error.h"
+
+enum {
+    TCLASS_DEDICATED_ACCESS = 0x1,
+    TCLASS_LOW_LATENCY = 0x2,
+    TCLASS_BULK_DATA = 0x4,
+    TCLASS_BEST_EFFORT = 0x8,
+    TCLASS_ALL = 0xf,
+};
+
+/* The bit of a class name ("LOW_LATENCY", also with a "TC_" prefix, any
+ * case), or 0 when the name is unknown.
+ */
+unsigned tclass_bit(const char *name);
+
+/* The canonical name of one bit, or NULL. */
+const char *tclass_name(unsigned bit);
+
+/* Write the mask as SLINGSHOT_TCS does ("0xa") into buf. */
+void tclass_mask_hex(unsigned mask, char *buf, size_t size);
+
+#endif /* !VNIB_TCLASS_H */

@@ -1,0 +1,40 @@
+/* Traffic class names and masks (see tclass.h). */
+#include <stdio.h>
+#include <strings.h>
+
+#include "vnib/tclass.h"
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} classes[] = {
+    {"DEDICATED_ACCESS", TCLASS_DEDICATED_ACCESS},
+    {"LOW_LATENCY", TCLASS_LOW_LATENCY},
+    {"BULK_DATA", TCLASS_BULK_DATA},
+    {"BEST_EFFORT", TCLASS_BEST_EFFORT},
+};
+
+unsigned tclass_bit(const char *name)
+{
+    if (!name)
+        return 0;
+    if (strncasecmp(name, "TC_", 3) == 0)
+        name += 3;
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+        if (strcasecmp(name, classes[i].name) == 0)
+            return classes[i].bit;
+    return 0;
+}
+
+const char *tclass_name(unsigned bit)
+{
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+        if (classes[i].bit == bit)
+            return classes[i].name;
+    return NULL;
+}
+
+void tclass_mask_hex(unsigned mask, char *buf, size_t size)
+{
+    snprintf(buf, size, "0x%x", mask);
+}

@@ -1,0 +1,196 @@
+/* Bearer token formats and their cryptography (see token.h).
+ *
+ * OpenSSL supplies SHA-256, HMAC, randomness and a constant-time compare.
+ * Buffers that held key material or MACs are wiped before they go out of
+ * scope.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
+#include "vnib/token.h"
+
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Unpadded base64url of len bytes; out needs 4*ceil(len/3)+1 bytes. */
+static void b64url_encode(const unsigned char *in, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= in[i + 2];
+        out[o++] = b64url[(v >> 18) & 63];
+        out[o++] = b64url[(v >> 12) & 63];
+        if (i + 1 < len)
+            out[o++] = b64url[(v >> 6) & 63];
+        if (i + 2 < len)
+            out[o++] = b64url[v & 63];
+    }
+    out[o] = '\0';
+}
+
+int token_generate(char *buf, size_t size, vnib_error_t *errp)
+{
+    unsigned char raw[32];
+    char enc[48];
+
+    if (size < TOKEN_SIZE) {
+        errno = EINVAL;
+        return errprintf(errp, "token buffer too small");
+    }
+    if (RAND_bytes(raw, sizeof(raw)) != 1) {
+        errno = EIO;
+        return errprintf(errp, "no randomness available (OpenSSL RAND_bytes)");
+    }
+    b64url_encode(raw, sizeof(raw), enc);
+    snprintf(buf, size, "%s%s", TOKEN_PREFIX, enc);
+    OPENSSL_cleanse(raw, sizeof(raw));
+    OPENSSL_cleanse(enc, sizeof(enc));
+    return 0;
+}
+
+void token_hash_hex(const char *token, char hex[TOKEN_HASH_HEX_SIZE])
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)token, strlen(token), md);
+    for (size_t i = 0; i < sizeof(md); i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+bool token_hash_valid(const char *hex)
+{
+    size_t n = 0;
+    for (; hex[n]; n++) {
+        char c = hex[n];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')
+              || (c >= 'A' && c <= 'F')))
+            return false;
+    }
+    return n == 64;
+}
+
+bool token_node_name_valid(const char *node)
+{
+    size_t n = 0;
+    if (!node || node[0] == '.' || node[0] == '-')
+        return false;
+    for (; node[n]; n++) {
+        char c = node[n];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+            return false;
+    }
+    return n > 0 && n < TOKEN_NODE_MAX;
+}
+
+/* base64url MAC of "vnib-node:<node>" into out (at least 44 bytes). */
+static int node_mac(const unsigned char *key,
+                    size_t keylen,
+                    const char *node,
+                    char *out)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char msg[TOKEN_NODE_MAX + 16];
+
+    snprintf(msg, sizeof(msg), "vnib-node:%s", node);
+    if (!HMAC(EVP_sha256(),
+              key,
+              (int)keylen,
+              (const unsigned char *)msg,
+              strlen(msg),
+              md,
+              &mdlen))
+        return -1;
+    b64url_encode(md, mdlen, out);
+    OPENSSL_cleanse(md, sizeof(md));
+    return 0;
+}
+
+int token_node_derive(const unsigned char *key,
+                      size_t keylen,
+                      const char *node,
+                      char *buf,
+                      size_t size,
+                      vnib_error_t *errp)
+{
+    char mac[48];
+
+    if (!token_node_name_valid(node)) {
+        errno = EINVAL;
+        return errprintf(errp, "'%s' is not a valid node name", node);
+    }
+    if (keylen < TOKEN_KEY_MIN) {
+        errno = EINVAL;
+        return errprintf(errp,
+                         "node key is %zu bytes; at least %d are needed",
+                         keylen,
+                         TOKEN_KEY_MIN);
+    }
+    if (size < TOKEN_NODE_SIZE) {
+        errno = EINVAL;
+        return errprintf(errp, "token buffer too small");
+    }
+    if (node_mac(key, keylen, node, mac) < 0) {
+        errno = EIO;
+        return errprintf(errp, "HMAC failed");
+    }
+    snprintf(buf, size, "%s%s.%s", TOKEN_NODE_PREFIX, node, mac);
+    OPENSSL_cleanse(mac, sizeof(mac));
+    return 0;
+}
+
+bool token_is_node(const char *token)
+{
+    return strncmp(token, TOKEN_NODE_PREFIX, strlen(TOKEN_NODE_PREFIX)) == 0;
+}
+
+bool token_node_verify(const unsigned char *key,
+                       size_t keylen,
+                       const char *token,
+                       char *node,
+                       size_t nodesize)
+{
+    char name[TOKEN_NODE_MAX];
+    char want[48];
+    bool ok = false;
+
+    if (!token_is_node(token) || keylen < TOKEN_KEY_MIN)
+        return false;
+    const char *start = token + strlen(TOKEN_NODE_PREFIX);
+    const char *dot = strrchr(start, '.');
+    if (!dot || dot == start || (size_t)(dot - start) >= sizeof(name))
+        return false;
+    memcpy(name, start, (size_t)(dot - start));
+    name[dot - start] = '\0';
+    if (!token_node_name_valid(name) || strlen(name) >= nodesize)
+        return false;
+    if (node_mac(key, keylen, name, want) < 0)
+        return false;
+    size_t len = strlen(want);
+    if (strlen(dot + 1) == len && CRYPTO_memcmp(dot + 1, want, len) == 0) {
+        snprintf(node, nodesize, "%s", name);
+        ok = true;
+    }
+    OPENSSL_cleanse(want, sizeof(want));
+    return ok;
+}
+
+int token_key_generate(unsigned char *key, size_t len, vnib_error_t *errp)
+{
+    if (RAND_bytes(key, (int)len) != 1) {
+        errno = EIO;
+        return errprintf(errp, "no randomness available (OpenSSL RAND_bytes)");
+    }
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* Validation of request input shared by the handlers.
+ *
+ * Every value that arrives in a path, a query string or a JSON body is
+ * checked here against the same rules, so that "job_id" means the same
+ * thing in every endpoint and every refusal reads the same way.  Each
+ * check fails through request_fail() with EINVAL and the stable code
+ * invalid_field, naming the field.
+ */
+#ifndef VNIB_SERVER_PARAMS_H
+#define VNIB_SERVER_PARAMS_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "vnib/error.h"
+
+struct request;
+
+/* A job id: 1-128 characters from [A-Za-z0-9._:@+-]. */
+int params_job_id(struct request *req, const char *value, vnib_error_t *errp);
+
+/* A node name (token_node_name_valid). */
+int params_node(struct request *req,
+                const char *field,
+                const char *value,
+                vnib_error_t *errp);
+
+/* An optional integer query argument in [min, max]; *valp keeps its
+ * default when the argument is absent.
+ */
+int params_query_ll(struct request *req,
+                    const char *name,
+                    long long min,
+                    long long max,
+                    long long *valp,
+                    vnib_error_t *errp);
+
+/* An optional boolean query argument: true/false/1/0. */
+int params_query_bool(struct request *req,
+                      const char *name,
+                      bool *valp,
+                      vnib_error_t *errp);
+
+/* Refuse any key of obj not in the NULL-terminated list `allowed`
+ * (400 unknown_field).
+ */
+int params_known_fields(struct request *req,
+                        json_t *obj,
+                        const char *const *allowed,
+                        vnib_error_t *errp);
+
+#endif /* !VNIB_SERVER_PARAMS_H */

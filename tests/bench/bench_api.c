@@ -1,0 +1,977 @@
+/* REST API benchmarks: the scenarios of `make bench` that need a running
+ * broker.
+ *
+ * tests/bench/run.sh starts a private PostgreSQL and vnibrokerd, then runs
+ * this program once per scenario.  Each scenario drives the broker with the
+ * load generator (loadgen.c) and prints table rows in the format of
+ * bench_lib: scenario, figure, unit, <= or >=, target, met or NOT MET,
+ * followed by "#" lines with the detail (counts, rate, percentiles, non-2xx
+ * and transport errors, server time).  A missed target is reported, never
+ * an error; the exit status is non-zero only when the harness itself could
+ * not run the scenario (bad arguments, no broker).
+ *
+ * A figure is only credited when nearly every request succeeded: a broker
+ * that answers 500 quickly must not meet a latency target.  The few helper
+ * commands (freeport, nodekey, token) exist so that run.sh needs no other
+ * tools to prepare the broker's credentials.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/bench/loadgen.h"
+#include "vnib/secfile.h"
+#include "vnib/token.h"
+
+/* Request kinds, as indices into lg_result.kind. */
+enum { K_RESERVE, K_RELEASE, K_GET };
+
+static const char *const kind_names[LG_KINDS] = {
+    "reserve", "release", "get", "other"};
+
+#define BIG_NODES "nid[000001-011136]"
+#define BIG_COUNT 11136
+#define POPULATE_DEFAULT 10000
+
+/* Everything a scenario needs; no state lives outside it. */
+struct bench {
+    const char *url; /* http://127.0.0.1:PORT */
+    char *token;     /* scheduler token (secfile buffer) */
+    size_t token_size;
+    unsigned char *key; /* node key (secfile buffer) */
+    size_t key_len;
+    int conns;       /* -c, 0: the scenario's default */
+    double duration; /* -d, 0: the scenario's default */
+    double rate;     /* -r, 0: the scenario's default */
+    long count;      /* -n, 0: the scenario's default */
+    long pid;        /* -p: the broker, for rss */
+    double pg_tps;   /* -P: pgbench tps at the same clients */
+
+    /* per-scenario request state */
+    const char *prefix; /* job id prefix */
+    const char *nodes;  /* hostlist of reserve requests */
+    const char *job;    /* the one job of get and storm */
+    uint64_t next_job;  /* next fresh job number */
+    uint64_t limit;     /* populate/release: jobs to touch */
+    char node_token[TOKEN_NODE_SIZE];
+    char **node_tokens; /* storm: one per node */
+    int ntokens;
+};
+
+/* ---- output ----------------------------------------------------------- */
+
+/* One table row, as bench_lib prints it.  A NAN figure (not measured) and
+ * a figure from a run with too many failures never meet the target.
+ */
+static void row(const char *name,
+                double figure,
+                const char *unit,
+                double target,
+                bool lower_is_better,
+                const char *why_not)
+{
+    bool measured = !isnan(figure);
+    bool met = measured && !why_not
+               && (lower_is_better ? figure <= target : figure >= target);
+    char fig[32], tgt[32];
+
+    if (measured)
+        snprintf(fig, sizeof(fig), "%12.3f", figure);
+    else
+        snprintf(fig, sizeof(fig), "%12s", "n/a");
+    if (isnan(target))
+        snprintf(tgt, sizeof(tgt), "%10s", "n/a");
+    else
+        snprintf(tgt, sizeof(tgt), "%10.3f", target);
+    printf("%-52s %s %-6s %s %s  %s%s%s%s\n",
+           name,
+           fig,
+           unit,
+           lower_is_better ? "<=" : ">=",
+           tgt,
+           met ? "met" : "NOT MET",
+           why_not ? " (" : "",
+           why_not ? why_not : "",
+           why_not ? ")" : "");
+    fflush(stdout);
+}
+
+/* A figure with no target of its own (shown for comparison). */
+static void row_reference(const char *name, double figure, const char *unit)
+{
+    char fig[32];
+
+    if (isnan(figure))
+        snprintf(fig, sizeof(fig), "%12s", "n/a");
+    else
+        snprintf(fig, sizeof(fig), "%12.3f", figure);
+    printf("%-52s %s %-6s %s %10s  %s\n", name, fig, unit, "  ", "-", "ref");
+    fflush(stdout);
+}
+
+/* The detail of one kind: "#" lines below the rows. */
+static void detail_kind(const char *label,
+                        const struct lg_result *res,
+                        const struct lg_kind_stats *s)
+{
+    double el = res->elapsed_s > 0 ? res->elapsed_s : NAN;
+
+    if (s->sent == 0)
+        return;
+    printf(
+        "#   %-8s %llu sent, %llu answered in %.2f s (%.1f/s); "
+        "latency ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n",
+        label,
+        (unsigned long long)s->sent,
+        (unsigned long long)s->done,
+        res->elapsed_s,
+        (double)s->done / el,
+        lg_hist_quantile(&s->latency, 0.50) / 1e3,
+        lg_hist_quantile(&s->latency, 0.90) / 1e3,
+        lg_hist_quantile(&s->latency, 0.99) / 1e3,
+        (double)s->latency.max_us / 1e3);
+    printf("#   %-8s 2xx %llu, non-2xx %llu, transport errors %llu",
+           "",
+           (unsigned long long)s->ok,
+           (unsigned long long)s->non2xx,
+           (unsigned long long)s->errors);
+    if (s->server.count)
+        printf("; server time ms p50 %.3f p90 %.3f p99 %.3f max %.3f (%llu)",
+               lg_hist_quantile(&s->server, 0.50) / 1e3,
+               lg_hist_quantile(&s->server, 0.90) / 1e3,
+               lg_hist_quantile(&s->server, 0.99) / 1e3,
+               (double)s->server.max_us / 1e3,
+               (unsigned long long)s->server.count);
+    else
+        printf("; no Server-Timing");
+    printf("\n");
+    if (s->first_bad_status) {
+        char body[sizeof(s->first_bad_body)];
+        snprintf(body, sizeof(body), "%s", s->first_bad_body);
+        for (char *p = body; *p; p++)
+            if (*p == '\n' || *p == '\r')
+                *p = ' ';
+        printf(
+            "#   %-8s first non-2xx: %d %s\n", "", s->first_bad_status, body);
+    }
+}
+
+static void detail(const struct lg_result *res)
+{
+    for (int k = 0; k < LG_KINDS; k++)
+        detail_kind(kind_names[k], res, &res->kind[k]);
+    if (res->connect_errors || res->io_errors || res->timeouts || res->unsent
+        || res->connects > 0)
+        printf(
+            "#   %-8s %llu connects, %llu connect errors, %llu io "
+            "errors, %llu timeouts, %llu unsent, worst send delay "
+            "%.3f ms\n",
+            "conns",
+            (unsigned long long)res->connects,
+            (unsigned long long)res->connect_errors,
+            (unsigned long long)res->io_errors,
+            (unsigned long long)res->timeouts,
+            (unsigned long long)res->unsent,
+            (double)res->late_us_max / 1e3);
+    fflush(stdout);
+}
+
+/* Why a run's figure is not credited: more than 1% of the requests of
+ * kind k (or of all kinds, k < 0) failed or were not sent.
+ */
+static const char *failures(const struct lg_result *res, int k)
+{
+    struct lg_kind_stats sum;
+    const struct lg_kind_stats *s = &res->kind[k < 0 ? 0 : k];
+
+    if (k < 0) {
+        lg_result_totals(res, &sum);
+        s = &sum;
+    }
+    uint64_t bad = s->non2xx + s->errors + res->unsent;
+    uint64_t all = s->sent + res->unsent;
+    if (all == 0)
+        return "nothing answered";
+    if ((double)bad > 0.01 * (double)all)
+        return "over 1% failed";
+    return NULL;
+}
+
+/* ---- request producers ------------------------------------------------ */
+
+/* A reserve request for job on nodes. */
+static int body_reserve(struct bench *b,
+                        struct lg_request *req,
+                        const char *job,
+                        const char *nodes)
+{
+    int n = snprintf(req->body,
+                     sizeof(req->body),
+                     "{\"job_id\":\"%s\",\"uid\":1000,\"user\":\"bench\","
+                     "\"nodes\":\"%s\",\"vni_count\":1}",
+                     job,
+                     nodes);
+    if (n < 0 || (size_t)n >= sizeof(req->body))
+        return -1;
+    req->body_len = (size_t)n;
+    req->kind = K_RESERVE;
+    req->method = "POST";
+    req->token = b->token;
+    snprintf(req->path, sizeof(req->path), "/v1/reservations");
+    return 0;
+}
+
+static void path_release(struct bench *b,
+                         struct lg_request *req,
+                         const char *job)
+{
+    req->kind = K_RELEASE;
+    req->method = "DELETE";
+    req->token = b->token;
+    snprintf(req->path, sizeof(req->path), "/v1/reservations/%s", job);
+}
+
+/* The job id <prefix><n>. */
+static const char *job_name(char *buf, size_t size, const char *p, uint64_t n)
+{
+    snprintf(buf, size, "%s%llu", p, (unsigned long long)n);
+    return buf;
+}
+
+static int make_healthz(void *arg, struct lg_slot *slot, struct lg_request *req)
+{
+    (void)arg;
+    (void)slot;
+    req->kind = K_GET;
+    req->method = "GET";
+    snprintf(req->path, sizeof(req->path), "/healthz");
+    return 0;
+}
+
+/* Each client reserves a fresh job, then releases it, and so on. */
+static int make_pairs(void *arg, struct lg_slot *slot, struct lg_request *req)
+{
+    struct bench *b = arg;
+    char job[64];
+
+    if (slot->slot_seq % 2 == 0) {
+        slot->user = b->next_job++;
+        job_name(job, sizeof(job), b->prefix, slot->user);
+        return body_reserve(b, req, job, b->nodes);
+    }
+    path_release(b, req, job_name(job, sizeof(job), b->prefix, slot->user));
+    return 0;
+}
+
+/* Open loop: request k reserves job <prefix>k. */
+static int make_reserve_seq(void *arg,
+                            struct lg_slot *slot,
+                            struct lg_request *req)
+{
+    struct bench *b = arg;
+    char job[64];
+
+    if (b->limit && slot->seq >= b->limit)
+        return LG_END;
+    job_name(job, sizeof(job), b->prefix, slot->seq);
+    return body_reserve(b, req, job, b->nodes);
+}
+
+/* Populate: job a<k> on n[k-(k+3)], k = 1 .. limit. */
+static int make_populate(void *arg,
+                         struct lg_slot *slot,
+                         struct lg_request *req)
+{
+    struct bench *b = arg;
+    char nodes[64], job[64];
+    uint64_t k = slot->seq + 1;
+
+    if (slot->seq >= b->limit)
+        return LG_END;
+    snprintf(nodes,
+             sizeof(nodes),
+             "n[%llu-%llu]",
+             (unsigned long long)k,
+             (unsigned long long)k + 3);
+    job_name(job, sizeof(job), b->prefix, k);
+    return body_reserve(b, req, job, nodes);
+}
+
+/* Release job <prefix>k for k = 0 .. limit-1. */
+static int make_release_seq(void *arg,
+                            struct lg_slot *slot,
+                            struct lg_request *req)
+{
+    struct bench *b = arg;
+    char job[64];
+
+    if (slot->seq >= b->limit)
+        return LG_END;
+    path_release(b, req, job_name(job, sizeof(job), b->prefix, slot->seq));
+    return 0;
+}
+
+/* A node's own view, each request from another node n1 .. n<limit>. */
+static int make_nodeview(void *arg,
+                         struct lg_slot *slot,
+                         struct lg_request *req)
+{
+    struct bench *b = arg;
+    char node[32];
+
+    snprintf(node,
+             sizeof(node),
+             "n%llu",
+             (unsigned long long)(slot->seq * 7919 % b->limit + 1));
+    if (token_node_derive(b->key,
+                          b->key_len,
+                          node,
+                          b->node_token,
+                          sizeof(b->node_token),
+                          NULL)
+        < 0)
+        return -1;
+    req->kind = K_GET;
+    req->method = "GET";
+    req->token = b->node_token;
+    snprintf(req->path, sizeof(req->path), "/v1/nodes/%s", node);
+    return 0;
+}
+
+/* Every node of the big job fetches it, cycling through the tokens. */
+static int make_storm(void *arg, struct lg_slot *slot, struct lg_request *req)
+{
+    struct bench *b = arg;
+
+    req->kind = K_GET;
+    req->method = "GET";
+    req->token = b->node_tokens[slot->seq % (uint64_t)b->ntokens];
+    snprintf(req->path, sizeof(req->path), "/v1/reservations/%s", b->job);
+    return 0;
+}
+
+/* One reserve, then one release, of the fixed job b->job. */
+static int make_one_reserve(void *arg,
+                            struct lg_slot *slot,
+                            struct lg_request *req)
+{
+    struct bench *b = arg;
+
+    if (slot->seq > 0)
+        return LG_END;
+    return body_reserve(b, req, b->job, b->nodes);
+}
+
+static int make_one_release(void *arg,
+                            struct lg_slot *slot,
+                            struct lg_request *req)
+{
+    struct bench *b = arg;
+
+    if (slot->seq > 0)
+        return LG_END;
+    path_release(b, req, b->job);
+    return 0;
+}
+
+/* ---- scenarios -------------------------------------------------------- */
+
+static int pick(int given, int def)
+{
+    return given > 0 ? given : def;
+}
+
+static double pickd(double given, double def)
+{
+    return given > 0 ? given : def;
+}
+
+/* Run one load; on a harness error print it and return -1. */
+static int run(struct bench *b,
+               struct lg_config *cfg,
+               struct lg_result *res,
+               const char *what)
+{
+    vnib_error_t err = {""};
+
+    cfg->url = b->url;
+    cfg->arg = b;
+    if (cfg->drain_s == 0)
+        cfg->drain_s = 10;
+    if (lg_run(cfg, res, &err) < 0) {
+        printf("#   %s: %s\n", what, err.text);
+        fflush(stdout);
+        return -1;
+    }
+    return 0;
+}
+
+/* Quantile q of h in milliseconds; NAN when nothing was recorded. */
+static double q_ms(const struct lg_hist *h, double q)
+{
+    return h->count ? lg_hist_quantile(h, q) / 1e3 : NAN;
+}
+
+static double rate_of(const struct lg_result *res, uint64_t n)
+{
+    return res->elapsed_s > 0 ? (double)n / res->elapsed_s : NAN;
+}
+
+static int need_token(const struct bench *b)
+{
+    if (!b->token) {
+        fprintf(stderr, "bench_api: this scenario needs -T TOKEN-FILE\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int need_key(const struct bench *b)
+{
+    if (!b->key) {
+        fprintf(stderr, "bench_api: this scenario needs -k NODE-KEY-FILE\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The load generator against the cheapest route: closed loop (rate), or
+ * with -r open loop (p99 at that rate).  Sanity rows that run before the
+ * reservation API exists.
+ */
+static int sc_healthz(struct bench *b, struct lg_result *res)
+{
+    struct lg_config cfg = {.connections = pick(b->conns, 32),
+                            .rate = b->rate,
+                            .duration_s = pickd(b->duration, 3),
+                            .make = make_healthz};
+    bool open = cfg.rate > 0;
+    char name[64];
+
+    if (open)
+        snprintf(name,
+                 sizeof(name),
+                 "healthz: p99 at %.0f/s open loop (sanity)",
+                 cfg.rate);
+    else
+        snprintf(name,
+                 sizeof(name),
+                 "healthz: requests/s, %d connections (sanity)",
+                 cfg.connections);
+    if (run(b, &cfg, res, "healthz") < 0) {
+        row(name,
+            NAN,
+            open ? "ms" : "req/s",
+            open ? 10 : 5000,
+            open,
+            "could not run");
+        return -1;
+    }
+    if (open)
+        row(name,
+            q_ms(&res->kind[K_GET].latency, 0.99),
+            "ms",
+            10,
+            true,
+            failures(res, K_GET));
+    else
+        row(name,
+            rate_of(res, res->kind[K_GET].ok),
+            "req/s",
+            5000,
+            false,
+            failures(res, -1));
+    detail(res);
+    return 0;
+}
+
+static int sc_pairs(struct bench *b, struct lg_result *res)
+{
+    struct lg_config cfg = {.connections = pick(b->conns, 8),
+                            .duration_s = pickd(b->duration, 10),
+                            .make = make_pairs};
+    char prefix[32], name[3][64];
+    int rc = 0;
+
+    if (need_token(b) < 0)
+        return -1;
+    snprintf(prefix, sizeof(prefix), "b%d-", cfg.connections);
+    b->prefix = prefix;
+    b->nodes = "n[1-4]";
+    b->next_job = 1;
+    snprintf(name[0],
+             sizeof(name[0]),
+             "reserve+release pairs/s, %d clients",
+             cfg.connections);
+    snprintf(name[1],
+             sizeof(name[1]),
+             "pgbench 1-row INSERT tps, %d clients",
+             cfg.connections);
+    snprintf(name[2],
+             sizeof(name[2]),
+             "pairs/s / pgbench tps, %d clients",
+             cfg.connections);
+    double pairs = NAN;
+    const char *why = "could not run";
+    if (run(b, &cfg, res, "pairs") == 0) {
+        pairs = rate_of(res, res->kind[K_RELEASE].ok);
+        why = failures(res, -1);
+    } else {
+        rc = -1;
+    }
+    double tps = b->pg_tps > 0 ? b->pg_tps : NAN;
+    row(name[0], pairs, "pair/s", 0.5 * tps, false, why);
+    row_reference(name[1], tps, "tps");
+    row(name[2], pairs / tps, "ratio", 0.5, false, why);
+    if (rc == 0)
+        detail(res);
+    return rc;
+}
+
+static int sc_openloop(struct bench *b, struct lg_result *res)
+{
+    struct lg_config cfg = {.connections = pick(b->conns, 64),
+                            .rate = pickd(b->rate, 1000),
+                            .duration_s = pickd(b->duration, 10),
+                            .make = make_reserve_seq};
+    char name[64];
+
+    if (need_token(b) < 0)
+        return -1;
+    b->prefix = "o";
+    b->nodes = "n[1-4]";
+    b->limit = 0;
+    snprintf(name,
+             sizeof(name),
+             "reserve p99 latency at %.0f/s (open loop)",
+             cfg.rate);
+    if (run(b, &cfg, res, "open loop") < 0) {
+        row(name, NAN, "ms", 10, true, "could not run");
+        return -1;
+    }
+    row(name,
+        q_ms(&res->kind[K_RESERVE].latency, 0.99),
+        "ms",
+        10,
+        true,
+        failures(res, K_RESERVE));
+    detail(res);
+
+    /* Release what was reserved so the pool and the later rows are not
+     * affected.
+     */
+    struct lg_config rel = {
+        .connections = 8, .duration_s = 120, .make = make_release_seq};
+    b->limit = res->kind[K_RESERVE].sent;
+    if (run(b, &rel, res, "release") < 0)
+        return -1;
+    printf("#   released the open-loop jobs:\n");
+    detail_kind(kind_names[K_RELEASE], res, &res->kind[K_RELEASE]);
+    return 0;
+}
+
+static int sc_bigjob(struct bench *b, struct lg_result *res)
+{
+    long cycles = b->count > 0 ? b->count : 50;
+    struct lg_config cfg = {.connections = 1,
+                            .duration_s = pickd(b->duration, 120),
+                            .max_requests = (uint64_t)cycles * 2,
+                            .make = make_pairs};
+    const char *srv_name = "reserve 11,136 nodes: server time p50";
+    const char *cli_name = "reserve 11,136 nodes: client latency p50";
+
+    if (need_token(b) < 0)
+        return -1;
+    b->prefix = "big";
+    b->nodes = BIG_NODES;
+    b->next_job = 1;
+    if (run(b, &cfg, res, "big job") < 0) {
+        row(srv_name, NAN, "ms", 5, true, "could not run");
+        return -1;
+    }
+    const struct lg_kind_stats *s = &res->kind[K_RESERVE];
+    const char *why = failures(res, -1);
+    row(srv_name,
+        q_ms(&s->server, 0.5),
+        "ms",
+        5,
+        true,
+        s->server.count ? why : "no Server-Timing header");
+    row(cli_name, q_ms(&s->latency, 0.5), "ms", 5, true, why);
+    detail(res);
+    return 0;
+}
+
+static int sc_populate(struct bench *b, struct lg_result *res)
+{
+    struct lg_config cfg = {.connections = pick(b->conns, 8),
+                            .duration_s = pickd(b->duration, 300),
+                            .make = make_populate};
+    char name[64];
+
+    if (need_token(b) < 0)
+        return -1;
+    b->prefix = "a";
+    b->limit = (uint64_t)(b->count > 0 ? b->count : POPULATE_DEFAULT);
+    cfg.max_requests = b->limit;
+    snprintf(name,
+             sizeof(name),
+             "setup: %llu active reservations on n[k-(k+3)]",
+             (unsigned long long)b->limit);
+    if (run(b, &cfg, res, "populate") < 0) {
+        row(name, NAN, "resv", (double)b->limit, false, "could not run");
+        return -1;
+    }
+    row(name,
+        (double)res->kind[K_RESERVE].ok,
+        "resv",
+        (double)b->limit,
+        false,
+        NULL);
+    detail(res);
+    return 0;
+}
+
+static int sc_nodeview(struct bench *b, struct lg_result *res)
+{
+    struct lg_config cfg = {.connections = pick(b->conns, 1),
+                            .duration_s = pickd(b->duration, 5),
+                            .make = make_nodeview};
+    const char *names[2] = {"GET /v1/nodes/{node}, 10k active: p50",
+                            "GET /v1/nodes/{node}, 10k active: p99"};
+
+    if (need_key(b) < 0)
+        return -1;
+    b->limit = (uint64_t)(b->count > 0 ? b->count : POPULATE_DEFAULT);
+    if (run(b, &cfg, res, "node view") < 0) {
+        row(names[0], NAN, "ms", 2, true, "could not run");
+        return -1;
+    }
+    const struct lg_kind_stats *s = &res->kind[K_GET];
+    const char *why = failures(res, K_GET);
+    row(names[0], q_ms(&s->latency, 0.5), "ms", 2, true, why);
+    row(names[1], q_ms(&s->latency, 0.99), "ms", 2, true, why);
+    detail(res);
+    return 0;
+}
+
+static int sc_rss(struct bench *b, struct lg_result *res)
+{
+    char path[64], line[256];
+    double mib = NAN;
+    const char *name = "memory: broker VmRSS with 10k active reservations";
+
+    (void)res;
+    if (b->pid <= 0) {
+        fprintf(stderr, "bench_api: rss needs -p PID\n");
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/proc/%ld/status", b->pid);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        row(name, NAN, "MiB", 64, true, "no such process");
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long kb;
+        if (sscanf(line, "VmRSS: %lu kB", &kb) == 1)
+            mib = (double)kb / 1024;
+    }
+    fclose(f);
+    row(name, mib, "MiB", 64, true, NULL);
+    return 0;
+}
+
+static void free_tokens(struct bench *b)
+{
+    for (int i = 0; i < b->ntokens; i++)
+        free(b->node_tokens[i]);
+    free(b->node_tokens);
+    b->node_tokens = NULL;
+    b->ntokens = 0;
+}
+
+static int sc_storm(struct bench *b, struct lg_result *res)
+{
+    struct lg_config one = {.connections = 1, .duration_s = 30};
+    struct lg_config cfg = {.connections = pick(b->conns, 48),
+                            .duration_s = pickd(b->duration, 10),
+                            .make = make_storm};
+    char name[64];
+    int rc = -1;
+
+    if (need_token(b) < 0 || need_key(b) < 0)
+        return -1;
+    snprintf(name,
+             sizeof(name),
+             "node fetch storm: 11,136 tokens, %d conns",
+             cfg.connections);
+    b->job = "storm";
+    b->nodes = BIG_NODES;
+    one.make = make_one_reserve;
+    if (run(b, &one, res, "storm job") < 0 || res->kind[K_RESERVE].ok != 1) {
+        row(name, NAN, "req/s", 20000, false, "could not reserve the job");
+        detail(res);
+        return -1;
+    }
+    if (!(b->node_tokens = calloc(BIG_COUNT, sizeof(*b->node_tokens))))
+        goto done;
+    for (int i = 0; i < BIG_COUNT; i++) {
+        char node[16], tok[TOKEN_NODE_SIZE];
+        snprintf(node, sizeof(node), "nid%06d", i + 1);
+        if (token_node_derive(b->key, b->key_len, node, tok, sizeof(tok), NULL)
+                < 0
+            || !(b->node_tokens[i] = strdup(tok)))
+            goto done;
+        b->ntokens++;
+    }
+    if (run(b, &cfg, res, "storm") < 0) {
+        row(name, NAN, "req/s", 20000, false, "could not run");
+        goto done;
+    }
+    row(name,
+        rate_of(res, res->kind[K_GET].ok),
+        "req/s",
+        20000,
+        false,
+        failures(res, K_GET));
+    detail(res);
+    rc = 0;
+done:
+    if (rc < 0 && b->ntokens < BIG_COUNT)
+        printf("#   storm: cannot derive the node tokens\n");
+    free_tokens(b);
+    one.make = make_one_release;
+    (void)run(b, &one, res, "storm release");
+    return rc;
+}
+
+/* ---- helpers for run.sh ----------------------------------------------- */
+
+static int cmd_freeport(void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+    int rc = -1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0
+        || getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        perror("bench_api: freeport");
+        goto done;
+    }
+    printf("%u\n", (unsigned)ntohs(sa.sin_port));
+    rc = 0;
+done:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+static bool edge_space(unsigned char c)
+{
+    return c == '\0' || c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* Write a fresh secret to a new file of mode 0600. */
+static int write_secret(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int rc = -1;
+
+    if (fd < 0 || write(fd, data, len) != (ssize_t)len) {
+        fprintf(stderr, "bench_api: %s: %s\n", path, strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    if (fd >= 0 && close(fd) < 0)
+        rc = -1;
+    return rc;
+}
+
+/* 32 random bytes.  Keys whose first or last byte is white space or NUL
+ * are drawn again, so a reader that trims the file sees the same key.
+ */
+static int cmd_nodekey(const char *path)
+{
+    unsigned char key[TOKEN_KEY_MIN];
+    vnib_error_t err = {""};
+    int rc;
+
+    do {
+        if (token_key_generate(key, sizeof(key), &err) < 0) {
+            fprintf(stderr, "bench_api: %s\n", err.text);
+            return -1;
+        }
+    } while (edge_space(key[0]) || edge_space(key[sizeof(key) - 1]));
+    rc = write_secret(path, key, sizeof(key));
+    vnib_memburn(key, sizeof(key));
+    return rc;
+}
+
+static int cmd_token(const char *path)
+{
+    char tok[TOKEN_SIZE];
+    vnib_error_t err = {""};
+    int rc;
+
+    if (token_generate(tok, sizeof(tok), &err) < 0) {
+        fprintf(stderr, "bench_api: %s\n", err.text);
+        return -1;
+    }
+    rc = write_secret(path, tok, strlen(tok));
+    vnib_memburn(tok, sizeof(tok));
+    return rc;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+struct scenario {
+    const char *name;
+    int (*fn)(struct bench *b, struct lg_result *res);
+    const char *help;
+};
+
+static const struct scenario scenarios[] = {
+    {"healthz", sc_healthz, "GET /healthz rate, -c 32 -d 3 (-r: p99 at rate)"},
+    {"pairs", sc_pairs, "reserve+release pairs/s, -c 8 -d 10 [-P TPS]"},
+    {"openloop", sc_openloop, "reserve p99 at -r 1000/s for -d 10, released"},
+    {"bigjob", sc_bigjob, "-n 50 reserve+release cycles of 11,136 nodes"},
+    {"populate", sc_populate, "create -n 10000 reservations a<k> on n[k-k+3]"},
+    {"nodeview", sc_nodeview, "GET /v1/nodes/n<k> with node tokens, -d 5"},
+    {"rss", sc_rss, "VmRSS of -p PID"},
+    {"storm", sc_storm, "11,136 node tokens GET one job, -c 48 -d 10"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: bench_api [-u URL] [-T TOKEN-FILE] [-k NODE-KEY-FILE]\n"
+            "                 [-c CONNS] [-d SECONDS] [-r RATE] [-n COUNT]\n"
+            "                 [-p PID] [-P PGBENCH-TPS] SCENARIO\n"
+            "       bench_api freeport | nodekey FILE | token FILE\n"
+            "URL must be http://127.0.0.1:PORT.  Scenarios:\n");
+    for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+        fprintf(f, "  %-9s %s\n", scenarios[i].name, scenarios[i].help);
+}
+
+static double num_arg(const char *s, bool *bad)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0))
+        *bad = true;
+    return v;
+}
+
+static int read_secret(const char *path, char **buf, size_t *len)
+{
+    vnib_error_t err = {""};
+
+    if (secfile_read(path, buf, len, &err) < 0) {
+        fprintf(stderr, "bench_api: %s\n", err.text);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench b = {.url = "http://127.0.0.1:8080"};
+    struct lg_result *res = NULL;
+    char *key = NULL;
+    bool bad = false;
+    int opt, rc = 1;
+
+    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:h")) != -1) {
+        switch (opt) {
+            case 'u':
+                b.url = optarg;
+                break;
+            case 'T':
+                if (b.token || read_secret(optarg, &b.token, &b.token_size) < 0)
+                    goto done;
+                /* one line; drop the newline and anything after it */
+                b.token[strcspn(b.token, "\r\n \t")] = '\0';
+                break;
+            case 'k':
+                if (key || read_secret(optarg, &key, &b.key_len) < 0)
+                    goto done;
+                b.key = (unsigned char *)key;
+                break;
+            case 'c':
+                b.conns = (int)num_arg(optarg, &bad);
+                break;
+            case 'd':
+                b.duration = num_arg(optarg, &bad);
+                break;
+            case 'r':
+                b.rate = num_arg(optarg, &bad);
+                break;
+            case 'n':
+                b.count = (long)num_arg(optarg, &bad);
+                break;
+            case 'p':
+                b.pid = (long)num_arg(optarg, &bad);
+                break;
+            case 'P':
+                b.pg_tps = num_arg(optarg, &bad);
+                break;
+            case 'h':
+                usage(stdout);
+                rc = 0;
+                goto done;
+            default:
+                bad = true;
+        }
+    }
+    if (bad || optind >= argc) {
+        usage(stderr);
+        goto done;
+    }
+    const char *cmd = argv[optind];
+    if (strcmp(cmd, "freeport") == 0) {
+        rc = cmd_freeport() < 0;
+        goto done;
+    }
+    if (strcmp(cmd, "nodekey") == 0 || strcmp(cmd, "token") == 0) {
+        if (optind + 1 >= argc) {
+            usage(stderr);
+            goto done;
+        }
+        rc = (cmd[0] == 'n' ? cmd_nodekey(argv[optind + 1])
+                            : cmd_token(argv[optind + 1]))
+             < 0;
+        goto done;
+    }
+    if (!(res = calloc(1, sizeof(*res)))) {
+        fprintf(stderr, "bench_api: out of memory\n");
+        goto done;
+    }
+    for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+        if (strcmp(cmd, scenarios[i].name) == 0) {
+            rc = scenarios[i].fn(&b, res) < 0;
+            goto done;
+        }
+    }
+    fprintf(stderr, "bench_api: unknown scenario '%s'\n", cmd);
+    usage(stderr);
+done:
+    free(res);
+    if (b.token)
+        secfile_free(b.token, b.token_size);
+    if (key)
+        secfile_free(key, b.key_len);
+    return rc;
+}

@@ -1,0 +1,130 @@
+#!/bin/bash
+# Two brokers on one database under concurrent load never put one VNI in
+# two live reservations at once (checked over the whole history), and a
+# broker killed with SIGKILL mid-load loses nothing it acknowledged.
+. "$(dirname "$0")/lib.sh"
+
+pg_start || exit 1
+POOL_LO=1024
+POOL_HI=1100
+broker_config "$T/a.toml" "
+[vni]
+pool = \"$POOL_LO-$POOL_HI\""
+broker_migrate "$T/a.toml" || { not_ok "migrate"; finish; }
+broker_start "$T/a.toml" || { not_ok "broker A starts"; finish; }
+URL_A=$BROKER_URL
+PID_A=$BROKER_PID
+broker_start "$T/a.toml" || { not_ok "broker B starts"; finish; }
+URL_B=$BROKER_URL
+PID_B=$BROKER_PID
+
+# worker ID URL ITERATIONS: reserve, report creating from a node, release
+# (quarantined), report destroyed.  Acknowledged reservations are logged
+# as "job vnis".
+worker () {
+    id=$1 url=$2 n=$3
+    node=n$((id % 4 + 1))
+    ntok=$(node_token "$node")
+    for i in $(seq 1 "$n"); do
+        job="w$id-$i"
+        out=$(curl -s -m 10 -w '\n%{http_code}' -H "Authorization: Bearer $SCHED_TOKEN" \
+            -d "{\"job_id\":\"$job\",\"uid\":1000,\"user\":\"load\",\"nodes\":\"n[1-4]\"}" \
+            "$url/v1/reservations") || continue
+        code=$(printf '%s' "$out" | tail -n 1)
+        [ "$code" = 201 ] || { echo "$job $code" >>"$T/refused.$id"; continue; }
+        printf '%s %s\n' "$job" "$(printf '%s' "$out" | head -n 1 | jq -c .vnis)" >>"$T/acked.$id"
+        curl -s -m 10 -o /dev/null -X PUT -H "Authorization: Bearer $ntok" \
+            -d '{"cxi":"creating"}' "$url/v1/reservations/$job/nodes/$node"
+        curl -s -m 10 -o /dev/null -X DELETE -H "Authorization: Bearer $SCHED_TOKEN" \
+            "$url/v1/reservations/$job"
+        curl -s -m 10 -o /dev/null -X PUT -H "Authorization: Bearer $ntok" \
+            -d '{"cxi":"destroyed"}' "$url/v1/reservations/$job/nodes/$node"
+    done
+}
+
+# The invariant, over every reservation ever made: no VNI is in two
+# reservations whose lifetimes (creation to end of quarantine) overlap.
+overlaps () {
+    psql_q "WITH v AS (SELECT r.id, x AS vni, r.created_at AS t0,
+                              coalesce(r.released_at, 'infinity') AS t1
+                         FROM reservations r, unnest(r.vnis) x)
+            SELECT count(*) FROM v a JOIN v b
+                ON a.vni = b.vni AND a.id < b.id AND a.t0 < b.t1 AND b.t0 < a.t1"
+}
+holds_consistent () {
+    psql_q "SELECT (SELECT count(*) FROM vni_holds)
+                 = (SELECT coalesce(sum(cardinality(vnis)), 0) FROM reservations
+                     WHERE state <> 'released')
+               AND NOT EXISTS (SELECT 1 FROM vni_holds h JOIN reservations r
+                                 ON r.id = h.reservation_id WHERE r.state = 'released')"
+}
+
+start=$(date +%s)
+workers=""
+for w in 1 2 3 4 5 6 7 8; do
+    if [ $((w % 2)) = 0 ]; then url=$URL_A; else url=$URL_B; fi
+    worker "$w" "$url" 25 &
+    workers="$workers $!"
+done
+wait $workers
+secs=$(($(date +%s) - start))
+acked=$(cat "$T"/acked.* 2>/dev/null | wc -l)
+expect_eq "all 200 reservations from 8 clients on 2 brokers were acknowledged (${secs}s)" "$acked" 200
+expect_eq "no VNI was ever in two live reservations" "$(overlaps)" 0
+expect_eq "holds match the live reservations exactly" "$(holds_consistent)" t
+expect_eq "every quarantine ended once its node confirmed" \
+    "$(psql_q "SELECT count(*) FROM reservations WHERE state <> 'released'")" 0
+reused=$(psql_q "SELECT count(*) FROM (SELECT x FROM reservations, unnest(vnis) x GROUP BY x HAVING count(*) > 1) d")
+expect_match "VNIs were reused (a 77-VNI pool, 200 jobs), so the check had teeth" "$reused" '^[1-9]'
+
+# ---- SIGKILL mid-load ----------------------------------------------------------------
+rm -f "$T"/acked.* "$T"/refused.*
+kill -TERM "$PID_B"
+wait "$PID_B" 2>/dev/null
+workers=""
+for w in 11 12 13 14; do
+    worker "$w" "$URL_A" 40 &
+    workers="$workers $!"
+done
+sleep 2
+kill -KILL "$PID_A"
+wait "$PID_A" 2>/dev/null
+wait $workers
+acked_before=$(cat "$T"/acked.* 2>/dev/null | wc -l)
+expect_match "some reservations were acknowledged before the kill ($acked_before)" "$acked_before" '^[1-9]'
+
+sed -i "s/^port = 0/port = ${URL_A##*:}/" "$T/a.toml"
+broker_start "$T/a.toml" || { not_ok "broker restarts after SIGKILL"; finish; }
+ok "broker restarts after SIGKILL"
+missing=0
+mismatch=0
+while read -r job vnis; do
+    got=$(psql_q "SELECT array_to_json(vnis) FROM reservations WHERE job_id = '$job' ORDER BY id DESC LIMIT 1")
+    if [ -z "$got" ]; then
+        missing=$((missing + 1))
+    elif [ "$(printf '%s' "$got" | jq -c .)" != "$vnis" ]; then
+        mismatch=$((mismatch + 1))
+    fi
+done <<EOF2
+$(cat "$T"/acked.*)
+EOF2
+expect_eq "every acknowledged reservation is in the database after the crash" "$missing" 0
+expect_eq "... with the VNIs it was acknowledged with" "$mismatch" 0
+expect_eq "still no VNI in two live reservations" "$(overlaps)" 0
+expect_eq "holds still match the live reservations" "$(holds_consistent)" t
+
+# The cursor continues: the next VNI is the first free one after the last
+# handed out (wrapping within the pool).
+last=$(psql_q "SELECT vnis[cardinality(vnis)] FROM reservations WHERE cardinality(vnis) > 0 ORDER BY id DESC LIMIT 1")
+held=" $(psql_q "SELECT string_agg(vni::text, ' ') FROM vni_holds") "
+want=$last
+for _ in $(seq 0 $((POOL_HI - POOL_LO + 1))); do
+    want=$((want + 1))
+    [ "$want" -gt "$POOL_HI" ] && want=$POOL_LO
+    case "$held" in *" $want "*) ;; *) break ;; esac
+done
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"after-crash","uid":1,"user":"u","nodes":"n1"}'
+expect_status "reservations work after the restart" 201
+expect_json "the round-robin cursor continued after $last" '.vnis[0]' "$want"
+broker_stop
+finish

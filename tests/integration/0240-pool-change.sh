@@ -1,0 +1,94 @@
+#!/bin/bash
+# Changing vni.pool and restarting keeps every live reservation as it is;
+# VNIs outside the new pool are never handed out again and leave when
+# their reservations are released.  Also the pool and vni views.
+. "$(dirname "$0")/lib.sh"
+
+pg_start || exit 1
+broker_config "$T/b.toml" '
+[vni]
+pool = "1024-1027"'
+broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
+broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+TOKEN=$SCHED_TOKEN
+http POST /v1/reservations -d '{"job_id":"old1","uid":1,"user":"u","nodes":"n1","vni_count":2}'
+expect_json "old1 takes 1024,1025" '.vnis | join(",")' 1024,1025
+http POST /v1/reservations -d '{"job_id":"old2","uid":1,"user":"u","nodes":"n1"}'
+expect_json "old2 takes 1026" '.vnis | join(",")' 1026
+TOKEN=$(node_token n1) http PUT /v1/reservations/old2/nodes/n1 -d '{"cxi":"created"}'
+TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/old2
+expect_status "old2 quarantined" 202
+broker_stop
+
+# Shrink and move the pool: 1025-1026 stay in it, 1024 leaves.
+sed -i 's/pool = "1024-1027"/pool = "1025-1026,2000-2001"/' "$T/b.toml"
+broker_start "$T/b.toml" || { not_ok "broker restarts with the new pool"; finish; }
+TOKEN=$SCHED_TOKEN http GET /v1/reservations/old1
+expect_json "a live reservation keeps its VNIs across the change" '.vnis | join(",")' 1024,1025
+expect_json "... and its state" .state active
+TOKEN=$MONITOR_TOKEN http GET /v1/pool
+expect_json "the pool shows the new ranges" .ranges 1025-1026,2000-2001
+expect_json "total" .total 4
+expect_json "1024 is held outside the pool" .outside_pool 1
+expect_json "active VNIs (old1)" .active 2
+expect_json "quarantined VNIs (old2)" .quarantined 1
+expect_json "free: 2000 and 2001" .free 2
+TOKEN=$SCHED_TOKEN
+http POST /v1/reservations -d '{"job_id":"new1","uid":1,"user":"u","nodes":"n1","vni_count":2}'
+expect_json "new jobs take only VNIs of the new pool" '.vnis | join(",")' 2000,2001
+http POST /v1/reservations -d '{"job_id":"new2","uid":1,"user":"u","nodes":"n1"}'
+expect_status "the new pool is full: held and quarantined VNIs are not handed out" 503
+TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/old1
+expect_status "old1 released" 200
+TOKEN=$MONITOR_TOKEN http GET /v1/pool
+expect_json "1024 disappears once released" .outside_pool 0
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"new3","uid":1,"user":"u","nodes":"n1","vni_count":2}'
+expect_status "only the freed in-pool VNI is available: 2 requested is 503" 503
+expect_match "... 1 free" "$(jq -r .error.message "$T/http.body")" '2 VNIs requested, 1 free'
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"new4","uid":1,"user":"u","nodes":"n1"}'
+expect_json "1025 comes back; 1024 never does" '.vnis | join(",")' 1025
+
+TOKEN=$ADMIN_TOKEN http GET /v1/vnis/1024
+expect_json "GET /v1/vnis: 1024 is free and out of the pool" '[.state, .in_pool] | join(",")' free,false
+expect_json "... last held by old1" .reservation.job_id old1
+expect_match "... with the time of release" "$(jq -r .last_released_at "$T/http.body")" '^20[0-9-]+T'
+TOKEN=$ADMIN_TOKEN http GET /v1/vnis/1026
+expect_json "1026 is quarantined by old2" '[.state, .reservation.job_id] | join(",")' quarantined,old2
+TOKEN=$ADMIN_TOKEN http GET /v1/vnis/2000
+expect_json "2000 is active for new1" '[.state, .reservation.job_id] | join(",")' active,new1
+TOKEN=$ADMIN_TOKEN http GET /v1/vnis/9
+expect_json "a VNI never handed out" '[.state, (.reservation == null)] | join(",")' free,true
+TOKEN=$ADMIN_TOKEN http GET /v1/vnis/70000
+expect_status "a VNI past 65535 is 400" 400
+TOKEN=$ADMIN_TOKEN http GET /v1/vnis/abc
+expect_status "a non-numeric VNI is 400" 400
+
+# Listing with filters and pages.
+TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?state=active&limit=1'
+expect_json "a page of one" '.reservations | length' 1
+next=$(jq -r .next "$T/http.body")
+TOKEN=$ADMIN_TOKEN http GET "/v1/reservations?state=active&limit=1&after=$next"
+expect_json "the next page" '.reservations[0].job_id' new4
+TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?node=n1&state=releasing'
+expect_json "filter by node and state" '[.reservations[].job_id] | join(",")' old2
+TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?node=n2'
+expect_json "a node in no job" '.reservations | length' 0
+TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?uid=2'
+expect_json "filter by uid" '.reservations | length' 0
+TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?state=bogus'
+expect_status "a bad state filter is 400" 400
+TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?limit=0'
+expect_status "limit 0 is 400" 400
+TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?limit=1001'
+expect_status "limit 1001 is 400" 400
+
+# A pool that includes the default service's VNIs is refused at load.
+sed -i 's/pool = ".*"/pool = "1-100"/' "$T/b.toml"
+out=$("$VNIBROKERD" --check-config "$T/b.toml" 2>&1)
+expect_eq "a pool with VNI 1 or 10 is a configuration error" "$?" 2
+expect_match "... saying why" "$out" 'VNIs 1 and 10 belong to the default CXI service'
+sed -i 's/pool = ".*"/pool = "1000-70000"/' "$T/b.toml"
+out=$("$VNIBROKERD" --check-config "$T/b.toml" 2>&1)
+expect_match "VNIs above 65535 are refused" "$out" 'vni.pool: .*70000'
+broker_stop
+finish
