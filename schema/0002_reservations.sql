@@ -8,6 +8,11 @@
 -- The multi-step transitions (reserve, release, node report) are functions
 -- so that each request is one statement, one round trip and one commit;
 -- store.c calls them through prepared statements and renders the results.
+-- They are the only writers, which is why the tables below carry few
+-- foreign keys and CHECKs: on this path each costs a query or a parse per
+-- row, and the broker validates every input before it gets here.  The
+-- integration tests check the invariants (holds match live reservations)
+-- after concurrent load.
 
 -- The round-robin cursor.  Each VNI handed out takes nextval(); the value
 -- modulo 65536 is where the search for a free VNI starts.  A sequence never
@@ -17,40 +22,36 @@ CREATE SEQUENCE vni_cursor_seq MINVALUE 0 START WITH 0;
 
 CREATE TABLE reservations (
     id                   bigserial   PRIMARY KEY,
-    job_id               text        NOT NULL
-                         CHECK (job_id ~ '^[A-Za-z0-9._:@+-]{1,128}$'),
+    job_id               text        NOT NULL,
     state                text        NOT NULL DEFAULT 'active'
                          CHECK (state IN ('active', 'releasing', 'released')),
-    uid                  bigint      NOT NULL CHECK (uid BETWEEN 0 AND 4294967294),
-    username             text        NOT NULL CHECK (length(username) BETWEEN 1 AND 64),
+    uid                  bigint      NOT NULL,
+    username             text        NOT NULL,
     nodes                text        NOT NULL,   -- compressed hostlist
-    node_count           integer     NOT NULL CHECK (node_count >= 0),
+    node_count           integer     NOT NULL,
     vni_count            smallint    NOT NULL CHECK (vni_count BETWEEN 0 AND 4),
     vnis                 integer[]   NOT NULL DEFAULT '{}',
     empty_reason         text,
-    tcs_mask             smallint    NOT NULL CHECK (tcs_mask BETWEEN 0 AND 15),
+    tcs_mask             smallint    NOT NULL,
     created_at           timestamptz NOT NULL DEFAULT now(),
     created_by           text        NOT NULL,
     release_requested_at timestamptz,
     released_at          timestamptz,
     released_by          text,
-    forced               boolean     NOT NULL DEFAULT false,
-    CHECK ((state = 'released') = (released_at IS NOT NULL)),
-    CHECK ((state = 'active') = (release_requested_at IS NULL))
+    forced               boolean     NOT NULL DEFAULT false
 );
 -- A scheduler retry finds the job's one active reservation.
 CREATE UNIQUE INDEX reservations_active_job ON reservations (job_id)
     WHERE state = 'active';
 CREATE INDEX reservations_job ON reservations (job_id, id DESC);
 CREATE INDEX reservations_live ON reservations (state, id) WHERE state <> 'released';
-CREATE INDEX reservations_uid ON reservations (uid, id);
 CREATE INDEX reservations_vnis ON reservations USING gin (vnis);
 
 -- A VNI held by an active or quarantined (releasing) reservation.  The
 -- primary key is what makes a VNI unique across the whole cluster.
 CREATE TABLE vni_holds (
     vni            integer     PRIMARY KEY CHECK (vni BETWEEN 0 AND 65535),
-    reservation_id bigint      NOT NULL REFERENCES reservations ON DELETE CASCADE,
+    reservation_id bigint      NOT NULL,
     held_since     timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX vni_holds_reservation ON vni_holds (reservation_id);
@@ -61,13 +62,12 @@ CREATE INDEX vni_holds_reservation ON vni_holds (reservation_id);
 -- of digits; width is -1 for a name without digits, the digit count for a
 -- zero-padded number, and 0 otherwise.
 CREATE TABLE reservation_ranges (
-    reservation_id bigint   NOT NULL REFERENCES reservations ON DELETE CASCADE,
+    reservation_id bigint   NOT NULL,
     prefix         text     NOT NULL,
     suffix         text     NOT NULL,
-    width          smallint NOT NULL CHECK (width >= -1),
+    width          smallint NOT NULL,
     lo             bigint   NOT NULL,
-    hi             bigint   NOT NULL,
-    CHECK (lo <= hi)
+    hi             bigint   NOT NULL
 );
 CREATE INDEX reservation_ranges_member
     ON reservation_ranges (reservation_id, prefix, suffix, width, lo);
@@ -76,7 +76,7 @@ CREATE INDEX reservation_ranges_span
 
 -- What each node's agent last said about a reservation's CXI services.
 CREATE TABLE node_reports (
-    reservation_id bigint      NOT NULL REFERENCES reservations ON DELETE CASCADE,
+    reservation_id bigint      NOT NULL,
     node           text        NOT NULL,
     cxi            text        NOT NULL
                    CHECK (cxi IN ('creating', 'created', 'destroyed', 'failed')),
@@ -109,6 +109,48 @@ CREATE TABLE events (
     detail         jsonb       NOT NULL DEFAULT '{}'
 );
 CREATE INDEX events_job ON events (job_id, id);
+
+-- ---- the reservation as the API shows it ----------------------------------
+
+-- One reservation as store.c reads it: times as UTC ISO 8601, VNIs as a
+-- comma list, and (when asked) the nodes by their last report as
+-- "creating,created,destroyed,failed".  Reads and the transition functions
+-- return this same shape, so it is defined once.
+CREATE TYPE vnib_row AS (
+    outcome text, id bigint, job_id text, state text, uid bigint,
+    username text, nodes text, node_count integer, vni_count smallint,
+    vnis text, empty_reason text, tcs_mask smallint, created_at text,
+    created_by text, release_requested_at text, released_at text,
+    released_by text, forced boolean, counts text);
+
+-- A SQL function, inlined into the queries that call it (which needs it
+-- declared no less volatile than to_char, which is STABLE).
+CREATE FUNCTION vnib_ts(t timestamptz) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+
+-- PL/pgSQL rather than SQL: PL/pgSQL keeps its plans for the session,
+-- while a SQL function called from PL/pgSQL is parsed again on every call.
+CREATE FUNCTION vnib_row(p_outcome text, p_id bigint, p_counts boolean)
+RETURNS vnib_row LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    o vnib_row;
+BEGIN
+    SELECT p_outcome, r.id, r.job_id, r.state, r.uid, r.username, r.nodes,
+           r.node_count, r.vni_count, array_to_string(r.vnis, ','),
+           r.empty_reason, r.tcs_mask, vnib_ts(r.created_at), r.created_by,
+           vnib_ts(r.release_requested_at), vnib_ts(r.released_at),
+           r.released_by, r.forced, NULL
+      INTO o FROM reservations r WHERE r.id = p_id;
+    IF p_counts AND o.id IS NOT NULL THEN
+        SELECT count(*) FILTER (WHERE cxi = 'creating') || ','
+               || count(*) FILTER (WHERE cxi = 'created') || ','
+               || count(*) FILTER (WHERE cxi = 'destroyed') || ','
+               || count(*) FILTER (WHERE cxi = 'failed')
+          INTO o.counts FROM node_reports WHERE reservation_id = p_id;
+    END IF;
+    RETURN o;
+END $$;
 
 -- ---- allocation -------------------------------------------------------------
 
@@ -223,139 +265,142 @@ END $$;
 
 -- ---- transitions ------------------------------------------------------------
 
--- Reserve for a job.  o_outcome: created | exists (same parameters) |
--- conflict (different ones).  Pool exhaustion raises VN001.
+-- Reserve for a job.  outcome: created | exists (the job's active
+-- reservation, same parameters) | conflict (different ones).  Pool
+-- exhaustion raises VN001.  The VNIs are taken before the row is written,
+-- so the reservation is one INSERT, never an INSERT and an UPDATE.
 CREATE FUNCTION vnib_reserve(
     p_job text, p_uid bigint, p_user text, p_nodes text, p_node_count integer,
     p_vni_count integer, p_tcs smallint, p_empty_reason text, p_actor text,
     p_pool_lo integer[], p_pool_hi integer[],
     p_rprefix text[], p_rsuffix text[], p_rwidth smallint[], p_rlo bigint[],
-    p_rhi bigint[],
-    OUT o_outcome text, OUT o_id bigint)
-LANGUAGE plpgsql AS $$
+    p_rhi bigint[])
+RETURNS vnib_row LANGUAGE plpgsql AS $$
 DECLARE
     r record;
-    v integer[];
+    v integer[] := '{}';
+    new_id bigint;
+    got bigint;
 BEGIN
     FOR attempt IN 1 .. 2 LOOP
         SELECT id, uid, username, nodes, vni_count INTO r
           FROM reservations WHERE job_id = p_job AND state = 'active';
         IF FOUND THEN
-            o_id := r.id;
-            IF r.uid = p_uid AND r.username = p_user AND r.nodes = p_nodes
-               AND r.vni_count = p_vni_count THEN
-                o_outcome := 'exists';
-            ELSE
-                o_outcome := 'conflict';
-            END IF;
-            RETURN;
+            RETURN vnib_row(CASE WHEN r.uid = p_uid AND r.username = p_user
+                                      AND r.nodes = p_nodes
+                                      AND r.vni_count = p_vni_count
+                                 THEN 'exists' ELSE 'conflict' END,
+                            r.id, true);
+        END IF;
+        new_id := nextval('reservations_id_seq');
+        IF p_vni_count > 0 THEN
+            v := vnib_alloc(new_id, p_vni_count, p_pool_lo, p_pool_hi);
         END IF;
         -- A concurrent reserve for the same job makes this insert do
         -- nothing; the loop then finds that one.
-        INSERT INTO reservations (job_id, uid, username, nodes, node_count,
-                                  vni_count, tcs_mask, empty_reason, created_by)
-             VALUES (p_job, p_uid, p_user, p_nodes, p_node_count, p_vni_count,
-                     p_tcs, p_empty_reason, p_actor)
+        INSERT INTO reservations (id, job_id, uid, username, nodes, node_count,
+                                  vni_count, vnis, tcs_mask, empty_reason,
+                                  created_by)
+             VALUES (new_id, p_job, p_uid, p_user, p_nodes, p_node_count,
+                     p_vni_count, v, p_tcs, p_empty_reason, p_actor)
         ON CONFLICT (job_id) WHERE state = 'active' DO NOTHING
-        RETURNING id INTO o_id;
-        EXIT WHEN o_id IS NOT NULL;
+        RETURNING id INTO got;
+        EXIT WHEN got IS NOT NULL;
+        DELETE FROM vni_holds WHERE reservation_id = new_id;
     END LOOP;
-    IF o_id IS NULL THEN
+    IF got IS NULL THEN
         RAISE EXCEPTION 'reservation for job % vanished while reserving', p_job
             USING ERRCODE = '40001';
     END IF;
-    IF p_vni_count > 0 THEN
-        v := vnib_alloc(o_id, p_vni_count, p_pool_lo, p_pool_hi);
-        UPDATE reservations SET vnis = v WHERE id = o_id;
-    END IF;
     INSERT INTO reservation_ranges (reservation_id, prefix, suffix, width, lo, hi)
-         SELECT o_id, * FROM unnest(p_rprefix, p_rsuffix, p_rwidth, p_rlo, p_rhi);
+         SELECT got, * FROM unnest(p_rprefix, p_rsuffix, p_rwidth, p_rlo, p_rhi);
     INSERT INTO events (reservation_id, job_id, actor, action, detail)
-         VALUES (o_id, p_job, p_actor, 'reserve',
-                 jsonb_build_object('vnis', coalesce(v, '{}'), 'nodes', p_nodes,
-                                    'uid', p_uid));
-    o_outcome := 'created';
+         VALUES (got, p_job, p_actor, 'reserve',
+                 jsonb_build_object('vnis', v, 'nodes', p_nodes, 'uid', p_uid));
+    RETURN vnib_row('created', got, true);
 END $$;
 
--- End a releasing reservation's quarantine: its VNIs become free.
-CREATE FUNCTION vnib_end_quarantine(p_id bigint, p_actor text, p_forced boolean)
+-- Free a reservation's VNIs and mark it released, with one audit event.
+CREATE FUNCTION vnib_end_quarantine(p_id bigint, p_job text, p_actor text,
+                                    p_action text, p_requested boolean,
+                                    p_forced boolean)
 RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-    j text;
 BEGIN
     DELETE FROM vni_holds WHERE reservation_id = p_id;
     UPDATE reservations
        SET state = 'released', released_at = now(), released_by = p_actor,
-           forced = p_forced
-     WHERE id = p_id
-    RETURNING job_id INTO j;
+           forced = p_forced,
+           release_requested_at = CASE WHEN p_requested THEN now()
+                                       ELSE release_requested_at END
+     WHERE id = p_id;
     INSERT INTO events (reservation_id, job_id, actor, action, detail)
-         VALUES (p_id, j, p_actor, CASE WHEN p_forced THEN 'force' ELSE 'quarantine_end' END,
-                 '{}');
+         VALUES (p_id, p_job, p_actor, p_action,
+                 jsonb_build_object('quarantined', NOT p_requested,
+                                    'forced', p_forced));
 END $$;
 
 -- True while some node may still hold a CXI service of reservation p_id.
 CREATE FUNCTION vnib_nodes_holding(p_id bigint)
-RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM node_reports
-                    WHERE reservation_id = p_id AND cxi <> 'destroyed')
-$$;
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM node_reports
+                    WHERE reservation_id = p_id AND cxi <> 'destroyed');
+END $$;
 
--- Release a job's newest reservation.  o_outcome: not_found | releasing
--- (quarantined until nodes confirm) | released (now) | already_releasing |
--- already_released.
-CREATE FUNCTION vnib_release(p_job text, p_actor text, p_force boolean,
-                             OUT o_outcome text, OUT o_id bigint)
-LANGUAGE plpgsql AS $$
+-- Release a job's newest reservation.  outcome: not_found | releasing
+-- (quarantined until its nodes confirm) | released (now) |
+-- already_releasing | already_released.
+CREATE FUNCTION vnib_release(p_job text, p_actor text, p_force boolean)
+RETURNS vnib_row LANGUAGE plpgsql AS $$
 DECLARE
     r record;
-    was_active boolean;
 BEGIN
     SELECT id, state INTO r FROM reservations
      WHERE job_id = p_job ORDER BY id DESC LIMIT 1 FOR UPDATE;
     IF NOT FOUND THEN
-        o_outcome := 'not_found';
-        RETURN;
+        RETURN ROW('not_found', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                   NULL)::vnib_row;
     END IF;
-    o_id := r.id;
     IF r.state = 'released' THEN
-        o_outcome := 'already_released';
-        RETURN;
+        RETURN vnib_row('already_released', r.id, true);
     END IF;
-    was_active := r.state = 'active';
-    IF was_active THEN
-        UPDATE reservations SET state = 'releasing', release_requested_at = now()
-         WHERE id = r.id;
-        INSERT INTO events (reservation_id, job_id, actor, action, detail)
-             VALUES (r.id, p_job, p_actor, 'release', '{}');
+    -- Nodes that never reported hold nothing: with no holder left the
+    -- quarantine has nothing to wait for.
+    IF p_force OR NOT vnib_nodes_holding(r.id) THEN
+        PERFORM vnib_end_quarantine(r.id, p_job, p_actor,
+                                    CASE WHEN p_force THEN 'force'
+                                         WHEN r.state = 'active' THEN 'release'
+                                         ELSE 'quarantine_end' END,
+                                    r.state = 'active', p_force);
+        RETURN vnib_row('released', r.id, true);
     END IF;
-    IF p_force THEN
-        PERFORM vnib_end_quarantine(r.id, p_actor, true);
-        o_outcome := 'released';
-    ELSIF NOT vnib_nodes_holding(r.id) THEN
-        -- Nodes that never reported hold nothing.
-        PERFORM vnib_end_quarantine(r.id, p_actor, false);
-        o_outcome := 'released';
-    ELSIF was_active THEN
-        o_outcome := 'releasing';
-    ELSE
-        o_outcome := 'already_releasing';
+    IF r.state = 'releasing' THEN
+        RETURN vnib_row('already_releasing', r.id, true);
     END IF;
+    UPDATE reservations SET state = 'releasing', release_requested_at = now()
+     WHERE id = r.id;
+    INSERT INTO events (reservation_id, job_id, actor, action, detail)
+         VALUES (r.id, p_job, p_actor, 'release', '{"quarantined": true}');
+    RETURN vnib_row('releasing', r.id, true);
 END $$;
 
 -- Record a node's report about a job's CXI services.  The reservation is
 -- the job's newest where this node still holds something, for destroyed
 -- and failed (a requeued job's old services are reported after the new
--- reservation exists), else the newest.  o_outcome: ok | not_found |
--- not_member | invalid_transition | job_not_active.
+-- reservation exists), else the newest; p_res, when given, must be it.
+-- outcome: ok | not_found | not_member | stale_reservation |
+-- invalid_transition (previous state in counts) | job_not_active.
 CREATE FUNCTION vnib_report(
     p_job text, p_node text, p_cxi text, p_services jsonb, p_message text,
     p_actor text, p_prefix text, p_suffix text, p_width smallint, p_num bigint,
-    OUT o_outcome text, OUT o_id bigint, OUT o_previous text)
-LANGUAGE plpgsql AS $$
+    p_res bigint)
+RETURNS vnib_row LANGUAGE plpgsql AS $$
 DECLARE
     v_id bigint;
     v_state text;
+    prev text;
+    nothing vnib_row;
 BEGIN
     IF p_cxi IN ('destroyed', 'failed') THEN
         SELECT res.id, res.state INTO v_id, v_state
@@ -372,29 +417,37 @@ BEGIN
         SELECT id, state INTO v_id, v_state FROM reservations
          WHERE job_id = p_job ORDER BY id DESC LIMIT 1 FOR UPDATE;
     END IF;
+    nothing.outcome := 'not_found';
     IF v_id IS NULL THEN
-        o_outcome := 'not_found';
-        RETURN;
+        RETURN nothing;
     END IF;
-    o_id := v_id;
+    nothing.id := v_id;
+    IF p_res IS NOT NULL AND p_res <> v_id THEN
+        -- The agent acted on another reservation of this job than the one
+        -- its report would land on (a requeue in between): it must look
+        -- again rather than record services the broker would misfile.
+        nothing.outcome := 'stale_reservation';
+        RETURN nothing;
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM reservation_ranges g
                     WHERE g.reservation_id = v_id AND g.prefix = p_prefix
                       AND g.suffix = p_suffix AND g.width = p_width
                       AND p_num BETWEEN g.lo AND g.hi) THEN
-        o_outcome := 'not_member';
-        RETURN;
+        nothing.outcome := 'not_member';
+        RETURN nothing;
     END IF;
-    SELECT cxi INTO o_previous FROM node_reports
+    SELECT cxi INTO prev FROM node_reports
      WHERE reservation_id = v_id AND node = p_node FOR UPDATE;
     IF v_state <> 'active' AND p_cxi IN ('creating', 'created') THEN
-        o_outcome := 'job_not_active';
-        RETURN;
+        nothing.outcome := 'job_not_active';
+        RETURN nothing;
     END IF;
     -- Destroyed is final: a later "created" would be a report going
     -- backwards (or an agent acting on a job that ended).
-    IF o_previous = 'destroyed' AND p_cxi <> 'destroyed' THEN
-        o_outcome := 'invalid_transition';
-        RETURN;
+    IF prev = 'destroyed' AND p_cxi <> 'destroyed' THEN
+        nothing.outcome := 'invalid_transition';
+        nothing.counts := prev;
+        RETURN nothing;
     END IF;
     INSERT INTO node_reports (reservation_id, node, cxi, services, message)
          VALUES (v_id, p_node, p_cxi, p_services, p_message)
@@ -403,7 +456,7 @@ BEGIN
            message = excluded.message, updated_at = now();
     INSERT INTO events (reservation_id, job_id, node, actor, action, detail)
          VALUES (v_id, p_job, p_node, p_actor, 'report',
-                 jsonb_build_object('cxi', p_cxi, 'previous', o_previous,
+                 jsonb_build_object('cxi', p_cxi, 'previous', prev,
                                     'services', p_services, 'message', p_message));
     IF p_cxi = 'failed' THEN
         INSERT INTO nodes (name, drained, drained_reason, drained_at, updated_by)
@@ -418,9 +471,12 @@ BEGIN
     END IF;
     IF v_state = 'releasing' AND p_cxi = 'destroyed'
        AND NOT vnib_nodes_holding(v_id) THEN
-        PERFORM vnib_end_quarantine(v_id, p_actor, false);
+        PERFORM vnib_end_quarantine(v_id, p_job, p_actor, 'quarantine_end',
+                                    false, false);
     END IF;
-    o_outcome := 'ok';
+    -- Nodes need no cleanup counts back, and for a large job computing
+    -- them on each of thousands of reports would be quadratic.
+    RETURN vnib_row('ok', v_id, false);
 END $$;
 
 -- Close every quarantine whose nodes have all confirmed.  The broker runs
@@ -432,10 +488,11 @@ DECLARE
     n integer := 0;
     r record;
 BEGIN
-    FOR r IN SELECT id FROM reservations
+    FOR r IN SELECT id, job_id FROM reservations
               WHERE state = 'releasing' AND NOT vnib_nodes_holding(id)
               FOR UPDATE SKIP LOCKED LOOP
-        PERFORM vnib_end_quarantine(r.id, p_actor, false);
+        PERFORM vnib_end_quarantine(r.id, r.job_id, p_actor, 'quarantine_end',
+                                    false, false);
         n := n + 1;
     END LOOP;
     RETURN n;

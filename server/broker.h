@@ -17,12 +17,14 @@ struct store;
 struct metrics;
 struct http;
 struct auth;
+struct cache;
 
 struct broker {
     const struct config *cfg; /* immutable after load */
     struct logger *log;
     struct store *store;     /* PostgreSQL: all durable state */
     struct auth *auth;       /* bearer-token verification */
+    struct cache *cache;     /* node fetches of active reservations */
     struct metrics *metrics; /* request counters for /metrics */
     struct http *http;       /* the listener (set once started) */
     time_t start_time;       /* for vnib_process_start_time_seconds */

@@ -34,6 +34,7 @@ struct config {
         long max_header_bytes;     /* request line + headers per connection */
         long max_body_bytes;       /* upper bound for any route's body */
         long shutdown_timeout_s;   /* in-flight grace period on SIGTERM */
+        long node_cache_ms;        /* node-fetch cache lifetime; 0 = off */
     } server;
 
     struct {

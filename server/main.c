@@ -23,6 +23,7 @@
 #include "vnib/logger.h"
 #include "server/auth.h"
 #include "server/broker.h"
+#include "server/cache.h"
 #include "server/config.h"
 #include "server/http.h"
 #include "server/metrics.h"
@@ -260,6 +261,10 @@ int main(int argc, char **argv)
                       "refused");
     if (check_schema(&b) < 0)
         goto done;
+    if (!(b.cache = cache_create(1024, cfg->server.node_cache_ms))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
+        goto done;
+    }
     if (!(b.metrics = metrics_create(routes_count))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
         goto done;
@@ -295,6 +300,7 @@ done:
     sweeper_destroy(sweeper);
     http_destroy(b.http, cfg ? (int)cfg->server.shutdown_timeout_s : 0);
     metrics_destroy(b.metrics);
+    cache_destroy(b.cache);
     store_destroy(b.store);
     auth_destroy(b.auth);
     if (rc == 0 && !opt.migrate)

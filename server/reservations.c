@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "vnib/hostlist.h"
+#include "server/cache.h"
 #include "server/config.h"
 #include "server/http.h"
 #include "server/params.h"
@@ -134,6 +135,7 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
         goto done;
     }
     status = created ? 201 : 200;
+    cache_forget(req->broker->cache, a.job_id);
 done:
     free(nodes);
     hostlist_destroy(hosts);
@@ -149,21 +151,27 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
 
     if (params_job_id(req, job_id, errp) < 0)
         return -1;
-    /* Nodes fetch at job start, thousands at once: they get no cleanup
-     * counts (which cost a scan of the job's reports) and only jobs that
-     * include them.
+    /* Nodes fetch at job start, thousands at once: they are answered from
+     * the cache when they can be, get no cleanup counts (which cost a
+     * scan of the job's reports) and only see jobs that include them.
      */
-    if (store_get(req->broker->store,
-                  job_id,
-                  is_node ? req->who.node : NULL,
-                  !is_node,
-                  out,
-                  &member,
-                  errp)
-        < 0) {
-        if (errno == ENOENT)
-            req->error_code = "reservation_not_found";
-        return -1;
+    if (!is_node
+        || !cache_get(
+            req->broker->cache, job_id, req->who.node, out, &member)) {
+        if (store_get(req->broker->store,
+                      job_id,
+                      is_node ? req->who.node : NULL,
+                      !is_node,
+                      out,
+                      &member,
+                      errp)
+            < 0) {
+            if (errno == ENOENT)
+                req->error_code = "reservation_not_found";
+            return -1;
+        }
+        if (is_node)
+            cache_put(req->broker->cache, *out);
     }
     if (is_node && !member) {
         json_decref(*out);
@@ -229,6 +237,7 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
             req->error_code = "reservation_not_found";
         return -1;
     }
+    cache_forget(req->broker->cache, job_id);
     return done ? 200 : 202;
 }
 
@@ -283,7 +292,8 @@ static char *report_services(struct request *req,
 
 int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
 {
-    static const char *const allowed[] = {"cxi", "services", "message", NULL};
+    static const char *const allowed[] = {
+        "cxi", "services", "message", "reservation_id", NULL};
     static const char *const states[] = {
         "creating", "created", "destroyed", "failed", NULL};
     struct store_report a = {0};
@@ -326,6 +336,16 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
         goto done;
     }
     a.message = msg ? json_string_value(msg) : NULL;
+    json_t *rid = json_object_get(body, "reservation_id");
+    if (rid && (!json_is_integer(rid) || json_integer_value(rid) < 1)) {
+        request_fail(req,
+                     EINVAL,
+                     "invalid_field",
+                     errp,
+                     "reservation_id must be the positive id of a reservation");
+        goto done;
+    }
+    a.reservation_id = rid ? json_integer_value(rid) : 0;
     if (!(services =
               report_services(req, json_object_get(body, "services"), errp)))
         goto done;

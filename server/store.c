@@ -38,7 +38,6 @@ enum stmt_id {
     STMT_MIGRATE_LOCK,
     STMT_SET_TIMEOUT,
     STMT_RESERVE,
-    STMT_RES_BY_ID,
     STMT_RES_GET,
     STMT_RES_LIST,
     STMT_RELEASE,
@@ -68,69 +67,85 @@ static const char sql_migrate_lock[] =
 static const char sql_set_timeout[] =
     "SELECT set_config('statement_timeout', $1, false)";
 
-/* Times leave the database as UTC ISO 8601 with milliseconds. */
-#define TS(col) \
-    "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-
-/* The columns of a reservation, in the order row_reservation() reads. */
-#define RES_COLS \
-    "r.id, r.job_id, r.state, r.uid, r.username, r.nodes, r.node_count, "    \
-    "r.vni_count, array_to_string(r.vnis, ','), r.empty_reason, r.tcs_mask, " \
-    TS("r.created_at") ", r.created_by, " TS("r.release_requested_at") ", "  \
-    TS("r.released_at") ", r.released_by, r.forced"
-#define RES_NCOLS 17
-
-/* Nodes by their last report: "creating,created,destroyed,failed". */
-#define RES_COUNTS                                                \
-    "(SELECT count(*) FILTER (WHERE cxi = 'creating') || ',' || " \
-    "count(*) FILTER (WHERE cxi = 'created') || ',' || "          \
-    "count(*) FILTER (WHERE cxi = 'destroyed') || ',' || "        \
-    "count(*) FILTER (WHERE cxi = 'failed') "                     \
-    "FROM node_reports WHERE reservation_id = r.id)"
-
-/* Node membership of r: $2 prefix, $3 suffix, $4 width, $5 number. */
-#define RES_MEMBER(p, sfx, w, n)                                           \
-    "EXISTS (SELECT 1 FROM reservation_ranges g WHERE g.reservation_id = " \
-    "r.id AND g.prefix = " p " AND g.suffix = " sfx " AND g.width = " w    \
-    "::smallint AND " n "::bigint BETWEEN g.lo AND g.hi)"
+/* A reservation leaves the database as a vnib_row (schema/0002): column 0
+ * the outcome of a transition, then the reservation, then the cleanup
+ * counts.  ROW_* name the columns row_reservation() reads.
+ */
+enum {
+    ROW_OUTCOME = 0,
+    ROW_ID,
+    ROW_JOB_ID,
+    ROW_STATE,
+    ROW_UID,
+    ROW_USER,
+    ROW_NODES,
+    ROW_NODE_COUNT,
+    ROW_VNI_COUNT,
+    ROW_VNIS,
+    ROW_EMPTY_REASON,
+    ROW_TCS_MASK,
+    ROW_CREATED_AT,
+    ROW_CREATED_BY,
+    ROW_RELEASE_REQUESTED_AT,
+    ROW_RELEASED_AT,
+    ROW_RELEASED_BY,
+    ROW_FORCED,
+    ROW_COUNTS,
+    ROW_NCOLS /* the first column a query adds after the row */
+};
 
 static const char sql_reserve[] =
-    "SELECT o_outcome, o_id FROM vnib_reserve($1, $2::bigint, $3, $4, "
-    "$5::integer, $6::integer, $7::smallint, $8, $9, $10::integer[], "
-    "$11::integer[], $12::text[], $13::text[], $14::smallint[], "
-    "$15::bigint[], $16::bigint[])";
-static const char sql_res_by_id[] =
-    "SELECT " RES_COLS ", " RES_COUNTS " FROM reservations r WHERE r.id = $1";
-/* The newest reservation of a job; counts only when $6, membership of the
- * node ($2-$5) only when $2 is not null.
+    "SELECT * FROM vnib_reserve($1, $2::bigint, $3, $4, $5::integer, "
+    "$6::integer, $7::smallint, $8, $9, $10::integer[], $11::integer[], "
+    "$12::text[], $13::text[], $14::smallint[], $15::bigint[], "
+    "$16::bigint[])";
+/* The newest reservation of a job; counts only when $6, and whether node
+ * $2-$5 is in it (ROW_NCOLS).  Membership is a LATERAL probe of the job's
+ * own ranges: written as EXISTS, the planner may hash the whole ranges
+ * table instead, on every request.
  */
 static const char sql_res_get[] =
-    "SELECT " RES_COLS ", CASE WHEN $6::boolean THEN " RES_COUNTS " END, "
-    "CASE WHEN $2::text IS NULL THEN true ELSE " RES_MEMBER("$2", "$3", "$4",
-                                                            "$5") " END "
-    "FROM reservations r WHERE r.job_id = $1 ORDER BY r.id DESC LIMIT 1";
+    "SELECT v.*, $2::text IS NULL OR m.hit IS NOT NULL "
+    "FROM (SELECT id FROM reservations WHERE job_id = $1 "
+    "ORDER BY id DESC LIMIT 1) r "
+    "CROSS JOIN LATERAL vnib_row(NULL, r.id, $6::boolean) v "
+    "LEFT JOIN LATERAL (SELECT 1 AS hit FROM reservation_ranges g "
+    "WHERE g.reservation_id = r.id AND g.prefix = $2 AND g.suffix = $3 "
+    "AND g.width = $4::smallint AND $5::bigint BETWEEN g.lo AND g.hi "
+    "LIMIT 1) m ON true";
+/* Filtered pages; a node filter finds the node's ranges through the GiST
+ * index once, not per reservation.
+ */
 static const char sql_res_list[] =
-    "SELECT " RES_COLS ", " RES_COUNTS " FROM reservations r "
+    "SELECT v.* FROM (SELECT id FROM reservations r "
     "WHERE ($1::text IS NULL OR r.state = $1) "
     "AND ($2::bigint IS NULL OR r.uid = $2) AND r.id > $3::bigint "
-    "AND ($4::text IS NULL OR " RES_MEMBER("$4", "$5", "$6", "$7") ") "
-    "ORDER BY r.id LIMIT $8::integer";
+    "AND ($4::text IS NULL OR r.id IN (SELECT g.reservation_id "
+    "FROM reservation_ranges g WHERE int8range(g.lo, g.hi, '[]') @> "
+    "$7::bigint AND g.prefix = $4 AND g.suffix = $5 "
+    "AND g.width = $6::smallint)) "
+    "ORDER BY r.id LIMIT $8::integer) r "
+    "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v ORDER BY v.id";
 static const char sql_release[] =
-    "SELECT o_outcome, o_id FROM vnib_release($1, $2, $3::boolean)";
+    "SELECT * FROM vnib_release($1, $2, $3::boolean)";
 static const char sql_report[] =
-    "SELECT o_outcome, o_id, o_previous FROM vnib_report($1, $2, $3, "
-    "$4::jsonb, $5, $6, $7, $8, $9::smallint, $10::bigint)";
+    "SELECT * FROM vnib_report($1, $2, $3, $4::jsonb, $5, $6, $7, $8, "
+    "$9::smallint, $10::bigint, $11::bigint)";
+/* The live reservations that include node $1 (key $2-$5), with the node's
+ * own report (ROW_NCOLS, +1).
+ */
 static const char sql_node_view[] =
-    "SELECT " RES_COLS
-    ", NULL, coalesce(nr.cxi, 'none'), "
+    "SELECT v.*, coalesce(nr.cxi, 'none'), "
     "coalesce(nr.services::text, '[]') "
-    "FROM reservation_ranges g JOIN reservations r ON r.id = g.reservation_id "
-    "LEFT JOIN node_reports nr ON nr.reservation_id = r.id AND nr.node = $1 "
+    "FROM (SELECT DISTINCT g.reservation_id AS id FROM reservation_ranges g "
     "WHERE int8range(g.lo, g.hi, '[]') @> $5::bigint AND g.prefix = $2 "
-    "AND g.suffix = $3 AND g.width = $4::smallint AND r.state <> 'released' "
+    "AND g.suffix = $3 AND g.width = $4::smallint) m "
+    "JOIN reservations r ON r.id = m.id AND r.state <> 'released' "
+    "CROSS JOIN LATERAL vnib_row(NULL, r.id, false) v "
+    "LEFT JOIN node_reports nr ON nr.reservation_id = r.id AND nr.node = $1 "
     "ORDER BY r.id";
 static const char sql_node_get[] =
-    "SELECT drained, drained_reason, " TS("drained_at") " FROM nodes "
+    "SELECT drained, drained_reason, vnib_ts(drained_at) FROM nodes "
     "WHERE name = $1";
 static const char sql_undrain[] =
     "WITH u AS (UPDATE nodes SET drained = false, drained_reason = NULL, "
@@ -146,15 +161,17 @@ static const char sql_pool[] =
     "(SELECT CASE WHEN is_called THEN last_value % 65536 END "
     "FROM vni_cursor_seq) "
     "FROM vni_holds h JOIN reservations r ON r.id = h.reservation_id";
+/* The reservation holding VNI $1, or the last one that did; whether it
+ * still holds it (ROW_NCOLS).
+ */
 static const char sql_vni[] =
-    "SELECT " RES_COLS ", " RES_COUNTS
-    ", "
-    "EXISTS (SELECT 1 FROM vni_holds WHERE vni = $1::integer "
+    "SELECT v.*, EXISTS (SELECT 1 FROM vni_holds WHERE vni = $1::integer "
     "AND reservation_id = r.id) "
-    "FROM reservations r WHERE r.vnis @> ARRAY[$1::integer] "
-    "ORDER BY r.id DESC LIMIT 1";
+    "FROM (SELECT id FROM reservations WHERE vnis @> ARRAY[$1::integer] "
+    "ORDER BY id DESC LIMIT 1) r "
+    "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v";
 static const char sql_events[] =
-    "SELECT id, " TS("at") ", reservation_id, job_id, node, actor, action, "
+    "SELECT id, vnib_ts(at), reservation_id, job_id, node, actor, action, "
     "detail::text FROM events WHERE ($1::text IS NULL OR job_id = $1) "
     "AND id > $2::bigint ORDER BY id LIMIT $3::integer";
 static const char sql_sweep[] = "SELECT vnib_sweep($1)";
@@ -172,11 +189,10 @@ static const struct {
     [STMT_MIGRATE_LOCK] = {"migrate_lock", sql_migrate_lock, 0},
     [STMT_SET_TIMEOUT] = {"set_timeout", sql_set_timeout, 1},
     [STMT_RESERVE] = {"reserve", sql_reserve, 16},
-    [STMT_RES_BY_ID] = {"res_by_id", sql_res_by_id, 1},
     [STMT_RES_GET] = {"res_get", sql_res_get, 6},
     [STMT_RES_LIST] = {"res_list", sql_res_list, 8},
     [STMT_RELEASE] = {"release", sql_release, 3},
-    [STMT_REPORT] = {"report", sql_report, 10},
+    [STMT_REPORT] = {"report", sql_report, 11},
     [STMT_NODE_VIEW] = {"node_view", sql_node_view, 5},
     [STMT_NODE_GET] = {"node_get", sql_node_get, 1},
     [STMT_UNDRAIN] = {"undrain", sql_undrain, 2},
@@ -896,10 +912,10 @@ static json_t *tclass_names(unsigned mask)
     return a;
 }
 
-/* Build the reservation at `row` (RES_COLS, then a counts column when
- * counts_col >= 0).
+/* Build the reservation in the vnib_row at `row` (see ROW_*).  The cleanup
+ * counts are included when the row carries them.
  */
-static json_t *row_reservation(const PGresult *r, int row, int counts_col)
+static json_t *row_reservation(const PGresult *r, int row)
 {
     json_t *o = json_object();
     json_t *vnis = json_array();
@@ -909,7 +925,7 @@ static json_t *row_reservation(const PGresult *r, int row, int counts_col)
     if (!o || !vnis)
         goto nomem;
     /* array_to_string gives "1024,1025". */
-    if ((v = col(r, row, 8)) && *v) {
+    if ((v = col(r, row, ROW_VNIS)) && *v) {
         for (const char *p = v; *p;) {
             char *end;
             long n = strtol(p, &end, 10);
@@ -917,45 +933,47 @@ static json_t *row_reservation(const PGresult *r, int row, int counts_col)
             p = *end == ',' ? end + 1 : end + strlen(end);
         }
     }
-    unsigned mask = (unsigned)col_ll(r, row, 10);
+    unsigned mask = (unsigned)col_ll(r, row, ROW_TCS_MASK);
     tclass_mask_hex(mask, tcs, sizeof(tcs));
-    const char *state = col(r, row, 2);
-    if (json_object_set_new(o, "id", json_integer(col_ll(r, row, 0))) < 0
-        || json_object_set_new(o, "job_id", json_string(col(r, row, 1))) < 0
+    const char *state = col(r, row, ROW_STATE);
+    if (!state)
+        goto nomem; /* not a reservation row */
+    /* clang-format off */
+    if (json_object_set_new(o, "id", json_integer(col_ll(r, row, ROW_ID))) < 0
+        || json_object_set_new(o, "job_id", json_string(col(r, row, ROW_JOB_ID))) < 0
         || json_object_set_new(o, "state", json_string(state)) < 0
-        || json_object_set_new(o, "uid", json_integer(col_ll(r, row, 3))) < 0
-        || json_object_set_new(o, "user", json_string(col(r, row, 4))) < 0
-        || json_object_set_new(o, "nodes", json_string(col(r, row, 5))) < 0
-        || json_object_set_new(o, "node_count", json_integer(col_ll(r, row, 6)))
-               < 0
-        || json_object_set_new(o, "vni_count", json_integer(col_ll(r, row, 7)))
-               < 0
+        || json_object_set_new(o, "uid", json_integer(col_ll(r, row, ROW_UID))) < 0
+        || json_object_set_new(o, "user", json_string(col(r, row, ROW_USER))) < 0
+        || json_object_set_new(o, "nodes", json_string(col(r, row, ROW_NODES))) < 0
+        || json_object_set_new(o, "node_count",
+                               json_integer(col_ll(r, row, ROW_NODE_COUNT))) < 0
+        || json_object_set_new(o, "vni_count",
+                               json_integer(col_ll(r, row, ROW_VNI_COUNT))) < 0
         || json_object_set_new(o, "vnis", json_incref(vnis)) < 0
         || json_object_set_new(o, "traffic_classes", tclass_names(mask)) < 0
         || json_object_set_new(o, "tcs_mask", json_string(tcs)) < 0
-        || json_object_set_new(
-               o, "quarantined", json_boolean(!strcmp(state, "releasing")))
-               < 0
-        || json_object_set_new(o, "created_at", str_or_null(col(r, row, 11)))
-               < 0
-        || json_object_set_new(o, "created_by", str_or_null(col(r, row, 12)))
-               < 0
-        || json_object_set_new(
-               o, "release_requested_at", str_or_null(col(r, row, 13)))
-               < 0
-        || json_object_set_new(o, "released_at", str_or_null(col(r, row, 14)))
-               < 0
-        || json_object_set_new(o, "released_by", str_or_null(col(r, row, 15)))
-               < 0
-        || json_object_set_new(
-               o, "forced", json_boolean(*col(r, row, 16) == 't'))
-               < 0)
+        || json_object_set_new(o, "quarantined",
+                               json_boolean(!strcmp(state, "releasing"))) < 0
+        || json_object_set_new(o, "created_at",
+                               str_or_null(col(r, row, ROW_CREATED_AT))) < 0
+        || json_object_set_new(o, "created_by",
+                               str_or_null(col(r, row, ROW_CREATED_BY))) < 0
+        || json_object_set_new(o, "release_requested_at",
+                               str_or_null(col(r, row, ROW_RELEASE_REQUESTED_AT))) < 0
+        || json_object_set_new(o, "released_at",
+                               str_or_null(col(r, row, ROW_RELEASED_AT))) < 0
+        || json_object_set_new(o, "released_by",
+                               str_or_null(col(r, row, ROW_RELEASED_BY))) < 0
+        || json_object_set_new(o, "forced",
+                               json_boolean(*col(r, row, ROW_FORCED) == 't')) < 0)
         goto nomem;
+    /* clang-format on */
     if (json_array_size(vnis) == 0
-        && json_object_set_new(o, "empty_reason", str_or_null(col(r, row, 9)))
+        && json_object_set_new(
+               o, "empty_reason", str_or_null(col(r, row, ROW_EMPTY_REASON)))
                < 0)
         goto nomem;
-    if (counts_col >= 0 && (v = col(r, row, counts_col))) {
+    if ((v = col(r, row, ROW_COUNTS))) {
         long long creating, created, destroyed, failed;
         if (sscanf(v,
                    "%lld,%lld,%lld,%lld",
@@ -964,8 +982,8 @@ static json_t *row_reservation(const PGresult *r, int row, int counts_col)
                    &destroyed,
                    &failed)
             == 4) {
-            long long pending =
-                col_ll(r, row, 6) - creating - created - destroyed - failed;
+            long long pending = col_ll(r, row, ROW_NODE_COUNT) - creating
+                                - created - destroyed - failed;
             json_t *c = json_pack("{s:I, s:I, s:I, s:I, s:I}",
                                   "pending",
                                   (json_int_t)(pending > 0 ? pending : 0),
@@ -990,6 +1008,16 @@ nomem:
     return NULL;
 }
 
+/* The reservation of a one-row result, or -1 with errp. */
+static int result_reservation(PGresult *r, json_t **resp, vnib_error_t *errp)
+{
+    if (!(*resp = row_reservation(r, 0))) {
+        errno = EIO;
+        return errprintf(errp, "database error: no reservation in the reply");
+    }
+    return 0;
+}
+
 /* Run and expect exactly one row; ENOENT with `missing` otherwise. */
 static PGresult *run_one(struct store *s,
                          enum stmt_id id,
@@ -1005,23 +1033,6 @@ static PGresult *run_one(struct store *s,
         return NULL;
     }
     return r;
-}
-
-static int reservation_by_id(struct store *s,
-                             const char *id,
-                             json_t **resp,
-                             vnib_error_t *errp)
-{
-    const char *params[1] = {id};
-    PGresult *r =
-        run_one(s, STMT_RES_BY_ID, params, "reservation vanished", errp);
-    if (!r)
-        return -1;
-    *resp = row_reservation(r, 0, RES_NCOLS);
-    PQclear(r);
-    if (!*resp)
-        return errprintf(errp, "out of memory");
-    return 0;
 }
 
 /* ---- reservations ----------------------------------------------------------
@@ -1176,8 +1187,7 @@ int store_reserve(struct store *s,
     };
     if (!(r = run_one(s, STMT_RESERVE, params, "no answer", errp)))
         goto done;
-    const char *outcome = col(r, 0, 0);
-    const char *id = col(r, 0, 1);
+    const char *outcome = col(r, 0, ROW_OUTCOME);
     if (!strcmp(outcome, "conflict")) {
         errno = EEXIST;
         errprintf(errp,
@@ -1187,7 +1197,7 @@ int store_reserve(struct store *s,
         goto done;
     }
     *createdp = !strcmp(outcome, "created");
-    rc = reservation_by_id(s, id, resp, errp);
+    rc = result_reservation(r, resp, errp);
 done:
     PQclear(r);
     ranges_free(&g);
@@ -1240,12 +1250,10 @@ int store_get(struct store *s,
         errno = ENOENT;
         return errprintf(errp, "no reservation for job %s", job_id);
     }
-    *memberp = *col(r, 0, RES_NCOLS + 1) == 't';
-    *resp = row_reservation(r, 0, RES_NCOLS);
+    *memberp = *col(r, 0, ROW_NCOLS) == 't';
+    int rc = result_reservation(r, resp, errp);
     PQclear(r);
-    if (!*resp)
-        return errprintf(errp, "out of memory");
-    return 0;
+    return rc;
 }
 
 int store_list(struct store *s,
@@ -1279,12 +1287,13 @@ int store_list(struct store *s,
     if (!(list = json_array()))
         goto nomem;
     for (int i = 0; i < n; i++) {
-        json_t *o = row_reservation(r, i, RES_NCOLS);
+        json_t *o = row_reservation(r, i);
         if (!o || json_array_append_new(list, o) < 0)
             goto nomem;
     }
     /* A full page may have more behind it. */
-    json_t *next = n == q->limit ? json_string(col(r, n - 1, 0)) : json_null();
+    json_t *next =
+        n == q->limit ? json_string(col(r, n - 1, ROW_ID)) : json_null();
     PQclear(r);
     if (!(*pagep = json_pack("{s:o, s:o}", "reservations", list, "next", next)))
         return errprintf(errp, "out of memory");
@@ -1308,7 +1317,7 @@ int store_release(struct store *s,
     PGresult *r = run_one(s, STMT_RELEASE, params, "no answer", errp);
     if (!r)
         return -1;
-    const char *outcome = col(r, 0, 0);
+    const char *outcome = col(r, 0, ROW_OUTCOME);
     if (!strcmp(outcome, "not_found")) {
         PQclear(r);
         errno = ENOENT;
@@ -1316,7 +1325,7 @@ int store_release(struct store *s,
     }
     *donep =
         !strcmp(outcome, "released") || !strcmp(outcome, "already_released");
-    int rc = reservation_by_id(s, col(r, 0, 1), resp, errp);
+    int rc = result_reservation(r, resp, errp);
     PQclear(r);
     return rc;
 }
@@ -1329,7 +1338,10 @@ int store_report(struct store *s,
 {
     struct node_params np;
     node_params_init(&np, a->node);
-    const char *params[10] = {a->job_id,
+    char res[24];
+    if (a->reservation_id > 0)
+        snprintf(res, sizeof(res), "%lld", a->reservation_id);
+    const char *params[11] = {a->job_id,
                               a->node,
                               a->cxi,
                               a->services,
@@ -1338,12 +1350,13 @@ int store_report(struct store *s,
                               np.prefix,
                               np.suffix,
                               np.width,
-                              np.num};
+                              np.num,
+                              a->reservation_id > 0 ? res : NULL};
     PGresult *r = run_one(s, STMT_REPORT, params, "no answer", errp);
     if (!r)
         return -1;
-    const char *outcome = col(r, 0, 0);
-    const char *prev = col(r, 0, 2);
+    const char *outcome = col(r, 0, ROW_OUTCOME);
+    const char *prev = col(r, 0, ROW_COUNTS); /* for invalid_transition */
     int rc = -1;
     *codep = NULL;
     if (!strcmp(outcome, "not_found")) {
@@ -1355,6 +1368,14 @@ int store_report(struct store *s,
         *codep = "forbidden";
         errprintf(
             errp, "node %s is not in job %s's node list", a->node, a->job_id);
+    } else if (!strcmp(outcome, "stale_reservation")) {
+        errno = EEXIST;
+        *codep = "stale_reservation";
+        errprintf(errp,
+                  "reservation %lld is not job %s's current one; fetch the "
+                  "job again",
+                  a->reservation_id,
+                  a->job_id);
     } else if (!strcmp(outcome, "invalid_transition")) {
         errno = EEXIST;
         *codep = "invalid_transition";
@@ -1374,7 +1395,7 @@ int store_report(struct store *s,
                   a->job_id,
                   a->cxi);
     } else
-        rc = reservation_by_id(s, col(r, 0, 1), resp, errp);
+        rc = result_reservation(r, resp, errp);
     PQclear(r);
     return rc;
 }
@@ -1398,9 +1419,9 @@ int store_node(struct store *s,
     if (!(list = json_array()))
         goto nomem;
     for (int i = 0; i < PQntuples(r); i++) {
-        json_t *res = row_reservation(r, i, -1);
-        const char *cxi = col(r, i, RES_NCOLS + 1);
-        json_t *services = json_loads(col(r, i, RES_NCOLS + 2), 0, NULL);
+        json_t *res = row_reservation(r, i);
+        const char *cxi = col(r, i, ROW_NCOLS);
+        json_t *services = json_loads(col(r, i, ROW_NCOLS + 1), 0, NULL);
         /* Anything but a confirmed destroy may leave a service behind. */
         bool needed = strcmp(cxi, "destroyed") != 0 && strcmp(cxi, "none") != 0;
         if (!res || json_object_set_new(res, "cxi", json_string(cxi)) < 0
@@ -1521,14 +1542,15 @@ int store_vni(struct store *s,
     const char *state = "free";
     const char *last_released = NULL;
     if (PQntuples(r) == 1) {
-        if (!(res = row_reservation(r, 0, RES_NCOLS))) {
+        if (!(res = row_reservation(r, 0))) {
             PQclear(r);
             return errprintf(errp, "out of memory");
         }
-        if (*col(r, 0, RES_NCOLS + 1) == 't')
-            state = strcmp(col(r, 0, 2), "active") ? "quarantined" : "active";
+        if (*col(r, 0, ROW_NCOLS) == 't')
+            state = strcmp(col(r, 0, ROW_STATE), "active") ? "quarantined"
+                                                           : "active";
         else
-            last_released = col(r, 0, 14);
+            last_released = col(r, 0, ROW_RELEASED_AT);
     }
     *resp = json_pack("{s:i, s:b, s:s, s:o, s:o}",
                       "vni",

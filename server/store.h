@@ -159,11 +159,13 @@ struct store_report {
     const char *services; /* JSON array text */
     const char *message;  /* may be NULL */
     const char *actor;
+    long long reservation_id; /* the reservation the agent acted on; 0 =
+                                 whichever the job's report lands on */
 };
 
 /* Record a report.  On refusal returns -1 with *codep the stable error
  * code: reservation_not_found (ENOENT), forbidden (EPERM: not in the node
- * list), invalid_transition or job_not_active (EEXIST).
+ * list), invalid_transition, job_not_active or stale_reservation (EEXIST).
  */
 int store_report(struct store *s,
                  const struct store_report *a,

@@ -50,7 +50,7 @@ expect_eq "an unknown command is a usage error (2)" "$?" 2
 out=$("$CTL" --token-file "$T/admin.token" --json pool)
 expect_eq "pool as JSON" "$(printf '%s' "$out" | jq .total)" 2
 out=$("$CTL" --token-file "$T/admin.token" --json events --job 7)
-expect_eq "events for a job" "$(printf '%s' "$out" | jq -r '[.events[].action] | join(",")')" reserve,release,quarantine_end
+expect_eq "events for a job" "$(printf '%s' "$out" | jq -r '[.events[].action] | join(",")')" reserve,release
 out=$("$CTL" --token-file "$T/admin.token" --json vni 1024)
 expect_eq "vni shows who held it" "$(printf '%s' "$out" | jq -r .reservation.job_id)" 7
 "$CTL" --token-file "$T/admin.token" --url http://127.0.0.1:1 pool >/dev/null 2>&1
