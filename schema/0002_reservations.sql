@@ -497,3 +497,30 @@ BEGIN
     END LOOP;
     RETURN n;
 END $$;
+
+-- Forget released reservations, and audit events, older than p_days, at
+-- most p_batch reservations per call (the sweeper calls it on every run,
+-- so a large backlog drains without one long transaction).  Returns the
+-- number of reservations removed.
+CREATE FUNCTION vnib_purge(p_days integer, p_batch integer)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    ids bigint[];
+BEGIN
+    SELECT array_agg(id) INTO ids
+      FROM (SELECT id FROM reservations
+             WHERE state = 'released'
+               AND released_at < now() - make_interval(days => p_days)
+             ORDER BY id LIMIT p_batch) old;
+    IF ids IS NULL THEN
+        RETURN 0;
+    END IF;
+    DELETE FROM reservation_ranges WHERE reservation_id = ANY (ids);
+    DELETE FROM node_reports WHERE reservation_id = ANY (ids);
+    DELETE FROM reservations WHERE id = ANY (ids);
+    DELETE FROM events
+     WHERE id IN (SELECT id FROM events
+                   WHERE at < now() - make_interval(days => p_days)
+                   ORDER BY id LIMIT p_batch * 8);
+    RETURN cardinality(ids);
+END $$;

@@ -97,6 +97,8 @@ static const struct cfg_row rows[] = {
          "VNIs per job when a request does not say (0-4)"),
     STRS ("vni.traffic_classes", vni.traffic_classes, "LOW_LATENCY,BEST_EFFORT",
           "traffic classes jobs may use: DEDICATED_ACCESS, LOW_LATENCY, BULK_DATA, BEST_EFFORT"),
+    INT ("vni.retain_days", vni.retain_days, 0, 36500, 90,
+         "released reservations and audit events are kept this long (0: for ever)"),
     INT ("vni.sweep_interval_s", vni.sweep_interval_s, 1, 3600, 10,
          "how often quarantines whose nodes all confirmed are closed (a safety net)"),
     STR ("log.level", log.level, "info", 0,

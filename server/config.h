@@ -55,6 +55,7 @@ struct config {
         long per_job_default;  /* VNIs per job when not asked (0-4) */
         char *traffic_classes; /* comma-joined class names */
         long sweep_interval_s; /* quarantine sweeper period */
+        long retain_days;      /* history kept; 0 = for ever */
     } vni;
 
     struct {

@@ -49,6 +49,7 @@ enum stmt_id {
     STMT_VNI,
     STMT_EVENTS,
     STMT_SWEEP,
+    STMT_PURGE,
     STMT_COUNT
 };
 
@@ -175,6 +176,7 @@ static const char sql_events[] =
     "detail::text FROM events WHERE ($1::text IS NULL OR job_id = $1) "
     "AND id > $2::bigint ORDER BY id LIMIT $3::integer";
 static const char sql_sweep[] = "SELECT vnib_sweep($1)";
+static const char sql_purge[] = "SELECT vnib_purge($1::integer, $2::integer)";
 
 static const struct {
     const char *name;
@@ -200,6 +202,7 @@ static const struct {
     [STMT_VNI] = {"vni", sql_vni, 1},
     [STMT_EVENTS] = {"events", sql_events, 3},
     [STMT_SWEEP] = {"sweep", sql_sweep, 1},
+    [STMT_PURGE] = {"purge", sql_purge, 2},
 };
 
 _Static_assert(STMT_COUNT <= 64, "prepared-statement bitmask is 64 bits");
@@ -1636,5 +1639,20 @@ int store_sweep(struct store *s,
     n = col_ll(r, 0, 0);
     PQclear(r);
     *closedp = (int)n;
+    return 0;
+}
+
+int store_purge(
+    struct store *s, int days, int batch, int *purgedp, vnib_error_t *errp)
+{
+    char d[16], b[16];
+    snprintf(d, sizeof(d), "%d", days);
+    snprintf(b, sizeof(b), "%d", batch);
+    const char *params[2] = {d, b};
+    PGresult *r = run_one(s, STMT_PURGE, params, "no answer", errp);
+    if (!r)
+        return -1;
+    *purgedp = (int)col_ll(r, 0, 0);
+    PQclear(r);
     return 0;
 }

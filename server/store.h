@@ -215,4 +215,11 @@ int store_sweep(struct store *s,
                 int *closedp,
                 vnib_error_t *errp);
 
+/* Delete released reservations (with their ranges and reports) and audit
+ * events older than `days`, at most `batch` reservations; *purgedp counts
+ * them.
+ */
+int store_purge(
+    struct store *s, int days, int batch, int *purgedp, vnib_error_t *errp);
+
 #endif /* !VNIB_SERVER_STORE_H */

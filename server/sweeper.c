@@ -15,6 +15,9 @@
 #include "server/store.h"
 #include "server/sweeper.h"
 
+/* Released reservations forgotten per run, at most. */
+#define PURGE_BATCH 1000
+
 struct sweeper {
     struct broker *broker;
     pthread_t thread;
@@ -52,6 +55,23 @@ static void *sweeper_main(void *arg)
                           "confirmed",
                           closed,
                           closed == 1 ? "" : "s");
+        int purged = 0;
+        if (b->cfg->vni.retain_days > 0
+            && store_purge(b->store,
+                           (int)b->cfg->vni.retain_days,
+                           PURGE_BATCH,
+                           &purged,
+                           &error)
+                   < 0)
+            logger_printf(b->log, LOG_WARNING, NULL, "purge: %s", error.text);
+        else if (purged > 0)
+            logger_printf(b->log,
+                          LOG_INFO,
+                          NULL,
+                          "purge: forgot %d reservations released more than "
+                          "%ld days ago",
+                          purged,
+                          b->cfg->vni.retain_days);
         pthread_mutex_lock(&sw->lock);
     }
     pthread_mutex_unlock(&sw->lock);

@@ -5,6 +5,8 @@
  * "destroyed" report or of the release itself; the sweeper is the safety
  * net for the rare interleavings that leave one open, and it runs on
  * every replica (the database skips rows another replica is working on).
+ * The same runs forget released reservations and audit events older than
+ * vni.retain_days, a batch at a time.
  */
 #ifndef VNIB_SERVER_SWEEPER_H
 #define VNIB_SERVER_SWEEPER_H

@@ -82,6 +82,24 @@ expect_status "limit 0 is 400" 400
 TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?limit=1001'
 expect_status "limit 1001 is 400" 400
 
+# History is purged by age: make old1 look 100 days old, and run the
+# sweeper (every second here) with a 90-day retention.
+broker_stop
+psql_q "UPDATE reservations SET released_at = now() - interval '100 days', created_at = now() - interval '101 days' WHERE job_id = 'old1'" >/dev/null
+psql_q "UPDATE events SET at = now() - interval '100 days' WHERE job_id = 'old1'" >/dev/null
+sed -i 's/^\[vni\]$/[vni]\nsweep_interval_s = 1\nretain_days = 90/' "$T/b.toml"
+broker_start "$T/b.toml" || not_ok "broker restarts"
+wait_for 5 sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $ADMIN_TOKEN' '$BROKER_URL/v1/reservations?state=released' | jq '[.reservations[] | select(.job_id == \"old1\")] | length')\" = 0 ]"
+TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?state=released'
+expect_json "a reservation released longer ago than retain_days is purged" '[.reservations[] | select(.job_id == "old1")] | length' 0
+TOKEN=$ADMIN_TOKEN http GET '/v1/events?job_id=old1'
+expect_json "... with its old audit events" '.events | length' 0
+expect_eq "... and its node ranges" "$(psql_q "SELECT count(*) FROM reservation_ranges g WHERE NOT EXISTS (SELECT 1 FROM reservations r WHERE r.id = g.reservation_id)")" 0
+TOKEN=$ADMIN_TOKEN http GET /v1/reservations/old2
+expect_json "younger reservations stay" .job_id old2
+TOKEN=$ADMIN_TOKEN http GET '/v1/events?job_id=old2'
+expect_match "... with their events" "$(jq '.events | length' "$T/http.body")" '^[1-9]'
+
 # A pool that includes the default service's VNIs is refused at load.
 sed -i 's/pool = ".*"/pool = "1-100"/' "$T/b.toml"
 out=$("$VNIBROKERD" --check-config "$T/b.toml" 2>&1)
