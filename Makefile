@@ -55,16 +55,20 @@ SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 CLI_SRCS     := $(wildcard cli/*.c)
+FMSIM_SRCS   := $(wildcard fmclient/fmsim*.c)
 
 LIB_OBJS     := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS  := $(SERVER_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
 CLI_OBJS     := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+FMSIM_OBJS   := $(FMSIM_SRCS:%.c=$(BUILD)/%.o)
+FMCLIENT_OBJS := $(BUILD)/fmclient/fmclient.o
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
 
 LIBVNIB      := $(BUILD)/libvnib.a
 LIBSERVER    := $(BUILD)/libserver.a
-BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl
+LIBFMCLIENT  := $(BUILD)/libfmclient.a
+BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim
 
 .PHONY: all tests check unit integration run deps deps-fuzz fuzz bench \
         install clean format format-check
@@ -95,11 +99,20 @@ $(LIBSERVER): $(SERVER_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/vnibrokerd: $(BUILD)/server/main.o $(LIBSERVER) $(LIBVNIB)
+# The Fabric Manager client (fmclient/fmclient.c only; fmsim is separate).
+$(LIBFMCLIENT): $(FMCLIENT_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/vnibrokerd: $(BUILD)/server/main.o $(LIBSERVER) $(LIBFMCLIENT) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
 
 # The CLI needs only the client library, not the server.
 $(BUILD)/vnibctl: $(CLI_OBJS) $(LIBVNIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
+
+# The Fabric Manager simulator, for tests and `make run` (not the client).
+$(BUILD)/fmsim: $(FMSIM_OBJS) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
 
 $(BUILD)/tests/bench/%: tests/bench/%.c $(LIBVNIB)
@@ -113,10 +126,10 @@ $(BUILD)/tests/bench/bench_api: tests/bench/bench_api.c tests/bench/loadgen.c \
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    tests/bench/bench_api.c tests/bench/loadgen.c $(LIBVNIB) $(LIBS_BASE) -lm
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBVNIB)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
-	    $(LIBSERVER) $(LIBVNIB) $(LIBS_BASE) -lcmocka
+	    $(LIBSERVER) $(LIBFMCLIENT) $(LIBVNIB) $(LIBS_BASE) -lcmocka
 
 # Each fuzz target is also linked with a small driver that replays the
 # committed corpus and regression inputs under the sanitizers, so `make
@@ -178,6 +191,7 @@ run: deps all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin
 	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(PREFIX)/sbin/vnibrokerd
+	install -m 0755 $(BUILD)/fmsim $(DESTDIR)$(PREFIX)/sbin/fmsim
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/vnibctl $(DESTDIR)$(PREFIX)/bin/vnibctl
 	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker

@@ -38,7 +38,18 @@ CREATE TABLE reservations (
     release_requested_at timestamptz,
     released_at          timestamptz,
     released_by          text,
-    forced               boolean     NOT NULL DEFAULT false
+    forced               boolean     NOT NULL DEFAULT false,
+    -- Hardware collectives: the Fabric Manager multicast reservation.
+    hwcoll_mode          text        NOT NULL DEFAULT 'auto'
+                         CHECK (hwcoll_mode IN ('auto', 'on', 'off')),
+    hwcoll_state         text        NOT NULL DEFAULT 'disabled'
+                         CHECK (hwcoll_state IN ('disabled', 'not_eligible',
+                                'pending', 'reserved', 'unavailable',
+                                'releasing', 'released', 'lost')),
+    hwcoll_reason        text,
+    fm_job_id            text,
+    addrs_per_job        integer,
+    session_token        bytea       -- sealed (AES-256-GCM), never clear text
 );
 -- A scheduler retry finds the job's one active reservation.
 CREATE UNIQUE INDEX reservations_active_job ON reservations (job_id)
@@ -121,7 +132,9 @@ CREATE TYPE vnib_row AS (
     username text, nodes text, node_count integer, vni_count smallint,
     vnis text, empty_reason text, tcs_mask smallint, created_at text,
     created_by text, release_requested_at text, released_at text,
-    released_by text, forced boolean, counts text);
+    released_by text, forced boolean, counts text, hwcoll_mode text,
+    hwcoll_state text, hwcoll_reason text, fm_job_id text,
+    addrs_per_job integer, session_token text);
 
 -- A SQL function, inlined into the queries that call it (which needs it
 -- declared no less volatile than to_char, which is STABLE).
@@ -140,7 +153,9 @@ BEGIN
            r.node_count, r.vni_count, array_to_string(r.vnis, ','),
            r.empty_reason, r.tcs_mask, vnib_ts(r.created_at), r.created_by,
            vnib_ts(r.release_requested_at), vnib_ts(r.released_at),
-           r.released_by, r.forced, NULL
+           r.released_by, r.forced, NULL, r.hwcoll_mode, r.hwcoll_state,
+           r.hwcoll_reason, r.fm_job_id, r.addrs_per_job,
+           encode(r.session_token, 'hex')
       INTO o FROM reservations r WHERE r.id = p_id;
     IF p_counts AND o.id IS NOT NULL THEN
         SELECT count(*) FILTER (WHERE cxi = 'creating') || ','
@@ -274,7 +289,8 @@ CREATE FUNCTION vnib_reserve(
     p_vni_count integer, p_tcs smallint, p_empty_reason text, p_actor text,
     p_pool_lo integer[], p_pool_hi integer[],
     p_rprefix text[], p_rsuffix text[], p_rwidth smallint[], p_rlo bigint[],
-    p_rhi bigint[])
+    p_rhi bigint[], p_hwcoll_mode text, p_hwcoll_state text,
+    p_hwcoll_reason text, p_fm_job_id text, p_addrs integer)
 RETURNS vnib_row LANGUAGE plpgsql AS $$
 DECLARE
     r record;
@@ -283,12 +299,13 @@ DECLARE
     got bigint;
 BEGIN
     FOR attempt IN 1 .. 2 LOOP
-        SELECT id, uid, username, nodes, vni_count INTO r
+        SELECT id, uid, username, nodes, vni_count, hwcoll_mode INTO r
           FROM reservations WHERE job_id = p_job AND state = 'active';
         IF FOUND THEN
             RETURN vnib_row(CASE WHEN r.uid = p_uid AND r.username = p_user
                                       AND r.nodes = p_nodes
                                       AND r.vni_count = p_vni_count
+                                      AND r.hwcoll_mode = p_hwcoll_mode
                                  THEN 'exists' ELSE 'conflict' END,
                             r.id, true);
         END IF;
@@ -300,9 +317,12 @@ BEGIN
         -- nothing; the loop then finds that one.
         INSERT INTO reservations (id, job_id, uid, username, nodes, node_count,
                                   vni_count, vnis, tcs_mask, empty_reason,
-                                  created_by)
+                                  created_by, hwcoll_mode, hwcoll_state,
+                                  hwcoll_reason, fm_job_id, addrs_per_job)
              VALUES (new_id, p_job, p_uid, p_user, p_nodes, p_node_count,
-                     p_vni_count, v, p_tcs, p_empty_reason, p_actor)
+                     p_vni_count, v, p_tcs, p_empty_reason, p_actor,
+                     p_hwcoll_mode, p_hwcoll_state, p_hwcoll_reason,
+                     p_fm_job_id, p_addrs)
         ON CONFLICT (job_id) WHERE state = 'active' DO NOTHING
         RETURNING id INTO got;
         EXIT WHEN got IS NOT NULL;
@@ -354,16 +374,22 @@ CREATE FUNCTION vnib_release(p_job text, p_actor text, p_force boolean)
 RETURNS vnib_row LANGUAGE plpgsql AS $$
 DECLARE
     r record;
+    nothing vnib_row;
 BEGIN
     SELECT id, state INTO r FROM reservations
      WHERE job_id = p_job ORDER BY id DESC LIMIT 1 FOR UPDATE;
     IF NOT FOUND THEN
-        RETURN ROW('not_found', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                   NULL)::vnib_row;
+        nothing.outcome := 'not_found';
+    RETURN nothing;
     END IF;
     IF r.state = 'released' THEN
         RETURN vnib_row('already_released', r.id, true);
+    END IF;
+    -- The job ended: its multicast reservation goes to the Fabric Manager
+    -- queue whatever the quarantine of its VNIs does.
+    IF r.state = 'active' THEN
+        UPDATE reservations SET hwcoll_state = 'releasing'
+         WHERE id = r.id AND hwcoll_state IN ('reserved', 'pending');
     END IF;
     -- Nodes that never reported hold nothing: with no holder left the
     -- quarantine has nothing to wait for.
@@ -523,4 +549,51 @@ BEGIN
                    WHERE at < now() - make_interval(days => p_days)
                    ORDER BY id LIMIT p_batch * 8);
     RETURN cardinality(ids);
+END $$;
+
+-- Record the Fabric Manager's answer for reservation p_id.  'reserved'
+-- (with the sealed token) only while the job is active and the call was
+-- pending: otherwise the outcome is 'not_active' and the caller deletes
+-- the FM job it just made.  'unavailable' only replaces 'pending';
+-- 'released' only 'releasing'.  outcome: ok | not_active | unchanged.
+CREATE FUNCTION vnib_hwcoll_set(p_id bigint, p_state text, p_reason text,
+                                p_token bytea, p_actor text)
+RETURNS vnib_row LANGUAGE plpgsql AS $$
+DECLARE
+    j text;
+BEGIN
+    IF p_state = 'reserved' THEN
+        UPDATE reservations
+           SET hwcoll_state = 'reserved', hwcoll_reason = NULL,
+               session_token = p_token
+         WHERE id = p_id AND state = 'active'
+           AND hwcoll_state IN ('pending', 'unavailable')
+        RETURNING job_id INTO j;
+        IF j IS NULL THEN
+            RETURN vnib_row('not_active', p_id, false);
+        END IF;
+    ELSE
+        UPDATE reservations
+           SET hwcoll_state = p_state, hwcoll_reason = p_reason,
+               session_token = CASE WHEN p_state IN ('released', 'lost')
+                                    THEN NULL ELSE session_token END
+         WHERE id = p_id
+           AND CASE p_state
+                   -- a pending call's failure, or a timed-out call's
+                   -- follow-up refining its reason
+                   WHEN 'unavailable' THEN hwcoll_state = 'pending'
+                        OR (hwcoll_state = 'unavailable'
+                            AND hwcoll_reason LIKE 'timed out%')
+                   WHEN 'released' THEN hwcoll_state = 'releasing'
+                   WHEN 'lost' THEN hwcoll_state = 'reserved'
+                   ELSE false END
+        RETURNING job_id INTO j;
+        IF j IS NULL THEN
+            RETURN vnib_row('unchanged', p_id, false);
+        END IF;
+    END IF;
+    INSERT INTO events (reservation_id, job_id, actor, action, detail)
+         VALUES (p_id, j, p_actor, 'hwcoll',
+                 jsonb_build_object('state', p_state, 'reason', p_reason));
+    RETURN vnib_row('ok', p_id, false);
 END $$;

@@ -18,6 +18,7 @@ struct metrics;
 struct http;
 struct auth;
 struct cache;
+struct hwcoll;
 
 struct broker {
     const struct config *cfg; /* immutable after load */
@@ -25,6 +26,7 @@ struct broker {
     struct store *store;     /* PostgreSQL: all durable state */
     struct auth *auth;       /* bearer-token verification */
     struct cache *cache;     /* node fetches of active reservations */
+    struct hwcoll *hwcoll;   /* Fabric Manager reservations */
     struct metrics *metrics; /* request counters for /metrics */
     struct http *http;       /* the listener (set once started) */
     time_t start_time;       /* for vnib_process_start_time_seconds */

@@ -27,7 +27,11 @@ enum cfg_type {
     CFG_STRING,
     CFG_INT,
     CFG_STRINGS, /* a TOML array of strings, kept comma-joined */
+    CFG_BOOL,    /* kept as a long, 0 or 1 */
 };
+
+/* True for the types kept as a malloc'd char *. */
+#define CFG_IS_TEXT(type) ((type) == CFG_STRING || (type) == CFG_STRINGS)
 
 enum {
     CFG_SECRET = 1, /* printed masked */
@@ -51,6 +55,8 @@ struct cfg_row {
     { k, CFG_STRING, offsetof (struct config, field), 0, 0, def, 0, fl, doc }
 #define STRS(k, field, def, doc) \
     { k, CFG_STRINGS, offsetof (struct config, field), 0, 0, def, 0, 0, doc }
+#define BOOL(k, field, def, doc) \
+    { k, CFG_BOOL, offsetof (struct config, field), 0, 1, NULL, def, 0, doc }
 #define INT(k, field, lo, hi, def, doc) \
     { k, CFG_INT, offsetof (struct config, field), lo, hi, NULL, def, 0, doc }
 
@@ -101,6 +107,50 @@ static const struct cfg_row rows[] = {
          "released reservations and audit events are kept this long (0: for ever)"),
     INT ("vni.sweep_interval_s", vni.sweep_interval_s, 1, 3600, 10,
          "how often quarantines whose nodes all confirmed are closed (a safety net)"),
+    STR ("cluster.name", cluster.name, "cluster", 0,
+         "this cluster's name; prefixes the Fabric Manager job ids"),
+    BOOL ("hwcoll.enabled", hwcoll.enabled, 0,
+          "make Fabric Manager multicast reservations for eligible jobs"),
+    STR ("hwcoll.fm_url", hwcoll.fm_url, "", 0,
+         "Fabric Manager base URL (the API is under /fabric/collectives)"),
+    STR ("hwcoll.auth", hwcoll.auth, "oauth", 0,
+         "none, basic or oauth (client credentials)"),
+    STR ("hwcoll.user", hwcoll.user, "cxi", 0, "basic: user name"),
+    STR ("hwcoll.password_file", hwcoll.password_file, "", 0,
+         "basic: file holding the password (mode 0600)"),
+    STR ("hwcoll.token_url", hwcoll.token_url, "", 0,
+         "oauth: the token endpoint"),
+    STR ("hwcoll.client_id", hwcoll.client_id, "", 0, "oauth: client id"),
+    STR ("hwcoll.client_secret_file", hwcoll.client_secret_file, "", 0,
+         "oauth: file holding the client secret (mode 0600)"),
+    STR ("hwcoll.ca_file", hwcoll.ca_file, "", 0,
+         "CA bundle for the Fabric Manager (\"\": the system store)"),
+    STR ("hwcoll.cert_file", hwcoll.cert_file, "", 0,
+         "client certificate for mTLS (\"\": none)"),
+    STR ("hwcoll.key_file", hwcoll.key_file, "", 0,
+         "client key for mTLS (mode 0600)"),
+    BOOL ("hwcoll.tls_verify", hwcoll.tls_verify, 1,
+          "verify the Fabric Manager's certificate and host name"),
+    STR ("hwcoll.job_prefix", hwcoll.job_prefix, "", 0,
+         "prefix of our Fabric Manager job ids (\"\": cluster.name)"),
+    INT ("hwcoll.min_nodes", hwcoll.min_nodes, 0, 1000000, 0,
+         "jobs with at least this many nodes get a reservation (0: only on request)"),
+    INT ("hwcoll.addrs_per_job", hwcoll.addrs_per_job, 0, 8192, 0,
+         "multicast addresses per job (0: computed from the four keys below)"),
+    INT ("hwcoll.total_addrs", hwcoll.total_addrs, 1, 8192, 4086,
+         "M: the fabric's usable multicast addresses"),
+    INT ("hwcoll.system_size", hwcoll.system_size, 0, 10000000, 0,
+         "S: nodes in the system"),
+    INT ("hwcoll.min_job_size", hwcoll.min_job_size, 1, 10000000, 64,
+         "s: the smallest job expected to use collectives"),
+    INT ("hwcoll.jobs_per_node", hwcoll.jobs_per_node, 1, 1024, 1,
+         "j: jobs sharing a node"),
+    INT ("hwcoll.reserve_timeout_ms", hwcoll.reserve_timeout_ms, 100, 60000, 2000,
+         "how long a reservation may wait on the Fabric Manager"),
+    INT ("hwcoll.request_timeout_ms", hwcoll.request_timeout_ms, 100, 600000, 10000,
+         "timeout of other Fabric Manager calls (releases, lists)"),
+    STR ("hwcoll.token_key_file", hwcoll.token_key_file, "", 0,
+         "32-byte key sealing session tokens in the database (AES-256-GCM; mode 0600)"),
     STR ("log.level", log.level, "info", 0,
          "error, warning, notice, info or debug"),
     INT ("limits.hostlist_max_names", limits.hostlist_max_names, 1, 100000000,
@@ -155,7 +205,7 @@ void config_destroy(struct config *cfg)
     int saved_errno = errno;
     if (cfg) {
         for (size_t i = 0; i < NROWS; i++) {
-            if (rows[i].type == CFG_INT)
+            if (!CFG_IS_TEXT(rows[i].type))
                 continue;
             char *s = *str_field(cfg, &rows[i]);
             if (s && (rows[i].flags & CFG_SECRET))
@@ -182,7 +232,7 @@ struct config *config_defaults(vnib_error_t *errp)
     if (!(cfg->path = strdup("")))
         goto nomem;
     for (size_t i = 0; i < NROWS; i++) {
-        if (rows[i].type != CFG_INT) {
+        if (CFG_IS_TEXT(rows[i].type)) {
             if (!(*str_field(cfg, &rows[i]) = strdup(rows[i].def_str)))
                 goto nomem;
         } else
@@ -273,6 +323,15 @@ static int set_value(struct config *cfg,
     }
     if (row->type == CFG_STRINGS)
         return set_strings(cfg, row, val, where, errp);
+    if (row->type == CFG_BOOL) {
+        if (!json_is_boolean(val)) {
+            errno = EINVAL;
+            return errprintf(
+                errp, "%s: %s: expected true or false", where, row->key);
+        }
+        *int_field(cfg, row) = json_is_true(val) ? 1 : 0;
+        return 0;
+    }
     if (!json_is_integer(val)) {
         errno = EINVAL;
         return errprintf(errp, "%s: %s: expected an integer", where, row->key);
@@ -388,6 +447,63 @@ static int derive_vni(struct config *cfg,
     return 0;
 }
 
+/* [hwcoll]: when enabled, everything its auth mode needs must be set. */
+static int check_hwcoll(const struct config *cfg,
+                        const char *path,
+                        json_t *lines,
+                        vnib_error_t *errp)
+{
+    const char *auth = cfg->hwcoll.auth;
+    const char *missing = NULL;
+    char where[512];
+
+    if (strcmp(auth, "none") && strcmp(auth, "basic")
+        && strcmp(auth, "oauth")) {
+        errno = EINVAL;
+        snprintf(where,
+                 sizeof(where),
+                 "%s:%d",
+                 path,
+                 key_line(lines, "hwcoll.auth"));
+        return errprintf(errp,
+                         "%s: hwcoll.auth: '%s' is not none, basic or oauth",
+                         where,
+                         auth);
+    }
+    if (!cfg->hwcoll.enabled)
+        return 0;
+    if (strncmp(cfg->hwcoll.fm_url, "http://", 7)
+        && strncmp(cfg->hwcoll.fm_url, "https://", 8))
+        missing = "hwcoll.fm_url (an http:// or https:// URL)";
+    else if (!strcmp(auth, "basic") && !cfg->hwcoll.password_file[0])
+        missing = "hwcoll.password_file (auth is basic)";
+    else if (!strcmp(auth, "oauth") && !cfg->hwcoll.token_url[0])
+        missing = "hwcoll.token_url (auth is oauth)";
+    else if (!strcmp(auth, "oauth") && !cfg->hwcoll.client_id[0])
+        missing = "hwcoll.client_id (auth is oauth)";
+    else if (!strcmp(auth, "oauth") && !cfg->hwcoll.client_secret_file[0])
+        missing = "hwcoll.client_secret_file (auth is oauth)";
+    else if (!cfg->hwcoll.token_key_file[0])
+        missing = "hwcoll.token_key_file (session tokens are sealed at rest)";
+    else if (cfg->hwcoll.addrs_per_job == 0 && cfg->hwcoll.system_size == 0)
+        missing = "hwcoll.addrs_per_job, or hwcoll.system_size to compute it";
+    else if (!cfg->hwcoll.cert_file[0] != !cfg->hwcoll.key_file[0])
+        missing = "hwcoll.cert_file and hwcoll.key_file together";
+    if (missing) {
+        errno = EINVAL;
+        snprintf(where,
+                 sizeof(where),
+                 "%s:%d",
+                 path,
+                 key_line(lines, "hwcoll.enabled"));
+        return errprintf(errp,
+                         "%s: hwcoll.enabled is true but %s is not set",
+                         where,
+                         missing);
+    }
+    return 0;
+}
+
 /* Rules that involve more than one key, or a value's content. */
 static int check_semantics(struct config *cfg,
                            const char *path,
@@ -430,6 +546,8 @@ static int check_semantics(struct config *cfg,
     }
     if (derive_vni(cfg, WHERE("vni.pool"), WHERE2("vni.traffic_classes"), errp)
         < 0)
+        return -1;
+    if (check_hwcoll(cfg, path, lines, errp) < 0)
         return -1;
     if (cfg->server.max_connections < cfg->server.threads) {
         errno = EINVAL;
@@ -587,7 +705,9 @@ void config_print(const struct config *cfg, FILE *out)
             }
             fputs("]\n", out);
             free(copy);
-        } else if (row->type == CFG_INT)
+        } else if (row->type == CFG_BOOL)
+            fprintf(out, "%s\n", int_value(cfg, row) ? "true" : "false");
+        else if (row->type == CFG_INT)
             fprintf(out, "%ld\n", int_value(cfg, row));
         else if (row->flags & CFG_SECRET) {
             char *masked = config_mask_conninfo(str_value(cfg, row));

@@ -59,6 +59,35 @@ struct config {
     } vni;
 
     struct {
+        char *name; /* this cluster's name */
+    } cluster;
+
+    struct {
+        long enabled;             /* multicast reservations on */
+        char *fm_url;             /* Fabric Manager base URL */
+        char *auth;               /* none, basic, oauth */
+        char *user;               /* basic */
+        char *password_file;      /* basic */
+        char *token_url;          /* oauth */
+        char *client_id;          /* oauth */
+        char *client_secret_file; /* oauth */
+        char *ca_file;            /* "" = system store */
+        char *cert_file;          /* mTLS, "" = none */
+        char *key_file;           /* mTLS */
+        long tls_verify;          /* off only when set false */
+        char *job_prefix;         /* "" = cluster.name */
+        long min_nodes;           /* auto eligibility; 0 = on request */
+        long addrs_per_job;       /* 0 = computed */
+        long total_addrs;         /* M */
+        long system_size;         /* S */
+        long min_job_size;        /* s */
+        long jobs_per_node;       /* j */
+        long reserve_timeout_ms;  /* bound on a reserve's FM call */
+        long request_timeout_ms;  /* other FM calls */
+        char *token_key_file;     /* seals session tokens at rest */
+    } hwcoll;
+
+    struct {
         char *level; /* error, warning, notice, info, debug */
     } log;
 

@@ -26,6 +26,7 @@
 #include "server/cache.h"
 #include "server/config.h"
 #include "server/http.h"
+#include "server/hwcoll.h"
 #include "server/metrics.h"
 #include "server/routes.h"
 #include "server/sdnotify.h"
@@ -261,6 +262,11 @@ int main(int argc, char **argv)
                       "refused");
     if (check_schema(&b) < 0)
         goto done;
+    if (!(b.hwcoll = hwcoll_create(&b, &error))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
+        rc = errno == EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+        goto done;
+    }
     if (!(b.cache = cache_create(1024, cfg->server.node_cache_ms))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
         goto done;
@@ -301,6 +307,7 @@ done:
     http_destroy(b.http, cfg ? (int)cfg->server.shutdown_timeout_s : 0);
     metrics_destroy(b.metrics);
     cache_destroy(b.cache);
+    hwcoll_destroy(b.hwcoll);
     store_destroy(b.store);
     auth_destroy(b.auth);
     if (rc == 0 && !opt.migrate)

@@ -14,6 +14,7 @@
 #include "server/cache.h"
 #include "server/config.h"
 #include "server/http.h"
+#include "server/hwcoll.h"
 #include "server/params.h"
 #include "server/reservations.h"
 #include "server/store.h"
@@ -36,7 +37,7 @@ static int parse_reserve(struct request *req,
                          vnib_error_t *errp)
 {
     static const char *const allowed[] = {
-        "job_id", "uid", "user", "nodes", "vni_count", NULL};
+        "job_id", "uid", "user", "nodes", "vni_count", "hwcoll", NULL};
     json_t *v;
 
     if (params_known_fields(req, body, allowed, errp) < 0)
@@ -85,6 +86,17 @@ static int parse_reserve(struct request *req,
                                 "vni_count must be an integer in 0-4");
         a->vni_count = (int)json_integer_value(v);
     }
+    a->hwcoll_mode = "auto";
+    if ((v = json_object_get(body, "hwcoll"))) {
+        const char *m = json_string_value(v);
+        if (!m || (strcmp(m, "auto") && strcmp(m, "on") && strcmp(m, "off")))
+            return request_fail(req,
+                                EINVAL,
+                                "invalid_field",
+                                errp,
+                                "hwcoll must be \"auto\", \"on\" or \"off\"");
+        a->hwcoll_mode = m;
+    }
     return 0;
 }
 
@@ -125,6 +137,9 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
         a.vni_count == 0 ? "vni_count is 0: no VNI requested" : NULL;
     a.actor = req->who.name;
     a.pool = cfg->vni_pool;
+    char fm_job_id[300];
+    hwcoll_plan(
+        req->broker->hwcoll, a.hwcoll_mode, &a, fm_job_id, sizeof(fm_job_id));
     if (store_reserve(req->broker->store, &a, out, &created, errp) < 0) {
         if (errno == EEXIST)
             req->error_code = "reservation_conflict";
@@ -136,6 +151,13 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     }
     status = created ? 201 : 200;
     cache_forget(req->broker->cache, a.job_id);
+    /* The VNIs are committed; now the Fabric Manager, which may fail or
+     * be slow without failing the reservation.  Only schedulers and
+     * admins reserve, and they may see the session token.
+     */
+    if (created)
+        hwcoll_reserve(req->broker->hwcoll, req->who.name, out);
+    hwcoll_reveal(req->broker->hwcoll, *out, true);
 done:
     free(nodes);
     hostlist_destroy(hosts);
@@ -170,7 +192,9 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
                 req->error_code = "reservation_not_found";
             return -1;
         }
-        if (is_node)
+        /* Monitors never see secrets; nodes only get here as members. */
+        hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
+        if (is_node && member)
             cache_put(req->broker->cache, *out);
     }
     if (is_node && !member) {
@@ -238,6 +262,7 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
         return -1;
     }
     cache_forget(req->broker->cache, job_id);
+    hwcoll_kick(req->broker->hwcoll);
     return done ? 200 : 202;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/events.h"
+#include "server/fabric.h"
 #include "server/nodes.h"
 #include "server/ops.h"
 #include "server/pool.h"
@@ -43,6 +44,7 @@ const struct route routes[] = {
     { "GET", "/v1/pool", pool_get, ANY_READER, 0 },
     { "GET", "/v1/vnis/{vni}", pool_vni, ROLE_ADMIN, 0 },
     { "GET", "/v1/events", events_list, ROLE_ADMIN, 0 },
+    { "GET", "/v1/fabric-manager", fabric_get, ANY_READER, 0 },
 };
 /* clang-format on */
 

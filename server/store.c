@@ -50,6 +50,9 @@ enum stmt_id {
     STMT_EVENTS,
     STMT_SWEEP,
     STMT_PURGE,
+    STMT_HWCOLL_SET,
+    STMT_HWCOLL_WORK,
+    STMT_HWCOLL_COUNTS,
     STMT_COUNT
 };
 
@@ -92,14 +95,36 @@ enum {
     ROW_RELEASED_BY,
     ROW_FORCED,
     ROW_COUNTS,
-    ROW_NCOLS /* the first column a query adds after the row */
+    ROW_HWCOLL_MODE,
+    ROW_HWCOLL_STATE,
+    ROW_HWCOLL_REASON,
+    ROW_FM_JOB_ID,
+    ROW_ADDRS_PER_JOB,
+    ROW_SESSION_TOKEN, /* sealed, hex */
+    ROW_NCOLS          /* the first column a query adds after the row */
 };
 
 static const char sql_reserve[] =
     "SELECT * FROM vnib_reserve($1, $2::bigint, $3, $4, $5::integer, "
     "$6::integer, $7::smallint, $8, $9, $10::integer[], $11::integer[], "
     "$12::text[], $13::text[], $14::smallint[], $15::bigint[], "
-    "$16::bigint[])";
+    "$16::bigint[], $17, $18, $19, $20, $21::integer)";
+static const char sql_hwcoll_set[] =
+    "SELECT * FROM vnib_hwcoll_set($1::bigint, $2, $3, "
+    "decode($4, 'hex'), $5)";
+/* Fabric Manager work: releases to make, and reserves that timed out,
+ * which the Fabric Manager may have completed late.
+ */
+static const char sql_hwcoll_work[] =
+    "SELECT id, fm_job_id, hwcoll_state, state = 'active' FROM reservations "
+    "WHERE (hwcoll_state = 'releasing' OR (hwcoll_state = 'unavailable' "
+    "AND hwcoll_reason LIKE 'timed out%') OR (hwcoll_state = 'pending' "
+    "AND created_at < now() - interval '1 minute')) "
+    "ORDER BY id LIMIT $1::integer";
+static const char sql_hwcoll_counts[] =
+    "SELECT hwcoll_state, count(*) FROM reservations "
+    "WHERE state <> 'released' OR hwcoll_state IN ('releasing', 'pending') "
+    "GROUP BY hwcoll_state";
 /* The newest reservation of a job; counts only when $6, and whether node
  * $2-$5 is in it (ROW_NCOLS).  Membership is a LATERAL probe of the job's
  * own ranges: written as EXISTS, the planner may hash the whole ranges
@@ -190,7 +215,7 @@ static const struct {
     [STMT_SCHEMA_RECORD] = {"schema_record", sql_schema_record, 2},
     [STMT_MIGRATE_LOCK] = {"migrate_lock", sql_migrate_lock, 0},
     [STMT_SET_TIMEOUT] = {"set_timeout", sql_set_timeout, 1},
-    [STMT_RESERVE] = {"reserve", sql_reserve, 16},
+    [STMT_RESERVE] = {"reserve", sql_reserve, 21},
     [STMT_RES_GET] = {"res_get", sql_res_get, 6},
     [STMT_RES_LIST] = {"res_list", sql_res_list, 8},
     [STMT_RELEASE] = {"release", sql_release, 3},
@@ -203,6 +228,9 @@ static const struct {
     [STMT_EVENTS] = {"events", sql_events, 3},
     [STMT_SWEEP] = {"sweep", sql_sweep, 1},
     [STMT_PURGE] = {"purge", sql_purge, 2},
+    [STMT_HWCOLL_SET] = {"hwcoll_set", sql_hwcoll_set, 5},
+    [STMT_HWCOLL_WORK] = {"hwcoll_work", sql_hwcoll_work, 1},
+    [STMT_HWCOLL_COUNTS] = {"hwcoll_counts", sql_hwcoll_counts, 0},
 };
 
 _Static_assert(STMT_COUNT <= 64, "prepared-statement bitmask is 64 bits");
@@ -915,10 +943,83 @@ static json_t *tclass_names(unsigned mask)
     return a;
 }
 
+/* The "hwcoll" and "environment" objects of a reservation.  The session
+ * token is never part of them here: only callers allowed to see it add it
+ * (from STORE_SEALED_TOKEN).
+ */
+static int row_hwcoll(const struct config *cfg,
+                      const PGresult *r,
+                      int row,
+                      json_t *o,
+                      const char *vnis,
+                      const char *tcs)
+{
+    const char *state = col(r, row, ROW_HWCOLL_STATE);
+    const char *reason = col(r, row, ROW_HWCOLL_REASON);
+    const char *fm_job_id = col(r, row, ROW_FM_JOB_ID);
+    const char *addrs = col(r, row, ROW_ADDRS_PER_JOB);
+    char url[1024] = "";
+    json_t *h, *env;
+
+    if (cfg->hwcoll.fm_url[0])
+        snprintf(url,
+                 sizeof(url),
+                 "%s/fabric/collectives/multicasts",
+                 cfg->hwcoll.fm_url);
+    if (!(h = json_pack("{s:s, s:s, s:I}",
+                        "state",
+                        state ? state : "disabled",
+                        "mode",
+                        col(r, row, ROW_HWCOLL_MODE),
+                        "min_nodes",
+                        (json_int_t)cfg->hwcoll.min_nodes)))
+        return -1;
+    if ((reason && json_object_set_new(h, "reason", json_string(reason)) < 0)
+        || (fm_job_id
+            && json_object_set_new(h, "fm_job_id", json_string(fm_job_id)) < 0)
+        || (addrs
+            && json_object_set_new(
+                   h, "addrs_per_job", json_integer(strtol(addrs, NULL, 10)))
+                   < 0)
+        || (url[0]
+            && json_object_set_new(h, "fabric_manager_url", json_string(url))
+                   < 0)
+        || json_object_set_new(o, "hwcoll", h) < 0)
+        return -1;
+    if (!(env = json_pack("{s:s, s:s}",
+                          "SLINGSHOT_VNIS",
+                          vnis ? vnis : "",
+                          "SLINGSHOT_TCS",
+                          tcs)))
+        return -1;
+    if (state && !strcmp(state, "reserved") && fm_job_id && addrs) {
+        char n[24];
+        snprintf(n, sizeof(n), "%ld", cfg->hwcoll.min_nodes);
+        if (json_object_set_new(
+                env, "FI_CXI_COLL_JOB_ID", json_string(fm_job_id))
+                < 0
+            || json_object_set_new(
+                   env, "FI_CXI_COLL_FABRIC_MGR_URL", json_string(url))
+                   < 0
+            || json_object_set_new(
+                   env, "FI_CXI_HWCOLL_ADDRS_PER_JOB", json_string(addrs))
+                   < 0
+            || json_object_set_new(
+                   env, "FI_CXI_HWCOLL_MIN_NODES", json_string(n))
+                   < 0) {
+            json_decref(env);
+            return -1;
+        }
+    }
+    return json_object_set_new(o, "environment", env);
+}
+
 /* Build the reservation in the vnib_row at `row` (see ROW_*).  The cleanup
  * counts are included when the row carries them.
  */
-static json_t *row_reservation(const PGresult *r, int row)
+static json_t *row_reservation(const struct config *cfg,
+                               const PGresult *r,
+                               int row)
 {
     json_t *o = json_object();
     json_t *vnis = json_array();
@@ -976,6 +1077,8 @@ static json_t *row_reservation(const PGresult *r, int row)
                o, "empty_reason", str_or_null(col(r, row, ROW_EMPTY_REASON)))
                < 0)
         goto nomem;
+    if (row_hwcoll(cfg, r, row, o, v = col(r, row, ROW_VNIS), tcs) < 0)
+        goto nomem;
     if ((v = col(r, row, ROW_COUNTS))) {
         long long creating, created, destroyed, failed;
         if (sscanf(v,
@@ -1012,9 +1115,12 @@ nomem:
 }
 
 /* The reservation of a one-row result, or -1 with errp. */
-static int result_reservation(PGresult *r, json_t **resp, vnib_error_t *errp)
+static int result_reservation(struct store *s,
+                              PGresult *r,
+                              json_t **resp,
+                              vnib_error_t *errp)
 {
-    if (!(*resp = row_reservation(r, 0))) {
+    if (!(*resp = row_reservation(s->cfg, r, 0))) {
         errno = EIO;
         return errprintf(errp, "database error: no reservation in the reply");
     }
@@ -1036,6 +1142,19 @@ static PGresult *run_one(struct store *s,
         return NULL;
     }
     return r;
+}
+
+/* Add the sealed session token of the row, for the callers that may reveal
+ * it (see STORE_SEALED_TOKEN).
+ */
+static int add_sealed(PGresult *r, json_t *res, vnib_error_t *errp)
+{
+    const char *sealed = col(r, 0, ROW_SESSION_TOKEN);
+    if (sealed
+        && json_object_set_new(res, STORE_SEALED_TOKEN, json_string(sealed))
+               < 0)
+        return errprintf(errp, "out of memory");
+    return 0;
 }
 
 /* ---- reservations ----------------------------------------------------------
@@ -1170,7 +1289,9 @@ int store_reserve(struct store *s,
     snprintf(count, sizeof(count), "%zu", a->node_count);
     snprintf(vcount, sizeof(vcount), "%d", a->vni_count);
     snprintf(tcs, sizeof(tcs), "%u", a->tcs_mask);
-    const char *params[16] = {
+    char addrs[16];
+    snprintf(addrs, sizeof(addrs), "%d", a->addrs_per_job);
+    const char *params[21] = {
         a->job_id,
         uid,
         a->user,
@@ -1187,6 +1308,11 @@ int store_reserve(struct store *s,
         g.width.data,
         g.lo.data,
         g.hi.data,
+        a->hwcoll_mode,
+        a->hwcoll_state,
+        a->hwcoll_reason,
+        a->fm_job_id,
+        a->addrs_per_job > 0 ? addrs : NULL,
     };
     if (!(r = run_one(s, STMT_RESERVE, params, "no answer", errp)))
         goto done;
@@ -1195,12 +1321,14 @@ int store_reserve(struct store *s,
         errno = EEXIST;
         errprintf(errp,
                   "job %s already has an active reservation with different "
-                  "parameters (uid, user, nodes or vni_count)",
+                  "parameters (uid, user, nodes, vni_count or hwcoll)",
                   a->job_id);
         goto done;
     }
     *createdp = !strcmp(outcome, "created");
-    rc = result_reservation(r, resp, errp);
+    rc = result_reservation(s, r, resp, errp);
+    if (rc == 0)
+        rc = add_sealed(r, *resp, errp);
 done:
     PQclear(r);
     ranges_free(&g);
@@ -1254,7 +1382,12 @@ int store_get(struct store *s,
         return errprintf(errp, "no reservation for job %s", job_id);
     }
     *memberp = *col(r, 0, ROW_NCOLS) == 't';
-    int rc = result_reservation(r, resp, errp);
+    int rc = result_reservation(s, r, resp, errp);
+    const char *sealed = col(r, 0, ROW_SESSION_TOKEN);
+    if (rc == 0 && sealed
+        && json_object_set_new(*resp, STORE_SEALED_TOKEN, json_string(sealed))
+               < 0)
+        rc = errprintf(errp, "out of memory");
     PQclear(r);
     return rc;
 }
@@ -1290,7 +1423,7 @@ int store_list(struct store *s,
     if (!(list = json_array()))
         goto nomem;
     for (int i = 0; i < n; i++) {
-        json_t *o = row_reservation(r, i);
+        json_t *o = row_reservation(s->cfg, r, i);
         if (!o || json_array_append_new(list, o) < 0)
             goto nomem;
     }
@@ -1328,7 +1461,7 @@ int store_release(struct store *s,
     }
     *donep =
         !strcmp(outcome, "released") || !strcmp(outcome, "already_released");
-    int rc = result_reservation(r, resp, errp);
+    int rc = result_reservation(s, r, resp, errp);
     PQclear(r);
     return rc;
 }
@@ -1398,7 +1531,7 @@ int store_report(struct store *s,
                   a->job_id,
                   a->cxi);
     } else
-        rc = result_reservation(r, resp, errp);
+        rc = result_reservation(s, r, resp, errp);
     PQclear(r);
     return rc;
 }
@@ -1422,7 +1555,7 @@ int store_node(struct store *s,
     if (!(list = json_array()))
         goto nomem;
     for (int i = 0; i < PQntuples(r); i++) {
-        json_t *res = row_reservation(r, i);
+        json_t *res = row_reservation(s->cfg, r, i);
         const char *cxi = col(r, i, ROW_NCOLS);
         json_t *services = json_loads(col(r, i, ROW_NCOLS + 1), 0, NULL);
         /* Anything but a confirmed destroy may leave a service behind. */
@@ -1545,7 +1678,7 @@ int store_vni(struct store *s,
     const char *state = "free";
     const char *last_released = NULL;
     if (PQntuples(r) == 1) {
-        if (!(res = row_reservation(r, 0))) {
+        if (!(res = row_reservation(s->cfg, r, 0))) {
             PQclear(r);
             return errprintf(errp, "out of memory");
         }
@@ -1654,5 +1787,82 @@ int store_purge(
         return -1;
     *purgedp = (int)col_ll(r, 0, 0);
     PQclear(r);
+    return 0;
+}
+
+int store_hwcoll_set(struct store *s,
+                     long long id,
+                     const char *state,
+                     const char *reason,
+                     const char *sealed_hex,
+                     const char *actor,
+                     json_t **resp,
+                     char *outcome,
+                     size_t outcome_size,
+                     vnib_error_t *errp)
+{
+    char idbuf[24];
+    snprintf(idbuf, sizeof(idbuf), "%lld", id);
+    const char *params[5] = {idbuf, state, reason, sealed_hex, actor};
+    PGresult *r = run_one(s, STMT_HWCOLL_SET, params, "no answer", errp);
+    int rc = 0;
+    if (!r)
+        return -1;
+    snprintf(outcome, outcome_size, "%s", col(r, 0, ROW_OUTCOME));
+    if (resp)
+        rc = result_reservation(s, r, resp, errp);
+    PQclear(r);
+    return rc;
+}
+
+int store_hwcoll_work(struct store *s,
+                      int limit,
+                      json_t **workp,
+                      vnib_error_t *errp)
+{
+    char l[16];
+    json_t *list = json_array();
+    snprintf(l, sizeof(l), "%d", limit);
+    const char *params[1] = {l};
+    PGresult *r = list ? run(s, STMT_HWCOLL_WORK, params, errp) : NULL;
+    if (!r) {
+        json_decref(list);
+        return -1;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *w = json_pack("{s:I, s:s?, s:s, s:b}",
+                              "id",
+                              (json_int_t)col_ll(r, i, 0),
+                              "fm_job_id",
+                              col(r, i, 1),
+                              "hwcoll_state",
+                              col(r, i, 2),
+                              "active",
+                              *col(r, i, 3) == 't');
+        if (!w || json_array_append_new(list, w) < 0) {
+            PQclear(r);
+            json_decref(list);
+            errno = ENOMEM;
+            return errprintf(errp, "out of memory");
+        }
+    }
+    PQclear(r);
+    *workp = list;
+    return 0;
+}
+
+int store_hwcoll_counts(struct store *s, json_t **countsp, vnib_error_t *errp)
+{
+    PGresult *r = run(s, STMT_HWCOLL_COUNTS, NULL, errp);
+    json_t *o = json_object();
+    if (!r || !o) {
+        PQclear(r);
+        json_decref(o);
+        return -1;
+    }
+    for (int i = 0; i < PQntuples(r); i++)
+        json_object_set_new(o, col(r, i, 0), json_integer(col_ll(r, i, 1)));
+    PQclear(r);
+    *countsp = o;
     return 0;
 }

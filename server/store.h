@@ -101,12 +101,18 @@ struct store_reserve {
     const char *empty_reason;     /* when vni_count is 0, else NULL */
     const char *actor;            /* token name, for the audit trail */
     const struct idset *pool;     /* vni.pool */
+    const char *hwcoll_mode;      /* auto, on, off (as requested) */
+    const char *hwcoll_state;     /* disabled, not_eligible or pending */
+    const char *hwcoll_reason;    /* why not, or NULL */
+    const char *fm_job_id;        /* when pending */
+    int addrs_per_job;            /* when pending */
 };
 
 /* Reserve, or find the job's identical active reservation (*createdp
- * false).  Fails with EEXIST when the job has an active reservation with
- * other parameters, ENOSPC when the pool has too few free VNIs (errp says
- * how many were asked for and how many are free).
+ * false); the reply carries STORE_SEALED_TOKEN like store_get's.  Fails with
+ * EEXIST when the job has an active reservation with other parameters, ENOSPC
+ * when the pool has too few free VNIs (errp says how many were asked for and
+ * how many are free).
  */
 int store_reserve(struct store *s,
                   const struct store_reserve *a,
@@ -116,7 +122,9 @@ int store_reserve(struct store *s,
 
 /* The newest reservation of a job (ENOENT if none).  With node non-NULL,
  * *memberp says whether that node is in the job's node list; counts adds
- * the per-node cleanup counts (costly for very large jobs).
+ * the per-node cleanup counts (costly for very large jobs).  The sealed
+ * session token, when there is one, is in the internal key
+ * STORE_SEALED_TOKEN (hex), which callers must remove before replying.
  */
 int store_get(struct store *s,
               const char *job_id,
@@ -125,6 +133,37 @@ int store_get(struct store *s,
               json_t **resp,
               bool *memberp,
               vnib_error_t *errp);
+
+#define STORE_SEALED_TOKEN "_sealed_token"
+
+/* Record the Fabric Manager's answer (see vnib_hwcoll_set in schema/0002):
+ * state reserved (sealed_hex: the sealed token), unavailable, released or
+ * lost.  *outcomep: "ok", "not_active" (the job ended: delete the FM job)
+ * or "unchanged".  resp (may be NULL) receives the reservation.
+ */
+int store_hwcoll_set(struct store *s,
+                     long long id,
+                     const char *state,
+                     const char *reason,
+                     const char *sealed_hex,
+                     const char *actor,
+                     json_t **resp,
+                     char *outcome,
+                     size_t outcome_size,
+                     vnib_error_t *errp);
+
+/* Up to `limit` reservations with Fabric Manager work, oldest first, each
+ * {"id", "fm_job_id", "hwcoll_state", "active"}.  Several brokers may pick
+ * the same item: deleting an FM job is idempotent and vnib_hwcoll_set only
+ * moves forward, so doing it twice is harmless.
+ */
+int store_hwcoll_work(struct store *s,
+                      int limit,
+                      json_t **workp,
+                      vnib_error_t *errp);
+
+/* Live reservations by hwcoll state: {"reserved": N, ...}. */
+int store_hwcoll_counts(struct store *s, json_t **countsp, vnib_error_t *errp);
 
 /* A page of reservations, oldest first: {"reservations": [...], "next"}. */
 struct store_list {

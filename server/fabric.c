@@ -1,0 +1,15 @@
+/* /v1/fabric-manager: how the broker's Fabric Manager connection fares.
+ *
+ * Monitors may read it: it names the Fabric Manager and its auth mode but
+ * never a credential or a session token.
+ */
+#include "server/fabric.h"
+#include "server/http.h"
+#include "server/hwcoll.h"
+
+int fabric_get(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    if (hwcoll_status(req->broker->hwcoll, out, errp) < 0)
+        return -1;
+    return 200;
+}

@@ -1,0 +1,71 @@
+/* Hardware collectives: Fabric Manager multicast reservations per job.
+ *
+ * For each eligible job the broker asks the Fabric Manager (FM) for a
+ * multicast reservation and keeps the session token it answers, sealed,
+ * in the database.  The FM is never allowed to fail a job: if it is down,
+ * slow past hwcoll.reserve_timeout_ms, or refuses, the VNI reservation
+ * stands and the job's hwcoll state says "unavailable" and why.
+ *
+ * The work that must not be lost lives in the database, not here: a
+ * released job's FM reservation is marked "releasing" in the same
+ * transaction as the release, and a background worker deletes it in the
+ * FM and records "released".  The same worker checks each reserve that
+ * timed out, because the FM may still have completed it: the late
+ * reservation is adopted while the job is active and deleted otherwise,
+ * so no orphan is left behind.
+ */
+#ifndef VNIB_SERVER_HWCOLL_H
+#define VNIB_SERVER_HWCOLL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "vnib/error.h"
+
+struct broker;
+struct store_reserve;
+struct hwcoll;
+
+/* Create the FM client (when hwcoll.enabled) and start the worker.  The
+ * FM is not contacted: the broker starts and serves VNIs while the FM is
+ * unreachable.
+ */
+struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
+    __attribute__((warn_unused_result));
+
+/* Stop the worker and free (NULL accepted). */
+void hwcoll_destroy(struct hwcoll *h);
+
+/* Decide what a new reservation gets, from the request's mode ("auto",
+ * "on", "off") and its node count: fills a's hwcoll fields (state
+ * disabled, not_eligible or pending, the reason, the FM job id and
+ * addresses).  fm_job_id is storage for the id, at least 300 bytes.
+ */
+void hwcoll_plan(struct hwcoll *h,
+                 const char *mode,
+                 struct store_reserve *a,
+                 char *fm_job_id,
+                 size_t size);
+
+/* After a reservation with hwcoll state "pending" was committed: reserve
+ * in the FM (bounded by hwcoll.reserve_timeout_ms), record the outcome,
+ * and replace *resp with the reservation as recorded, session token
+ * included.  Never fails the request.
+ */
+void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp);
+
+/* Prepare a reservation for a reply: remove the sealed token, and when
+ * the caller may see it (scheduler, admin, a node of the job) add the
+ * opened session token to "hwcoll" and "environment".
+ */
+void hwcoll_reveal(struct hwcoll *h, json_t *res, bool allowed);
+
+/* Wake the worker (a release was recorded). */
+void hwcoll_kick(struct hwcoll *h);
+
+/* GET /v1/fabric-manager: configuration, connection state, counts. */
+int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp);
+
+#endif /* !VNIB_SERVER_HWCOLL_H */

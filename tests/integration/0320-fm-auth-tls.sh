@@ -1,0 +1,127 @@
+#!/bin/bash
+# The Fabric Manager client against fmsim, through the broker: Basic and
+# OAuth (token expiry and refresh), a wrong password, 403, 5xx, and TLS
+# with a test CA (verification failures are errors; the explicit off
+# switch works and is logged).  Every failure leaves the VNIs reserved.
+. "$(dirname "$0")/lib.sh"
+
+pg_start || exit 1
+FMSIM=$BUILD/fmsim
+umask 077
+printf 'fm-password-%s\n' "$(openssl rand -hex 6)" >"$T/fm.pass"
+printf 'wrong\n' >"$T/wrong.pass"
+printf 'oauth-secret-%s' "$(openssl rand -hex 6)" >"$T/fm.secret"
+openssl rand 32 >"$T/token.key"
+umask 022
+
+# A CA and a certificate for 127.0.0.1, and one for another name.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fm test CA" \
+    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
+for who in good:IP:127.0.0.1 wrongname:DNS:fm.example; do
+    name=${who%%:*}
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" -keyout "$T/$name.key" \
+        -out "$T/$name.csr" >/dev/null 2>&1
+    printf 'subjectAltName=%s\n' "${who#*:}" >"$T/$name.ext"
+    openssl x509 -req -in "$T/$name.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
+        -CAcreateserial -days 2 -extfile "$T/$name.ext" -out "$T/$name.pem" >/dev/null 2>&1
+    chmod 600 "$T/$name.key"
+done
+
+# start_fmsim NAME ARGS...: sets FM_URL and FM_ADMIN.
+start_fmsim () {
+    name=$1
+    shift
+    "$FMSIM" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 "$@" \
+        >"$T/$name.out" 2>"$T/$name.log" &
+    track $!
+    FMSIM_PID=$!
+    wait_for 10 grep -q 'fmsim listening on' "$T/$name.out" || return 1
+    FM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/$name.out")
+    FM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/$name.out")
+}
+
+# start_broker EXTRA-HWCOLL-TOML: a broker for $FM_URL.
+start_broker () {
+    broker_config "$T/b.toml" "
+[hwcoll]
+enabled = true
+fm_url = \"$FM_URL\"
+addrs_per_job = 8
+reserve_timeout_ms = 3000
+token_key_file = \"$T/token.key\"
+$1"
+    broker_migrate "$T/b.toml" && broker_start "$T/b.toml"
+}
+
+hw_state () { # reserve a new on-request job; echo "state|reason"
+    job=j$(date +%s%N)
+    TOKEN=$SCHED_TOKEN http POST /v1/reservations \
+        -d "{\"job_id\":\"$job\",\"uid\":1,\"user\":\"u\",\"nodes\":\"n1\",\"hwcoll\":\"on\"}"
+    [ "$HTTP_STATUS" = 201 ] || echo "status $HTTP_STATUS"
+    jq -r '[.hwcoll.state, (.hwcoll.reason // "")] | join("|")' "$T/http.body"
+}
+
+# ---- Basic ------------------------------------------------------------------------
+start_fmsim basic --auth basic --user cxi --password-file "$T/fm.pass" || { not_ok "fmsim starts"; finish; }
+start_broker "auth = \"basic\"
+password_file = \"$T/fm.pass\"" || { not_ok "broker starts"; finish; }
+expect_eq "Basic auth reserves" "$(hw_state)" "reserved|"
+broker_stop
+start_broker "auth = \"basic\"
+password_file = \"$T/wrong.pass\""
+expect_match "a wrong password: the VNIs are reserved, hwcoll unavailable and says 401" \
+    "$(hw_state)" '^unavailable\|Fabric Manager refused: .*401'
+expect_no_match "the password is not in the log" "$(cat "$BROKER_LOG")" "$(head -n 1 "$T/fm.pass")"
+broker_stop
+chmod 644 "$T/wrong.pass"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
+expect_eq "a password file readable by others stops the start" "$?" 1
+expect_match "... naming it" "$out" 'wrong.pass: mode 0644 is unsafe'
+chmod 600 "$T/wrong.pass"
+kill -TERM "$FMSIM_PID"
+
+# ---- OAuth -------------------------------------------------------------------------
+start_fmsim oauth --auth oauth --client-id vnib --client-secret-file "$T/fm.secret" --token-ttl 300 \
+    || { not_ok "fmsim (oauth) starts"; finish; }
+start_broker "auth = \"oauth\"
+token_url = \"$FM_URL/oauth/token\"
+client_id = \"vnib\"
+client_secret_file = \"$T/fm.secret\"" || { not_ok "broker starts"; finish; }
+expect_eq "OAuth client credentials reserve" "$(hw_state)" "reserved|"
+curl -s -o /dev/null -X POST -d '{"expire_tokens":true}' "$FM_ADMIN/fmsim/faults"
+expect_eq "after the FM expired every token, the client refreshes and goes on" "$(hw_state)" "reserved|"
+curl -s -o /dev/null -X POST -d '{"forbid":true}' "$FM_ADMIN/fmsim/faults"
+expect_match "403: unavailable, and says so" "$(hw_state)" '^unavailable\|.*403'
+curl -s -o /dev/null -X POST -d '{"forbid":false,"error_rate":1.0}' "$FM_ADMIN/fmsim/faults"
+expect_match "5xx: unavailable, with the FM's detail" "$(hw_state)" '^unavailable\|Fabric Manager refused: .*50[03]'
+curl -s -o /dev/null -X POST -d '{"error_rate":0,"outage":"drop"}' "$FM_ADMIN/fmsim/faults"
+expect_match "a dropped connection: unavailable" "$(hw_state)" '^unavailable\|'
+curl -s -o /dev/null -X POST -d '{"outage":"none"}' "$FM_ADMIN/fmsim/faults"
+expect_eq "and back when the FM recovers" "$(hw_state)" "reserved|"
+expect_no_match "the client secret is not in the log" "$(cat "$BROKER_LOG")" "$(cat "$T/fm.secret")"
+broker_stop
+kill -TERM "$FMSIM_PID"
+
+# ---- TLS ---------------------------------------------------------------------------
+start_fmsim tls --tls-cert "$T/good.pem" --tls-key "$T/good.key" || { not_ok "fmsim (TLS) starts"; finish; }
+expect_match "fmsim speaks https" "$FM_URL" '^https://'
+start_broker "auth = \"none\"
+ca_file = \"$T/ca.pem\"" || { not_ok "broker starts"; finish; }
+expect_eq "TLS verified against the test CA reserves" "$(hw_state)" "reserved|"
+broker_stop
+start_broker "auth = \"none\""
+expect_match "without the CA, verification fails: unavailable, naming the certificate" \
+    "$(hw_state)" '^unavailable\|.*(certificate|SSL|TLS)'
+broker_stop
+start_broker "auth = \"none\"
+tls_verify = false"
+expect_eq "tls_verify = false reserves" "$(hw_state)" "reserved|"
+expect_match "... and the broker warns at start" "$(cat "$BROKER_LOG")" 'TLS verification of the Fabric Manager is OFF'
+broker_stop
+kill -TERM "$FMSIM_PID"
+start_fmsim wrongname --tls-cert "$T/wrongname.pem" --tls-key "$T/wrongname.key" || { not_ok "fmsim starts"; finish; }
+start_broker "auth = \"none\"
+ca_file = \"$T/ca.pem\""
+expect_match "a certificate for another host name is refused" "$(hw_state)" '^unavailable\|'
+broker_stop
+finish
