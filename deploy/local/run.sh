@@ -2,11 +2,12 @@
 # `make run`: vnibroker on an embedded default, for trying it out.
 #
 # Starts a private PostgreSQL cluster under .run/ (created with initdb on
-# first use; Unix socket only, no TCP), applies the migrations, writes a
-# development configuration, and runs vnibrokerd in the foreground on
-# 127.0.0.1:8080 (VNIB_PORT overrides).  Ctrl-C stops the broker and the
-# database it started; the data stays in .run/ for next time
-# (`rm -rf .run` starts afresh).
+# first use; Unix socket only, no TCP), applies the migrations, starts
+# fmsim (the Fabric Manager simulator) on 127.0.0.1:8090 with its admin
+# API on 8091, writes a development configuration, and runs vnibrokerd in
+# the foreground on 127.0.0.1:8080 (VNIB_PORT and VNIB_FMSIM_PORT
+# override).  Ctrl-C stops the broker, fmsim and the database it started;
+# the data stays in .run/ for next time (`rm -rf .run` starts afresh).
 #
 # PostgreSQL refuses to run as root, so as root the cluster runs as the
 # `postgres` user; otherwise as you.
@@ -16,6 +17,7 @@ BUILD=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
 PORT=${VNIB_PORT:-8080}
+FMSIM_PORT=${VNIB_FMSIM_PORT:-8090}
 RUN=$TOP/.run
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -n "$PG_BIN" ] || { echo "run: PostgreSQL server not found; run 'make deps'" >&2; exit 1; }
@@ -66,15 +68,20 @@ if ! as_pg "$PG_BIN/pg_ctl" -D "$PGDIR" status >/dev/null 2>&1; then
 fi
 
 broker_pid=""
+fmsim_pid=""
 stop_all () {
     trap - INT TERM EXIT
+    if [ -n "$fmsim_pid" ]; then
+        kill -TERM "$fmsim_pid" 2>/dev/null || true
+        wait "$fmsim_pid" 2>/dev/null || true
+    fi
     if [ -n "$broker_pid" ]; then
         kill -TERM "$broker_pid" 2>/dev/null || true
         wait "$broker_pid" 2>/dev/null || true
     fi
     if [ "$started_pg" -eq 1 ]; then
         as_pg "$PG_BIN/pg_ctl" -D "$PGDIR" -m fast -w stop >/dev/null 2>&1 || true
-        echo "run: stopped vnibrokerd and PostgreSQL"
+        echo "run: stopped vnibrokerd, fmsim and PostgreSQL"
     fi
 }
 trap stop_all EXIT
@@ -99,8 +106,26 @@ if [ ! -f "$RUN/tokens" ]; then
     rm -f "$RUN/new"
 fi
 [ -f "$RUN/node.key" ] || "$CTL" token key --out "$RUN/node.key" >/dev/null
+[ -f "$RUN/fm-token.key" ] || "$CTL" token key --out "$RUN/fm-token.key" >/dev/null
+[ -f "$RUN/fm.password" ] || openssl rand -hex 16 >"$RUN/fm.password"
 "$CTL" token node node1 --key-file "$RUN/node.key" >"$RUN/node1.token"
 umask 022
+
+# The Fabric Manager simulator, with Basic auth and its jobs kept in .run/.
+"$BUILD/fmsim" --listen "127.0.0.1:$FMSIM_PORT" \
+    --admin-listen "127.0.0.1:$((FMSIM_PORT + 1))" --auth basic \
+    --password-file "$RUN/fm.password" --state "$RUN/fmsim-state.json" \
+    >"$RUN/log/fmsim.out" 2>"$RUN/log/fmsim.log" &
+fmsim_pid=$!
+i=0
+while ! grep -q 'fmsim listening' "$RUN/log/fmsim.out" 2>/dev/null; do
+    i=$((i + 1))
+    if [ "$i" -gt 100 ] || ! kill -0 "$fmsim_pid" 2>/dev/null; then
+        echo "run: fmsim did not start; see $RUN/log/fmsim.log" >&2
+        exit 1
+    fi
+    sleep 0.1
+done
 
 CONF=$RUN/vnibroker.toml
 cat >"$CONF" <<EOT
@@ -115,6 +140,18 @@ conninfo = "host=$SOCK dbname=vnibroker user=vnib"
 [auth]
 tokens_file = "$RUN/tokens"
 node_key_file = "$RUN/node.key"
+
+[cluster]
+name = "dev"
+
+[hwcoll]
+enabled = true
+fm_url = "http://127.0.0.1:$FMSIM_PORT"
+auth = "basic"
+password_file = "$RUN/fm.password"
+min_nodes = 2
+addrs_per_job = 8
+token_key_file = "$RUN/fm-token.key"
 
 [log]
 level = "info"
@@ -139,6 +176,10 @@ vnibroker is starting on http://127.0.0.1:$PORT (Ctrl-C stops it and its databas
   # the same with vnibctl:
   VNIB_URL=http://127.0.0.1:$PORT $CTL --token-file $RUN/admin.token pool
   VNIB_URL=http://127.0.0.1:$PORT $CTL --token-file $RUN/scheduler.token release 42
+
+  # the Fabric Manager connection, and fmsim's view of it:
+  curl -s -H "Authorization: Bearer \$(cat $RUN/monitor.token)" http://127.0.0.1:$PORT/v1/fabric-manager
+  curl -s http://127.0.0.1:$((FMSIM_PORT + 1))/fmsim/state
 
   tokens:        $RUN/{admin,scheduler,monitor,node1}.token (development only)
 

@@ -61,6 +61,13 @@ hw_state () { # reserve a new on-request job; echo "state|reason"
     jq -r '[.hwcoll.state, (.hwcoll.reason // "")] | join("|")' "$T/http.body"
 }
 
+# ---- FM down at start ----------------------------------------------------------------
+FM_URL=http://127.0.0.1:1
+start_broker "auth = \"none\"" || { not_ok "the broker starts while the FM is unreachable"; finish; }
+ok "the broker starts while the FM is unreachable"
+expect_match "VNIs are reserved; hwcoll unavailable, unreachable" "$(hw_state)" '^unavailable\|Fabric Manager unreachable'
+broker_stop
+
 # ---- Basic ------------------------------------------------------------------------
 start_fmsim basic --auth basic --user cxi --password-file "$T/fm.pass" || { not_ok "fmsim starts"; finish; }
 start_broker "auth = \"basic\"
