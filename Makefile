@@ -191,7 +191,6 @@ run: deps all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin
 	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(PREFIX)/sbin/vnibrokerd
-	install -m 0755 $(BUILD)/fmsim $(DESTDIR)$(PREFIX)/sbin/fmsim
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/vnibctl $(DESTDIR)$(PREFIX)/bin/vnibctl
 	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker

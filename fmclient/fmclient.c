@@ -38,7 +38,7 @@
 #include "vnib/secfile.h"
 
 enum {
-    POOL_SIZE = 4,                /* concurrent requests per client */
+    POOL_SIZE = 32,               /* concurrent requests per client */
     DEFAULT_CONNECT_MS = 2000,    /* connect timeout when 0 is given */
     DEFAULT_TIMEOUT_MS = 10000,   /* total per call when 0 is given */
     DETAIL_MAX = 96,              /* server text quoted in a message */

@@ -26,7 +26,7 @@
 enum cfg_type {
     CFG_STRING,
     CFG_INT,
-    CFG_STRINGS, /* a TOML array of strings, kept comma-joined */
+    CFG_STRINGS, /* a TOML array of strings, joined by CONFIG_LIST_SEP */
     CFG_BOOL,    /* kept as a long, 0 or 1 */
 };
 
@@ -101,7 +101,7 @@ static const struct cfg_row rows[] = {
          "VNIs handed out, as ranges; never 1 or 10 (the default CXI service)"),
     INT ("vni.per_job_default", vni.per_job_default, 0, 4, 1,
          "VNIs per job when a request does not say (0-4)"),
-    STRS ("vni.traffic_classes", vni.traffic_classes, "LOW_LATENCY,BEST_EFFORT",
+    STRS ("vni.traffic_classes", vni.traffic_classes, "LOW_LATENCY" CONFIG_LIST_SEP "BEST_EFFORT",
           "traffic classes jobs may use: DEDICATED_ACCESS, LOW_LATENCY, BULK_DATA, BEST_EFFORT"),
     INT ("vni.retain_days", vni.retain_days, 0, 36500, 90,
          "released reservations and audit events are kept this long (0: for ever)"),
@@ -151,6 +151,16 @@ static const struct cfg_row rows[] = {
          "timeout of other Fabric Manager calls (releases, lists)"),
     STR ("hwcoll.token_key_file", hwcoll.token_key_file, "", 0,
          "32-byte key sealing session tokens in the database (AES-256-GCM; mode 0600)"),
+    INT ("hwcoll.fm_concurrency", hwcoll.fm_concurrency, 1, 64, 8,
+         "Fabric Manager calls the release queue makes at once"),
+    INT ("hwcoll.retry_max_s", hwcoll.retry_max_s, 1, 86400, 300,
+         "longest back-off between retries of a failing Fabric Manager operation"),
+    INT ("hwcoll.reconcile_interval_s", hwcoll.reconcile_interval_s, 5, 86400, 60,
+         "how often the leader reconciles with the Fabric Manager's job list"),
+    STRS ("hooks.on_reservation_lost", hooks.on_reservation_lost, "",
+          "argv run (no shell) when the FM lost an active job's reservation; {job_id} {fm_job_id}"),
+    INT ("hooks.timeout_s", hooks.timeout_s, 1, 3600, 30,
+         "how long a hook may run before it is killed"),
     STR ("log.level", log.level, "info", 0,
          "error, warning, notice, info or debug"),
     INT ("limits.hostlist_max_names", limits.hostlist_max_names, 1, 100000000,
@@ -274,12 +284,12 @@ static int set_strings(struct config *cfg,
     }
     json_array_foreach(val, i, item)
     {
-        if (!json_is_string(item) || strchr(json_string_value(item), ',')
+        if (!json_is_string(item) || strchr(json_string_value(item), '\x1f')
             || json_string_length(item) == 0) {
             errno = EINVAL;
             return errprintf(errp,
                              "%s: %s: item %zu must be a non-empty string "
-                             "without commas",
+                             "without control character 0x1f",
                              where,
                              row->key,
                              i + 1);
@@ -291,7 +301,7 @@ static int set_strings(struct config *cfg,
     json_array_foreach(val, i, item)
     {
         if (i > 0)
-            strcat(joined, ",");
+            strcat(joined, CONFIG_LIST_SEP);
         strcat(joined, json_string_value(item));
     }
     char **field = str_field(cfg, row);
@@ -421,8 +431,8 @@ static int derive_vni(struct config *cfg,
     if (!(copy = strdup(cfg->vni.traffic_classes)))
         return errprintf(errp, "out of memory");
     char *save = NULL;
-    for (char *name = strtok_r(copy, ",", &save); name;
-         name = strtok_r(NULL, ",", &save)) {
+    for (char *name = strtok_r(copy, CONFIG_LIST_SEP, &save); name;
+         name = strtok_r(NULL, CONFIG_LIST_SEP, &save)) {
         unsigned bit = tclass_bit(name);
         if (!bit || (cfg->tcs_mask & bit)) {
             errno = EINVAL;
@@ -698,8 +708,10 @@ void config_print(const struct config *cfg, FILE *out)
             char *save = NULL;
             int n = 0;
             fputs("[", out);
-            for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item;
-                 item = strtok_r(NULL, ",", &save)) {
+            for (char *item = copy ? strtok_r(copy, CONFIG_LIST_SEP, &save)
+                                   : NULL;
+                 item;
+                 item = strtok_r(NULL, CONFIG_LIST_SEP, &save)) {
                 fputs(n++ ? ", " : "", out);
                 print_string(out, item);
             }

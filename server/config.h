@@ -17,6 +17,11 @@
 
 struct idset;
 
+/* Items of a CFG_STRINGS value (a TOML array of strings) are kept in one
+ * string, joined by this separator, which items may not contain.
+ */
+#define CONFIG_LIST_SEP "\x1f"
+
 /* Default configuration file of an installed broker. */
 #define CONFIG_DEFAULT_PATH "/etc/vnibroker/vnibroker.toml"
 
@@ -63,29 +68,37 @@ struct config {
     } cluster;
 
     struct {
-        long enabled;             /* multicast reservations on */
-        char *fm_url;             /* Fabric Manager base URL */
-        char *auth;               /* none, basic, oauth */
-        char *user;               /* basic */
-        char *password_file;      /* basic */
-        char *token_url;          /* oauth */
-        char *client_id;          /* oauth */
-        char *client_secret_file; /* oauth */
-        char *ca_file;            /* "" = system store */
-        char *cert_file;          /* mTLS, "" = none */
-        char *key_file;           /* mTLS */
-        long tls_verify;          /* off only when set false */
-        char *job_prefix;         /* "" = cluster.name */
-        long min_nodes;           /* auto eligibility; 0 = on request */
-        long addrs_per_job;       /* 0 = computed */
-        long total_addrs;         /* M */
-        long system_size;         /* S */
-        long min_job_size;        /* s */
-        long jobs_per_node;       /* j */
-        long reserve_timeout_ms;  /* bound on a reserve's FM call */
-        long request_timeout_ms;  /* other FM calls */
-        char *token_key_file;     /* seals session tokens at rest */
+        long enabled;              /* multicast reservations on */
+        char *fm_url;              /* Fabric Manager base URL */
+        char *auth;                /* none, basic, oauth */
+        char *user;                /* basic */
+        char *password_file;       /* basic */
+        char *token_url;           /* oauth */
+        char *client_id;           /* oauth */
+        char *client_secret_file;  /* oauth */
+        char *ca_file;             /* "" = system store */
+        char *cert_file;           /* mTLS, "" = none */
+        char *key_file;            /* mTLS */
+        long tls_verify;           /* off only when set false */
+        char *job_prefix;          /* "" = cluster.name */
+        long min_nodes;            /* auto eligibility; 0 = on request */
+        long addrs_per_job;        /* 0 = computed */
+        long total_addrs;          /* M */
+        long system_size;          /* S */
+        long min_job_size;         /* s */
+        long jobs_per_node;        /* j */
+        long reserve_timeout_ms;   /* bound on a reserve's FM call */
+        long request_timeout_ms;   /* other FM calls */
+        char *token_key_file;      /* seals session tokens at rest */
+        long fm_concurrency;       /* release-queue calls at once */
+        long retry_max_s;          /* back-off cap */
+        long reconcile_interval_s; /* leader's reconciliation period */
     } hwcoll;
+
+    struct {
+        char *on_reservation_lost; /* argv, CONFIG_LIST_SEP-joined; "" none */
+        long timeout_s;            /* hook run-time bound */
+    } hooks;
 
     struct {
         char *level; /* error, warning, notice, info, debug */

@@ -8,7 +8,13 @@
  * worker backs off while the FM is failing instead of spinning.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +32,6 @@
 /* Work items taken per worker pass. */
 #define WORK_BATCH 32
 
-/* Worker pacing: the idle period, and the longest back-off while the FM
- * keeps failing.
- */
-#define IDLE_MS 2000
-#define BACKOFF_MAX_MS 30000
-
 struct hwcoll {
     struct broker *b;
     struct fmc *fmc;                 /* NULL when disabled */
@@ -39,12 +39,25 @@ struct hwcoll {
     int addrs_per_job;               /* configured or computed */
     char prefix[128];                /* FM job ids are "<prefix>-<job>" */
 
-    pthread_t thread;
-    bool thread_started;
+    char replica[300];  /* host:pid, as fm_leader says */
+    pthread_t *threads; /* queue workers, then listener, then leader */
+    int nthreads;
     pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool stop;   /* under lock */
-    bool kicked; /* under lock */
+    pthread_cond_t cond;  /* queue work may be due */
+    bool stop;            /* under lock */
+    unsigned generation;  /* bumped by each wake-up */
+    int64_t paused_until; /* FM unreachable: no calls before (mono ms) */
+    long pause_ms;        /* the current pause, doubling */
+    bool reconcile_now;   /* the FM came back, or just elected */
+    bool leading;         /* this replica leads */
+
+    /* The last reconciliation, under lock. */
+    time_t rec_at;
+    int rec_released, rec_lost;
+    char rec_error[160];
+
+    /* Counters for /metrics, under lock. */
+    unsigned long long ops_done, ops_retried, lost_total, reconciles;
 
     /* Connection state for /v1/fabric-manager, under lock. */
     time_t last_success;
@@ -59,6 +72,8 @@ static void note_result(struct hwcoll *h,
                         const char *msg)
 {
     pthread_mutex_lock(&h->lock);
+    if (rc == 0 && !h->last_ok && h->last_error)
+        h->reconcile_now = true; /* back after an outage */
     h->last_ok = rc == 0;
     if (rc == 0)
         h->last_success = time(NULL);
@@ -299,15 +314,44 @@ void hwcoll_reveal(struct hwcoll *h, json_t *res, bool allowed)
 
 void hwcoll_kick(struct hwcoll *h)
 {
-    if (!h || !h->thread_started)
+    if (!h || !h->nthreads)
         return;
     pthread_mutex_lock(&h->lock);
-    h->kicked = true;
-    pthread_cond_signal(&h->cond);
+    h->generation++;
+    pthread_cond_broadcast(&h->cond);
     pthread_mutex_unlock(&h->lock);
 }
 
-/* One work item; returns 0, or -1 when the FM failed (back off). */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleep on the condition until woken or ms pass; false when stopping.
+ * Called with the lock held.
+ */
+static bool nap(struct hwcoll *h, long ms)
+{
+    struct timespec ts;
+    unsigned gen = h->generation;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    while (!h->stop && h->generation == gen
+           && pthread_cond_timedwait(&h->cond, &h->lock, &ts) != ETIMEDOUT)
+        ;
+    return !h->stop;
+}
+
+/* Check one reserve that timed out (or was left pending); returns 0, or
+ * -1 when the FM failed.
+ */
 static int work_one(struct hwcoll *h, json_t *w)
 {
     long long id = json_integer_value(json_object_get(w, "id"));
@@ -413,50 +457,358 @@ done:
     return rc;
 }
 
-static void *worker_main(void *arg)
+/* Check the reserves that timed out, a few at a time. */
+static void follow_up_timeouts(struct hwcoll *h)
+{
+    vnib_error_t error = {""};
+    json_t *work = NULL;
+    if (store_hwcoll_work(h->b->store, WORK_BATCH, &work, &error) < 0)
+        return;
+    size_t i;
+    json_t *w;
+    json_array_foreach(work, i, w)
+    {
+        if (work_one(h, w) < 0)
+            break;
+    }
+    json_decref(work);
+}
+
+/* Back-off before retry n of a failing operation: exponential, capped,
+ * with jitter so that a recovering FM is not hit by every retry at once.
+ */
+static double backoff_s(struct hwcoll *h, int attempts)
+{
+    double cap = (double)h->b->cfg->hwcoll.retry_max_s;
+    double d = 0.5;
+    for (int i = 0; i < attempts && d < cap; i++)
+        d *= 2;
+    if (d > cap)
+        d = cap;
+    return d
+           * (0.5
+              + (double)(rand_r(&(unsigned){(unsigned)mono_ms()
+                                            ^ (unsigned)attempts})
+                         % 1000)
+                    / 1000.0);
+}
+
+/* Run one queued operation.  Returns 0, or -1 with the FM unreachable. */
+static int queue_op(struct hwcoll *h, json_t *op)
+{
+    long long id = json_integer_value(json_object_get(op, "id"));
+    const char *fm = json_string_value(json_object_get(op, "fm_job_id"));
+    const char *kind = json_string_value(json_object_get(op, "op"));
+    const char *step = json_string_value(json_object_get(op, "step_id"));
+    int attempts = (int)json_integer_value(json_object_get(op, "attempts"));
+    vnib_error_t error = {""};
+    vnib_error_t ignore;
+    int rc;
+
+    if (!strcmp(kind, "release_step"))
+        rc = fmc_job_release_step(h->fmc, fm, step ? step : "0", &error);
+    else
+        rc = fmc_job_delete(h->fmc, fm, &error);
+    if (rc == 0) {
+        note_result(h, 0, kind, "");
+        if (store_fm_done(h->b->store, id, "fm-queue", &ignore) == 0) {
+            pthread_mutex_lock(&h->lock);
+            h->ops_done++;
+            pthread_mutex_unlock(&h->lock);
+        }
+        logger_printf(h->b->log,
+                      LOG_DEBUG,
+                      NULL,
+                      "hwcoll: %s %s%s%s done",
+                      kind,
+                      fm,
+                      step ? " step " : "",
+                      step ? step : "");
+        return 0;
+    }
+    int e = errno;
+    note_result(h, -1, kind, error.text);
+    (void)store_fm_retry(
+        h->b->store, id, error.text, backoff_s(h, attempts), &ignore);
+    pthread_mutex_lock(&h->lock);
+    h->ops_retried++;
+    pthread_mutex_unlock(&h->lock);
+    logger_printf(h->b->log,
+                  attempts < 3 ? LOG_INFO : LOG_WARNING,
+                  NULL,
+                  "hwcoll: %s %s failed (attempt %d): %s",
+                  kind,
+                  fm,
+                  attempts + 1,
+                  error.text);
+    return e == ECONNREFUSED || e == ETIMEDOUT ? -1 : 0;
+}
+
+/* A release-queue worker: claims due operations and runs them.  While
+ * the FM is unreachable every worker waits out a pause that doubles up
+ * to 30 s, so an outage costs one probe per pause, not a busy loop.
+ */
+static void *queue_main(void *arg)
 {
     struct hwcoll *h = arg;
-    long wait_ms = 0;
 
     pthread_mutex_lock(&h->lock);
     while (!h->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        long ms = wait_ms ? wait_ms : IDLE_MS;
-        ts.tv_sec += ms / 1000;
-        ts.tv_nsec += (ms % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
+        int64_t wait = h->paused_until - mono_ms();
+        if (wait > 0) {
+            if (!nap(h, (long)wait))
+                break;
+            continue;
         }
-        /* A kick wakes the worker unless it is backing off. */
-        while (!h->stop && !(h->kicked && !wait_ms)
-               && pthread_cond_timedwait(&h->cond, &h->lock, &ts) != ETIMEDOUT)
-            ;
-        h->kicked = false;
-        if (h->stop)
-            break;
         pthread_mutex_unlock(&h->lock);
-
         vnib_error_t error = {""};
-        json_t *work = NULL;
-        int failures = 0;
-        if (store_hwcoll_work(h->b->store, WORK_BATCH, &work, &error) == 0) {
+        json_t *ops = NULL;
+        int unreachable = 0;
+        size_t n = 0;
+        /* The lease outlives one FM call, so a live worker keeps it. */
+        int lease_s = (int)(h->b->cfg->hwcoll.request_timeout_ms / 1000) + 5;
+        if (store_fm_claim(h->b->store, 4, lease_s, &ops, &error) == 0) {
             size_t i;
-            json_t *w;
-            json_array_foreach(work, i, w)
+            json_t *op;
+            n = json_array_size(ops);
+            json_array_foreach(ops, i, op)
             {
-                if (work_one(h, w) < 0 && ++failures >= 3)
-                    break; /* the FM is failing: stop hammering it */
+                if (queue_op(h, op) < 0) {
+                    unreachable = 1;
+                    break; /* the rest wait out their leases */
+                }
             }
-            json_decref(work);
+            json_decref(ops);
         }
-        wait_ms = failures ? (wait_ms ? wait_ms * 2 : 500) : 0;
-        if (wait_ms > BACKOFF_MAX_MS)
-            wait_ms = BACKOFF_MAX_MS;
         pthread_mutex_lock(&h->lock);
+        if (unreachable) {
+            h->pause_ms = h->pause_ms ? h->pause_ms * 2 : 1000;
+            if (h->pause_ms > 30000)
+                h->pause_ms = 30000;
+            h->paused_until = mono_ms() + h->pause_ms;
+        } else if (n > 0)
+            h->pause_ms = 0;
+        /* More may be due at once; otherwise sleep until woken. */
+        if (n == 0 && !nap(h, 1000))
+            break;
     }
     pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+/* Wakes the workers the moment a release is committed, on any replica. */
+static void *listen_main(void *arg)
+{
+    struct hwcoll *h = arg;
+    struct store_session *ss = store_session_create(h->b->store, "vnib_fm");
+    bool stop = false;
+
+    while (ss && !stop) {
+        int rc = store_session_wait(ss, 500);
+        if (rc > 0)
+            hwcoll_kick(h);
+        else if (rc < 0) {
+            struct timespec ts = {1, 0};
+            nanosleep(&ts, NULL);
+        }
+        pthread_mutex_lock(&h->lock);
+        stop = h->stop;
+        pthread_mutex_unlock(&h->lock);
+    }
+    store_session_destroy(ss);
+    return NULL;
+}
+
+/* Run hooks.on_reservation_lost for one job, without a shell, bounded by
+ * hooks.timeout_s.  Its failure is logged, never fatal.
+ */
+static void run_lost_hook(struct hwcoll *h,
+                          const char *job_id,
+                          const char *fm_job_id)
+{
+    const struct config *cfg = h->b->cfg;
+    char *copy = NULL, *argv[64];
+    int argc = 0;
+    char *save = NULL;
+    pid_t pid;
+
+    if (!cfg->hooks.on_reservation_lost[0]
+        || !(copy = strdup(cfg->hooks.on_reservation_lost)))
+        return;
+    char *subst[64] = {0};
+    for (char *a = strtok_r(copy, CONFIG_LIST_SEP, &save); a && argc < 63;
+         a = strtok_r(NULL, CONFIG_LIST_SEP, &save)) {
+        const char *with = !strcmp(a, "{job_id}")      ? job_id
+                           : !strcmp(a, "{fm_job_id}") ? fm_job_id
+                                                       : NULL;
+        argv[argc] = with ? (subst[argc] = strdup(with)) : a;
+        if (!argv[argc])
+            goto done;
+        argc++;
+    }
+    argv[argc] = NULL;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, fd, STDIN_FILENO);
+    extern char **environ;
+    int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (fd >= 0)
+        close(fd);
+    if (e != 0) {
+        logger_printf(h->b->log,
+                      LOG_WARNING,
+                      NULL,
+                      "hook on_reservation_lost: cannot run %s: %s",
+                      argv[0],
+                      strerror(e));
+        goto done;
+    }
+    int64_t deadline = mono_ms() + cfg->hooks.timeout_s * 1000;
+    int status = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &status, WNOHANG)) == 0 && mono_ms() < deadline) {
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        logger_printf(h->b->log,
+                      LOG_WARNING,
+                      NULL,
+                      "hook on_reservation_lost for job %s: killed after %lds",
+                      job_id,
+                      cfg->hooks.timeout_s);
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        logger_printf(h->b->log,
+                      LOG_WARNING,
+                      NULL,
+                      "hook on_reservation_lost for job %s failed (status %d)",
+                      job_id,
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    else
+        logger_printf(h->b->log,
+                      LOG_INFO,
+                      NULL,
+                      "hook on_reservation_lost ran for job %s",
+                      job_id);
+done:
+    for (int i = 0; i < argc; i++)
+        free(subst[i]);
+    free(copy);
+}
+
+/* Reconcile the database with the FM's job list (leader only). */
+static void reconcile(struct hwcoll *h)
+{
+    vnib_error_t error = {""};
+    char listed_at[64];
+    char **ids = NULL;
+    size_t n = 0;
+    json_t *res = NULL;
+    int released = 0, lost = 0;
+
+    if (store_db_now(h->b->store, listed_at, sizeof(listed_at), &error) < 0)
+        goto done;
+    if (fmc_job_list(h->fmc, h->prefix, &ids, &n, &error) < 0) {
+        note_result(h, -1, "list", error.text);
+        goto done;
+    }
+    note_result(h, 0, "list", "");
+    if (store_reconcile(
+            h->b->store, ids, n, listed_at, "reconciler", &res, &error)
+        < 0)
+        goto done;
+    size_t i;
+    json_t *r;
+    json_array_foreach(res, i, r)
+    {
+        const char *kind = json_string_value(json_object_get(r, "kind"));
+        const char *job = json_string_value(json_object_get(r, "job_id"));
+        const char *fm = json_string_value(json_object_get(r, "fm_job_id"));
+        if (!strcmp(kind, "lost")) {
+            lost++;
+            logger_printf(
+                h->b->log,
+                LOG_WARNING,
+                NULL,
+                "hwcoll: job %s: the Fabric Manager lost reservation %s",
+                job,
+                fm);
+            run_lost_hook(h, job, fm);
+        } else {
+            released++;
+            logger_printf(
+                h->b->log,
+                LOG_NOTICE,
+                NULL,
+                "hwcoll: %s in the Fabric Manager belongs to no active "
+                "job: queued for release",
+                fm);
+        }
+    }
+    vnib_error_clear(&error);
+done:
+    pthread_mutex_lock(&h->lock);
+    h->rec_at = time(NULL);
+    h->rec_released = released;
+    h->rec_lost = lost;
+    h->lost_total += (unsigned long long)lost;
+    h->reconciles++;
+    snprintf(h->rec_error, sizeof(h->rec_error), "%s", error.text);
+    pthread_mutex_unlock(&h->lock);
+    if (released)
+        hwcoll_kick(h);
+    json_decref(res);
+    fmc_free_ids(ids, n);
+}
+
+/* The leader: holds an advisory lock on a session of its own; while it
+ * does, it reconciles at start, after each FM outage and every
+ * hwcoll.reconcile_interval_s, and checks reserves that timed out.
+ * Another replica takes over within seconds of the lock's session ending.
+ */
+static void *leader_main(void *arg)
+{
+    struct hwcoll *h = arg;
+    struct store_session *ss = store_session_create(h->b->store, NULL);
+    int64_t next_reconcile = 0;
+
+    pthread_mutex_lock(&h->lock);
+    while (ss && !h->stop) {
+        pthread_mutex_unlock(&h->lock);
+        bool lead = store_session_lead(ss, h->replica);
+        pthread_mutex_lock(&h->lock);
+        if (lead && !h->leading) {
+            logger_printf(h->b->log,
+                          LOG_NOTICE,
+                          NULL,
+                          "hwcoll: this replica (%s) now leads reconciliation",
+                          h->replica);
+            h->reconcile_now = true;
+        }
+        h->leading = lead;
+        if (lead && (h->reconcile_now || mono_ms() >= next_reconcile)) {
+            h->reconcile_now = false;
+            pthread_mutex_unlock(&h->lock);
+            reconcile(h);
+            follow_up_timeouts(h);
+            pthread_mutex_lock(&h->lock);
+            next_reconcile =
+                mono_ms() + h->b->cfg->hwcoll.reconcile_interval_s * 1000;
+        } else if (lead) {
+            pthread_mutex_unlock(&h->lock);
+            follow_up_timeouts(h);
+            pthread_mutex_lock(&h->lock);
+        }
+        if (!nap(h, 2000))
+            break;
+    }
+    pthread_mutex_unlock(&h->lock);
+    store_session_destroy(ss);
     return NULL;
 }
 
@@ -549,11 +901,24 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
         cfg->hwcoll.addrs_per_job ? "" : " (computed: (M / (S / s)) / j)",
         cfg->hwcoll.min_nodes,
         h->prefix);
-    if (pthread_create(&h->thread, NULL, worker_main, h) != 0) {
-        errprintf(errp, "cannot start the hwcoll worker");
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(h->replica, sizeof(h->replica), "%s:%ld", host, (long)getpid());
+    int nworkers = (int)cfg->hwcoll.fm_concurrency;
+    if (!(h->threads = calloc((size_t)nworkers + 2, sizeof(*h->threads)))) {
+        errprintf(errp, "out of memory");
         goto error;
     }
-    h->thread_started = true;
+    for (int i = 0; i < nworkers + 2; i++) {
+        void *(*fn)(void *) = i < nworkers    ? queue_main
+                              : i == nworkers ? listen_main
+                                              : leader_main;
+        if (pthread_create(&h->threads[i], NULL, fn, h) != 0) {
+            errprintf(errp, "cannot start the hwcoll threads");
+            goto error;
+        }
+        h->nthreads++;
+    }
     return h;
 error:
     hwcoll_destroy(h);
@@ -564,13 +929,15 @@ void hwcoll_destroy(struct hwcoll *h)
 {
     int saved_errno = errno;
     if (h) {
-        if (h->thread_started) {
+        if (h->nthreads) {
             pthread_mutex_lock(&h->lock);
             h->stop = true;
-            pthread_cond_signal(&h->cond);
+            pthread_cond_broadcast(&h->cond);
             pthread_mutex_unlock(&h->lock);
-            pthread_join(h->thread, NULL);
+            for (int i = 0; i < h->nthreads; i++)
+                pthread_join(h->threads[i], NULL);
         }
+        free(h->threads);
         fmc_destroy(h->fmc);
         vnib_memburn(h->key, sizeof(h->key));
         pthread_cond_destroy(&h->cond);
@@ -594,11 +961,17 @@ static json_t *time_or_null(time_t t)
 int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp)
 {
     const struct config *cfg = h->b->cfg;
-    json_t *counts = NULL;
+    json_t *counts = NULL, *leader = NULL;
+    long long depth = 0;
+    double oldest = 0;
     const char *conn;
 
-    if (store_hwcoll_counts(h->b->store, &counts, errp) < 0)
+    if (store_hwcoll_counts(h->b->store, &counts, errp) < 0
+        || store_fm_queue_stats(h->b->store, &depth, &oldest, errp) < 0
+        || store_leader_get(h->b->store, &leader, errp) < 0) {
+        json_decref(counts);
         return -1;
+    }
     pthread_mutex_lock(&h->lock);
     if (!h->fmc)
         conn = "disabled";
@@ -606,8 +979,20 @@ int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp)
         conn = "unknown";
     else
         conn = h->last_ok ? "up" : "down";
+    json_t *rec = h->rec_at ? json_pack(
+                      "{s:o, s:i, s:i, s:o}",
+                      "at",
+                      time_or_null(h->rec_at),
+                      "released",
+                      h->rec_released,
+                      "lost",
+                      h->rec_lost,
+                      "error",
+                      h->rec_error[0] ? json_string(h->rec_error) : json_null())
+                            : json_null();
     *out = json_pack(
-        "{s:b, s:b, s:s, s:s, s:b, s:s, s:i, s:I, s:s, s:o, s:o, s:o}",
+        "{s:b, s:b, s:s, s:s, s:b, s:s, s:i, s:I, s:s, s:o, s:o, s:o,"
+        " s:{s:I, s:f}, s:o, s:o, s:s, s:b}",
         "configured",
         cfg->hwcoll.enabled && cfg->hwcoll.fm_url[0],
         "enabled",
@@ -636,9 +1021,65 @@ int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp)
                                   h->last_error_text)
                       : json_null(),
         "reservations",
-        counts);
+        counts,
+        "queue",
+        "depth",
+        (json_int_t)depth,
+        "oldest_s",
+        oldest,
+        "last_reconcile",
+        rec,
+        "leader",
+        leader,
+        "replica",
+        h->replica,
+        "leading",
+        h->leading);
     pthread_mutex_unlock(&h->lock);
     if (!*out)
         return errprintf(errp, "out of memory");
     return 0;
+}
+
+void hwcoll_write_metrics(struct hwcoll *h, FILE *f)
+{
+    pthread_mutex_lock(&h->lock);
+    fprintf(
+        f,
+        "# HELP vnib_fm_ops_total Fabric Manager queue operations, by result.\n"
+        "# TYPE vnib_fm_ops_total counter\n"
+        "vnib_fm_ops_total{result=\"done\"} %llu\n"
+        "vnib_fm_ops_total{result=\"retried\"} %llu\n"
+        "# HELP vnib_hwcoll_lost_total Active reservations the Fabric "
+        "Manager lost.\n"
+        "# TYPE vnib_hwcoll_lost_total counter\n"
+        "vnib_hwcoll_lost_total %llu\n"
+        "# HELP vnib_fm_reconciles_total Reconciliations run by this replica.\n"
+        "# TYPE vnib_fm_reconciles_total counter\n"
+        "vnib_fm_reconciles_total %llu\n"
+        "# HELP vnib_fm_up Whether the last Fabric Manager call succeeded.\n"
+        "# TYPE vnib_fm_up gauge\n"
+        "vnib_fm_up %d\n"
+        "# HELP vnib_fm_leader Whether this replica leads reconciliation.\n"
+        "# TYPE vnib_fm_leader gauge\n"
+        "vnib_fm_leader %d\n",
+        h->ops_done,
+        h->ops_retried,
+        h->lost_total,
+        h->reconciles,
+        h->last_ok ? 1 : 0,
+        h->leading ? 1 : 0);
+    pthread_mutex_unlock(&h->lock);
+}
+
+int hwcoll_release_step(struct hwcoll *h,
+                        const char *job_id,
+                        const char *step_id,
+                        const char *actor,
+                        char *outcome,
+                        size_t size,
+                        vnib_error_t *errp)
+{
+    return store_step_release(
+        h->b->store, job_id, step_id, actor, outcome, size, errp);
 }

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -67,5 +68,19 @@ void hwcoll_kick(struct hwcoll *h);
 
 /* GET /v1/fabric-manager: configuration, connection state, counts. */
 int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp);
+
+/* The hwcoll series for /metrics. */
+void hwcoll_write_metrics(struct hwcoll *h, FILE *f);
+
+/* Queue the release of one job step's multicast trees (FM PATCH
+ * jobSteps.<step> = null).  *outcome: queued, no_hwcoll or not_found.
+ */
+int hwcoll_release_step(struct hwcoll *h,
+                        const char *job_id,
+                        const char *step_id,
+                        const char *actor,
+                        char *outcome,
+                        size_t size,
+                        vnib_error_t *errp);
 
 #endif /* !VNIB_SERVER_HWCOLL_H */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "server/http.h"
+#include "server/hwcoll.h"
 #include "server/metrics.h"
 #include "server/ops.h"
 #include "server/store.h"
@@ -68,6 +69,8 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
             "vnib_http_requests_in_flight %ld\n",
             b->http ? http_inflight(b->http) : 0);
 
+    if (b->hwcoll)
+        hwcoll_write_metrics(b->hwcoll, f);
     store_get_stats(b->store, &st);
     fprintf(
         f,

@@ -386,3 +386,55 @@ done:
     json_decref(body);
     return status;
 }
+
+int reservations_release_step(struct request *req,
+                              json_t **out,
+                              vnib_error_t *errp)
+{
+    const char *job_id = routes_param(&req->params, "job_id");
+    const char *step = routes_param(&req->params, "step_id");
+    char outcome[32];
+    size_t n =
+        step ? strspn(
+            step,
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+             : 0;
+
+    if (params_job_id(req, job_id, errp) < 0)
+        return -1;
+    if (!step || n == 0 || n > 64 || step[n] != '\0')
+        return request_fail(
+            req,
+            EINVAL,
+            "invalid_field",
+            errp,
+            "step_id must be 1-64 characters from [A-Za-z0-9._-]");
+    if (hwcoll_release_step(req->broker->hwcoll,
+                            job_id,
+                            step,
+                            req->who.name,
+                            outcome,
+                            sizeof(outcome),
+                            errp)
+        < 0)
+        return -1;
+    if (!strcmp(outcome, "not_found"))
+        return request_fail(req,
+                            ENOENT,
+                            "reservation_not_found",
+                            errp,
+                            "no reservation for job %s",
+                            job_id);
+    /* An unknown step, or a job without hardware collectives, is not an
+     * error: there is simply nothing for the Fabric Manager to free.
+     */
+    if (!(*out = json_pack("{s:s, s:s, s:s}",
+                           "job_id",
+                           job_id,
+                           "step_id",
+                           step,
+                           "outcome",
+                           outcome)))
+        return errprintf(errp, "out of memory");
+    return 202;
+}

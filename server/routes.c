@@ -37,6 +37,8 @@ const struct route routes[] = {
       ANY_READER | ROLE_NODE, 0 },
     { "DELETE", "/v1/reservations/{job_id}", reservations_release,
       ROLE_ADMIN | ROLE_SCHEDULER, 0 },
+    { "DELETE", "/v1/reservations/{job_id}/steps/{step_id}",
+      reservations_release_step, ROLE_ADMIN | ROLE_SCHEDULER, 0 },
     { "PUT", "/v1/reservations/{job_id}/nodes/{node}", reservations_report,
       ROLE_ADMIN | ROLE_NODE, 16 * KiB },
     { "GET", "/v1/nodes/{node}", nodes_get, ROLE_ADMIN | ROLE_NODE, 0 },

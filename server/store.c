@@ -53,6 +53,17 @@ enum stmt_id {
     STMT_HWCOLL_SET,
     STMT_HWCOLL_WORK,
     STMT_HWCOLL_COUNTS,
+    STMT_FM_CLAIM,
+    STMT_FM_DONE,
+    STMT_FM_RETRY,
+    STMT_STEP_RELEASE,
+    STMT_RECONCILE,
+    STMT_FM_QUEUE_STATS,
+    STMT_DB_NOW,
+    STMT_LEADER_TRY,
+    STMT_LEADER_SET,
+    STMT_LEADER_GET,
+    STMT_PING,
     STMT_COUNT
 };
 
@@ -117,10 +128,31 @@ static const char sql_hwcoll_set[] =
  */
 static const char sql_hwcoll_work[] =
     "SELECT id, fm_job_id, hwcoll_state, state = 'active' FROM reservations "
-    "WHERE (hwcoll_state = 'releasing' OR (hwcoll_state = 'unavailable' "
+    "WHERE ((hwcoll_state = 'unavailable' "
     "AND hwcoll_reason LIKE 'timed out%') OR (hwcoll_state = 'pending' "
     "AND created_at < now() - interval '1 minute')) "
     "ORDER BY id LIMIT $1::integer";
+static const char sql_fm_claim[] =
+    "SELECT * FROM vnib_fm_claim($1::integer, $2::integer)";
+static const char sql_fm_done[] = "SELECT vnib_fm_done($1::bigint, $2)";
+static const char sql_fm_retry[] =
+    "SELECT vnib_fm_retry($1::bigint, $2, $3::double precision)";
+static const char sql_step_release[] = "SELECT vnib_step_release($1, $2, $3)";
+static const char sql_reconcile[] =
+    "SELECT * FROM vnib_reconcile($1::text[], $2::timestamptz, $3)";
+static const char sql_fm_queue_stats[] =
+    "SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0) "
+    "FROM fm_queue";
+static const char sql_db_now[] = "SELECT now()";
+/* Key of the advisory lock whose holder leads ("vnibfmld"). */
+static const char sql_leader_try[] =
+    "SELECT pg_try_advisory_lock(8534447410148076652)";
+static const char sql_leader_set[] =
+    "INSERT INTO fm_leader (id, replica) VALUES (1, $1) "
+    "ON CONFLICT (id) DO UPDATE SET replica = excluded.replica, since = now()";
+static const char sql_leader_get[] =
+    "SELECT replica, vnib_ts(since) FROM fm_leader WHERE id = 1";
+static const char sql_ping[] = "SELECT 1";
 static const char sql_hwcoll_counts[] =
     "SELECT hwcoll_state, count(*) FROM reservations "
     "WHERE state <> 'released' OR hwcoll_state IN ('releasing', 'pending') "
@@ -231,6 +263,17 @@ static const struct {
     [STMT_HWCOLL_SET] = {"hwcoll_set", sql_hwcoll_set, 5},
     [STMT_HWCOLL_WORK] = {"hwcoll_work", sql_hwcoll_work, 1},
     [STMT_HWCOLL_COUNTS] = {"hwcoll_counts", sql_hwcoll_counts, 0},
+    [STMT_FM_CLAIM] = {"fm_claim", sql_fm_claim, 2},
+    [STMT_FM_DONE] = {"fm_done", sql_fm_done, 2},
+    [STMT_FM_RETRY] = {"fm_retry", sql_fm_retry, 3},
+    [STMT_STEP_RELEASE] = {"step_release", sql_step_release, 3},
+    [STMT_RECONCILE] = {"reconcile", sql_reconcile, 3},
+    [STMT_FM_QUEUE_STATS] = {"fm_queue_stats", sql_fm_queue_stats, 0},
+    [STMT_DB_NOW] = {"db_now", sql_db_now, 0},
+    [STMT_LEADER_TRY] = {"leader_try", sql_leader_try, 0},
+    [STMT_LEADER_SET] = {"leader_set", sql_leader_set, 1},
+    [STMT_LEADER_GET] = {"leader_get", sql_leader_get, 0},
+    [STMT_PING] = {"ping", sql_ping, 0},
 };
 
 _Static_assert(STMT_COUNT <= 64, "prepared-statement bitmask is 64 bits");
@@ -1865,4 +1908,286 @@ int store_hwcoll_counts(struct store *s, json_t **countsp, vnib_error_t *errp)
     PQclear(r);
     *countsp = o;
     return 0;
+}
+
+/* ---- the Fabric Manager queue and leadership ------------------------------
+ */
+
+int store_fm_claim(
+    struct store *s, int limit, int lease_s, json_t **opsp, vnib_error_t *errp)
+{
+    char l[16], t[16];
+    snprintf(l, sizeof(l), "%d", limit);
+    snprintf(t, sizeof(t), "%d", lease_s);
+    const char *params[2] = {l, t};
+    json_t *list = json_array();
+    PGresult *r = list ? run(s, STMT_FM_CLAIM, params, errp) : NULL;
+    if (!r) {
+        json_decref(list);
+        return -1;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *res = col(r, i, 1);
+        json_t *op =
+            json_pack("{s:I, s:o, s:s, s:s, s:s?, s:i}",
+                      "id",
+                      (json_int_t)col_ll(r, i, 0),
+                      "reservation_id",
+                      res ? json_integer(strtoll(res, NULL, 10)) : json_null(),
+                      "fm_job_id",
+                      col(r, i, 2),
+                      "op",
+                      col(r, i, 3),
+                      "step_id",
+                      col(r, i, 4),
+                      "attempts",
+                      (int)col_ll(r, i, 5));
+        if (!op || json_array_append_new(list, op) < 0) {
+            PQclear(r);
+            json_decref(list);
+            errno = ENOMEM;
+            return errprintf(errp, "out of memory");
+        }
+    }
+    PQclear(r);
+    *opsp = list;
+    return 0;
+}
+
+int store_fm_done(struct store *s,
+                  long long id,
+                  const char *actor,
+                  vnib_error_t *errp)
+{
+    char i[24];
+    snprintf(i, sizeof(i), "%lld", id);
+    const char *params[2] = {i, actor};
+    PGresult *r = run(s, STMT_FM_DONE, params, errp);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
+int store_fm_retry(struct store *s,
+                   long long id,
+                   const char *error,
+                   double delay_s,
+                   vnib_error_t *errp)
+{
+    char i[24], d[32];
+    snprintf(i, sizeof(i), "%lld", id);
+    snprintf(d, sizeof(d), "%.3f", delay_s);
+    const char *params[3] = {i, error, d};
+    PGresult *r = run(s, STMT_FM_RETRY, params, errp);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
+int store_step_release(struct store *s,
+                       const char *job_id,
+                       const char *step_id,
+                       const char *actor,
+                       char *outcome,
+                       size_t size,
+                       vnib_error_t *errp)
+{
+    const char *params[3] = {job_id, step_id, actor};
+    PGresult *r = run_one(s, STMT_STEP_RELEASE, params, "no answer", errp);
+    if (!r)
+        return -1;
+    snprintf(outcome, size, "%s", col(r, 0, 0));
+    PQclear(r);
+    return 0;
+}
+
+int store_db_now(struct store *s, char *buf, size_t size, vnib_error_t *errp)
+{
+    PGresult *r = run_one(s, STMT_DB_NOW, NULL, "no answer", errp);
+    if (!r)
+        return -1;
+    snprintf(buf, size, "%s", col(r, 0, 0));
+    PQclear(r);
+    return 0;
+}
+
+int store_reconcile(struct store *s,
+                    char *const *ids,
+                    size_t n,
+                    const char *listed_at,
+                    const char *actor,
+                    json_t **resultp,
+                    vnib_error_t *errp)
+{
+    struct sbuf a = {0};
+    json_t *list = json_array();
+    PGresult *r = NULL;
+    int rc = -1;
+
+    sb_putc(&a, '{');
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sb_putc(&a, ',');
+        sb_quoted(&a, ids[i], strlen(ids[i]));
+    }
+    sb_putc(&a, '}');
+    if (a.failed || !list) {
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        goto done;
+    }
+    const char *params[3] = {a.data, listed_at, actor};
+    if (!(r = run(s, STMT_RECONCILE, params, errp)))
+        goto done;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *o = json_pack("{s:s, s:s?, s:s}",
+                              "kind",
+                              col(r, i, 0),
+                              "job_id",
+                              col(r, i, 1),
+                              "fm_job_id",
+                              col(r, i, 2));
+        if (!o || json_array_append_new(list, o) < 0) {
+            errno = ENOMEM;
+            errprintf(errp, "out of memory");
+            goto done;
+        }
+    }
+    *resultp = list;
+    list = NULL;
+    rc = 0;
+done:
+    PQclear(r);
+    json_decref(list);
+    free(a.data);
+    return rc;
+}
+
+int store_fm_queue_stats(struct store *s,
+                         long long *depthp,
+                         double *oldest_sp,
+                         vnib_error_t *errp)
+{
+    PGresult *r = run_one(s, STMT_FM_QUEUE_STATS, NULL, "no answer", errp);
+    if (!r)
+        return -1;
+    *depthp = col_ll(r, 0, 0);
+    *oldest_sp = strtod(col(r, 0, 1), NULL);
+    PQclear(r);
+    return 0;
+}
+
+int store_leader_get(struct store *s, json_t **leaderp, vnib_error_t *errp)
+{
+    PGresult *r = run(s, STMT_LEADER_GET, NULL, errp);
+    if (!r)
+        return -1;
+    *leaderp = PQntuples(r) == 1 ? json_pack(
+                   "{s:s, s:s}", "replica", col(r, 0, 0), "since", col(r, 0, 1))
+                                 : json_null();
+    PQclear(r);
+    return 0;
+}
+
+/* A connection of its own, outside the pool: LISTEN and the leader's
+ * advisory lock live as long as their session.
+ */
+struct store_session {
+    struct store *s;
+    struct conn c;
+    char channel[64]; /* LISTEN channel, "" for none */
+    bool leading;     /* the advisory lock is held on c */
+};
+
+struct store_session *store_session_create(struct store *s, const char *channel)
+{
+    struct store_session *ss = calloc(1, sizeof(*ss));
+    if (!ss)
+        return NULL;
+    ss->s = s;
+    snprintf(ss->channel, sizeof(ss->channel), "%s", channel ? channel : "");
+    return ss;
+}
+
+void store_session_destroy(struct store_session *ss)
+{
+    int saved_errno = errno;
+    if (ss) {
+        conn_drop(ss->s, &ss->c);
+        free(ss);
+    }
+    errno = saved_errno;
+}
+
+/* Connect (again) when needed, and LISTEN when asked to. */
+static int session_open(struct store_session *ss, vnib_error_t *errp)
+{
+    if (ss->c.pg && PQstatus(ss->c.pg) == CONNECTION_OK)
+        return 0;
+    conn_drop(ss->s, &ss->c);
+    ss->leading = false;
+    if (conn_open(ss->s, &ss->c, errp) < 0)
+        return -1;
+    if (ss->channel[0]) {
+        char sql[96];
+        snprintf(sql, sizeof(sql), "LISTEN %s", ss->channel);
+        if (conn_exec_script(ss->s, &ss->c, sql, "listen", 5000, errp) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int store_session_wait(struct store_session *ss, int timeout_ms)
+{
+    vnib_error_t ignore;
+    if (session_open(ss, &ignore) < 0)
+        return -1;
+    struct pollfd pfd = {.fd = PQsocket(ss->c.pg), .events = POLLIN};
+    int n = poll(&pfd, 1, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : -1;
+    if (n == 0)
+        return 0;
+    if (!PQconsumeInput(ss->c.pg)) {
+        conn_drop(ss->s, &ss->c);
+        return -1;
+    }
+    int got = 0;
+    PGnotify *nf;
+    while ((nf = PQnotifies(ss->c.pg))) {
+        got = 1;
+        PQfreemem(nf);
+    }
+    return got;
+}
+
+bool store_session_lead(struct store_session *ss, const char *replica)
+{
+    vnib_error_t error;
+    PGresult *r;
+
+    if (session_open(ss, &error) < 0)
+        return false;
+    if (ss->leading) {
+        /* Still leading while the session lives. */
+        if ((r = conn_exec(ss->s, &ss->c, STMT_PING, NULL, 5000, &error))) {
+            PQclear(r);
+            return true;
+        }
+        ss->leading = false;
+        return false;
+    }
+    if (!(r = conn_exec(ss->s, &ss->c, STMT_LEADER_TRY, NULL, 5000, &error)))
+        return false;
+    ss->leading = PQntuples(r) == 1 && *PQgetvalue(r, 0, 0) == 't';
+    PQclear(r);
+    if (ss->leading) {
+        const char *params[1] = {replica};
+        if ((r = conn_exec(
+                 ss->s, &ss->c, STMT_LEADER_SET, params, 5000, &error)))
+            PQclear(r);
+    }
+    return ss->leading;
 }

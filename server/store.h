@@ -261,4 +261,82 @@ int store_sweep(struct store *s,
 int store_purge(
     struct store *s, int days, int batch, int *purgedp, vnib_error_t *errp);
 
+/* ---- the Fabric Manager queue (schema/0003) ----------------------------- */
+
+/* Claim up to `limit` due queued operations for lease_s seconds: each
+ * {"id", "reservation_id", "fm_job_id", "op" (delete_job, release_step),
+ * "step_id", "attempts"}.  Another worker may claim one again only after
+ * the lease.
+ */
+int store_fm_claim(
+    struct store *s, int limit, int lease_s, json_t **opsp, vnib_error_t *errp);
+
+/* The FM confirmed operation id (a deleted job's reservation becomes
+ * hwcoll released).
+ */
+int store_fm_done(struct store *s,
+                  long long id,
+                  const char *actor,
+                  vnib_error_t *errp);
+
+/* Operation id failed: due again after delay_s. */
+int store_fm_retry(struct store *s,
+                   long long id,
+                   const char *error,
+                   double delay_s,
+                   vnib_error_t *errp);
+
+/* Queue the release of one job step's trees; *outcome: queued, no_hwcoll
+ * or not_found.
+ */
+int store_step_release(struct store *s,
+                       const char *job_id,
+                       const char *step_id,
+                       const char *actor,
+                       char *outcome,
+                       size_t size,
+                       vnib_error_t *errp);
+
+/* The database's clock, as text (reconciliation compares with it). */
+int store_db_now(struct store *s, char *buf, size_t size, vnib_error_t *errp);
+
+/* Reconcile with the FM's job ids of our prefix, listed at listed_at:
+ * [{"kind": "release"|"lost", "job_id", "fm_job_id"}].
+ */
+int store_reconcile(struct store *s,
+                    char *const *ids,
+                    size_t n,
+                    const char *listed_at,
+                    const char *actor,
+                    json_t **resultp,
+                    vnib_error_t *errp);
+
+/* Queued operations and the age of the oldest, in seconds. */
+int store_fm_queue_stats(struct store *s,
+                         long long *depthp,
+                         double *oldest_sp,
+                         vnib_error_t *errp);
+
+/* The replica that leads: {"replica", "since"} or null. */
+int store_leader_get(struct store *s, json_t **leaderp, vnib_error_t *errp);
+
+/* A database session of its own, outside the pool, for LISTEN (channel
+ * non-NULL) and for holding the leader's advisory lock.  It reconnects by
+ * itself after the database restarts.
+ */
+struct store_session;
+struct store_session *store_session_create(struct store *s,
+                                           const char *channel);
+void store_session_destroy(struct store_session *ss);
+
+/* Wait up to timeout_ms for a notification: 1 notified, 0 not, -1 the
+ * session is down (it reconnects on the next call).
+ */
+int store_session_wait(struct store_session *ss, int timeout_ms);
+
+/* Hold (or keep holding) the leader's advisory lock on this session, and
+ * record replica as the leader when it is newly taken.  True while held.
+ */
+bool store_session_lead(struct store_session *ss, const char *replica);
+
 #endif /* !VNIB_SERVER_STORE_H */
