@@ -236,8 +236,7 @@ static char *value_text(json_t *v)
     if (json_is_array(v)) {
         size_t i;
         json_t *item;
-        json_array_foreach(v, i, item)
-        {
+        json_array_foreach (v, i, item) {
             char *t = json_is_array(item) || json_is_object(item)
                           ? json_dumps(item, JSON_COMPACT)
                           : value_text(item);
@@ -250,15 +249,13 @@ static char *value_text(json_t *v)
         const char *key;
         json_t *item;
         bool numbers = true;
-        json_object_foreach(v, key, item)
-        {
+        json_object_foreach (v, key, item) {
             if (!json_is_integer(item))
                 numbers = false;
         }
         if (numbers) {
             const char *sep = "";
-            json_object_foreach(v, key, item)
-            {
+            json_object_foreach (v, key, item) {
                 fprintf(f,
                         "%s%" JSON_INTEGER_FORMAT " %s",
                         sep,
@@ -310,8 +307,7 @@ static int print_kv(json_t *obj,
     if (!json_is_object(obj))
         return ctl_fail(CTL_EXIT_UNREACHABLE,
                         "the broker's reply is not a JSON object");
-    json_object_foreach(obj, key, v)
-    {
+    json_object_foreach (obj, key, v) {
         if (!in_list(skip, key) && strlen(key) > width)
             width = strlen(key);
     }
@@ -319,8 +315,7 @@ static int print_kv(json_t *obj,
         if (!in_list(skip, order[i]) && (v = json_object_get(obj, order[i])))
             print_line(order[i], v, width);
     }
-    json_object_foreach(obj, key, v)
-    {
+    json_object_foreach (obj, key, v) {
         if (!in_list(order, key) && !in_list(skip, key))
             print_line(key, v, width);
     }
@@ -358,8 +353,7 @@ static int print_table(json_t *rows,
                         "the broker's reply lacks the expected list");
     if (!(t = table_create(ncols, headers)))
         goto nomem;
-    json_array_foreach(rows, i, row)
-    {
+    json_array_foreach (rows, i, row) {
         for (size_t c = 0; c < ncols; c++) {
             if (!(cells[c] = cell(row, keys[c])))
                 goto nomem;
@@ -1004,8 +998,7 @@ static char *services_text(json_t *services)
 
     if (!f)
         return NULL;
-    json_array_foreach(services, i, svc)
-    {
+    json_array_foreach (services, i, svc) {
         const char *dev = str(svc, "device");
         json_t *id = json_object_get(svc, "svc_id");
         if (!dev || !json_is_integer(id))
@@ -1046,8 +1039,7 @@ static int print_node(json_t *reply)
     /* Services as DEV:SVCID, the form `report --service` takes. */
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row)
-    {
+    json_array_foreach (rows, i, row) {
         json_t *services = json_object_get(row, "services");
         char *text = services_text(services);
         if (json_is_array(services) && text)

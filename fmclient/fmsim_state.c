@@ -176,8 +176,7 @@ static size_t job_tree_count(json_t *job)
     json_t *ids;
     size_t n = 0;
 
-    json_object_foreach(json_object_get(job, "jobSteps"), step, ids)
-    {
+    json_object_foreach (json_object_get(job, "jobSteps"), step, ids) {
         n += json_array_size(ids);
     }
     return n;
@@ -261,8 +260,7 @@ static void step_free(struct fmsim_state *s, json_t *job, const char *step)
     size_t i;
     json_t *v;
 
-    json_array_foreach(ids, i, v)
-    {
+    json_array_foreach (ids, i, v) {
         json_int_t id = json_integer_value(v);
         if (id >= 0 && id < FMSIM_MCAST_IDS)
             tree_release(s, (size_t)id);
@@ -282,8 +280,7 @@ static json_t *state_serialize(struct fmsim_state *s)
         goto nomem;
     jobs = json_object_get(root, "jobs");
     trees = json_object_get(root, "trees");
-    json_object_foreach(s->jobs, id, job)
-    {
+    json_object_foreach (s->jobs, id, job) {
         json_t *j = json_pack("{s:O, s:O, s:O}",
                               "jobID",
                               json_object_get(job, "jobID"),
@@ -551,13 +548,11 @@ static int state_load(struct fmsim_state *s, vnib_error_t *errp)
                   STATE_VERSION);
         goto done;
     }
-    json_array_foreach(jobs, i, v)
-    {
+    json_array_foreach (jobs, i, v) {
         if (load_job(s, v, i, errp) < 0)
             goto done;
     }
-    json_array_foreach(trees, i, v)
-    {
+    json_array_foreach (trees, i, v) {
         if (load_tree(s, v, i, errp) < 0)
             goto done;
     }
@@ -732,8 +727,7 @@ json_t *fmsim_state_job_patch(struct fmsim_state *s,
         errprintf(errp, "jobSteps must be an object");
         goto done;
     }
-    json_object_foreach(steps, step, v)
-    {
+    json_object_foreach (steps, step, v) {
         if (!json_is_null(v)) {
             errno = EINVAL;
             errprintf(errp,
@@ -744,8 +738,7 @@ json_t *fmsim_state_job_patch(struct fmsim_state *s,
         }
     }
     json_t *have = json_object_get(job, "jobSteps");
-    json_object_foreach(steps, step, v)
-    {
+    json_object_foreach (steps, step, v) {
         if (json_object_get(have, step)) {
             step_free(s, job, step);
             changed = true;
@@ -777,8 +770,7 @@ static void job_remove(struct fmsim_state *s, json_t *job, bool free_trees)
             step_free(s, job, step);
             continue;
         }
-        json_array_foreach(ids, i, v)
-        {
+        json_array_foreach (ids, i, v) {
             json_int_t id = json_integer_value(v);
             if (id >= 0 && id < FMSIM_MCAST_IDS)
                 s->trees[id].orphan = true;
@@ -846,8 +838,7 @@ json_t *fmsim_state_job_list(struct fmsim_state *s)
     if (!(out = json_pack("{s:[]}", "documentLinks")))
         goto nomem;
     links = json_object_get(out, "documentLinks");
-    json_object_foreach(s->jobs, id, job)
-    {
+    json_object_foreach (s->jobs, id, job) {
         snprintf(link, sizeof(link), "%s%s", JOBS_PATH, id);
         if (json_array_append_new(links, json_string(link)) < 0)
             goto nomem;
@@ -926,8 +917,7 @@ static int mcast_parse(json_t *body, struct mcast_req *r, vnib_error_t *errp)
         errprintf(errp, "out of memory");
         goto done;
     }
-    json_array_foreach(macs, i, v)
-    {
+    json_array_foreach (macs, i, v) {
         if (!json_is_string(v)
             || mac_parse(json_string_value(v), &r->macs[i]) < 0) {
             errno = EINVAL;
@@ -1217,8 +1207,7 @@ json_t *fmsim_state_dump(struct fmsim_state *s)
         goto nomem;
     jobs = json_object_get(out, "jobs");
     trees = json_object_get(out, "trees");
-    json_object_foreach(s->jobs, id, job)
-    {
+    json_object_foreach (s->jobs, id, job) {
         if (json_object_set_new(jobs, id, job_render(job)) < 0)
             goto nomem;
     }

@@ -282,8 +282,7 @@ static int set_strings(struct config *cfg,
         return errprintf(
             errp, "%s: %s: expected an array of strings", where, row->key);
     }
-    json_array_foreach(val, i, item)
-    {
+    json_array_foreach (val, i, item) {
         if (!json_is_string(item) || strchr(json_string_value(item), '\x1f')
             || json_string_length(item) == 0) {
             errno = EINVAL;
@@ -298,8 +297,7 @@ static int set_strings(struct config *cfg,
     }
     if (!(joined = calloc(1, len + 1)))
         return errprintf(errp, "%s: out of memory", where);
-    json_array_foreach(val, i, item)
-    {
+    json_array_foreach (val, i, item) {
         if (i > 0)
             strcat(joined, CONFIG_LIST_SEP);
         strcat(joined, json_string_value(item));
@@ -373,8 +371,7 @@ static int apply_tree(struct config *cfg,
     char where[512];
     char key[256];
 
-    json_object_foreach(root, tname, table)
-    {
+    json_object_foreach (root, tname, table) {
         snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, tname));
         if (!json_is_object(table) || !table_known(tname)) {
             errno = EINVAL;
@@ -386,8 +383,7 @@ static int apply_tree(struct config *cfg,
         }
         const char *name;
         json_t *val;
-        json_object_foreach(table, name, val)
-        {
+        json_object_foreach (table, name, val) {
             snprintf(key, sizeof(key), "%s.%s", tname, name);
             snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, key));
             const struct cfg_row *row = row_find(key);

@@ -466,8 +466,7 @@ static void follow_up_timeouts(struct hwcoll *h)
         return;
     size_t i;
     json_t *w;
-    json_array_foreach(work, i, w)
-    {
+    json_array_foreach (work, i, w) {
         if (work_one(h, w) < 0)
             break;
     }
@@ -571,12 +570,21 @@ static void *queue_main(void *arg)
             size_t i;
             json_t *op;
             n = json_array_size(ops);
-            json_array_foreach(ops, i, op)
-            {
-                if (queue_op(h, op) < 0) {
+            json_array_foreach (ops, i, op) {
+                if (unreachable) {
+                    /* Hand back what this worker will not try now, so
+                     * that it is due again when the FM returns rather
+                     * than when its lease ends.
+                     */
+                    vnib_error_t ignore;
+                    (void)store_fm_retry(
+                        h->b->store,
+                        json_integer_value(json_object_get(op, "id")),
+                        "postponed: the Fabric Manager is unreachable",
+                        1.0,
+                        &ignore);
+                } else if (queue_op(h, op) < 0)
                     unreachable = 1;
-                    break; /* the rest wait out their leases */
-                }
             }
             json_decref(ops);
         }
@@ -724,8 +732,7 @@ static void reconcile(struct hwcoll *h)
         goto done;
     size_t i;
     json_t *r;
-    json_array_foreach(res, i, r)
-    {
+    json_array_foreach (res, i, r) {
         const char *kind = json_string_value(json_object_get(r, "kind"));
         const char *job = json_string_value(json_object_get(r, "job_id"));
         const char *fm = json_string_value(json_object_get(r, "fm_job_id"));

@@ -99,8 +99,7 @@ int params_known_fields(struct request *req,
     const char *key;
     json_t *val;
 
-    json_object_foreach(obj, key, val)
-    {
+    json_object_foreach (obj, key, val) {
         size_t i = 0;
         while (allowed[i] && strcmp(allowed[i], key) != 0)
             i++;

@@ -287,8 +287,7 @@ static char *report_services(struct request *req,
                      REPORT_MAX_SERVICES);
         return NULL;
     }
-    json_array_foreach(services, i, svc)
-    {
+    json_array_foreach (services, i, svc) {
         json_t *dev = json_object_get(svc, "device");
         json_t *id = json_object_get(svc, "svc_id");
         if (!json_is_object(svc)

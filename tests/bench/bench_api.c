@@ -48,16 +48,18 @@ struct bench {
     size_t token_size;
     unsigned char *key; /* node key (secfile buffer) */
     size_t key_len;
-    int conns;       /* -c, 0: the scenario's default */
-    double duration; /* -d, 0: the scenario's default */
-    double rate;     /* -r, 0: the scenario's default */
-    long count;      /* -n, 0: the scenario's default */
-    long pid;        /* -p: the broker, for rss */
-    double pg_tps;   /* -P: pgbench tps at the same clients */
+    int conns;             /* -c, 0: the scenario's default */
+    double duration;       /* -d, 0: the scenario's default */
+    double rate;           /* -r, 0: the scenario's default */
+    long count;            /* -n, 0: the scenario's default */
+    long pid;              /* -p: the broker, for rss */
+    double pg_tps;         /* -P: pgbench tps at the same clients */
+    const char *stop_file; /* -S: drain-load stops once this exists */
 
     /* per-scenario request state */
     const char *prefix; /* job id prefix */
     const char *nodes;  /* hostlist of reserve requests */
+    const char *hwcoll; /* "on"/"off" in reserve requests, NULL: omitted */
     const char *job;    /* the one job of get and storm */
     uint64_t next_job;  /* next fresh job number */
     uint64_t limit;     /* populate/release: jobs to touch */
@@ -216,9 +218,12 @@ static int body_reserve(struct bench *b,
     int n = snprintf(req->body,
                      sizeof(req->body),
                      "{\"job_id\":\"%s\",\"uid\":1000,\"user\":\"bench\","
-                     "\"nodes\":\"%s\",\"vni_count\":1}",
+                     "\"nodes\":\"%s\",\"vni_count\":1%s%s%s}",
                      job,
-                     nodes);
+                     nodes,
+                     b->hwcoll ? ",\"hwcoll\":\"" : "",
+                     b->hwcoll ? b->hwcoll : "",
+                     b->hwcoll ? "\"" : "");
     if (n < 0 || (size_t)n >= sizeof(req->body))
         return -1;
     req->body_len = (size_t)n;
@@ -283,6 +288,18 @@ static int make_reserve_seq(void *arg,
         return LG_END;
     job_name(job, sizeof(job), b->prefix, slot->seq);
     return body_reserve(b, req, job, b->nodes);
+}
+
+/* Open loop until the stop file appears: request k reserves <prefix>k. */
+static int make_reserve_until(void *arg,
+                              struct lg_slot *slot,
+                              struct lg_request *req)
+{
+    struct bench *b = arg;
+
+    if (b->stop_file && access(b->stop_file, F_OK) == 0)
+        return LG_END;
+    return make_reserve_seq(arg, slot, req);
 }
 
 /* Populate: job a<k> on n[k-(k+3)], k = 1 .. limit. */
@@ -754,6 +771,92 @@ done:
     return rc;
 }
 
+/* The FM release-queue drain (run.sh's "drain"), in three steps run.sh
+ * sequences around broker restarts and fmsim faults:
+ *   drain-fill    reserve -n jobs d0 .. d<n-1> with "hwcoll":"on"
+ *   drain-release release them (with no hwcoll broker running they queue)
+ *   drain-load    while the queue drains: open-loop reserves of fresh jobs
+ *                 with "hwcoll":"off" at -r/s until the -S file exists (or
+ *                 -d s), p99 row; then the load's jobs are released.
+ * run.sh prints the drain rate row itself (it polls fm_queue).
+ */
+static int sc_drain_step(struct bench *b, struct lg_result *res, bool fill)
+{
+    struct lg_config cfg = {.connections = pick(b->conns, 16),
+                            .duration_s = pickd(b->duration, 300),
+                            .make = fill ? make_reserve_seq : make_release_seq};
+    char name[64];
+    int k = fill ? K_RESERVE : K_RELEASE;
+
+    if (need_token(b) < 0)
+        return -1;
+    b->prefix = "d";
+    b->nodes = "n[1-4]";
+    b->hwcoll = "on";
+    b->limit = (uint64_t)(b->count > 0 ? b->count : POPULATE_DEFAULT);
+    cfg.max_requests = b->limit;
+    snprintf(name,
+             sizeof(name),
+             fill ? "setup: %llu reservations with hwcoll on"
+                  : "setup: %llu releases queued for the FM",
+             (unsigned long long)b->limit);
+    if (run(b, &cfg, res, fill ? "drain fill" : "drain release") < 0) {
+        row(name, NAN, "resv", (double)b->limit, false, "could not run");
+        return -1;
+    }
+    row(name, (double)res->kind[k].ok, "resv", (double)b->limit, false, NULL);
+    detail(res);
+    return 0;
+}
+
+static int sc_drain_fill(struct bench *b, struct lg_result *res)
+{
+    return sc_drain_step(b, res, true);
+}
+
+static int sc_drain_release(struct bench *b, struct lg_result *res)
+{
+    return sc_drain_step(b, res, false);
+}
+
+static int sc_drain_load(struct bench *b, struct lg_result *res)
+{
+    struct lg_config cfg = {.connections = pick(b->conns, 32),
+                            .rate = pickd(b->rate, 200),
+                            .duration_s = pickd(b->duration, 125),
+                            .make = make_reserve_until};
+    const char *name = "reserve p99 during the drain";
+
+    if (need_token(b) < 0)
+        return -1;
+    b->prefix = "dl";
+    b->nodes = "n[1-4]";
+    b->hwcoll = "off";
+    b->limit = 0;
+    if (run(b, &cfg, res, "drain load") < 0) {
+        row(name, NAN, "ms", 20, true, "could not run");
+        return -1;
+    }
+    row(name,
+        q_ms(&res->kind[K_RESERVE].latency, 0.99),
+        "ms",
+        20,
+        true,
+        failures(res, K_RESERVE));
+    detail(res);
+
+    struct lg_config rel = {
+        .connections = 8, .duration_s = 120, .make = make_release_seq};
+    b->limit = res->kind[K_RESERVE].sent;
+    if (b->limit == 0)
+        return 0;
+    if (run(b, &rel, res, "release") < 0)
+        return -1;
+    printf("#   released the drain-load jobs:\n");
+    detail_kind(kind_names[K_RELEASE], res, &res->kind[K_RELEASE]);
+    return 0;
+}
+
 /* ---- helpers for run.sh ----------------------------------------------- */
 
 static int cmd_freeport(void)
@@ -851,6 +954,9 @@ static const struct scenario scenarios[] = {
     {"nodeview", sc_nodeview, "GET /v1/nodes/n<k> with node tokens, -d 5"},
     {"rss", sc_rss, "VmRSS of -p PID"},
     {"storm", sc_storm, "11,136 node tokens GET one job, -c 48 -d 10"},
+    {"drain-fill", sc_drain_fill, "reserve -n 10000 jobs d<k>, hwcoll on"},
+    {"drain-release", sc_drain_release, "release -n 10000 jobs d<k>"},
+    {"drain-load", sc_drain_load, "reserve p99, -r 200, until -S FILE exists"},
 };
 
 static void usage(FILE *f)
@@ -858,11 +964,12 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: bench_api [-u URL] [-T TOKEN-FILE] [-k NODE-KEY-FILE]\n"
             "                 [-c CONNS] [-d SECONDS] [-r RATE] [-n COUNT]\n"
-            "                 [-p PID] [-P PGBENCH-TPS] SCENARIO\n"
+            "                 [-p PID] [-P PGBENCH-TPS] [-S STOP-FILE]\n"
+            "                 SCENARIO\n"
             "       bench_api freeport | nodekey FILE | token FILE\n"
             "URL must be http://127.0.0.1:PORT.  Scenarios:\n");
     for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
-        fprintf(f, "  %-9s %s\n", scenarios[i].name, scenarios[i].help);
+        fprintf(f, "  %-13s %s\n", scenarios[i].name, scenarios[i].help);
 }
 
 static double num_arg(const char *s, bool *bad)
@@ -894,7 +1001,7 @@ int main(int argc, char **argv)
     bool bad = false;
     int opt, rc = 1;
 
-    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:h")) != -1) {
+    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:S:h")) != -1) {
         switch (opt) {
             case 'u':
                 b.url = optarg;
@@ -927,6 +1034,9 @@ int main(int argc, char **argv)
                 break;
             case 'P':
                 b.pg_tps = num_arg(optarg, &bad);
+                break;
+            case 'S':
+                b.stop_file = optarg;
                 break;
             case 'h':
                 usage(stdout);

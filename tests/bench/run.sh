@@ -28,8 +28,10 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
-# run (healthz pairs openloop bigjob populate nodeview rss storm).
+# run (healthz pairs openloop bigjob populate nodeview rss storm drain),
+# and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
+FM_CONCURRENCY=${BENCH_FM_CONCURRENCY:-12}
 THREADS=${BENCH_THREADS:-8}
 POOL=${BENCH_POOL:-8}
 ONLY=${BENCH_ONLY:-}
@@ -55,10 +57,17 @@ wanted () {
 # the load generator's own bounds failed.  It runs in the background and is
 # tracked, so that an interrupt stops it at once through lib.sh's cleanup.
 api () {
-    sc=$1
-    shift
-    wanted "$sc" || return 0
-    timeout -k 5 300 "$BENCH_API" -u "$BROKER_URL" -T "$T/sched.token" \
+    wanted "$1" || return 0
+    api_at "$BROKER_URL" "$@"
+}
+
+# api_at URL SCENARIO [ARGS...]: the same against another broker, whatever
+# BENCH_ONLY says.
+api_at () {
+    url=$1
+    sc=$2
+    shift 2
+    timeout -k 5 300 "$BENCH_API" -u "$url" -T "$T/sched.token" \
         -k "$T/node.key" "$@" "$sc" &
     api_pid=$!
     track "$api_pid"
@@ -255,6 +264,183 @@ else
     row_not_run "GET /v1/nodes/{node}, 10k active: p99" ms "<=" 2 "$why_not"
     row_not_run "memory: broker VmRSS with 10k active reservations" MiB "<=" 64 "$why_not"
     row_not_run "node fetch storm: 11,136 tokens, 48 conns" "req/s" ">=" 20000 "$why_not"
+fi
+
+# ---- the FM release-queue drain --------------------------------------------
+#
+# fmsim (no auth) and a second broker on the same database with [hwcoll]
+# enabled.  10,000 jobs are reserved with hardware collectives through it;
+# it is stopped and the jobs are released through the first broker, which
+# has no hwcoll workers, so all 10,000 FM releases wait in fm_queue with
+# no failed attempt (an FM outage instead would leave the workers in a
+# back-off pause of up to 30 s and the probed operations leased for
+# seconds, which the drain would then measure).  fmsim gets 5 ms of added
+# latency and the hwcoll broker is started again: the clock runs from its
+# launch until fm_queue is empty (polled every 100 ms, at most 120 s),
+# while an open-loop reserve load with "hwcoll":"off" (no FM work) runs
+# against the same broker until the queue is empty.
+
+DRAIN_ROW="fm queue drain: 10,000 releases at 5 ms FM latency"
+DRAIN_N=10000
+DRAIN_BOUND=120
+
+drain_row () { # FIGURE MET-OR-WHY
+    printf '%-52s %12.3f %-6s %s %10.3f  %s\n' "$DRAIN_ROW" "$1" "rel/s" ">=" 1000 "$2"
+}
+
+fm_fault () {
+    curl -s -o /dev/null --max-time 5 -X POST -d "$1" "$FM_ADMIN/fmsim/faults"
+}
+
+drain_broker_start () {
+    "$VNIBROKERD" -c "$T/drain.toml" >>"$DRAIN_LOG" 2>&1 &
+    DRAIN_PID=$!
+    track "$DRAIN_PID"
+    wait_for 10 curl -sf -o /dev/null "$DRAIN_URL/healthz" && return 0
+    kill -TERM "$DRAIN_PID" 2>/dev/null
+    wait "$DRAIN_PID" 2>/dev/null
+    return 1
+}
+
+drain_broker_stop () {
+    kill -TERM "$DRAIN_PID" 2>/dev/null
+    wait "$DRAIN_PID" 2>/dev/null
+}
+
+now_ms () {
+    echo $(($(date +%s%N) / 1000000))
+}
+
+drain_scenario () {
+    why=""
+    "$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
+        --log-level warning >"$T/fmsim.out" 2>"$T/fmsim.log" &
+    FMSIM_PID=$!
+    track "$FMSIM_PID"
+    if ! wait_for 10 grep -q 'fmsim listening on' "$T/fmsim.out"; then
+        sed 's/^/#   /' "$T/fmsim.log" | tail -n 5
+        why="fmsim does not start"
+        return 1
+    fi
+    FM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/fmsim.out")
+    FM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/fmsim.out")
+    rm -f "$T/fm.key"
+    "$BENCH_API" nodekey "$T/fm.key" || { why="cannot make the token key"; return 1; }
+
+    DRAIN_LOG=$T/drain-broker.log
+    saved_port=$PORT
+    started=0
+    for _ in 1 2 3; do
+        PORT=$("$BENCH_API" freeport) || break
+        bench_config "$T/drain.toml" 1
+        cat >>"$T/drain.toml" <<EOF
+
+[cluster]
+name = "bench"
+
+[hwcoll]
+enabled = true
+fm_url = "$FM_URL"
+auth = "none"
+min_nodes = 1
+addrs_per_job = 4
+token_key_file = "$T/fm.key"
+fm_concurrency = $FM_CONCURRENCY
+EOF
+        DRAIN_URL=http://127.0.0.1:$PORT
+        if drain_broker_start; then
+            started=1
+            break
+        fi
+    done
+    PORT=$saved_port
+    if [ "$started" != 1 ]; then
+        sed 's/^/#   /' "$DRAIN_LOG" | tail -n 5
+        why="the hwcoll broker does not start"
+        return 1
+    fi
+
+    # 10,000 jobs with FM reservations (fmsim without latency)
+    api_at "$DRAIN_URL" drain-fill -n "$DRAIN_N" -c 16
+    held=$(psql_q "SELECT count(*) FROM reservations WHERE job_id ~ '^d[0-9]+\$' AND state = 'active' AND hwcoll_state = 'reserved'")
+    drain_broker_stop
+    if [ "$held" != "$DRAIN_N" ]; then
+        why="only ${held:-?} of $DRAIN_N jobs hold an FM reservation"
+        return 1
+    fi
+
+    # released through the broker without hwcoll workers: all queue
+    api_at "$BROKER_URL" drain-release -n "$DRAIN_N" -c 16
+    queued=$(psql_q "SELECT count(*) FROM fm_queue")
+    echo "#   fm_queue holds $queued operations"
+    if [ "$queued" != "$DRAIN_N" ]; then
+        why="$queued FM releases queued, not $DRAIN_N"
+        return 1
+    fi
+
+    fm_fault '{"outage":"none","latency_ms":5}'
+    rm -f "$T/drain.stop"
+    t0=$(now_ms)
+    if ! drain_broker_start; then
+        why="the hwcoll broker does not restart"
+        return 1
+    fi
+    t_up=$(now_ms)
+    timeout -k 5 300 "$BENCH_API" -u "$DRAIN_URL" -T "$T/sched.token" \
+        -S "$T/drain.stop" -r 200 -d $((DRAIN_BOUND + 5)) drain-load \
+        >"$T/drain-load.out" 2>&1 &
+    load_pid=$!
+    track "$load_pid"
+    left=$DRAIN_N
+    while :; do
+        left=$(psql_q "SELECT count(*) FROM fm_queue") || left=""
+        t1=$(now_ms)
+        [ "$left" = 0 ] && break
+        [ $((t1 - t0)) -ge $((DRAIN_BOUND * 1000)) ] && break
+        sleep 0.1
+    done
+    : >"$T/drain.stop"
+    case "$left" in '' | *[!0-9]*) left=$DRAIN_N ;; esac
+    ms=$((t1 - t0))
+    rate=$(awk "BEGIN { print ($DRAIN_N - $left) * 1000 / ($ms > 0 ? $ms : 1) }")
+    if [ "$left" = 0 ]; then
+        drain_row "$rate" "$(awk "BEGIN { print ($rate >= 1000) ? \"met\" : \"NOT MET\" }")"
+    else
+        drain_row "$rate" "NOT MET (not drained in $DRAIN_BOUND s: $left left)"
+    fi
+    wait "$load_pid" || {
+        echo "#   bench_api drain-load failed (exit $?)"
+        HARNESS_FAILED=1
+    }
+    cat "$T/drain-load.out"
+    released=$(psql_q "SELECT count(*) FROM reservations WHERE job_id ~ '^d[0-9]+\$' AND hwcoll_state = 'released'")
+    echo "#   drained $((DRAIN_N - left)) in $ms ms from the broker's launch" \
+        "($((t1 - t_up)) ms from its first answer), fm_concurrency" \
+        "$FM_CONCURRENCY, database pool $POOL; $released jobs hwcoll released"
+    drain_broker_stop
+    DRAIN_PID=""
+    if [ -s "$DRAIN_LOG" ]; then
+        echo "#   hwcoll broker warnings: $(wc -l <"$DRAIN_LOG") lines; the first:"
+        head -n 3 "$DRAIN_LOG" | cut -c1-200 | sed 's/^/#   /'
+    fi
+    return 0
+}
+
+if wanted drain; then
+    DRAIN_PID=""
+    FMSIM_PID=""
+    if [ "$api_ready" != 1 ]; then
+        row_not_run "$DRAIN_ROW" "rel/s" ">=" 1000 "$why_not"
+        row_not_run "reserve p99 during the drain" ms "<=" 20 "$why_not"
+    elif ! drain_scenario; then
+        row_not_run "$DRAIN_ROW" "rel/s" ">=" 1000 "$why"
+        row_not_run "reserve p99 during the drain" ms "<=" 20 "$why"
+    fi
+    [ -n "$DRAIN_PID" ] && drain_broker_stop
+    if [ -n "$FMSIM_PID" ]; then
+        kill -TERM "$FMSIM_PID" 2>/dev/null
+        wait "$FMSIM_PID" 2>/dev/null
+    fi
 fi
 
 if ! kill -0 "$BROKER_PID" 2>/dev/null; then

@@ -1620,7 +1620,10 @@ static void test_concurrent_calls(void **state)
     for (int i = 0; i < s->nrequests; i++)
         tokens += strncmp(request(s, i), token_post, strlen(token_post)) == 0;
     assert_int_equal(tokens, 1);
-    assert_true(s->accepted >= 1 && s->accepted <= 4);
+    /* Connections are reused: never more than one per calling thread
+     * (the client's pool is larger than NTHREADS).
+     */
+    assert_true(s->accepted >= 1 && s->accepted <= NTHREADS);
     server_free(s);
     tmpdir_cleanup(&t);
     free(tok);
