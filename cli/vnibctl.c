@@ -1187,7 +1187,7 @@ done:
 
 static const char help_report[] =
     "Usage: vnibctl report JOB_ID NODE --cxi STATE [--service DEV:SVCID]...\n"
-    "                      [--message TEXT]\n"
+    "                      [--message TEXT] [--reservation ID]\n"
     "Record what a node did with a job's CXI services (roles: admin, the\n"
     "node itself).  Normally the node agent reports; admins use this after\n"
     "cleaning a node by hand.\n"
@@ -1196,6 +1196,8 @@ static const char help_report[] =
     "                        repeatable, at most 64\n"
     "  --message TEXT        a note for the audit trail (at most 1024 "
     "bytes)\n"
+    "  --reservation ID      the reservation acted on: refused (409\n"
+    "                        stale_reservation) when the job has a newer one\n"
     "  --json                print the reservation as JSON\n";
 
 /* Parse DEV:SVCID into a {"device", "svc_id"} object appended to list. */
@@ -1236,6 +1238,7 @@ static int cmd_report(struct ctl *ctl, int argc, char **argv)
         {"cxi", required_argument, NULL, 'c'},
         {"service", required_argument, NULL, 's'},
         {"message", required_argument, NULL, 'm'},
+        {"reservation", required_argument, NULL, 'r'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1243,6 +1246,7 @@ static int cmd_report(struct ctl *ctl, int argc, char **argv)
     static const char *const states[] = {
         "creating", "created", "destroyed", "failed", NULL};
     const char *cxi = NULL, *message = NULL;
+    long long reservation = 0;
     vnib_error_t error = {""};
     json_t *services = NULL;
     json_t *reply = NULL;
@@ -1265,6 +1269,19 @@ static int cmd_report(struct ctl *ctl, int argc, char **argv)
             case 'm':
                 message = optarg;
                 break;
+            case 'r': {
+                char *end;
+                errno = 0;
+                reservation = strtoll(optarg, &end, 10);
+                if (errno || end == optarg || *end || reservation <= 0) {
+                    ctl_usage_error("report",
+                                    "--reservation '%s' is not a positive "
+                                    "integer",
+                                    optarg);
+                    goto done;
+                }
+                break;
+            }
             case 'j':
                 ctl->json = true;
                 break;
@@ -1296,14 +1313,15 @@ static int cmd_report(struct ctl *ctl, int argc, char **argv)
     }
     if ((rc = ctl_connect(ctl)) != 0)
         goto done;
-    int status = vnib_client_report(ctl->client,
-                                    argv[optind],
-                                    argv[optind + 1],
-                                    cxi,
-                                    json_array_size(services) ? services : NULL,
-                                    message,
-                                    &reply,
-                                    &error);
+    struct vnib_report r = {
+        .job_id = argv[optind],
+        .node = argv[optind + 1],
+        .cxi = cxi,
+        .services = json_array_size(services) ? services : NULL,
+        .message = message,
+        .reservation = reservation,
+    };
+    int status = vnib_client_report(ctl->client, &r, &reply, &error);
     if ((rc = outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
         rc = print_reservation(ctl, reply);
 done:

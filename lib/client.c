@@ -711,11 +711,7 @@ int vnib_client_release(struct vnib_client *c,
 }
 
 int vnib_client_report(struct vnib_client *c,
-                       const char *job_id,
-                       const char *node,
-                       const char *cxi,
-                       json_t *services,
-                       const char *message,
+                       const struct vnib_report *r,
                        json_t **replyp,
                        vnib_error_t *errp)
 {
@@ -725,23 +721,27 @@ int vnib_client_report(struct vnib_client *c,
 
     if (replyp)
         *replyp = NULL;
-    if (!node || !cxi) {
+    if (!r || !r->node || !r->cxi) {
         errno = EINVAL;
         return errprintf(errp, "report: node and cxi state are needed");
     }
-    if (!(path =
-              path_build("/v1/reservations/", job_id, "/nodes/", node, ""))) {
+    if (!(path = path_build(
+              "/v1/reservations/", r->job_id, "/nodes/", r->node, ""))) {
         errprintf(errp, "%s", strerror(errno));
         goto done;
     }
-    if (!(body = json_pack("{s:s}", "cxi", cxi))
-        || (services && json_object_set(body, "services", services) < 0)) {
+    if (!(body = json_pack("{s:s}", "cxi", r->cxi))
+        || (r->services && json_object_set(body, "services", r->services) < 0)
+        || (r->reservation > 0
+            && json_object_set_new(
+                   body, "reservation_id", json_integer(r->reservation))
+                   < 0)) {
         errno = EINVAL;
         errprintf(errp, "report: invalid cxi state or services");
         goto done;
     }
-    if (message) {
-        json_t *m = json_string(message);
+    if (r->message) {
+        json_t *m = json_string(r->message);
         if (!m || json_object_set_new(body, "message", m) < 0) {
             errno = EINVAL;
             errprintf(errp, "report: the message is not valid UTF-8");

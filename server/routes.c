@@ -43,7 +43,7 @@ const struct route routes[] = {
       ROLE_ADMIN | ROLE_NODE, 16 * KiB },
     { "GET", "/v1/nodes/{node}", nodes_get, ROLE_ADMIN | ROLE_NODE, 0 },
     { "DELETE", "/v1/nodes/{node}/drain", nodes_undrain, ROLE_ADMIN, 0 },
-    { "GET", "/v1/pool", pool_get, ANY_READER, 0 },
+    { "GET", "/v1/pool", pool_get, ANY_READER | ROLE_NODE, 0 },
     { "GET", "/v1/vnis/{vni}", pool_vni, ROLE_ADMIN, 0 },
     { "GET", "/v1/events", events_list, ROLE_ADMIN, 0 },
     { "GET", "/v1/fabric-manager", fabric_get, ANY_READER, 0 },

@@ -143,17 +143,23 @@ int vnib_client_release(struct vnib_client *c,
                         json_t **replyp,
                         vnib_error_t *errp);
 
-/* PUT /v1/reservations/JOB_ID/nodes/NODE: report a node's CXI state
- * ("creating", "created", "destroyed" or "failed").  services (borrowed,
- * may be NULL) is an array of {"device": .., "svc_id": ..}; message may be
- * NULL.
+/* A node's report about a job's CXI services. */
+struct vnib_report {
+    const char *job_id;
+    const char *node;
+    const char *cxi;       /* "creating", "created", "destroyed", "failed" */
+    json_t *services;      /* borrowed, may be NULL: [{"device", "svc_id"}] */
+    const char *message;   /* may be NULL */
+    long long reservation; /* the reservation acted on; <= 0 omits it */
+};
+
+/* PUT /v1/reservations/JOB_ID/nodes/NODE: report a node's CXI state.
+ * Agents always send the reservation they acted on, so that a report
+ * about a requeued job's old services is never filed under its new
+ * reservation (the broker answers 409 stale_reservation instead).
  */
 int vnib_client_report(struct vnib_client *c,
-                       const char *job_id,
-                       const char *node,
-                       const char *cxi,
-                       json_t *services,
-                       const char *message,
+                       const struct vnib_report *r,
                        json_t **replyp,
                        vnib_error_t *errp);
 

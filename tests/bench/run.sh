@@ -20,7 +20,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP"
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
 make -s --no-print-directory "$BUILD/tests/bench/bench_lib" \
-    "$BUILD/tests/bench/bench_api"
+    "$BUILD/tests/bench/bench_api" "$BUILD/vnib-agent"
 echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 "$BUILD/tests/bench/bench_lib"
 
@@ -28,7 +28,8 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
-# run (healthz pairs openloop bigjob populate nodeview rss storm drain),
+# run (healthz pairs openloop bigjob populate nodeview rss storm drain
+# agent),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
 FM_CONCURRENCY=${BENCH_FM_CONCURRENCY:-12}
@@ -440,6 +441,72 @@ if wanted drain; then
     if [ -n "$FMSIM_PID" ]; then
         kill -TERM "$FMSIM_PID" 2>/dev/null
         wait "$FMSIM_PID" 2>/dev/null
+    fi
+fi
+
+# ---- the node agent -----------------------------------------------------
+#
+# What every job start and end pays on a node: `prolog`, `env` and
+# `epilog` of vnib-agent (non-sanitized) for one job on a 4-NIC simulated
+# node against the local broker, timed as three real process runs, over
+# AGENT_JOBS jobs (each reserved and released around the timing).
+
+AGENT_ROW="agent prolog+env+epilog, 4-NIC sim node: p50"
+AGENT_JOBS=${BENCH_AGENT_JOBS:-50}
+
+agent_scenario () {
+    a=$T/agentnode
+    mkdir -p "$a"
+    (umask 077 && node_token bn1 >"$a/token")
+    cat >"$a/agent.toml" <<EOF
+[broker]
+url = "$BROKER_URL"
+token_file = "$a/token"
+
+[node]
+state_dir = "$a/state"
+
+[nic]
+backend = "sim"
+sim_dir = "$a/sim"
+EOF
+    "$BUILD/vnib-agent" --config "$a/agent.toml" sim-init --nics 4 >/dev/null ||
+        return 1
+    : >"$a/times"
+    i=0
+    while [ "$i" -lt "$AGENT_JOBS" ]; do
+        i=$((i + 1))
+        curl -s -o /dev/null --max-time 10 -H @"$T/auth.header" \
+            -H 'Content-Type: application/json' \
+            -d "{\"job_id\":\"ag$i\",\"uid\":1000,\"user\":\"bench\",\"nodes\":\"bn[1-2]\",\"vni_count\":1}" \
+            "$BROKER_URL/v1/reservations"
+        t0=$(date +%s%N)
+        "$BUILD/vnib-agent" --config "$a/agent.toml" prolog --job "ag$i" --ncores 64 \
+            >/dev/null 2>>"$a/err" &&
+            "$BUILD/vnib-agent" --config "$a/agent.toml" env --job "ag$i" \
+                >/dev/null 2>>"$a/err" &&
+            "$BUILD/vnib-agent" --config "$a/agent.toml" epilog --job "ag$i" \
+                >/dev/null 2>>"$a/err" || return 1
+        t1=$(date +%s%N)
+        echo $(((t1 - t0) / 1000)) >>"$a/times"
+        curl -s -o /dev/null --max-time 10 -X DELETE -H @"$T/auth.header" \
+            "$BROKER_URL/v1/reservations/ag$i"
+    done
+    sort -n "$a/times" | awk -v row="$AGENT_ROW" '
+        { v[NR] = $1 / 1000 }
+        END {
+            p50 = v[int((NR + 1) / 2)]; p95 = v[int(NR * 0.95 + 0.5)]
+            printf "%-52s %12.3f %-6s %s %10.3f  %s\n", row, p50, "ms", "<=", 50, (p50 <= 50) ? "met" : "NOT MET"
+            sub(/p50$/, "p95", row)
+            printf "%-52s %12.3f %-6s %s %10.3f  %s\n", row, p95, "ms", "<=", 50, (p95 <= 50) ? "met" : "NOT MET"
+        }'
+}
+
+if wanted agent; then
+    if [ "$api_ready" != 1 ]; then
+        row_not_run "$AGENT_ROW" ms "<=" 50 "$why_not"
+    elif ! agent_scenario; then
+        row_not_run "$AGENT_ROW" ms "<=" 50 "agent failed: $(head -c 120 "$T/agentnode/err" 2>/dev/null)"
     fi
 fi
 

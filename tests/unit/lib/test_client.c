@@ -713,10 +713,13 @@ static void test_report(void **state)
     struct server *s = server_start(canned);
     server_run(s);
     struct vnib_client *c = client_for(s, "tok");
-    assert_int_equal(
-        vnib_client_report(
-            c, "42", "n 1", "created", services, "ok \"x\"", NULL, NULL),
-        200);
+    struct vnib_report r = {.job_id = "42",
+                            .node = "n 1",
+                            .cxi = "created",
+                            .services = services,
+                            .message = "ok \"x\"",
+                            .reservation = 7};
+    assert_int_equal(vnib_client_report(c, &r, NULL, NULL), 200);
     vnib_client_destroy(c);
     server_join(s);
     assert_prefix(s->requests,
@@ -724,7 +727,8 @@ static void test_report(void **state)
     assert_string_equal(
         request_body(s),
         "{\"cxi\":\"created\",\"services\":[{\"device\":"
-        "\"cxi0\",\"svc_id\":5}],\"message\":\"ok \\\"x\\\"\"}");
+        "\"cxi0\",\"svc_id\":5}],\"reservation_id\":7,"
+        "\"message\":\"ok \\\"x\\\"\"}");
     /* Borrowed: still ours. */
     assert_int_equal(services->refcount, 1);
     json_decref(services);
@@ -741,9 +745,9 @@ static void test_report_minimal(void **state)
     struct server *s = server_start(canned);
     server_run(s);
     struct vnib_client *c = client_for(s, "tok");
-    assert_int_equal(
-        vnib_client_report(c, "42", "n1", "destroyed", NULL, NULL, NULL, &e),
-        409);
+    struct vnib_report r = {
+        .job_id = "42", .node = "n1", .cxi = "destroyed"};
+    assert_int_equal(vnib_client_report(c, &r, NULL, &e), 409);
     assert_string_equal(e.text, "x: HTTP 409");
     vnib_client_destroy(c);
     server_join(s);

@@ -1,0 +1,127 @@
+/* Broker calls with retries under a deadline (see broker.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/broker.h"
+
+long broker_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static bool worth_retrying(int status)
+{
+    return status < 0 || status == 429 || status >= 500;
+}
+
+/* One attempt of a call, for retry(). */
+typedef int (*attempt_fn)(struct vnib_client *c,
+                          const void *arg,
+                          json_t **replyp,
+                          vnib_error_t *errp);
+
+static int retry(struct vnib_client *c,
+                 attempt_fn fn,
+                 const void *arg,
+                 long deadline_ms,
+                 json_t **replyp,
+                 vnib_error_t *errp)
+{
+    long end = broker_now_ms() + deadline_ms;
+    long backoff = 100;
+    unsigned seed = (unsigned)getpid() ^ (unsigned)end;
+    int status;
+
+    for (;;) {
+        long left = end - broker_now_ms();
+        vnib_client_set_timeout_ms(c, left > 100 ? left : 100);
+        if (replyp)
+            *replyp = NULL;
+        status = fn(c, arg, replyp, errp);
+        if (!worth_retrying(status))
+            return status;
+        left = end - broker_now_ms();
+        if (left <= 0)
+            break;
+        if (replyp) {
+            json_decref(*replyp);
+            *replyp = NULL;
+        }
+        /* Full jitter keeps thousands of nodes from retrying in step. */
+        long wait =
+            backoff / 2 + (long)(rand_r(&seed) % (unsigned)(backoff / 2 + 1));
+        pause_ms(wait < left ? wait : left);
+        if (backoff < 2000)
+            backoff *= 2;
+    }
+    if (status >= 0) {
+        /* The broker answered, with an error we could not wait out. */
+        return status;
+    }
+    if (errno != ETIMEDOUT && errno != ECONNREFUSED)
+        errno = EIO;
+    return -1;
+}
+
+static int get_attempt(struct vnib_client *c,
+                       const void *arg,
+                       json_t **replyp,
+                       vnib_error_t *errp)
+{
+    return vnib_client_request(c, "GET", arg, NULL, replyp, errp);
+}
+
+int broker_get(struct vnib_client *c,
+               const char *path,
+               long deadline_ms,
+               json_t **replyp,
+               vnib_error_t *errp)
+{
+    return retry(c, get_attempt, path, deadline_ms, replyp, errp);
+}
+
+int broker_fetch(struct vnib_client *c,
+                 const char *job_id,
+                 long deadline_ms,
+                 json_t **replyp,
+                 vnib_error_t *errp)
+{
+    char *esc = vnib_client_escape(job_id);
+    char path[600];
+
+    if (!esc)
+        return errprintf(errp, "out of memory");
+    snprintf(path, sizeof(path), "/v1/reservations/%s", esc);
+    free(esc);
+    return broker_get(c, path, deadline_ms, replyp, errp);
+}
+
+static int report_attempt(struct vnib_client *c,
+                          const void *arg,
+                          json_t **replyp,
+                          vnib_error_t *errp)
+{
+    return vnib_client_report(c, arg, replyp, errp);
+}
+
+int broker_report(struct vnib_client *c,
+                  const struct vnib_report *r,
+                  long deadline_ms,
+                  vnib_error_t *errp)
+{
+    json_t *reply = NULL;
+    int status = retry(c, report_attempt, r, deadline_ms, &reply, errp);
+    json_decref(reply);
+    return status;
+}

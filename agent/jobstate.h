@@ -1,0 +1,64 @@
+/* What the agent keeps on the node about each job, in STATE_DIR/jobs/.
+ *
+ *   JOB.json  root-only (0600): the reservation id, owner, VNIs and the
+ *             services the prolog made.  Epilog and `clean --all` use it
+ *             when the broker cannot tell them (the reservation was purged,
+ *             or the report of a destroy did not get through), so a
+ *             service is never forgotten.
+ *   JOB.env   the job environment in Slurm's TaskProlog format, owned by
+ *             the job's user and readable by it only (0400): the task hooks
+ *             (the SPANK plugin as root, or a TaskProlog as the user) read
+ *             it, so the user side never needs the node's token.
+ *
+ * The directory is root's (0711: nobody can list which jobs run here).
+ * Files are written to a temporary name and renamed, so a reader never
+ * sees half a file.  They are not fsynced: STATE_DIR belongs on tmpfs
+ * (/run), because what it describes, services on the NICs, does not
+ * survive a reboot either; after one, `clean --all` asks the broker.
+ */
+#ifndef VNIB_AGENT_JOBSTATE_H
+#define VNIB_AGENT_JOBSTATE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "agent/jobenv.h"
+#include "vnib/error.h"
+
+/* A job id usable as a file name: 1-128 of [A-Za-z0-9._-], not starting
+ * with '.'.
+ */
+bool jobstate_job_id_valid(const char *job_id);
+
+int jobstate_save(const char *dir,
+                  const char *job_id,
+                  json_t *record,
+                  vnib_error_t *errp);
+
+/* The record, or NULL with errno ENOENT when there is none. */
+json_t *jobstate_load(const char *dir, const char *job_id, vnib_error_t *errp);
+
+/* Write JOB.env for uid. */
+int jobstate_write_env(const char *dir,
+                       const char *job_id,
+                       uid_t uid,
+                       const struct jobenv *env,
+                       vnib_error_t *errp);
+
+/* Read JOB.env, refusing a file that is not a regular file owned by root
+ * or by the caller, or that others may write.  ENOENT when absent.
+ */
+int jobstate_read_env(const char *dir,
+                      const char *job_id,
+                      struct jobenv *env,
+                      vnib_error_t *errp);
+
+/* Remove JOB.json (when record) and JOB.env; absent files are fine. */
+void jobstate_remove(const char *dir, const char *job_id, bool record);
+
+/* The job ids that have a record, as a JSON array of strings. */
+json_t *jobstate_list(const char *dir, vnib_error_t *errp);
+
+#endif /* !VNIB_AGENT_JOBSTATE_H */

@@ -1,0 +1,216 @@
+/* Unit tests for the agent's pure parts: sizing a service from HPE's
+ * table and scaling it back (agent/limits.c), the job environment and its
+ * file format (agent/jobenv.c), and Slurm's CPUs-per-node list
+ * (agent/slurmcpus.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "agent/jobenv.h"
+#include "agent/limits.h"
+#include "agent/slurmcpus.h"
+
+static const struct nic_info dev = {
+    .name = "cxi0",
+    .cap = {2048, 1024, 512, 2047, 2047, 16384, 2048, 1022},
+};
+
+static void test_plan(void **state)
+{
+    struct nic_svc sys = {.svc_id = 2, .is_system = true};
+    struct nic_svc req = {0};
+    (void)state;
+
+    sys.res[NIC_RSRC_TXQ] = 64;
+    sys.use[NIC_RSRC_TXQ] = 100; /* use above res: use counts */
+    sys.res[NIC_RSRC_PTE] = 48;
+    limits_plan(&dev, &sys, 1, 128, &req);
+    assert_true(req.resource_limits);
+    /* TXQ: 2/core = 256, max min(2048, 1024 - 100) = 924 */
+    assert_int_equal(req.res[NIC_RSRC_TXQ], 256);
+    assert_int_equal(req.max[NIC_RSRC_TXQ], 924);
+    /* TGQ: max min(1024, 512) */
+    assert_int_equal(req.max[NIC_RSRC_TGQ], 512);
+    assert_int_equal(req.res[NIC_RSRC_TGQ], 128);
+    /* PTE: 6/core = 768, max 2048 - 48 */
+    assert_int_equal(req.res[NIC_RSRC_PTE], 768);
+    assert_int_equal(req.max[NIC_RSRC_PTE], 2000);
+    /* TLE: max = res = ncores */
+    assert_int_equal(req.res[NIC_RSRC_TLE], 128);
+    assert_int_equal(req.max[NIC_RSRC_TLE], 128);
+    /* LE 16/core = 2048; AC 2/core = 256, max 1022 */
+    assert_int_equal(req.res[NIC_RSRC_LE], 2048);
+    assert_int_equal(req.max[NIC_RSRC_AC], 1022);
+
+    /* Reserved is clamped to the maximum: 2000 cores. */
+    limits_plan(&dev, &sys, 1, 2000, &req);
+    assert_int_equal(req.res[NIC_RSRC_TXQ], 924);
+    assert_int_equal(req.res[NIC_RSRC_AC], 1022);
+    assert_int_equal(req.res[NIC_RSRC_LE], 16384);
+}
+
+static void test_scale_back(void **state)
+{
+    struct nic_svc want = {0}, req;
+    struct nic_fail fail = {0};
+    vnib_error_t e = {""};
+    char note[128];
+    (void)state;
+
+    limits_plan(&dev, NULL, 0, 64, &want);
+    req = want;
+    for (int r = 0; r < NIC_RSRC_COUNT; r++)
+        fail.avail[r] = 60000;
+    fail.avail[NIC_RSRC_PTE] = 200; /* asked 384 */
+    fail.avail[NIC_RSRC_LE] = 512;  /* asked 1024 */
+    assert_int_equal(
+        limits_scale_back(&want, &req, &fail, 25, note, sizeof(note), &e), 0);
+    assert_string_equal(note, "pte 384->200 le 1024->512");
+    assert_int_equal(req.res[NIC_RSRC_PTE], 200);
+    assert_int_equal(req.res[NIC_RSRC_TXQ], want.res[NIC_RSRC_TXQ]);
+
+    /* Below the floor (25% of 384 = 96). */
+    req = want;
+    fail.avail[NIC_RSRC_PTE] = 95;
+    assert_int_equal(
+        limits_scale_back(&want, &req, &fail, 25, note, sizeof(note), &e), -1);
+    assert_int_equal(errno, ENOSPC);
+    assert_string_equal(e.text,
+                        "below the floor: pte 95 available, floor 96 (25% of "
+                        "384)");
+
+    /* A pool shortage cannot be helped by asking for less. */
+    req = want;
+    fail.no_tle_pools = true;
+    assert_int_equal(
+        limits_scale_back(&want, &req, &fail, 25, note, sizeof(note), &e), -1);
+    assert_non_null(strstr(e.text, "no free TLE pool"));
+
+    /* ENOSPC with nothing short: the caller retries. */
+    req = want;
+    memset(&fail, 0, sizeof(fail));
+    for (int r = 0; r < NIC_RSRC_COUNT; r++)
+        fail.avail[r] = 60000;
+    assert_int_equal(
+        limits_scale_back(&want, &req, &fail, 25, note, sizeof(note), &e), -1);
+    assert_int_equal(errno, EAGAIN);
+}
+
+static void test_jobenv(void **state)
+{
+    struct nic_info devs[2] = {{.name = "cxi0"}, {.name = "cxi1", .dev_id = 1}};
+    int ids[2] = {5, -1};
+    struct jobenv env, back;
+    vnib_error_t e = {""};
+    char *text = NULL;
+    size_t size = 0;
+    (void)state;
+
+    json_t *res = json_pack("{s:[i,i], s:s, s:{s:s, s:s, s:s}}",
+                            "vnis",
+                            1024,
+                            1025,
+                            "tcs_mask",
+                            "0xa",
+                            "environment",
+                            "FI_CXI_COLL_JOB_ID",
+                            "c-42",
+                            "FI_CXI_COLL_MCAST_TOKEN",
+                            "a b'c",
+                            "SLINGSHOT_VNIS",
+                            "ignored: the agent builds its own");
+    assert_int_equal(jobenv_build(&env, res, devs, ids, 2, &e), 0);
+    FILE *f = open_memstream(&text, &size);
+    assert_int_equal(jobenv_write(&env, "export", f, &e), 0);
+    fclose(f);
+    assert_string_equal(text,
+                        "export SLINGSHOT_VNIS=1024,1025\n"
+                        "export SLINGSHOT_DEVICES=cxi0,cxi1\n"
+                        "export SLINGSHOT_SVC_IDS=5,-1\n"
+                        "export SLINGSHOT_TCS=0xa\n"
+                        "export FI_CXI_COLL_JOB_ID=c-42\n"
+                        "unset FI_CXI_COLL_JOB_STEP_ID\n"
+                        "export FI_CXI_COLL_MCAST_TOKEN='a b'\\''c'\n"
+                        "unset FI_CXI_COLL_FABRIC_MGR_URL\n"
+                        "unset FI_CXI_HWCOLL_ADDRS_PER_JOB\n"
+                        "unset FI_CXI_HWCOLL_MIN_NODES\n");
+    free(text);
+    text = NULL;
+
+    /* The taskprolog form reads back to the same values. */
+    f = open_memstream(&text, &size);
+    assert_int_equal(jobenv_write(&env, "slurm-taskprolog", f, &e), 0);
+    fclose(f);
+    assert_non_null(strstr(text, "export FI_CXI_COLL_MCAST_TOKEN=a b'c\n"));
+    assert_int_equal(jobenv_parse(&back, text, "t.env", &e), 0);
+    for (int i = 0; i < JOBENV_COUNT; i++) {
+        if (env.value[i])
+            assert_string_equal(back.value[i], env.value[i]);
+        else
+            assert_null(back.value[i]);
+    }
+    free(text);
+    jobenv_clear(&back);
+    jobenv_clear(&env);
+
+    /* A broker value with a line break would forge lines: refused. */
+    json_object_set_new(json_object_get(res, "environment"),
+                        "FI_CXI_COLL_JOB_ID",
+                        json_string("x\nexport LD_PRELOAD=/tmp/x"));
+    assert_int_equal(jobenv_build(&env, res, devs, ids, 2, &e), -1);
+    assert_int_equal(errno, EINVAL);
+    json_decref(res);
+
+    /* Unknown names and other lines are refused with the line. */
+    assert_int_equal(
+        jobenv_parse(
+            &back, "unset SLINGSHOT_VNIS\nexport PATH=/x\n", "t.env", &e),
+        -1);
+    assert_string_equal(e.text,
+                        "t.env:2: expected 'export NAME=value' or 'unset "
+                        "NAME' for a SLINGSHOT_* or FI_CXI_* variable");
+    assert_int_equal(jobenv_write(&env, "yaml", stdout, &e), -1);
+}
+
+static void test_slurmcpus(void **state)
+{
+    vnib_error_t e = {""};
+    unsigned n = 0;
+    (void)state;
+
+    assert_int_equal(slurmcpus_for_node("72(x2),36", "n[1-3]", "n2", &n, &e),
+                     0);
+    assert_int_equal(n, 72);
+    assert_int_equal(slurmcpus_for_node("72(x2),36", "n[1-3]", "n3", &n, &e),
+                     0);
+    assert_int_equal(n, 36);
+    assert_int_equal(slurmcpus_for_node("4", "n7", "n7", &n, &e), 0);
+    assert_int_equal(n, 4);
+    assert_int_equal(slurmcpus_for_node("72(x2),36", "n[1-3]", "n4", &n, &e),
+                     -1);
+    assert_string_equal(e.text, "node n4 is not in SLURM_JOB_NODELIST");
+    assert_int_equal(slurmcpus_for_node("72(x2)", "n[1-3]", "n1", &n, &e), -1);
+    assert_int_equal(slurmcpus_for_node("72(x2", "n[1-3]", "n1", &n, &e), -1);
+    assert_int_equal(slurmcpus_for_node("0,1", "n[1-2]", "n1", &n, &e), -1);
+    assert_int_equal(slurmcpus_for_node("a", "n1", "n1", &n, &e), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_scale_back),
+        cmocka_unit_test(test_jobenv),
+        cmocka_unit_test(test_slurmcpus),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
