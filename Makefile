@@ -12,6 +12,7 @@
 # server/ or tests/unit/ needs no edit here.
 
 PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
 DESTDIR    ?=
 BUILD      ?= build
 CC         ?= cc
@@ -56,27 +57,32 @@ UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 CLI_SRCS     := $(wildcard cli/*.c)
 FMSIM_SRCS   := $(wildcard fmclient/fmsim*.c)
+AGENT_SRCS   := $(filter-out agent/main.c,$(wildcard agent/*.c))
 
 LIB_OBJS     := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS  := $(SERVER_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
 CLI_OBJS     := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 FMSIM_OBJS   := $(FMSIM_SRCS:%.c=$(BUILD)/%.o)
 FMCLIENT_OBJS := $(BUILD)/fmclient/fmclient.o
+AGENT_OBJS   := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
 
 LIBVNIB      := $(BUILD)/libvnib.a
 LIBSERVER    := $(BUILD)/libserver.a
 LIBFMCLIENT  := $(BUILD)/libfmclient.a
-BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim
+LIBAGENT     := $(BUILD)/libagent.a
+BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim \
+                $(BUILD)/vnib-agent
+PLUGINS      := $(BUILD)/vnib_spank.so
 
 .PHONY: all tests check unit integration run deps deps-fuzz fuzz bench \
         install clean format format-check
 .DEFAULT_GOAL := all
 
-all: $(BINS)
+all: $(BINS) $(PLUGINS)
 
-tests: $(BINS) $(UNIT_BINS) $(REPLAY_BINS)
+tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(REPLAY_BINS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -104,12 +110,31 @@ $(LIBFMCLIENT): $(FMCLIENT_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
+# The node agent's modules (agent/main.c is only the command line).
+$(LIBAGENT): $(AGENT_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/vnibrokerd: $(BUILD)/server/main.o $(LIBSERVER) $(LIBFMCLIENT) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
 
 # The CLI needs only the client library, not the server.
 $(BUILD)/vnibctl: $(CLI_OBJS) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
+
+# The node agent: the client library plus its NIC backends.  libcxi is
+# loaded at run time (dlopen), so it is not a build dependency.
+$(BUILD)/vnib-agent: $(BUILD)/agent/main.o $(LIBAGENT) $(LIBVNIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE) -ldl
+
+# The Slurm SPANK plugin (srun, sbatch, salloc and slurmstepd dlopen it).
+# Always built without the sanitizers, also with SAN=1: a sanitized .so
+# cannot be loaded into the unsanitized Slurm binaries.
+SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
+
+$(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared -MMD -MP -o $@ $<
 
 # The Fabric Manager simulator, for tests and `make run` (not the client).
 $(BUILD)/fmsim: $(FMSIM_OBJS) $(LIBVNIB)
@@ -126,10 +151,12 @@ $(BUILD)/tests/bench/bench_api: tests/bench/bench_api.c tests/bench/loadgen.c \
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    tests/bench/bench_api.c tests/bench/loadgen.c $(LIBVNIB) $(LIBS_BASE) -lm
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBVNIB)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) \
+                       $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
-	    $(LIBSERVER) $(LIBFMCLIENT) $(LIBVNIB) $(LIBS_BASE) -lcmocka
+	    $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) $(LIBVNIB) $(LIBS_BASE) \
+	    -lcmocka -ldl
 
 # Each fuzz target is also linked with a small driver that replays the
 # committed corpus and regression inputs under the sanitizers, so `make
@@ -193,8 +220,16 @@ install: all
 	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(PREFIX)/sbin/vnibrokerd
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/vnibctl $(DESTDIR)$(PREFIX)/bin/vnibctl
+	install -m 0755 $(BUILD)/vnib-agent $(DESTDIR)$(PREFIX)/sbin/vnib-agent
+	install -d $(DESTDIR)$(PREFIX)/lib/vnibroker
+	install -m 0755 $(BUILD)/vnib_spank.so $(DESTDIR)$(PREFIX)/lib/vnibroker/vnib_spank.so
+	sed 's|@HOOKS_CONF@|$(SYSCONFDIR)/vnibroker/slurm-hooks.conf|g' \
+	    deploy/slurm/vnib-slurm-hook.in \
+	    > $(DESTDIR)$(PREFIX)/lib/vnibroker/vnib-slurm-hook
+	chmod 0755 $(DESTDIR)$(PREFIX)/lib/vnibroker/vnib-slurm-hook
 	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker
-	install -m 0644 config.example.toml README.md \
+	install -m 0644 config.example.toml agent/agent.example.toml \
+	    deploy/slurm/hooks.conf.example deploy/slurm/README.md README.md \
 	    $(DESTDIR)$(PREFIX)/share/doc/vnibroker/
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' \

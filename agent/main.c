@@ -55,7 +55,8 @@ static const char usage_text[] =
     "The vnibroker node agent: CXI services for a job on this node.\n"
     "\n"
     "Commands:\n"
-    "  prolog --job ID [--uid U] [--ncores N]   create the job's services\n"
+    "  prolog --job ID [--uid U] [--ncores N] [--allow-missing]\n"
+    "                                           create the job's services\n"
     "  epilog --job ID [--retry-busy D]         destroy them (default 5s)\n"
     "  housekeeping --job ID [--retry-busy D]   the same, longer (5m); exit\n"
     "                                           1 when services remain\n"
@@ -103,6 +104,7 @@ struct subopts {
     long retry_ms; /* -1: the configured default */
     const char *format;
     bool all;
+    bool allow_missing; /* prolog: no reservation is not an error */
     long nics;
 };
 
@@ -334,7 +336,11 @@ static int report(struct agent *a,
 static int job_cores(struct agent *a, const struct subopts *o, unsigned *np)
 {
     const char *cpus = getenv("SLURM_JOB_CPUS_PER_NODE");
-    const char *nodes = getenv("SLURM_JOB_NODELIST");
+    /* The controller's hooks get SLURM_JOB_NODELIST, slurmd's Prolog
+     * SLURM_NODELIST. */
+    const char *nodes = getenv("SLURM_JOB_NODELIST")
+                            ? getenv("SLURM_JOB_NODELIST")
+                            : getenv("SLURM_NODELIST");
     vnib_error_t error = {""};
 
     if (o->ncores > 0) {
@@ -365,6 +371,26 @@ static int cmd_prolog(struct agent *a, const struct subopts *o)
         return rc;
     status =
         broker_fetch(a->client, o->job, a->cfg->fetch_timeout_ms, &res, &error);
+    if (status != 200 && o->allow_missing && (status < 0 || status == 404)) {
+        /* The site lets jobs run without isolation when the broker cannot
+         * be asked (the scheduler's prolog said so in the job's record):
+         * clear the environment and step aside. */
+        warn(a,
+             "job %s: %s; running WITHOUT VNI isolation (--allow-missing)",
+             o->job,
+             status < 0 ? "broker unreachable" : "no reservation");
+        if (jobstate_write_env(a->cfg->state_dir,
+                               o->job,
+                               o->uid >= 0 ? (uid_t)o->uid : 0,
+                               &env,
+                               &error)
+            < 0) {
+            rc = fail(EXIT_FAILED, "job %s: %s", o->job, error.text);
+            goto done;
+        }
+        rc = EXIT_DONE;
+        goto done;
+    }
     if (status != 200) {
         rc = broker_failure("prolog", status, &error);
         goto done;
@@ -1056,6 +1082,7 @@ static int parse_subopts(
         {"retry-busy", required_argument, NULL, 'r'},
         {"format", required_argument, NULL, 'f'},
         {"all", no_argument, NULL, 'a'},
+        {"allow-missing", no_argument, NULL, 'M'},
         {"nics", required_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'J'},
         {"dry-run", no_argument, NULL, 'D'},
@@ -1098,6 +1125,9 @@ static int parse_subopts(
                 break;
             case 'a':
                 o->all = true;
+                break;
+            case 'M':
+                o->allow_missing = true;
                 break;
             case 'N':
                 if (parse_long(optarg, 0, 64, &o->nics) < 0)

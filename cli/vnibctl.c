@@ -492,6 +492,7 @@ static char *query_close(struct query *q)
 static const char help_reserve[] =
     "Usage: vnibctl reserve JOB_ID --uid N --user NAME --nodes HOSTLIST "
     "[--vnis N]\n"
+    "                      [--hwcoll on|off|auto]\n"
     "Reserve VNIs for a job (roles: scheduler, admin).  Repeating the same\n"
     "reservation is harmless and prints it again; different parameters for\n"
     "an active job are refused (reservation_conflict).\n"
@@ -499,6 +500,8 @@ static const char help_reserve[] =
     "  --user NAME       the job's user name\n"
     "  --nodes HOSTLIST  the job's nodes, e.g. tux[0-63]\n"
     "  --vnis N          VNIs to reserve (0-4; default: the broker's)\n"
+    "  --hwcoll MODE     hardware collectives: on, off or auto (the\n"
+    "                    broker's rule by node count; the default)\n"
     "  --json            print the reservation as JSON\n";
 
 static int cmd_reserve(struct ctl *ctl, int argc, char **argv)
@@ -508,11 +511,12 @@ static int cmd_reserve(struct ctl *ctl, int argc, char **argv)
         {"user", required_argument, NULL, 'U'},
         {"nodes", required_argument, NULL, 'n'},
         {"vnis", required_argument, NULL, 'v'},
+        {"hwcoll", required_argument, NULL, 'H'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *uid_s = NULL, *user = NULL, *nodes = NULL;
+    const char *uid_s = NULL, *user = NULL, *nodes = NULL, *hwcoll = NULL;
     unsigned long long uid = 0, vnis = 0;
     int vni_count = -1;
     vnib_error_t error = {""};
@@ -536,6 +540,15 @@ static int cmd_reserve(struct ctl *ctl, int argc, char **argv)
                     < 0)
                     return CTL_EXIT_USAGE;
                 vni_count = (int)vnis;
+                break;
+            case 'H':
+                if (strcmp(optarg, "on") && strcmp(optarg, "off")
+                    && strcmp(optarg, "auto"))
+                    return ctl_usage_error(
+                        "reserve",
+                        "--hwcoll '%s' is not on, off or auto",
+                        optarg);
+                hwcoll = optarg;
                 break;
             case 'j':
                 ctl->json = true;
@@ -566,14 +579,15 @@ static int cmd_reserve(struct ctl *ctl, int argc, char **argv)
             "reserve", "--nodes '%s': %s", nodes, error.text);
     if ((rc = ctl_connect(ctl)) != 0)
         return rc;
-    int status = vnib_client_reserve(ctl->client,
-                                     argv[optind],
-                                     (uint32_t)uid,
-                                     user,
-                                     nodes,
-                                     vni_count,
-                                     &reply,
-                                     &error);
+    struct vnib_reserve r = {
+        .job_id = argv[optind],
+        .uid = (uint32_t)uid,
+        .user = user,
+        .nodes = nodes,
+        .vni_count = vni_count,
+        .hwcoll = hwcoll,
+    };
+    int status = vnib_client_reserve(ctl->client, &r, &reply, &error);
     if ((rc = outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
         rc = print_reservation(ctl, reply);
     json_decref(reply);

@@ -598,11 +598,7 @@ done:
 }
 
 int vnib_client_reserve(struct vnib_client *c,
-                        const char *job_id,
-                        uint32_t uid,
-                        const char *user,
-                        const char *nodes,
-                        int vni_count,
+                        const struct vnib_reserve *r,
                         json_t **replyp,
                         vnib_error_t *errp)
 {
@@ -611,25 +607,28 @@ int vnib_client_reserve(struct vnib_client *c,
 
     if (replyp)
         *replyp = NULL;
-    if (!job_id || !user || !nodes) {
+    if (!r || !r->job_id || !r->user || !r->nodes) {
         errno = EINVAL;
         return errprintf(errp, "reserve: job id, user and nodes are needed");
     }
     if (!(body = json_pack("{s:s, s:I, s:s, s:s}",
                            "job_id",
-                           job_id,
+                           r->job_id,
                            "uid",
-                           (json_int_t)uid,
+                           (json_int_t)r->uid,
                            "user",
-                           user,
+                           r->user,
                            "nodes",
-                           nodes))) {
+                           r->nodes))) {
         errno = EINVAL;
         return errprintf(errp, "reserve: arguments are not valid UTF-8");
     }
-    if (vni_count >= 0
-        && json_object_set_new(body, "vni_count", json_integer(vni_count))
-               < 0) {
+    if ((r->vni_count >= 0
+         && json_object_set_new(body, "vni_count", json_integer(r->vni_count))
+                < 0)
+        || (r->hwcoll
+            && json_object_set_new(body, "hwcoll", json_string(r->hwcoll))
+                   < 0)) {
         errno = ENOMEM;
         errprintf(errp, "out of memory");
         goto done;

@@ -10,7 +10,8 @@ set -eu
 
 PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
       libjansson-dev libpq-dev libssl-dev libcmocka-dev postgresql
-      postgresql-contrib curl jq openssl util-linux procps"
+      postgresql-contrib curl jq openssl util-linux procps
+      slurmctld slurmd slurm-client libslurm-dev"
 if [ "${1:-}" = fuzz ]; then
     PKGS="$PKGS clang libclang-rt-14-dev"
 fi

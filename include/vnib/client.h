@@ -115,16 +115,21 @@ char *vnib_client_escape(const char *s) __attribute__((warn_unused_result));
 /* The wrappers below return like vnib_client_request; replyp may be NULL.
  */
 
-/* POST /v1/reservations: reserve VNIs for job_id, run by uid/user on the
- * nodes of a hostlist expression.  vni_count < 0 leaves the count to the
- * broker's default.  201 created, 200 the same reservation existed.
+/* A reservation request. */
+struct vnib_reserve {
+    const char *job_id;
+    uint32_t uid;
+    const char *user;
+    const char *nodes;  /* a hostlist expression */
+    int vni_count;      /* < 0 leaves the count to the broker's default */
+    const char *hwcoll; /* "on", "off", "auto"; NULL: the broker's default */
+};
+
+/* POST /v1/reservations: reserve VNIs for a job.  201 created, 200 the
+ * same reservation existed.
  */
 int vnib_client_reserve(struct vnib_client *c,
-                        const char *job_id,
-                        uint32_t uid,
-                        const char *user,
-                        const char *nodes,
-                        int vni_count,
+                        const struct vnib_reserve *r,
                         json_t **replyp,
                         vnib_error_t *errp);
 

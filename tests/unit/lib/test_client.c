@@ -624,10 +624,13 @@ static void test_reserve(void **state)
     struct server *s = server_start(canned);
     server_run(s);
     struct vnib_client *c = client_for(s, "tok");
-    assert_int_equal(
-        vnib_client_reserve(
-            c, "job/1", 4294967294u, "alice", "tux[0-3]", 2, &reply, &e),
-        201);
+    struct vnib_reserve r = {.job_id = "job/1",
+                             .uid = 4294967294u,
+                             .user = "alice",
+                             .nodes = "tux[0-3]",
+                             .vni_count = 2,
+                             .hwcoll = "on"};
+    assert_int_equal(vnib_client_reserve(c, &r, &reply, &e), 201);
     vnib_client_destroy(c);
     server_join(s);
     assert_prefix(s->requests, "POST /v1/reservations HTTP/1.1\r\n");
@@ -636,7 +639,8 @@ static void test_reserve(void **state)
     assert_null(strstr(s->requests, "Expect:"));
     assert_string_equal(request_body(s),
                         "{\"job_id\":\"job/1\",\"uid\":4294967294,\"user\":"
-                        "\"alice\",\"nodes\":\"tux[0-3]\",\"vni_count\":2}");
+                        "\"alice\",\"nodes\":\"tux[0-3]\",\"vni_count\":2,"
+                        "\"hwcoll\":\"on\"}");
     assert_string_equal(json_string_value(json_object_get(reply, "job_id")),
                         "job/1");
     json_decref(reply);
@@ -652,8 +656,12 @@ static void test_reserve_default_count(void **state)
     struct server *s = server_start(canned);
     server_run(s);
     struct vnib_client *c = client_for(s, "tok");
-    assert_int_equal(
-        vnib_client_reserve(c, "42", 0, "root", "n1", -1, NULL, NULL), 200);
+    struct vnib_reserve r = {.job_id = "42",
+                             .uid = 0,
+                             .user = "root",
+                             .nodes = "n1",
+                             .vni_count = -1};
+    assert_int_equal(vnib_client_reserve(c, &r, NULL, NULL), 200);
     vnib_client_destroy(c);
     server_join(s);
     assert_string_equal(request_body(s),
@@ -724,11 +732,10 @@ static void test_report(void **state)
     server_join(s);
     assert_prefix(s->requests,
                   "PUT /v1/reservations/42/nodes/n%201 HTTP/1.1\r\n");
-    assert_string_equal(
-        request_body(s),
-        "{\"cxi\":\"created\",\"services\":[{\"device\":"
-        "\"cxi0\",\"svc_id\":5}],\"reservation_id\":7,"
-        "\"message\":\"ok \\\"x\\\"\"}");
+    assert_string_equal(request_body(s),
+                        "{\"cxi\":\"created\",\"services\":[{\"device\":"
+                        "\"cxi0\",\"svc_id\":5}],\"reservation_id\":7,"
+                        "\"message\":\"ok \\\"x\\\"\"}");
     /* Borrowed: still ours. */
     assert_int_equal(services->refcount, 1);
     json_decref(services);
@@ -745,8 +752,7 @@ static void test_report_minimal(void **state)
     struct server *s = server_start(canned);
     server_run(s);
     struct vnib_client *c = client_for(s, "tok");
-    struct vnib_report r = {
-        .job_id = "42", .node = "n1", .cxi = "destroyed"};
+    struct vnib_report r = {.job_id = "42", .node = "n1", .cxi = "destroyed"};
     assert_int_equal(vnib_client_report(c, &r, NULL, &e), 409);
     assert_string_equal(e.text, "x: HTTP 409");
     vnib_client_destroy(c);
