@@ -58,7 +58,8 @@ static int retry(struct vnib_client *c,
             json_decref(*replyp);
             *replyp = NULL;
         }
-        /* Full jitter keeps thousands of nodes from retrying in step. */
+        /* Jitter (half the back-off, at random) keeps thousands of nodes
+         * from retrying in step. */
         long wait =
             backoff / 2 + (long)(rand_r(&seed) % (unsigned)(backoff / 2 + 1));
         pause_ms(wait < left ? wait : left);

@@ -548,26 +548,25 @@ static int cmd_prolog(struct agent *a, const struct subopts *o)
     }
 output:
     if (a->json) {
-        out = json_pack(
-            "{s:s, s:s, s:I, s:I, s:O, s:i, s:o, s:O, s:b}",
-            "job_id",
-            o->job,
-            "node",
-            a->node,
-            "reservation_id",
-            (json_int_t)res_id,
-            "uid",
-            (json_int_t)job.uid,
-            "vnis",
-            json_object_get(res, "vnis"),
-            "ncores",
-            (int)job.ncores,
-            "services",
-            services_list(a->devs, ids ? ids : (int[1]){-1}, ids ? a->ndev : 0),
-            "warnings",
-            a->warnings,
-            "dry_run",
-            a->dry_run);
+        out = json_pack("{s:s, s:s, s:I, s:I, s:O, s:i, s:o, s:O, s:b}",
+                        "job_id",
+                        o->job,
+                        "node",
+                        a->node,
+                        "reservation_id",
+                        (json_int_t)res_id,
+                        "uid",
+                        (json_int_t)job.uid,
+                        "vnis",
+                        json_object_get(res, "vnis"),
+                        "ncores",
+                        (int)job.ncores,
+                        "services",
+                        services_list(a->devs, ids, ids ? a->ndev : 0),
+                        "warnings",
+                        a->warnings,
+                        "dry_run",
+                        a->dry_run);
         if (out)
             print_json(out);
     }
