@@ -54,6 +54,7 @@ static const struct {
     {ENOENT, 404, "not_found"},
     {EOPNOTSUPP, 405, "method_not_allowed"},
     {EEXIST, 409, "conflict"},
+    {EALREADY, 409, "conflict"},
     {E2BIG, 413, "payload_too_large"},
     {EMSGSIZE, 413, "payload_too_large"},
     {ENOSPC, 503, "exhausted"},

@@ -37,7 +37,7 @@ struct hwcoll {
     struct fmc *fmc;                 /* NULL when disabled */
     unsigned char key[SEAL_KEY_LEN]; /* seals session tokens */
     int addrs_per_job;               /* configured or computed */
-    char prefix[128];                /* FM job ids are "<prefix>-<job>" */
+    char prefix[128]; /* FM job ids are "<prefix>-<job>-r<reservation>" */
 
     char replica[300];  /* host:pid, as fm_leader says */
     pthread_t *threads; /* queue workers, then listener, then leader */
@@ -54,6 +54,7 @@ struct hwcoll {
     /* The last reconciliation, under lock. */
     time_t rec_at;
     int rec_released, rec_lost;
+    long long rec_foreign; /* FM jobs of our prefix not ours */
     char rec_error[160];
 
     /* Counters for /metrics, under lock. */
@@ -173,6 +174,10 @@ void hwcoll_plan(struct hwcoll *h,
                                : "fewer nodes than hwcoll.min_nodes";
         return;
     }
+    /* The store appends "-r<reservation id>" (schema/0004): a requeued
+     * job's new FM job is never the old one that the release queue may
+     * still be deleting.
+     */
     snprintf(fm_job_id, size, "%s-%s", h->prefix, a->job_id);
     a->hwcoll_state = "pending";
     a->fm_job_id = fm_job_id;
@@ -718,6 +723,7 @@ static void reconcile(struct hwcoll *h)
     size_t n = 0;
     json_t *res = NULL;
     int released = 0, lost = 0;
+    long long foreign = 0;
 
     if (store_db_now(h->b->store, listed_at, sizeof(listed_at), &error) < 0)
         goto done;
@@ -736,7 +742,19 @@ static void reconcile(struct hwcoll *h)
         const char *kind = json_string_value(json_object_get(r, "kind"));
         const char *job = json_string_value(json_object_get(r, "job_id"));
         const char *fm = json_string_value(json_object_get(r, "fm_job_id"));
-        if (!strcmp(kind, "lost")) {
+        if (!strcmp(kind, "foreign")) {
+            /* FM jobs with our prefix that this database never made:
+             * another cluster's (a prefix is not ownership).
+             */
+            foreign = strtoll(fm ? fm : "0", NULL, 10);
+            logger_printf(h->b->log,
+                          LOG_DEBUG,
+                          NULL,
+                          "hwcoll: %lld FM jobs carry the prefix %s- but are "
+                          "not this cluster's; left alone",
+                          foreign,
+                          h->prefix);
+        } else if (!strcmp(kind, "lost")) {
             lost++;
             logger_printf(
                 h->b->log,
@@ -763,6 +781,7 @@ done:
     h->rec_at = time(NULL);
     h->rec_released = released;
     h->rec_lost = lost;
+    h->rec_foreign = foreign;
     h->lost_total += (unsigned long long)lost;
     h->reconciles++;
     snprintf(h->rec_error, sizeof(h->rec_error), "%s", error.text);
@@ -987,13 +1006,15 @@ int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp)
     else
         conn = h->last_ok ? "up" : "down";
     json_t *rec = h->rec_at ? json_pack(
-                      "{s:o, s:i, s:i, s:o}",
+                      "{s:o, s:i, s:i, s:I, s:o}",
                       "at",
                       time_or_null(h->rec_at),
                       "released",
                       h->rec_released,
                       "lost",
                       h->rec_lost,
+                      "foreign",
+                      (json_int_t)h->rec_foreign,
                       "error",
                       h->rec_error[0] ? json_string(h->rec_error) : json_null())
                             : json_null();

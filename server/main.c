@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vnib/idset.h"
 #include "vnib/logger.h"
 #include "server/auth.h"
 #include "server/broker.h"
@@ -180,6 +181,54 @@ static int check_schema(struct broker *b)
     return 0;
 }
 
+/* Record this broker's vni.pool as the pool in force, so that the free
+ * queue holds exactly its free VNIs (schema/0004).  Replicas should share
+ * one pool; a different one replaces it, loudly.
+ */
+static int sync_pool(struct broker *b)
+{
+    vnib_error_t error = {""};
+    char previous[256];
+    long long added = 0, removed = 0;
+    char *now = idset_encode(b->cfg->vni_pool);
+
+    if (store_pool_sync(b->store,
+                        b->cfg->vni_pool,
+                        previous,
+                        sizeof(previous),
+                        &added,
+                        &removed,
+                        &error)
+        < 0) {
+        logger_printf(
+            b->log, LOG_ERR, NULL, "cannot start: vni.pool: %s", error.text);
+        free(now);
+        return -1;
+    }
+    if (now && previous[0] && strcmp(previous, now))
+        logger_printf(b->log,
+                      LOG_WARNING,
+                      NULL,
+                      "vni.pool is now %s (was %s): %lld VNIs joined the "
+                      "free queue, %lld left it; every replica should have "
+                      "the same pool",
+                      now,
+                      previous,
+                      added,
+                      removed);
+    else if (added || removed)
+        logger_printf(b->log,
+                      LOG_INFO,
+                      NULL,
+                      "vni.pool %s: the free queue now matches it (%lld "
+                      "added, %lld removed)",
+                      now ? now : "",
+                      added,
+                      removed);
+    free(now);
+    return 0;
+}
+
 /* Wait for SIGTERM or SIGINT (blocked in every thread). */
 static void wait_for_stop(struct broker *b, const sigset_t *set)
 {
@@ -260,7 +309,7 @@ int main(int argc, char **argv)
                       "no tokens configured (auth.tokens_file, "
                       "auth.node_key_file): every /v1 request will be "
                       "refused");
-    if (check_schema(&b) < 0)
+    if (check_schema(&b) < 0 || sync_pool(&b) < 0)
         goto done;
     if (!(b.hwcoll = hwcoll_create(&b, &error))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);

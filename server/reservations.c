@@ -143,6 +143,8 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     if (store_reserve(req->broker->store, &a, out, &created, errp) < 0) {
         if (errno == EEXIST)
             req->error_code = "reservation_conflict";
+        else if (errno == EALREADY)
+            req->error_code = "reservation_superseded";
         else if (errno == ENOSPC) {
             req->error_code = "vni_pool_exhausted";
             req->retry_after = 30;

@@ -46,6 +46,7 @@ enum stmt_id {
     STMT_NODE_GET,
     STMT_UNDRAIN,
     STMT_POOL,
+    STMT_POOL_SYNC,
     STMT_VNI,
     STMT_EVENTS,
     STMT_SWEEP,
@@ -79,8 +80,15 @@ static const char sql_schema_record[] =
 static const char sql_migrate_lock[] =
     "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")";
 
+/* The server ends a statement at the timeout the client gives up at, and
+ * (PostgreSQL 14 and later) checks every second whether the client is
+ * still there while a statement runs: a broker killed in the middle of a
+ * reserve must not leave its transaction to commit behind the retry.
+ */
 static const char sql_set_timeout[] =
-    "SELECT set_config('statement_timeout', $1, false)";
+    "SELECT set_config('statement_timeout', $1, false), "
+    "CASE WHEN current_setting('server_version_num')::integer >= 140000 "
+    "THEN set_config('client_connection_check_interval', '1000', false) END";
 
 /* A reservation leaves the database as a vnib_row (schema/0002): column 0
  * the outcome of a transition, then the reservation, then the cleanup
@@ -157,7 +165,8 @@ static const char sql_hwcoll_counts[] =
     "SELECT hwcoll_state, count(*) FROM reservations "
     "WHERE state <> 'released' OR hwcoll_state IN ('releasing', 'pending') "
     "GROUP BY hwcoll_state";
-/* The newest reservation of a job; counts only when $6, and whether node
+/* The job's current reservation (its active one, else its newest: see
+ * vnib_job_current in schema/0004); counts only when $6, and whether node
  * $2-$5 is in it (ROW_NCOLS).  Membership is a LATERAL probe of the job's
  * own ranges: written as EXISTS, the planner may hash the whole ranges
  * table instead, on every request.
@@ -165,7 +174,7 @@ static const char sql_hwcoll_counts[] =
 static const char sql_res_get[] =
     "SELECT v.*, $2::text IS NULL OR m.hit IS NOT NULL "
     "FROM (SELECT id FROM reservations WHERE job_id = $1 "
-    "ORDER BY id DESC LIMIT 1) r "
+    "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, $6::boolean) v "
     "LEFT JOIN LATERAL (SELECT 1 AS hit FROM reservation_ranges g "
     "WHERE g.reservation_id = r.id AND g.prefix = $2 AND g.suffix = $3 "
@@ -216,9 +225,11 @@ static const char sql_pool[] =
     "count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM "
     "unnest($1::integer[], $2::integer[]) p(lo, hi) "
     "WHERE h.vni BETWEEN p.lo AND p.hi)), "
-    "(SELECT CASE WHEN is_called THEN last_value % 65536 END "
-    "FROM vni_cursor_seq) "
+    "(SELECT vnis[cardinality(vnis)] FROM reservations "
+    "WHERE cardinality(vnis) > 0 ORDER BY id DESC LIMIT 1) "
     "FROM vni_holds h JOIN reservations r ON r.id = h.reservation_id";
+static const char sql_pool_sync[] =
+    "SELECT * FROM vnib_pool_sync($1::integer[], $2::integer[])";
 /* The reservation holding VNI $1, or the last one that did; whether it
  * still holds it (ROW_NCOLS).
  */
@@ -228,10 +239,21 @@ static const char sql_vni[] =
     "FROM (SELECT id FROM reservations WHERE vnis @> ARRAY[$1::integer] "
     "ORDER BY id DESC LIMIT 1) r "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v";
+/* Events in id order, each with the time it was recorded.  Two
+ * transactions recording at once may take their ids in one order and
+ * read the clock in the other; the time shown is therefore the latest
+ * recorded at or before the event, over the page and the 64 events
+ * before it, so that time never goes backwards along the order.
+ */
 static const char sql_events[] =
-    "SELECT id, vnib_ts(at), reservation_id, job_id, node, actor, action, "
-    "detail::text FROM events WHERE ($1::text IS NULL OR job_id = $1) "
-    "AND id > $2::bigint ORDER BY id LIMIT $3::integer";
+    "WITH page AS (SELECT * FROM events WHERE ($1::text IS NULL "
+    "OR job_id = $1) AND id > $2::bigint ORDER BY id LIMIT $3::integer), "
+    "prior AS (SELECT max(at) AS at FROM (SELECT at FROM events "
+    "WHERE ($1::text IS NULL OR job_id = $1) AND id <= $2::bigint "
+    "ORDER BY id DESC LIMIT 64) p) "
+    "SELECT id, vnib_ts(greatest(max(at) OVER (ORDER BY id), "
+    "(SELECT at FROM prior))), reservation_id, job_id, node, actor, action, "
+    "detail::text FROM page ORDER BY id";
 static const char sql_sweep[] = "SELECT vnib_sweep($1)";
 static const char sql_purge[] = "SELECT vnib_purge($1::integer, $2::integer)";
 
@@ -256,6 +278,7 @@ static const struct {
     [STMT_NODE_GET] = {"node_get", sql_node_get, 1},
     [STMT_UNDRAIN] = {"undrain", sql_undrain, 2},
     [STMT_POOL] = {"pool", sql_pool, 2},
+    [STMT_POOL_SYNC] = {"pool_sync", sql_pool_sync, 2},
     [STMT_VNI] = {"vni", sql_vni, 1},
     [STMT_EVENTS] = {"events", sql_events, 3},
     [STMT_SWEEP] = {"sweep", sql_sweep, 1},
@@ -364,10 +387,14 @@ void store_destroy(struct store *s)
     errno = saved_errno;
 }
 
-/* Wait until the socket is ready for `events` or the deadline passes.
- * Returns 0 when ready, -1 with ETIMEDOUT or the poll errno.
+/* Wait until the socket is ready for `events` or the deadline passes;
+ * what it is ready for in *reventsp.  Returns 0 when ready, -1 with
+ * ETIMEDOUT or the poll errno.
  */
-static int wait_socket(PGconn *pg, short events, int64_t deadline)
+static int wait_socket_ev(PGconn *pg,
+                          short events,
+                          int64_t deadline,
+                          short *reventsp)
 {
     struct pollfd pfd = {.fd = PQsocket(pg), .events = events};
     if (pfd.fd < 0) {
@@ -381,11 +408,19 @@ static int wait_socket(PGconn *pg, short events, int64_t deadline)
             return -1;
         }
         int n = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
-        if (n > 0)
+        if (n > 0) {
+            if (reventsp)
+                *reventsp = pfd.revents;
             return 0;
+        }
         if (n < 0 && errno != EINTR)
             return -1;
     }
+}
+
+static int wait_socket(PGconn *pg, short events, int64_t deadline)
+{
+    return wait_socket_ev(pg, events, deadline, NULL);
 }
 
 /* Drop a connection.  A statement still running on it is not cancelled
@@ -592,24 +627,27 @@ static PGresult *conn_wait_result(struct store *s,
     PGresult *last = NULL;
     char msg[256];
 
+    /* In non-blocking mode a query larger than the socket buffer is sent
+     * in pieces: flush until libpq has nothing left, waiting for the
+     * socket to take more, and read meanwhile, as libpq's documentation
+     * asks, so that a server busy sending to us is not left blocked.
+     */
+    for (;;) {
+        int f = PQflush(c->pg);
+        if (f < 0)
+            goto lost;
+        if (f == 0)
+            break;
+        short ev = 0;
+        if (wait_socket_ev(c->pg, POLLIN | POLLOUT, deadline, &ev) < 0)
+            goto timed_out;
+        if ((ev & POLLIN) && !PQconsumeInput(c->pg))
+            goto lost;
+    }
     for (;;) {
         while (PQisBusy(c->pg)) {
-            if (PQflush(c->pg) < 0)
-                goto lost;
-            if (wait_socket(c->pg, POLLIN, deadline) < 0) {
-                PQclear(last);
-                stat_add(s, &s->stats.query_timeouts);
-                logger_printf(s->log,
-                              LOG_WARNING,
-                              NULL,
-                              "database: %s: no answer within the timeout; "
-                              "cancelled",
-                              what);
-                conn_drop(s, c);
-                errno = ETIMEDOUT;
-                errprintf(errp, "database did not answer in time");
-                return NULL;
-            }
+            if (wait_socket(c->pg, POLLIN, deadline) < 0)
+                goto timed_out;
             if (!PQconsumeInput(c->pg))
                 goto lost;
         }
@@ -629,18 +667,26 @@ static PGresult *conn_wait_result(struct store *s,
     int e = sqlstate_errno(state);
     if (e == ENOSPC) {
         /* Expected under load, not a database fault: DETAIL is
-         * "<requested> <free>".
+         * "<requested> <free> <being taken by concurrent reserves>".
          */
         const char *detail = PQresultErrorField(last, PG_DIAG_MESSAGE_DETAIL);
-        long want = 0, avail = 0;
-        if (!detail || sscanf(detail, "%ld %ld", &want, &avail) != 2)
-            want = avail = -1;
+        long want = 0, avail = 0, busy = 0;
+        if (!detail || sscanf(detail, "%ld %ld %ld", &want, &avail, &busy) != 3)
+            want = avail = busy = -1;
         PQclear(last);
         errno = e;
-        errprintf(errp,
-                  "VNI pool exhausted: %ld VNIs requested, %ld free",
-                  want,
-                  avail);
+        if (busy > 0)
+            errprintf(errp,
+                      "VNI pool exhausted: %ld VNIs requested, %ld free, of "
+                      "which %ld are being handed out to concurrent reserves",
+                      want,
+                      avail,
+                      busy);
+        else
+            errprintf(errp,
+                      "VNI pool exhausted: %ld VNIs requested, %ld free",
+                      want,
+                      avail);
         return NULL;
     }
     logger_printf(s->log,
@@ -656,6 +702,18 @@ static PGresult *conn_wait_result(struct store *s,
     if (PQstatus(c->pg) == CONNECTION_BAD)
         conn_drop(s, c);
     errno = e;
+    return NULL;
+timed_out:
+    PQclear(last);
+    stat_add(s, &s->stats.query_timeouts);
+    logger_printf(s->log,
+                  LOG_WARNING,
+                  NULL,
+                  "database: %s: no answer within the timeout; cancelled",
+                  what);
+    conn_drop(s, c);
+    errno = ETIMEDOUT;
+    errprintf(errp, "database did not answer in time");
     return NULL;
 lost:
     PQclear(last);
@@ -1368,6 +1426,20 @@ int store_reserve(struct store *s,
                   a->job_id);
         goto done;
     }
+    if (!strcmp(outcome, "superseded")) {
+        /* A retry of this request was answered while it waited, and the
+         * job has a newer reservation (maybe released already): this one
+         * must not make another.
+         */
+        errno = EALREADY;
+        errprintf(errp,
+                  "job %s has a newer reservation (%s, %s) made while this "
+                  "request waited; nothing was reserved",
+                  a->job_id,
+                  col(r, 0, ROW_ID),
+                  col(r, 0, ROW_STATE));
+        goto done;
+    }
     *createdp = !strcmp(outcome, "created");
     rc = result_reservation(s, r, resp, errp);
     if (rc == 0)
@@ -1702,6 +1774,31 @@ int store_pool(struct store *s,
     PQclear(r);
     if (!*resp)
         return errprintf(errp, "out of memory");
+    return 0;
+}
+
+int store_pool_sync(struct store *s,
+                    const struct idset *pool,
+                    char *previous,
+                    size_t size,
+                    long long *addedp,
+                    long long *removedp,
+                    vnib_error_t *errp)
+{
+    struct sbuf lo, hi;
+
+    if (pool_arrays(pool, &lo, &hi) < 0)
+        return errprintf(errp, "out of memory");
+    const char *params[2] = {lo.data, hi.data};
+    PGresult *r = run_one(s, STMT_POOL_SYNC, params, "no answer", errp);
+    free(lo.data);
+    free(hi.data);
+    if (!r)
+        return -1;
+    snprintf(previous, size, "%s", col(r, 0, 0) ? col(r, 0, 0) : "");
+    *addedp = col_ll(r, 0, 1);
+    *removedp = col_ll(r, 0, 2);
+    PQclear(r);
     return 0;
 }
 

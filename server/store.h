@@ -231,6 +231,19 @@ int store_pool(struct store *s,
                json_t **resp,
                vnib_error_t *errp);
 
+/* Record `pool` as the pool in force and make the free-VNI queue match it
+ * (schema/0004): VNIs outside it leave the queue, VNIs of it neither held
+ * nor queued join its tail.  The pool recorded before goes to previous
+ * ("" if none), the counts to *addedp and *removedp.
+ */
+int store_pool_sync(struct store *s,
+                    const struct idset *pool,
+                    char *previous,
+                    size_t size,
+                    long long *addedp,
+                    long long *removedp,
+                    vnib_error_t *errp);
+
 /* Who holds a VNI, or who held it last. */
 int store_vni(struct store *s,
               int vni,

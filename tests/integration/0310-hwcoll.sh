@@ -25,7 +25,9 @@ ok "fmsim listens at $FM_URL (admin $FM_ADMIN)"
 
 fm_state () { curl -s "$FM_ADMIN/fmsim/state"; }
 fm_fault () { curl -s -o /dev/null -X POST -d "$1" "$FM_ADMIN/fmsim/faults"; }
-fm_jobs () { fm_state | jq -r '[.jobs[].jobID] | sort | join(",")'; }
+# FM job ids are <cluster>-<job>-r<reservation id>; the list shows them
+# without the reservation part.
+fm_jobs () { fm_state | jq -r '[.jobs[].jobID | sub("-r[0-9]+$"; "")] | sort | join(",")'; }
 
 broker_config "$T/b.toml" "
 [cluster]
@@ -58,21 +60,22 @@ reserve () { # JOB NODES [HWCOLL]
 reserve big 'n[1-3]'
 expect_status "a 3-node job is reserved" 201
 expect_json "auto with min_nodes 3: hwcoll reserved" .hwcoll.state reserved
-expect_json "the FM job id is <cluster>-<job>" .hwcoll.fm_job_id tux-big
+expect_json "the FM job id is <cluster>-<job>-r<reservation id>" .hwcoll.fm_job_id "tux-big-r$(jq -r .id "$T/http.body")"
+FMID_BIG=$(jq -r .hwcoll.fm_job_id "$T/http.body")
 expect_json "addrs_per_job from (M / (S / s)) / j" .hwcoll.addrs_per_job 23
 expect_json "the multicast URL libfabric needs" .hwcoll.fabric_manager_url "$FM_URL/fabric/collectives/multicasts"
 expect_match "the scheduler sees the session token" "$(jq -r .hwcoll.session_token "$T/http.body")" '^.{8,}$'
 TOKEN_BIG=$(jq -r .hwcoll.session_token "$T/http.body")
-expect_json "the environment carries the job id" .environment.FI_CXI_COLL_JOB_ID tux-big
+expect_json "the environment carries the job id" .environment.FI_CXI_COLL_JOB_ID "$FMID_BIG"
 expect_json "... the token" .environment.FI_CXI_COLL_MCAST_TOKEN "$TOKEN_BIG"
 expect_json "... the URL" .environment.FI_CXI_COLL_FABRIC_MGR_URL "$FM_URL/fabric/collectives/multicasts"
 expect_json "... addrs per job" .environment.FI_CXI_HWCOLL_ADDRS_PER_JOB 23
 expect_json "... min nodes" .environment.FI_CXI_HWCOLL_MIN_NODES 3
 expect_json "... and the VNIs" .environment.SLINGSHOT_VNIS "$(jq -r '.vnis | join(",")' "$T/http.body")"
 expect_eq "fmsim holds the reservation with mcastLimit 23" \
-    "$(fm_state | jq -r '.jobs[] | select(.jobID == "tux-big") | .mcastLimit')" 23
+    "$(fm_state | jq -r --arg id "$FMID_BIG" '.jobs[] | select(.jobID == $id) | .mcastLimit')" 23
 expect_eq "... and the same session token" \
-    "$(fm_state | jq -r '.jobs[] | select(.jobID == "tux-big") | .sessionToken')" "$TOKEN_BIG"
+    "$(fm_state | jq -r --arg id "$FMID_BIG" '.jobs[] | select(.jobID == $id) | .sessionToken')" "$TOKEN_BIG"
 
 reserve small 'n[1-2]'
 expect_json "a 2-node job is not eligible" .hwcoll.state not_eligible
@@ -111,7 +114,7 @@ expect_no_match "the FM client secret is not in the log" "$(cat "$BROKER_LOG")" 
 # ---- release --------------------------------------------------------------------------
 TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/big
 expect_json "release: hwcoll releasing or released" .hwcoll.state 'releasing'
-wait_for 10 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq '[.jobs[] | select(.jobID == \"tux-big\")] | length')\" = 0 ]"
+wait_for 10 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq '[.jobs[] | select(.jobID | test(\"^tux-big-r[0-9]+$\"))] | length')\" = 0 ]"
 expect_eq "the FM reservation is deleted" "$(fm_jobs)" "tux-small-on"
 TOKEN=$ADMIN_TOKEN http GET /v1/reservations/big
 expect_json "hwcoll released once the FM confirmed" .hwcoll.state released
@@ -142,9 +145,9 @@ TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/slow
 fm_fault '{"latency_ms":0}'
 # The FM completes the slow call after the broker gave up: the worker
 # finds that late reservation of a released job and deletes it.
-wait_for 20 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq '[.jobs[] | select(.jobID == \"tux-slow\")] | length')\" = 0 ]"
+wait_for 20 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq '[.jobs[] | select(.jobID | test(\"^tux-slow-r[0-9]+$\"))] | length')\" = 0 ]"
 sleep 1
-expect_eq "no orphan is left in the FM" "$(fm_state | jq '[.jobs[] | select(.jobID == "tux-slow")] | length')" 0
+expect_eq "no orphan is left in the FM" "$(fm_state | jq '[.jobs[] | select(.jobID | test("^tux-slow-r[0-9]+$"))] | length')" 0
 
 TOKEN=$MONITOR_TOKEN http GET /v1/fabric-manager
 expect_json "/v1/fabric-manager: configured" .configured true

@@ -2,7 +2,8 @@
 # The durable Fabric Manager queue and reconciliation: releases never wait
 # on the FM and are never lost (FM outage, broker SIGKILL, database
 # restart); the leader reconciles (lost reservations run the hook, orphans
-# of our prefix are released, other prefixes are left alone); another
+# this database made are released, FM jobs it did not make are left alone
+# whatever their prefix); another
 # replica takes over when the leader dies; step releases.
 . "$(dirname "$0")/lib.sh"
 
@@ -112,7 +113,17 @@ expect_eq "... and all 100 are recorded released" "$(hw_released d)" 100
 # ---- reconciliation -------------------------------------------------------------------------
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"vanish","uid":1,"user":"u","nodes":"n1"}'
 expect_json "vanish reserved" .hwcoll.state reserved
-curl -s -o /dev/null -X POST -d '{"forget_job":"tux-vanish"}' "$FM_ADMIN/fmsim/faults"
+FMID_VANISH=$(jq -r .hwcoll.fm_job_id "$T/http.body")
+fm_fault "{\"forget_job\":\"$FMID_VANISH\"}"
+# An orphan of ours: the FM still holds a job of a reservation this
+# database released (its queued delete lost, as after restoring an old
+# backup of the database).
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"orphan1","uid":1,"user":"u","nodes":"n1"}'
+FMID_ORPHAN1=$(jq -r .hwcoll.fm_job_id "$T/http.body")
+psql_q "SELECT vnib_unhold(id) FROM reservations WHERE job_id = 'orphan1';
+        UPDATE reservations SET state = 'released', released_at = now(),
+               hwcoll_state = 'released' WHERE job_id = 'orphan1'" >/dev/null
+# Not ours, though it carries our prefix: another cluster's job.
 curl -s -o /dev/null -X POST -d '{"add_job":{"jobID":"tux-orphan1","mcastLimit":2}}' "$FM_ADMIN/fmsim/faults"
 curl -s -o /dev/null -X POST -d '{"add_job":{"jobID":"other-job1","mcastLimit":2}}' "$FM_ADMIN/fmsim/faults"
 curl -s -o /dev/null -X POST -d '{"add_job":{"jobID":"tuxedo-1","mcastLimit":2}}' "$FM_ADMIN/fmsim/faults"
@@ -120,32 +131,36 @@ wait_for 20 sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKE
 TOKEN=$SCHED_TOKEN http GET /v1/reservations/vanish
 expect_json "the next reconciliation marks a vanished reservation lost" .hwcoll.state lost
 wait_for 10 test -s "$T/hook.out"
-expect_eq "... runs the hook with the job and FM ids" "$(cat "$T/hook.out" 2>/dev/null)" "lost vanish tux-vanish"
+expect_eq "... runs the hook with the job and FM ids" "$(cat "$T/hook.out" 2>/dev/null)" "lost vanish $FMID_VANISH"
 TOKEN=$ADMIN_TOKEN http GET '/v1/events?job_id=vanish'
 expect_match "... and records the event" "$(jq -c '[.events[].detail.state]' "$T/http.body")" '"lost"'
-wait_for 20 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq '[.jobs[] | select(.jobID == \"tux-orphan1\")] | length')\" = 0 ]"
-expect_eq "an orphan with our prefix is released" "$(fm_count tux-orphan1)" 0
+wait_for 20 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq '[.jobs[] | select(.jobID == \"$FMID_ORPHAN1\")] | length')\" = 0 ]"
+expect_eq "an orphan this database made is released" "$(fm_count "$FMID_ORPHAN1")" 0
+expect_eq "an FM job with our prefix that we did not make is left alone" "$(fm_count tux-orphan1)" 1
 expect_eq "an FM job of another prefix is left alone" "$(fm_count other-job1)" 1
 expect_eq "... and so is one whose prefix merely starts like ours" "$(fm_count tuxedo-1)" 1
 http GET /metrics
 expect_match "lost reservations are counted in metrics" "$HTTP_BODY" 'vnib_hwcoll_lost_total 1'
 TOKEN=$MONITOR_TOKEN http GET /v1/fabric-manager
 expect_json "the last reconciliation is reported" '.last_reconcile.error' null
+expect_json "... with the FM jobs of our prefix that are not ours" '.last_reconcile.foreign' 1
 expect_json "... queue depth" .queue.depth 0
 expect_json "... and who leads" .leading true
 
 # ---- step releases ------------------------------------------------------------------------------
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"steps","uid":1,"user":"u","nodes":"n1"}'
 stok=$(jq -r .hwcoll.session_token "$T/http.body")
+FMID_STEPS=$(jq -r .hwcoll.fm_job_id "$T/http.body")
 curl -s -o /dev/null -H "Authorization: Bearer $stok" \
-    -d '{"jobID":"tux-steps","jobStepID":"3","macs":["1:2:3"],"vni":1024,"timeout":1000}' \
+    -d "{\"jobID\":\"$FMID_STEPS\",\"jobStepID\":\"3\",\"macs\":[\"1:2:3\"],\"vni\":1024,\"timeout\":1000}" \
     "$FM_URL/fabric/collectives/multicasts"
-expect_eq "a tree under step 3" "$(curl -s "$FM_ADMIN/fmsim/state" | jq -r '.jobs["tux-steps"].jobSteps | keys | join(",")')" 3
+steps_of () { curl -s "$FM_ADMIN/fmsim/state" | jq -r --arg id "$FMID_STEPS" '.jobs[$id].jobSteps | keys | '"$1"; }
+expect_eq "a tree under step 3" "$(steps_of 'join(",")')" 3
 TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/steps/steps/3
 expect_status "releasing a step is 202" 202
 expect_json "... queued" .outcome queued
-wait_for 10 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq -r '.jobs[\"tux-steps\"].jobSteps | keys | length')\" = 0 ]"
-expect_eq "the FM freed the step's trees" "$(curl -s "$FM_ADMIN/fmsim/state" | jq -r '.jobs["tux-steps"].jobSteps | keys | length')" 0
+wait_for 10 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq -r '.jobs[\"$FMID_STEPS\"].jobSteps | keys | length')\" = 0 ]"
+expect_eq "the FM freed the step's trees" "$(steps_of length)" 0
 TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/steps/steps/99
 expect_status "an unknown step is not an error" 202
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"nohw","uid":1,"user":"u","nodes":"n1","hwcoll":"off"}'
@@ -163,9 +178,13 @@ TOKEN=$MONITOR_TOKEN http GET /v1/fabric-manager
 expect_json "B knows A leads" .leading false
 kill -KILL "$PID_A"
 wait "$PID_A" 2>/dev/null
-curl -s -o /dev/null -X POST -d '{"add_job":{"jobID":"tux-orphan2","mcastLimit":2}}' "$FM_ADMIN/fmsim/faults"
-wait_for 30 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq '[.jobs[] | select(.jobID == \"tux-orphan2\")] | length')\" = 0 ]"
-expect_eq "after the leader's SIGKILL, replica B reconciles (the orphan is gone)" "$(fm_count tux-orphan2)" 0
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"orphan2","uid":1,"user":"u","nodes":"n1"}'
+FMID_ORPHAN2=$(jq -r .hwcoll.fm_job_id "$T/http.body")
+psql_q "SELECT vnib_unhold(id) FROM reservations WHERE job_id = 'orphan2';
+        UPDATE reservations SET state = 'released', released_at = now(),
+               hwcoll_state = 'released' WHERE job_id = 'orphan2'" >/dev/null
+wait_for 30 sh -c "[ \"\$(curl -s $FM_ADMIN/fmsim/state | jq '[.jobs[] | select(.jobID == \"$FMID_ORPHAN2\")] | length')\" = 0 ]"
+expect_eq "after the leader's SIGKILL, replica B reconciles (the orphan is gone)" "$(fm_count "$FMID_ORPHAN2")" 0
 TOKEN=$MONITOR_TOKEN http GET /v1/fabric-manager
 expect_json "B now leads" .leading true
 expect_eq "... as recorded in the database" "$(jq -r .leader.replica "$T/http.body")" "$(jq -r .replica "$T/http.body")"
