@@ -468,11 +468,13 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
             r->nomem = true;
             return 0;
         }
+        size_t len = r->len;
         if (r->buf)
-            memcpy(buf, r->buf, r->len);
-        reply_free(r);
+            memcpy(buf, r->buf, len);
+        reply_free(r); /* wipes and forgets the old buffer, length too */
         r->buf = buf;
         r->cap = cap;
+        r->len = len;
     }
     memcpy(r->buf + r->len, ptr, n);
     r->len += n;

@@ -98,7 +98,7 @@ for n in n1 n2 n3; do
     expect_eq "$n: SLINGSHOT_DEVICES lists its four NICs" "$(field "$out" $n SLINGSHOT_DEVICES)" cxi0,cxi1,cxi2,cxi3
     expect_match "$n: SLINGSHOT_SVC_IDS has a service per NIC" "$(field "$out" $n SLINGSHOT_SVC_IDS)" '^[0-9]+,[0-9]+,[0-9]+,[0-9]+$'
     expect_eq "$n: SLINGSHOT_TCS" "$(field "$out" $n SLINGSHOT_TCS)" 0xa
-    expect_eq "$n: FI_CXI_COLL_JOB_ID (3 nodes >= min_nodes 3)" "$(field "$out" $n FI_CXI_COLL_JOB_ID)" "vnibtest-$job1"
+    expect_match "$n: FI_CXI_COLL_JOB_ID is <cluster>-<job>-r<reservation id> (3 nodes >= min_nodes 3)" "$(field "$out" $n FI_CXI_COLL_JOB_ID)" "^vnibtest-$job1-r[0-9]+\$"
     expect_match "$n: FI_CXI_COLL_MCAST_TOKEN is fmsim's, not the shell's" "$(field "$out" $n FI_CXI_COLL_MCAST_TOKEN)" '^.{8,}$'
     expect_eq "$n: FI_CXI_COLL_FABRIC_MGR_URL" "$(field "$out" $n FI_CXI_COLL_FABRIC_MGR_URL)" "$FM_URL/fabric/collectives/multicasts"
     expect_eq "$n: FI_CXI_COLL_JOB_STEP_ID is the step" "$(field "$out" $n FI_CXI_COLL_JOB_STEP_ID)" 0

@@ -1,0 +1,62 @@
+#!/bin/bash
+# D7: the audit trail is in order.  Under concurrent reserves and releases
+# on two replicas, GET /v1/events, paged with after/next, returns every
+# event once, in id order, and their times never go backwards.
+. "$(dirname "$0")/lib.sh"
+
+pg_start || exit 1
+broker_config "$T/b.toml"
+sed -i 's/level = "debug"/level = "info"/' "$T/b.toml"
+broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
+broker_start "$T/b.toml" || { not_ok "broker A starts"; finish; }
+URL_A=$BROKER_URL
+broker_start "$T/b.toml" || { not_ok "broker B starts"; finish; }
+URL_B=$BROKER_URL
+
+# loop ID URL SECONDS: reserve and release jobs until the time is up.
+loop () {
+    end=$(($(date +%s) + $3))
+    i=0
+    while [ "$(date +%s)" -lt "$end" ]; do
+        i=$((i + 1))
+        curl -s -m 10 -o /dev/null -H "Authorization: Bearer $SCHED_TOKEN" \
+            -d "{\"job_id\":\"e$1-$i\",\"uid\":1,\"user\":\"u\",\"nodes\":\"n[1-4]\"}" \
+            "$2/v1/reservations"
+        curl -s -m 10 -o /dev/null -X DELETE -H "Authorization: Bearer $SCHED_TOKEN" \
+            "$2/v1/reservations/e$1-$i"
+    done
+}
+
+pids=""
+for w in 1 2 3 4 5 6 7 8; do
+    if [ $((w % 2)) = 0 ]; then url=$URL_A; else url=$URL_B; fi
+    loop "$w" "$url" 10 &
+    pids="$pids $!"
+done
+wait $pids
+total=$(psql_q 'SELECT count(*) FROM events')
+expect_match "the load made events ($total)" "$total" '^[0-9]{3,}$'
+
+# Every page of the trail, as "id time" lines.
+: >"$T/events"
+after=""
+pages=0
+while :; do
+    TOKEN=$ADMIN_TOKEN http GET "/v1/events?limit=1000${after:+&after=$after}"
+    [ "$HTTP_STATUS" = 200 ] || { not_ok "GET /v1/events page $pages: $HTTP_STATUS"; break; }
+    jq -r '.events[] | "\(.id) \(.time)"' "$T/http.body" >>"$T/events"
+    pages=$((pages + 1))
+    after=$(jq -r '.next // empty' "$T/http.body")
+    [ -n "$after" ] && [ "$pages" -lt 100 ] || break
+done
+expect_eq "paging returns every event once" "$(wc -l <"$T/events")" "$total"
+expect_eq "ids ascend" \
+    "$(awk 'NR > 1 && $1 + 0 <= prev { n++ } { prev = $1 + 0 } END { print n + 0 }' "$T/events")" 0
+back=$(awk 'NR > 1 && $2 < prev { n++; if (n <= 3) print "#   " pid " " prev " > " $1 " " $2 > "/dev/stderr" }
+            { prev = $2; pid = $1 } END { print n + 0 }' "$T/events" 2>"$T/back")
+cat "$T/back"
+expect_eq "D7 events in id order have non-decreasing times (of $total, backwards)" "$back" 0
+TOKEN=$ADMIN_TOKEN http GET '/v1/events?limit=5'
+expect_match "... times are ISO 8601 UTC" "$(jq -r '.events[0].time' "$T/http.body")" \
+    '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$'
+finish
