@@ -1,5 +1,6 @@
 #!/bin/bash
-# Reserving VNIs: round-robin order and wrap, vni_count, idempotent retries
+# Reserving VNIs: allocation order (a fresh pool ascending, then least
+# recently released first), vni_count, idempotent retries
 # and conflicts, requeued jobs, pool exhaustion, and refusal of bad input.
 . "$(dirname "$0")/lib.sh"
 
@@ -18,7 +19,7 @@ reserve () {
     http POST /v1/reservations -H 'Content-Type: application/json' -d "$body}"
 }
 
-# ---- round robin ---------------------------------------------------------------
+# ---- allocation order ----------------------------------------------------------
 reserve j1
 expect_status "first reservation is 201" 201
 expect_json "it takes the first VNI of the pool" '.vnis | join(",")' 2000

@@ -1008,6 +1008,50 @@ static void test_list_prefix(void **state)
     free(list);
 }
 
+/* A list far larger than one read: the reply arrives in many pieces and
+ * its buffer grows several times, keeping every byte.
+ */
+static void test_list_large(void **state)
+{
+    enum { N = 4000 };
+    size_t size = (size_t)N * 48 + 64;
+    char *body = malloc(size);
+    size_t len = 0;
+    char url[64];
+    vnib_error_t e = {""};
+    char **ids = NULL;
+    size_t count = 0;
+    (void)state;
+
+    assert_non_null(body);
+    len += (size_t)snprintf(body + len, size - len, "{\"documentLinks\":[");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(body + len,
+                                size - len,
+                                "%s\"/fabric/collectives/jobs/c-%d-r%d\"",
+                                i ? "," : "",
+                                i,
+                                i + 1);
+    snprintf(body + len, size - len, "]}");
+    char *list = reply_json(200, body);
+    struct server *s = server_new(1);
+    server_add(s, "GET /apis/fm/fabric/collectives/jobs/ ", list, 1);
+    server_run(s);
+    struct fmc_config cfg = config_for(s, url);
+    cfg.max_response = 4 * 1024 * 1024;
+    struct fmc *c = create_ok(&cfg);
+    assert_int_equal(fmc_job_list(c, "c", &ids, &count, &e), 0);
+    assert_int_equal(count, N);
+    assert_string_equal(ids[0], "c-0-r1");
+    assert_string_equal(ids[N - 1], "c-3999-r4000");
+    fmc_free_ids(ids, count);
+    fmc_destroy(c);
+    server_join(s);
+    server_free(s);
+    free(list);
+    free(body);
+}
+
 static void test_list_empty_and_bad(void **state)
 {
     char *empty = reply_json(200, "{\"documentLinks\":[]}");
@@ -1648,6 +1692,7 @@ int main(void)
         cmocka_unit_test(test_release_step),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_list_prefix),
+        cmocka_unit_test(test_list_large),
         cmocka_unit_test(test_list_empty_and_bad),
         cmocka_unit_test(test_server_error_detail),
         cmocka_unit_test(test_not_json),
