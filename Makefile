@@ -67,6 +67,8 @@ FMCLIENT_OBJS := $(BUILD)/fmclient/fmclient.o
 AGENT_OBJS   := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
+STRESS_SRCS  := tests/stress/history.c tests/stress/hrec.c tests/stress/hcheck.c
+STRESS_BINS  := $(BUILD)/tests/stress/history
 
 LIBVNIB      := $(BUILD)/libvnib.a
 LIBSERVER    := $(BUILD)/libserver.a
@@ -82,7 +84,7 @@ PLUGINS      := $(BUILD)/vnib_spank.so
 
 all: $(BINS) $(PLUGINS)
 
-tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(REPLAY_BINS)
+tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(REPLAY_BINS) $(STRESS_BINS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -150,6 +152,14 @@ $(BUILD)/tests/bench/bench_api: tests/bench/bench_api.c tests/bench/loadgen.c \
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    tests/bench/bench_api.c tests/bench/loadgen.c $(LIBVNIB) $(LIBS_BASE) -lm
+
+# The history-checking load client of the stress tests and of the bench's
+# contention row (tests/stress/history.c).
+$(BUILD)/tests/stress/history: $(STRESS_SRCS) tests/stress/hrec.h \
+                               tests/stress/hcheck.h $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
+	    $(STRESS_SRCS) $(LIBVNIB) $(LIBS_BASE) -lm
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) \
                        $(LIBVNIB)

@@ -19,8 +19,9 @@ BUILD=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP"
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
-make -s --no-print-directory "$BUILD/tests/bench/bench_lib" \
-    "$BUILD/tests/bench/bench_api" "$BUILD/vnib-agent"
+make -s --no-print-directory BUILD="$BUILD" "$BUILD/tests/bench/bench_lib" \
+    "$BUILD/tests/bench/bench_api" "$BUILD/vnib-agent" \
+    "$BUILD/tests/stress/history"
 echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 "$BUILD/tests/bench/bench_lib"
 
@@ -29,7 +30,7 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz pairs openloop bigjob populate nodeview rss storm drain
-# agent),
+# agent contention),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
 FM_CONCURRENCY=${BENCH_FM_CONCURRENCY:-12}
@@ -507,6 +508,96 @@ if wanted agent; then
         row_not_run "$AGENT_ROW" ms "<=" 50 "$why_not"
     elif ! agent_scenario; then
         row_not_run "$AGENT_ROW" ms "<=" 50 "agent failed: $(head -c 120 "$T/agentnode/err" 2>/dev/null)"
+    fi
+fi
+
+# ---- contention -------------------------------------------------------------
+#
+# 16 clients reserving 3 VNIs each from a pool of 64 and releasing them at
+# once (no node reports, so the VNIs are free again on release), for $SECS
+# seconds, through the history client (tests/stress/history.c) in bench
+# mode.  Its own database on the same PostgreSQL (the other scenarios'
+# reservations would hold the pool's VNIs) and its own broker with the
+# same threads and database pool as the other rows.  Rows: pairs/s and
+# reserve p99 (for reference), and the 503s other than
+# vni_pool_exhausted and the replies naming a deadlock, target 0 each;
+# the history's invariants follow as "#" lines.
+
+CONT_ROWS="contention: 503s (not vni_pool_exhausted)|count|<=|0
+contention: replies naming a deadlock|count|<=|0"
+
+contention_not_run () {
+    printf '%s\n' "$CONT_ROWS" | while IFS='|' read -r n u o t; do
+        row_not_run "$n" "$u" "$o" "$t" "$1"
+    done
+}
+
+contention_scenario () {
+    why=""
+    as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib contention || {
+        why="cannot create its database"
+        return 1
+    }
+    umask 077
+    "$BENCH_API" token "$T/contention.admin" || { why="no admin token"; return 1; }
+    {
+        cat "$T/tokens"
+        echo "admin bench-admin $(sha256sum <"$T/contention.admin" | cut -d' ' -f1)"
+    } >"$T/contention.tokens"
+    umask 022
+    saved_port=$PORT
+    started=0
+    for _ in 1 2 3; do
+        PORT=$("$BENCH_API" freeport) || break
+        bench_config "$T/contention.toml" 1
+        sed -i -e 's/dbname=vnibroker/dbname=contention/' \
+            -e 's/^pool = "1024-65535"/pool = "2000-2063"/' \
+            -e "s|^tokens_file = .*|tokens_file = \"$T/contention.tokens\"|" \
+            "$T/contention.toml"
+        "$VNIBROKERD" -c "$T/contention.toml" --migrate >>"$T/migrate.log" 2>&1 || {
+            why="migration failed"
+            break
+        }
+        "$VNIBROKERD" -c "$T/contention.toml" >>"$T/contention-broker.log" 2>&1 &
+        CONT_PID=$!
+        track "$CONT_PID"
+        CONT_URL=http://127.0.0.1:$PORT
+        if wait_for 10 curl -sf -o /dev/null "$CONT_URL/healthz"; then
+            started=1
+            break
+        fi
+        kill -TERM "$CONT_PID" 2>/dev/null
+        wait "$CONT_PID" 2>/dev/null
+    done
+    PORT=$saved_port
+    if [ "$started" != 1 ]; then
+        why=${why:-"its broker does not start"}
+        return 1
+    fi
+    dl0=$(grep -c 'deadlock detected' "$T/pglog/pg.log")
+    timeout -k 5 300 "$BUILD/tests/stress/history" --bench --url "$CONT_URL" \
+        --threads 16 --vni-count 3 --seconds "$SECS" --no-reports --settle 0.5 \
+        --sched-token-file "$T/sched.token" \
+        --admin-token-file "$T/contention.admin" >"$T/contention.out" 2>&1 &
+    hist_pid=$!
+    track "$hist_pid"
+    wait "$hist_pid" || {
+        echo "#   history --bench failed (exit $?)"
+        HARNESS_FAILED=1
+    }
+    cat "$T/contention.out"
+    dl1=$(grep -c 'deadlock detected' "$T/pglog/pg.log")
+    echo "#   PostgreSQL logged $((dl1 - dl0)) deadlocks during the run"
+    kill -TERM "$CONT_PID" 2>/dev/null
+    wait "$CONT_PID" 2>/dev/null
+    return 0
+}
+
+if wanted contention; then
+    if [ "$api_ready" != 1 ]; then
+        contention_not_run "$why_not"
+    elif ! contention_scenario; then
+        contention_not_run "$why"
     fi
 fi
 

@@ -1,0 +1,595 @@
+/* The invariants of a stress run's history (see hcheck.h).
+ *
+ * Two small tables keep the bookkeeping: a string-keyed hash map (jobs by
+ * name, reservations by decimal id) and, for the events replay, the holder
+ * of each of the 65536 VNIs.  Everything is allocated per call and freed
+ * before hcheck_run() returns.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/stress/hcheck.h"
+
+#define VNI_SPACE 65536
+#define EXAMPLES 3
+
+/* ---- a string-keyed map ------------------------------------------------- */
+
+struct smap_entry {
+    char *key; /* owned; NULL: empty slot */
+    void *val; /* not owned */
+};
+
+struct smap {
+    struct smap_entry *e;
+    size_t cap, n;
+};
+
+static uint64_t smap_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static struct smap_entry *smap_slot(const struct smap *m, const char *key)
+{
+    size_t i = (size_t)(smap_hash(key) & (m->cap - 1));
+
+    while (m->e[i].key && strcmp(m->e[i].key, key) != 0)
+        i = (i + 1) & (m->cap - 1);
+    return &m->e[i];
+}
+
+static void *smap_get(const struct smap *m, const char *key)
+{
+    if (m->cap == 0)
+        return NULL;
+    return smap_slot(m, key)->val;
+}
+
+static int smap_put(struct smap *m, const char *key, void *val)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        struct smap old = *m;
+        size_t ncap = m->cap ? m->cap * 2 : 1024;
+        if (!(m->e = calloc(ncap, sizeof(*m->e)))) {
+            *m = old;
+            errno = ENOMEM;
+            return -1;
+        }
+        m->cap = ncap;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.e[i].key)
+                *smap_slot(m, old.e[i].key) = old.e[i];
+        free(old.e);
+    }
+    struct smap_entry *s = smap_slot(m, key);
+    if (!s->key) {
+        if (!(s->key = strdup(key)))
+            return -1;
+        m->n++;
+    }
+    s->val = val;
+    return 0;
+}
+
+/* Free the keys, and the values too when free_vals. */
+static void smap_cleanup(struct smap *m, bool free_vals)
+{
+    for (size_t i = 0; i < m->cap; i++) {
+        free(m->e[i].key);
+        if (free_vals)
+            free(m->e[i].val);
+    }
+    free(m->e);
+    memset(m, 0, sizeof(*m));
+}
+
+static const char *id_key(char *buf, size_t size, long long id)
+{
+    snprintf(buf, size, "%lld", id);
+    return buf;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+struct out {
+    const char *prefix;
+    int failed;
+};
+
+static void verdict(struct out *o, bool pass, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void verdict(struct out *o, bool pass, const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("%s%s ", o->prefix, pass ? "PASS" : "FAIL");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    if (!pass)
+        o->failed++;
+}
+
+static void vnis_text(char *buf, size_t size, const int *v, int n)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < n && off < size; i++) {
+        int k = snprintf(buf + off, size - off, "%s%d", i ? "," : "", v[i]);
+        if (k < 0)
+            break;
+        off += (size_t)k;
+    }
+}
+
+/* ---- the tally -------------------------------------------------------------- */
+
+static bool expected_refusal(const struct hrec *r)
+{
+    return r->op == HREC_CLEANUP && r->status == 404;
+}
+
+void hcheck_tally(const struct hrec_log *logs, int nlogs,
+                  struct hcheck_tally *t)
+{
+    memset(t, 0, sizeof(*t));
+    for (int l = 0; l < nlogs; l++) {
+        const struct hrec_log *log = &logs[l];
+        for (size_t i = 0; i < log->nrecs; i++) {
+            const struct hrec *r = &log->recs[i];
+            t->requests++;
+            if (r->deadlock)
+                t->deadlock++;
+            if (r->status == 0)
+                t->transport++;
+            else if (r->status >= 200 && r->status < 300)
+                t->ok++;
+            else if (r->status >= 500) {
+                t->s5xx++;
+                if (r->status != 503)
+                    t->other5xx++;
+                else if (strcmp(r->code, "vni_pool_exhausted") == 0)
+                    t->s503++, t->exhausted++;
+                else
+                    t->s503++, t->bad503++;
+            } else if (!expected_refusal(r))
+                t->unexpected++;
+        }
+        for (size_t i = 0; i < log->njobs; i++) {
+            const struct hjob *j = &log->jobs[i];
+            t->jobs++;
+            t->acked += j->acked;
+            t->refused += j->refused;
+            t->abandoned += j->abandoned;
+            t->ambiguous += j->ambiguous;
+        }
+    }
+}
+
+/* ---- replies: certainly-live intervals ------------------------------------ */
+
+struct span {
+    int vni;
+    int64_t from, until;
+    const struct hjob *job;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+
+    if (x->vni != y->vni)
+        return x->vni < y->vni ? -1 : 1;
+    if (x->from != y->from)
+        return x->from < y->from ? -1 : 1;
+    return 0;
+}
+
+/* Two acknowledged reservations whose certainly-live intervals overlap and
+ * that share a VNI.  Returns the number of such intervals, -1 on ENOMEM.
+ */
+static long check_replies(const struct hcheck_input *in, struct out *o,
+                          size_t *nres)
+{
+    struct span *s = NULL;
+    size_t n = 0, cap = 0;
+    long bad = 0;
+    int shown = 0;
+
+    *nres = 0;
+    for (int l = 0; l < in->nlogs; l++)
+        for (size_t i = 0; i < in->logs[l].njobs; i++) {
+            const struct hjob *j = &in->logs[l].jobs[i];
+            if (!j->acked)
+                continue;
+            (*nres)++;
+            for (int v = 0; v < j->nvnis; v++) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 4096;
+                    struct span *p = realloc(s, cap * sizeof(*s));
+                    if (!p) {
+                        free(s);
+                        errno = ENOMEM;
+                        return -1;
+                    }
+                    s = p;
+                }
+                s[n++] = (struct span){j->vnis[v], j->live_from,
+                                       j->live_until, j};
+            }
+        }
+    if (n)
+        qsort(s, n, sizeof(*s), span_cmp);
+    for (size_t i = 0; i < n;) {
+        size_t k = i;
+        const struct span *longest = &s[i];
+        for (k = i + 1; k < n && s[k].vni == s[i].vni; k++) {
+            if (s[k].from < longest->until
+                && s[k].job->resv_id != longest->job->resv_id) {
+                bad++;
+                if (shown++ < EXAMPLES)
+                    printf("%s  e.g. VNI %d: %s (reservation %lld) acked at"
+                           " +%.3f s while %s (reservation %lld) was live"
+                           " until +%.3f s\n",
+                           o->prefix, s[k].vni, s[k].job->job,
+                           s[k].job->resv_id, s[k].from / 1e9,
+                           longest->job->job, longest->job->resv_id,
+                           longest->until / 1e9);
+            }
+            if (s[k].until > longest->until)
+                longest = &s[k];
+        }
+        i = k;
+    }
+    free(s);
+    return bad;
+}
+
+/* ---- events replay -------------------------------------------------------- */
+
+struct resv {
+    long long id;
+    char job[HREC_JOB_SIZE];
+    int vnis[HREC_MAX_VNIS];
+    int n;
+    bool live;
+};
+
+struct replay {
+    struct smap resv; /* decimal id -> struct resv (owned) */
+    struct smap jobs; /* job -> newest struct resv (borrowed) */
+    long long *holder; /* VNI -> reservation id, 0 when free */
+    size_t events, reserves, frees;
+    long vni_bad, job_bad, unordered;
+    long long last_id;
+};
+
+static bool frees_vnis(const char *action, const json_t *detail)
+{
+    if (!strcmp(action, "force") || !strcmp(action, "quarantine_end"))
+        return true;
+    /* vnib_end_quarantine writes "release" with quarantined false when
+     * an active reservation is released at once; vnib_release writes it
+     * with quarantined true when the VNIs stay quarantined. */
+    return !strcmp(action, "release")
+           && json_is_false(json_object_get(detail, "quarantined"));
+}
+
+static int replay_reserve(struct replay *rp, struct out *o, long long id,
+                          const char *job, const json_t *detail)
+{
+    char key[32];
+    struct resv *r = calloc(1, sizeof(*r));
+    const json_t *v;
+    size_t i;
+
+    if (!r)
+        return -1;
+    r->id = id;
+    snprintf(r->job, sizeof(r->job), "%s", job);
+    json_array_foreach(json_object_get(detail, "vnis"), i, v)
+    {
+        if (r->n < HREC_MAX_VNIS)
+            r->vnis[r->n++] = (int)json_integer_value(v);
+    }
+    r->live = true;
+    if (smap_get(&rp->resv, id_key(key, sizeof(key), id))) {
+        rp->unordered++; /* a second reserve event for one reservation */
+        free(r);
+        return 0;
+    }
+    if (smap_put(&rp->resv, key, r) < 0) {
+        free(r);
+        return -1;
+    }
+    for (int k = 0; k < r->n; k++) {
+        int vni = r->vnis[k];
+        if (vni < 0 || vni >= VNI_SPACE)
+            continue;
+        if (rp->holder[vni] && rp->holder[vni] != id) {
+            if (rp->vni_bad++ < EXAMPLES)
+                printf("%s  e.g. event: VNI %d reserved by %s (reservation"
+                       " %lld) while reservation %lld still held it\n",
+                       o->prefix, vni, job, id, rp->holder[vni]);
+        }
+        rp->holder[vni] = id;
+    }
+    struct resv *prev = smap_get(&rp->jobs, job);
+    if (prev && prev->live && prev->id != id) {
+        if (rp->job_bad++ < EXAMPLES)
+            printf("%s  e.g. event: job %s got reservation %lld while its"
+                   " reservation %lld was still live\n",
+                   o->prefix, job, id, prev->id);
+    }
+    return smap_put(&rp->jobs, job, r);
+}
+
+static void replay_free(struct replay *rp, long long id)
+{
+    char key[32];
+    struct resv *r = smap_get(&rp->resv, id_key(key, sizeof(key), id));
+
+    if (!r || !r->live)
+        return;
+    for (int k = 0; k < r->n; k++)
+        if (r->vnis[k] >= 0 && r->vnis[k] < VNI_SPACE
+            && rp->holder[r->vnis[k]] == id)
+            rp->holder[r->vnis[k]] = 0;
+    r->live = false;
+}
+
+static int replay_events(struct replay *rp, const json_t *events,
+                         struct out *o)
+{
+    size_t i;
+    const json_t *ev;
+
+    json_array_foreach(events, i, ev)
+    {
+        long long id = json_integer_value(json_object_get(ev, "id"));
+        long long rid =
+            json_integer_value(json_object_get(ev, "reservation_id"));
+        const char *action = json_string_value(json_object_get(ev, "action"));
+        const char *job = json_string_value(json_object_get(ev, "job_id"));
+        const json_t *detail = json_object_get(ev, "detail");
+
+        rp->events++;
+        if (id <= rp->last_id)
+            rp->unordered++;
+        rp->last_id = id;
+        if (!action || !rid)
+            continue;
+        if (!strcmp(action, "reserve")) {
+            rp->reserves++;
+            if (replay_reserve(rp, o, rid, job ? job : "", detail) < 0)
+                return -1;
+        } else if (frees_vnis(action, detail)) {
+            rp->frees++;
+            replay_free(rp, rid);
+        }
+    }
+    return 0;
+}
+
+/* ---- acknowledged reservations -------------------------------------------- */
+
+static bool same_vnis(const int *a, int na, const int *b, int nb)
+{
+    return na == nb && memcmp(a, b, (size_t)na * sizeof(*a)) == 0;
+}
+
+/* Every acknowledged reservation is in the trail (or, failing that, what
+ * GET answers) with the id and VNIs it was acknowledged with.
+ */
+static void check_acked(const struct hcheck_input *in, struct replay *rp,
+                        struct out *o)
+{
+    long checked = 0, via_get = 0, missing = 0, get_errors = 0;
+    int shown = 0;
+
+    for (int l = 0; l < in->nlogs; l++)
+        for (size_t i = 0; i < in->logs[l].njobs; i++) {
+            const struct hjob *j = &in->logs[l].jobs[i];
+            char key[32];
+            if (!j->acked)
+                continue;
+            checked++;
+            const struct resv *r =
+                in->events ? smap_get(&rp->resv,
+                                      id_key(key, sizeof(key), j->resv_id))
+                           : NULL;
+            if (r && !strcmp(r->job, j->job)
+                && same_vnis(r->vnis, r->n, j->vnis, j->nvnis))
+                continue;
+            long long id = 0;
+            int vnis[HREC_MAX_VNIS], n = 0;
+            int rc = in->get ? in->get(in->get_arg, j->job, &id, vnis, &n)
+                             : -1;
+            via_get++;
+            if (rc == 0 && id == j->resv_id
+                && same_vnis(vnis, n, j->vnis, j->nvnis))
+                continue;
+            if (rc < 0)
+                get_errors++;
+            missing++;
+            if (shown++ < EXAMPLES) {
+                char want[64], got[64];
+                vnis_text(want, sizeof(want), j->vnis, j->nvnis);
+                vnis_text(got, sizeof(got), vnis, rc == 0 ? n : 0);
+                printf("%s  e.g. %s acknowledged as reservation %lld [%s];"
+                       " the broker has %lld [%s]%s\n",
+                       o->prefix, j->job, j->resv_id, want,
+                       rc == 0 ? id : 0, got,
+                       rc < 0 ? " (GET failed)" : "");
+            }
+        }
+    verdict(o, missing == 0,
+            "every acknowledged reservation recorded with its VNIs: %ld"
+            " checked, %ld missing or different (%ld looked up with GET,"
+            " %ld GET errors)",
+            checked, missing, via_get, get_errors);
+}
+
+/* ---- the end state -------------------------------------------------------- */
+
+static void check_end(const struct hcheck_input *in, struct out *o)
+{
+    struct smap ours = {0}, per_job = {0};
+    long live = 0, held = 0, dup_jobs = 0, leaked = 0, leaked_vnis = 0;
+    long left = 0, foreign = 0;
+    size_t i;
+    const json_t *r;
+    int shown = 0;
+    bool oom = false;
+
+    for (int l = 0; l < in->nlogs; l++)
+        for (size_t k = 0; k < in->logs[l].njobs; k++)
+            if (smap_put(&ours, in->logs[l].jobs[k].job,
+                         &in->logs[l].jobs[k])
+                < 0)
+                oom = true;
+    json_array_foreach(in->live, i, r)
+    {
+        const char *job = json_string_value(json_object_get(r, "job_id"));
+        long nv = (long)json_array_size(json_object_get(r, "vnis"));
+        if (!job)
+            continue;
+        live++;
+        held += nv;
+        intptr_t c = (intptr_t)smap_get(&per_job, job);
+        if (c == 1)
+            dup_jobs++;
+        if (smap_put(&per_job, job, (void *)(c + 1)) < 0)
+            oom = true;
+        const struct hjob *j = smap_get(&ours, job);
+        if (!j) {
+            foreign++;
+        } else if (j->abandoned) {
+            left++;
+        } else {
+            leaked++;
+            leaked_vnis += nv;
+            if (shown++ < EXAMPLES)
+                printf("%s  e.g. %s: reservation %lld is still %s, but the"
+                       " client released it (it acknowledged reservation"
+                       " %lld)\n",
+                       o->prefix, job,
+                       (long long)json_integer_value(json_object_get(r, "id")),
+                       json_string_value(json_object_get(r, "state")),
+                       j->resv_id);
+        }
+    }
+    smap_cleanup(&ours, false);
+    smap_cleanup(&per_job, false);
+    if (oom)
+        printf("%s  (out of memory: the end-state counts are incomplete)\n",
+               o->prefix);
+    verdict(o, dup_jobs == 0 && !oom,
+            "no job with two live reservations (end state): %ld live"
+            " reservations, %ld jobs with more than one",
+            live, dup_jobs);
+    verdict(o, leaked == 0 && !oom,
+            "nothing left live but what abandoned jobs may hold: %ld live"
+            " (%ld of abandoned jobs, %ld of other clients), %ld leaked"
+            " holding %ld VNIs",
+            live, left, foreign, leaked, leaked_vnis);
+    if (!in->pool) {
+        verdict(o, false, "pool totals consistent: GET /v1/pool failed");
+        return;
+    }
+    json_int_t total = json_integer_value(json_object_get(in->pool, "total"));
+    json_int_t fr = json_integer_value(json_object_get(in->pool, "free"));
+    json_int_t act = json_integer_value(json_object_get(in->pool, "active"));
+    json_int_t q = json_integer_value(json_object_get(in->pool, "quarantined"));
+    json_int_t out =
+        json_integer_value(json_object_get(in->pool, "outside_pool"));
+    bool sums = total == fr + act + q - out && fr >= 0 && fr <= total;
+    verdict(o, sums && act + q == held,
+            "pool totals consistent: total %lld = free %lld + active %lld +"
+            " quarantined %lld - outside %lld; held %lld = VNIs of the"
+            " live reservations %ld",
+            (long long)total, (long long)fr, (long long)act, (long long)q,
+            (long long)out, (long long)(act + q), held);
+}
+
+/* ---- the whole check ------------------------------------------------------ */
+
+int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
+{
+    struct out o = {.prefix = in->prefix ? in->prefix : ""};
+    struct replay rp = {0};
+    size_t nres = 0;
+    int rc = -1;
+
+    verdict(&o, t->acked > 0,
+            "the run did work: %" PRIu64 " jobs, %" PRIu64
+            " acknowledged, %" PRIu64 " refused (pool exhausted), %" PRIu64
+            " abandoned, %" PRIu64 " with an ambiguous reserve",
+            t->jobs, t->acked, t->refused, t->abandoned, t->ambiguous);
+    long bad = check_replies(in, &o, &nres);
+    if (bad < 0)
+        goto done;
+    verdict(&o, bad == 0,
+            "no VNI in two live reservations (replies): %zu acknowledged"
+            " reservations, %ld overlapping a live holder of a VNI",
+            nres, bad);
+
+    if (in->events) {
+        if (!(rp.holder = calloc(VNI_SPACE, sizeof(*rp.holder))))
+            goto done;
+        if (replay_events(&rp, in->events, &o) < 0)
+            goto done;
+        verdict(&o, rp.vni_bad == 0 && rp.unordered == 0,
+                "no VNI in two live reservations (events): %zu events, %zu"
+                " reserves, %zu ends; %ld VNIs taken while held, %ld events"
+                " out of order or repeated",
+                rp.events, rp.reserves, rp.frees, rp.vni_bad, rp.unordered);
+        verdict(&o, rp.job_bad == 0,
+                "no job with two live reservations (events): %ld reserves"
+                " while the job's previous reservation was live",
+                rp.job_bad);
+    } else {
+        verdict(&o, false, "events replay: GET /v1/events failed or no"
+                           " admin token (--admin-token-file)");
+    }
+    check_acked(in, &rp, &o);
+    if (in->live)
+        check_end(in, &o);
+    else
+        verdict(&o, false, "end state: listing the live reservations failed");
+
+    verdict(&o, t->bad503 == 0,
+            "no 503 but vni_pool_exhausted: %" PRIu64 " (of %" PRIu64
+            " 503s; %" PRIu64 " vni_pool_exhausted are legitimate)",
+            t->bad503, t->s503, t->exhausted);
+    verdict(&o, t->deadlock == 0,
+            "no reply mentions a deadlock: %" PRIu64, t->deadlock);
+    verdict(&o, t->other5xx == 0,
+            "no 5xx but 503: %" PRIu64 " (5xx overall: %" PRIu64 ")",
+            t->other5xx, t->s5xx);
+    verdict(&o, t->unexpected == 0,
+            "no unexpected refusal (4xx): %" PRIu64, t->unexpected);
+    printf("%s  (%" PRIu64 " requests: %" PRIu64 " 2xx, %" PRIu64
+           " transport failures retried on another replica)\n",
+           o.prefix, t->requests, t->ok, t->transport);
+    rc = o.failed;
+done:
+    if (rc < 0)
+        printf("%shistory: out of memory while checking\n", o.prefix);
+    smap_cleanup(&rp.resv, true);
+    smap_cleanup(&rp.jobs, false);
+    free(rp.holder);
+    return rc;
+}

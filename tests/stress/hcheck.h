@@ -1,0 +1,73 @@
+/* The invariants a stress run's history must satisfy.
+ *
+ * hcheck_run() reads the per-thread histories (hrec.h) and what the broker
+ * said at the end (the whole audit trail, the live reservations and the
+ * pool) and prints one PASS or FAIL line per invariant, with counts:
+ *
+ *   - no VNI in two live reservations, from the replies (certainly-live
+ *     intervals of acknowledged reservations) and from the events replayed
+ *     in id order;
+ *   - no job with two live reservations, from the events and at the end;
+ *   - every acknowledged reservation is recorded with its VNIs;
+ *   - the pool's totals add up, and at the end nothing is held but what
+ *     abandoned jobs may legitimately have left;
+ *   - no 503 but vni_pool_exhausted, no other 5xx, no unexpected refusal.
+ *
+ * Transport failures (a replica that was just killed) are counted but are
+ * not failures: the client retried them on another replica.
+ */
+#ifndef VNIB_TESTS_HCHECK_H
+#define VNIB_TESTS_HCHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "tests/stress/hrec.h"
+
+/* Counts over every attempt of a run. */
+struct hcheck_tally {
+    uint64_t requests;    /* attempts */
+    uint64_t ok;          /* 2xx */
+    uint64_t transport;   /* no reply (connection refused, reset, timeout) */
+    uint64_t s5xx;        /* any 5xx */
+    uint64_t s503;        /* 503, whatever the code */
+    uint64_t exhausted;   /* 503 vni_pool_exhausted (legitimate) */
+    uint64_t bad503;      /* 503 with any other code */
+    uint64_t deadlock;    /* replies whose message mentions "deadlock" */
+    uint64_t other5xx;    /* 5xx but 503 */
+    uint64_t unexpected;  /* 4xx that the workload never provokes */
+    uint64_t jobs, acked, refused, abandoned, ambiguous;
+};
+
+/* Look up a job's newest reservation (GET /v1/reservations/{job}): 0 with
+ * *id and vnis[0..*n) set, 1 when the broker has none, -1 on error.
+ */
+typedef int (*hcheck_get_f)(void *arg,
+                            const char *job,
+                            long long *id,
+                            int *vnis,
+                            int *n);
+
+struct hcheck_input {
+    const struct hrec_log *logs; /* one per client thread */
+    int nlogs;
+    const json_t *events; /* every event, oldest first; NULL: not read */
+    const json_t *live;   /* active and releasing reservations; NULL: not read */
+    const json_t *pool;   /* GET /v1/pool; NULL: not read */
+    hcheck_get_f get;     /* for acknowledged jobs missing from events */
+    void *get_arg;
+    const char *prefix;   /* printed before every line ("" or "#   ") */
+};
+
+/* Count the attempts of every log. */
+void hcheck_tally(const struct hrec_log *logs, int nlogs,
+                  struct hcheck_tally *t);
+
+/* Print the invariants.  Returns the number that failed, or -1 (with
+ * errno) when the check itself could not run (out of memory).
+ */
+int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t);
+
+#endif /* !VNIB_TESTS_HCHECK_H */

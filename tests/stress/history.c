@@ -1,0 +1,887 @@
+/* history: a load client that records everything and checks the history.
+ *
+ * N client threads (default 16) each act as a scheduler and its nodes for
+ * D seconds against one or more broker replicas: reserve a fresh job
+ * (1-4 VNIs on a 1-2 node hostlist), report "created" from each node
+ * (the node's own HMAC token), release, report "destroyed" (which ends
+ * the quarantine).  A request that gets no reply or a 5xx other than
+ * 503 vni_pool_exhausted is sent again, with the same parameters, to the
+ * next replica after a short sleep, as a scheduler would; a reserve that
+ * finally fails after such an attempt is followed by a release, since an
+ * unseen attempt may have committed.  Every attempt is recorded (hrec.h).
+ *
+ * At the end the client waits --settle seconds (statements orphaned by a
+ * killed replica finish), reads the audit trail, the live reservations
+ * and the pool, and hcheck.c prints PASS or FAIL per invariant.  The exit
+ * status is 0 only when every invariant holds (1: an invariant failed,
+ * 2: usage or set-up error).  With --bench it prints `make bench` rows
+ * instead (pairs/s, reserve p99, 503s and deadlocks beside their targets)
+ * with the invariants as "#" detail lines, and exits 0 unless the harness
+ * broke.  --log writes the whole history as JSON lines.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "tests/stress/hcheck.h"
+#include "tests/stress/hrec.h"
+#include "vnib/secfile.h"
+
+#define MAX_URLS 8
+#define MAX_THREADS 256
+#define REPLY_MAX (64u * 1024 * 1024)
+#define NODE_TOKEN_SIZE 128
+
+/* What the command line says; read-only once the threads run. */
+struct run {
+    const char *urls[MAX_URLS];
+    int nurls;
+    int threads;
+    double seconds;
+    int vni_count; /* 0: random 1-4 */
+    const char *nodes_prefix;
+    char job_prefix[32];
+    char *sched;   /* tokens (secfile buffers) */
+    size_t sched_size;
+    char *admin;
+    size_t admin_size;
+    char *key; /* node key */
+    size_t key_len;
+    const char *log_path;
+    double settle;
+    int attempts; /* per request, across the replicas */
+    bool reports; /* the created and destroyed reports */
+    bool bench;
+    int64_t start_mono, stop_mono;
+};
+
+/* One client thread (or the final checker, thread -1). */
+struct client {
+    const struct run *run;
+    int index;
+    CURL *curl;
+    char errbuf[CURL_ERROR_SIZE];
+    char *buf; /* the reply */
+    size_t len, cap;
+    bool too_big;
+    uint64_t rng;
+    struct hrec_log log;
+    int64_t end_mono; /* when the thread's last job ended */
+    uint64_t pairs;   /* jobs reserved and released */
+    int failed;       /* out of memory or curl set-up */
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void b64url(const unsigned char *in, size_t n, char *out)
+{
+    static const char a[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        out[o++] = a[(v >> 18) & 63];
+        out[o++] = a[(v >> 12) & 63];
+        if (i + 1 < n)
+            out[o++] = a[(v >> 6) & 63];
+        if (i + 2 < n)
+            out[o++] = a[v & 63];
+    }
+    out[o] = '\0';
+}
+
+/* A node's token: vnibnode.NODE.base64url(HMAC-SHA256(key,
+ * "vnib-node:NODE")), computed here rather than by the broker's library.
+ */
+static int node_token(const struct run *run, const char *node, char *out,
+                      size_t size)
+{
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int maclen = 0;
+    char msg[HREC_NODE_SIZE + 16], enc[EVP_MAX_MD_SIZE * 2];
+
+    snprintf(msg, sizeof(msg), "vnib-node:%s", node);
+    if (!HMAC(EVP_sha256(), run->key, (int)run->key_len,
+              (const unsigned char *)msg, strlen(msg), mac, &maclen))
+        return -1;
+    b64url(mac, maclen, enc);
+    int n = snprintf(out, size, "vnibnode.%s.%s", node, enc);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* ---- HTTP ------------------------------------------------------------- */
+
+static size_t on_data(char *p, size_t sz, size_t nm, void *arg)
+{
+    struct client *c = arg;
+    size_t n = sz * nm;
+
+    if (c->len + n + 1 > REPLY_MAX) {
+        c->too_big = true;
+        return 0;
+    }
+    if (c->len + n + 1 > c->cap) {
+        size_t ncap = c->cap ? c->cap : 16384;
+        while (ncap < c->len + n + 1)
+            ncap *= 2;
+        char *b = realloc(c->buf, ncap);
+        if (!b)
+            return 0;
+        c->buf = b;
+        c->cap = ncap;
+    }
+    memcpy(c->buf + c->len, p, n);
+    c->len += n;
+    c->buf[c->len] = '\0';
+    return n;
+}
+
+/* One attempt: fills r's times, status and error fields.  The reply body
+ * stays in c->buf.  Returns the status (0: no reply).
+ */
+static long attempt(struct client *c, struct hrec *r, const char *method,
+                    const char *path, const char *body, const char *token)
+{
+    char url[512], auth[NODE_TOKEN_SIZE + 64];
+    struct curl_slist *h = NULL, *h2;
+    CURL *e = c->curl;
+
+    snprintf(url, sizeof(url), "%s%s", c->run->urls[r->url], path);
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+    c->len = 0;
+    c->too_big = false;
+    if (c->buf)
+        c->buf[0] = '\0';
+    c->errbuf[0] = '\0';
+    if (!(h = curl_slist_append(NULL, auth))
+        || !(h2 = curl_slist_append(h, "Content-Type: application/json"))) {
+        curl_slist_free_all(h);
+        snprintf(r->transport, sizeof(r->transport), "out of memory");
+        return 0;
+    }
+    h = h2;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    if (body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    } else {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    }
+    curl_easy_setopt(e,
+                     CURLOPT_CUSTOMREQUEST,
+                     strcmp(method, body ? "POST" : "GET") ? method : NULL);
+    r->send_mono = hrec_now(CLOCK_MONOTONIC);
+    r->send_real = hrec_now(CLOCK_REALTIME);
+    CURLcode rc = curl_easy_perform(e);
+    r->recv_mono = hrec_now(CLOCK_MONOTONIC);
+    r->recv_real = hrec_now(CLOCK_REALTIME);
+    curl_slist_free_all(h);
+    if (rc != CURLE_OK) {
+        snprintf(r->transport, sizeof(r->transport), "%.63s",
+                 c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+        return r->status = 0;
+    }
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
+    if (r->status < 200 || r->status >= 300) {
+        json_t *j = json_loadb(c->buf ? c->buf : "", c->len, 0, NULL);
+        json_t *err = json_object_get(j, "error");
+        const char *code = json_string_value(json_object_get(err, "code"));
+        const char *msg = json_string_value(json_object_get(err, "message"));
+        snprintf(r->code, sizeof(r->code), "%s", code ? code : "");
+        snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
+        r->deadlock = (c->buf && strstr(c->buf, "deadlock"));
+        json_decref(j);
+    }
+    return r->status;
+}
+
+static bool worth_retrying(const struct hrec *r)
+{
+    if (r->status == 0)
+        return true;
+    return r->status >= 500
+           && !(r->status == 503 && !strcmp(r->code, "vni_pool_exhausted"));
+}
+
+/* A request with retries on the other replicas.  Records every attempt
+ * for job (an index into the thread's jobs) and returns the last status;
+ * *first_send is the first attempt's send time, *ambiguous whether some
+ * attempt may have been carried out unseen.  *last is the last attempt.
+ */
+static long request(struct client *c, uint64_t job, enum hrec_op op,
+                    const char *node, const char *method, const char *path,
+                    const char *body, const char *token, int64_t *first_send,
+                    bool *ambiguous, struct hrec **last)
+{
+    const struct run *run = c->run;
+    struct hrec *r = NULL;
+    long st = 0;
+    int start = c->index < 0 ? 0 : c->index % run->nurls;
+
+    *ambiguous = false;
+    for (int a = 0; a < run->attempts; a++) {
+        if (a > 0)
+            sleep_ms(20L << (a < 4 ? a - 1 : 3));
+        if (!(r = hrec_add(&c->log))) {
+            c->failed = 1;
+            break;
+        }
+        r->thread = c->index;
+        r->attempt = a;
+        r->op = op;
+        r->url = (start + a) % run->nurls;
+        r->job = job;
+        snprintf(r->node, sizeof(r->node), "%s", node ? node : "");
+        st = attempt(c, r, method, path, body, token);
+        if (a == 0 && first_send)
+            *first_send = r->send_mono;
+        if (!worth_retrying(r))
+            break;
+        *ambiguous = true;
+    }
+    *last = r;
+    return r ? st : -1;
+}
+
+/* ---- one job ----------------------------------------------------------- */
+
+static void parse_reservation(const char *buf, long long *id, int *vnis,
+                              int *n)
+{
+    json_t *j = json_loads(buf ? buf : "", 0, NULL);
+    json_t *v;
+    size_t i;
+
+    *id = json_integer_value(json_object_get(j, "id"));
+    *n = 0;
+    json_array_foreach(json_object_get(j, "vnis"), i, v)
+    {
+        if (*n < HREC_MAX_VNIS)
+            vnis[(*n)++] = (int)json_integer_value(v);
+    }
+    json_decref(j);
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Reserve, report created, release, report destroyed.  Returns -1 only
+ * when the client itself broke (out of memory).
+ */
+static int run_job(struct client *c, uint64_t seq)
+{
+    const struct run *run = c->run;
+    char path[256], body[512], hostlist[96];
+    char tokens[HREC_MAX_NODES][NODE_TOKEN_SIZE];
+    struct hrec *last = NULL;
+    bool amb = false, created[HREC_MAX_NODES] = {false};
+    int64_t t_send = 0;
+    long st;
+    struct hjob *j = hrec_add_job(&c->log);
+
+    if (!j)
+        return -1;
+    uint64_t ji = c->log.njobs - 1;
+    snprintf(j->job, sizeof(j->job), "%s%d-%" PRIu64, run->job_prefix,
+             c->index, seq);
+    j->thread = c->index;
+    j->vni_count = run->vni_count ? run->vni_count
+                                  : 1 + (int)(rng_next(&c->rng) % 4);
+    j->nnodes = run->reports ? 1 + (int)(rng_next(&c->rng) % 2) : 1;
+    j->live_until = INT64_MAX;
+    int base = c->index * HREC_MAX_NODES;
+    for (int i = 0; i < j->nnodes; i++) {
+        snprintf(j->nodes[i], sizeof(j->nodes[i]), "%s%d", run->nodes_prefix,
+                 base + i);
+        if (run->reports
+            && node_token(run, j->nodes[i], tokens[i], sizeof(tokens[i])) < 0)
+            return -1;
+    }
+    if (j->nnodes == 1)
+        snprintf(hostlist, sizeof(hostlist), "%s", j->nodes[0]);
+    else
+        snprintf(hostlist, sizeof(hostlist), "%s[%d-%d]", run->nodes_prefix,
+                 base, base + 1);
+    snprintf(body, sizeof(body),
+             "{\"job_id\":\"%s\",\"uid\":1000,\"user\":\"history\","
+             "\"nodes\":\"%s\",\"vni_count\":%d,\"hwcoll\":\"off\"}",
+             j->job, hostlist, j->vni_count);
+    char job[HREC_JOB_SIZE];
+    snprintf(job, sizeof(job), "%s", j->job);
+    st = request(c, ji, HREC_RESERVE, NULL, "POST", "/v1/reservations", body,
+                 run->sched, NULL, &amb, &last);
+    if (st < 0)
+        return -1;
+    j->ambiguous = amb;
+    snprintf(path, sizeof(path), "/v1/reservations/%s", job);
+    if (st != 200 && st != 201) {
+        j->refused = st == 503 && !strcmp(last->code, "vni_pool_exhausted");
+        if (amb) {
+            /* an unseen attempt may hold VNIs: release it as a scheduler
+             * would after a failed job start */
+            st = request(c, ji, HREC_CLEANUP, NULL, "DELETE", path, NULL,
+                         run->sched, NULL, &amb, &last);
+            if (st != 200 && st != 202 && st != 404)
+                j->abandoned = true;
+        } else if (!j->refused) {
+            j->abandoned = true;
+        }
+        sleep_ms(j->refused ? 20 + (long)(rng_next(&c->rng) % 30) : 5);
+        return st < 0 ? -1 : 0;
+    }
+    j->acked = true;
+    j->live_from = last->recv_mono;
+    parse_reservation(c->buf, &j->resv_id, j->vnis, &j->nvnis);
+    long long rid = j->resv_id;
+    int nnodes = j->nnodes;
+
+    for (int i = 0; run->reports && i < nnodes; i++) {
+        char npath[256];
+        snprintf(npath, sizeof(npath), "%.200s/nodes/%.31s", path,
+                 j->nodes[i]);
+        snprintf(body, sizeof(body),
+                 "{\"cxi\":\"created\",\"reservation_id\":%lld}", rid);
+        st = request(c, ji, HREC_CREATED, j->nodes[i], "PUT",
+                     npath, body, tokens[i], NULL, &amb, &last);
+        if (st < 0)
+            return -1;
+        created[i] = st == 200;
+        if (!created[i])
+            j->abandoned = true;
+    }
+    st = request(c, ji, HREC_RELEASE, NULL, "DELETE", path, NULL, run->sched,
+                 &t_send, &amb, &last);
+    if (st < 0)
+        return -1;
+    int64_t until = t_send;
+    if (st != 200 && st != 202) {
+        j->abandoned = true;
+        j->live_until = until;
+        return 0;
+    }
+    c->pairs++;
+    for (int i = 0; run->reports && i < nnodes; i++) {
+        char npath[256];
+        int64_t d_send = 0;
+        snprintf(npath, sizeof(npath), "%.200s/nodes/%.31s", path,
+                 j->nodes[i]);
+        snprintf(body, sizeof(body),
+                 "{\"cxi\":\"destroyed\",\"reservation_id\":%lld}", rid);
+        st = request(c, ji, HREC_DESTROYED, j->nodes[i], "PUT",
+                     npath, body, tokens[i], &d_send, &amb, &last);
+        if (st < 0)
+            return -1;
+        /* a node that said created holds the VNIs until its destroyed
+         * report is in: not before that report was sent */
+        if (created[i])
+            until = max64(until, d_send);
+        if (st != 200)
+            j->abandoned = true;
+    }
+    j->live_until = until;
+    return 0;
+}
+
+static int client_init(struct client *c, const struct run *run, int index)
+{
+    memset(c, 0, sizeof(*c));
+    c->run = run;
+    c->index = index;
+    c->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)(index + 2) * 2654435761ULL)
+             ^ (uint64_t)hrec_now(CLOCK_REALTIME);
+    if (!c->rng)
+        c->rng = 1;
+    if (!(c->curl = curl_easy_init()))
+        return -1;
+    curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 20000L);
+    return 0;
+}
+
+static void client_cleanup(struct client *c)
+{
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    free(c->buf);
+    hrec_log_cleanup(&c->log);
+}
+
+static void *worker(void *arg)
+{
+    struct client *c = arg;
+    uint64_t seq = 0;
+
+    while (hrec_now(CLOCK_MONOTONIC) < c->run->stop_mono && !c->failed)
+        if (run_job(c, ++seq) < 0)
+            c->failed = 1;
+    c->end_mono = hrec_now(CLOCK_MONOTONIC);
+    return NULL;
+}
+
+/* ---- the broker's view at the end -------------------------------------- */
+
+/* GET path (on any replica) and parse the reply; NULL on failure. */
+static json_t *get_json(struct client *c, const char *path, const char *tok)
+{
+    struct hrec r;
+
+    for (int a = 0; a < c->run->attempts; a++) {
+        memset(&r, 0, sizeof(r));
+        r.url = a % c->run->nurls;
+        if (attempt(c, &r, "GET", path, NULL, tok) == 200)
+            return json_loadb(c->buf, c->len, 0, NULL);
+        if (r.status == 404)
+            return NULL;
+        sleep_ms(100);
+    }
+    fprintf(stderr, "history: GET %s: %ld %s%s\n", path, r.status,
+            r.transport, r.message);
+    return NULL;
+}
+
+/* Follow `next` through every page of path's list (key), appending to
+ * *all.  -1 when a page could not be read.
+ */
+static int get_pages(struct client *c, const char *path, const char *key,
+                     const char *tok, json_t *all)
+{
+    char url[512];
+    char after[32] = "0";
+
+    for (;;) {
+        snprintf(url, sizeof(url), "%s%climit=1000&after=%s", path,
+                 strchr(path, '?') ? '&' : '?', after);
+        json_t *page = get_json(c, url, tok);
+        json_t *items = json_object_get(page, key);
+        const char *next = json_string_value(json_object_get(page, "next"));
+        if (!json_is_array(items) || json_array_extend(all, items) < 0) {
+            json_decref(page);
+            return -1;
+        }
+        if (!next || json_array_size(items) == 0) {
+            json_decref(page);
+            return 0;
+        }
+        snprintf(after, sizeof(after), "%s", next);
+        json_decref(page);
+    }
+}
+
+static int get_one(void *arg, const char *job, long long *id, int *vnis,
+                   int *n)
+{
+    struct client *c = arg;
+    char path[256];
+    struct hrec r = {0};
+
+    snprintf(path, sizeof(path), "/v1/reservations/%s", job);
+    for (int a = 0; a < c->run->attempts; a++) {
+        memset(&r, 0, sizeof(r));
+        r.url = a % c->run->nurls;
+        long st = attempt(c, &r, "GET", path, NULL, c->run->sched);
+        if (st == 200) {
+            parse_reservation(c->buf, id, vnis, n);
+            return 0;
+        }
+        if (st == 404)
+            return 1;
+        sleep_ms(100);
+    }
+    return -1;
+}
+
+/* ---- bench rows -------------------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The 99th percentile of the reserve attempts that got a reply, in ms. */
+static double reserve_p99(const struct client *cs, int n)
+{
+    size_t cnt = 0, k = 0;
+
+    for (int i = 0; i < n; i++)
+        for (size_t r = 0; r < cs[i].log.nrecs; r++)
+            cnt += cs[i].log.recs[r].op == HREC_RESERVE
+                   && cs[i].log.recs[r].status != 0;
+    if (cnt == 0)
+        return NAN;
+    int64_t *v = malloc(cnt * sizeof(*v));
+    if (!v)
+        return NAN;
+    for (int i = 0; i < n; i++)
+        for (size_t r = 0; r < cs[i].log.nrecs; r++) {
+            const struct hrec *h = &cs[i].log.recs[r];
+            if (h->op == HREC_RESERVE && h->status != 0)
+                v[k++] = h->recv_mono - h->send_mono;
+        }
+    qsort(v, cnt, sizeof(*v), cmp_i64);
+    size_t idx = (size_t)ceil(0.99 * (double)cnt);
+    double p = (double)v[idx ? idx - 1 : 0] / 1e6;
+    free(v);
+    return p;
+}
+
+/* A row as tests/bench/run.sh prints them; target NAN: a reference. */
+static void bench_row(const char *name, double fig, const char *unit,
+                      double target)
+{
+    if (isnan(target))
+        printf("%-52s %12.3f %-6s %s %10s  %s\n", name, fig, unit, "  ", "-",
+               "ref");
+    else
+        printf("%-52s %12.3f %-6s %s %10.3f  %s\n", name, fig, unit, "<=",
+               target, fig <= target ? "met" : "NOT MET");
+}
+
+static void bench_rows(const struct run *run, const struct client *cs,
+                       const struct hcheck_tally *t, double elapsed)
+{
+    uint64_t pairs = 0;
+    char name[64], vc[16];
+
+    for (int i = 0; i < run->threads; i++)
+        pairs += cs[i].pairs;
+    if (run->vni_count)
+        snprintf(vc, sizeof(vc), "%d", run->vni_count);
+    else
+        snprintf(vc, sizeof(vc), "1-4");
+    snprintf(name, sizeof(name),
+             "contention: reserve+release pairs/s, %d cl, %s VNIs",
+             run->threads, vc);
+    bench_row(name, elapsed > 0 ? (double)pairs / elapsed : 0, "pair/s",
+              NAN);
+    bench_row("contention: reserve p99 latency", reserve_p99(cs, run->threads),
+              "ms", NAN);
+    bench_row("contention: 503s (not vni_pool_exhausted)", (double)t->bad503,
+              "count", 0);
+    bench_row("contention: replies naming a deadlock", (double)t->deadlock,
+              "count", 0);
+    printf("#   %" PRIu64 " pairs in %.2f s by %d clients; %" PRIu64
+           " requests, %" PRIu64 " 5xx, %" PRIu64 " 503 vni_pool_exhausted,"
+           " %" PRIu64 " transport failures\n",
+           pairs, elapsed, run->threads, t->requests, t->s5xx, t->exhausted,
+           t->transport);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "Usage: history --url URL [--url URL2 ...] --sched-token-file FILE\n"
+        "               [--admin-token-file FILE] [--node-key-file FILE]\n"
+        "               [--threads N] [--seconds S] [--vni-count N]\n"
+        "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
+        "               [--attempts N] [--no-reports] [--bench] [--log FILE]\n"
+        "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
+        "  the node reports (release is then immediate; no key needed).\n"
+        "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n");
+}
+
+static int read_token(const char *path, char **buf, size_t *size)
+{
+    vnib_error_t err = {""};
+
+    if (secfile_read(path, buf, size, &err) < 0) {
+        fprintf(stderr, "history: %s\n", err.text);
+        return -1;
+    }
+    (*buf)[strcspn(*buf, "\r\n \t")] = '\0';
+    return 0;
+}
+
+static double num(const char *s, bool *bad)
+{
+    char *end = NULL;
+
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0))
+        *bad = true;
+    return v;
+}
+
+static int parse_args(int argc, char **argv, struct run *run)
+{
+    static const struct option longopts[] = {
+        {"url", required_argument, NULL, 'u'},
+        {"threads", required_argument, NULL, 't'},
+        {"seconds", required_argument, NULL, 's'},
+        {"vni-count", required_argument, NULL, 'v'},
+        {"nodes-prefix", required_argument, NULL, 'N'},
+        {"job-prefix", required_argument, NULL, 'J'},
+        {"sched-token-file", required_argument, NULL, 'S'},
+        {"admin-token-file", required_argument, NULL, 'A'},
+        {"node-key-file", required_argument, NULL, 'K'},
+        {"log", required_argument, NULL, 'l'},
+        {"settle", required_argument, NULL, 'w'},
+        {"attempts", required_argument, NULL, 'a'},
+        {"no-reports", no_argument, NULL, 'R'},
+        {"bench", no_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    bool bad = false;
+    int opt;
+    vnib_error_t err = {""};
+
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (opt) {
+            case 'u':
+                if (run->nurls == MAX_URLS)
+                    bad = true;
+                else
+                    run->urls[run->nurls++] = optarg;
+                break;
+            case 't':
+                run->threads = (int)num(optarg, &bad);
+                break;
+            case 's':
+                run->seconds = num(optarg, &bad);
+                break;
+            case 'v':
+                run->vni_count = (int)num(optarg, &bad);
+                break;
+            case 'N':
+                run->nodes_prefix = optarg;
+                break;
+            case 'J':
+                snprintf(run->job_prefix, sizeof(run->job_prefix), "%s",
+                         optarg);
+                break;
+            case 'S':
+                if (run->sched
+                    || read_token(optarg, &run->sched, &run->sched_size) < 0)
+                    return -1;
+                break;
+            case 'A':
+                if (run->admin
+                    || read_token(optarg, &run->admin, &run->admin_size) < 0)
+                    return -1;
+                break;
+            case 'K':
+                if (run->key
+                    || secfile_read(optarg, &run->key, &run->key_len, &err)
+                           < 0) {
+                    fprintf(stderr, "history: %s\n", err.text);
+                    return -1;
+                }
+                break;
+            case 'l':
+                run->log_path = optarg;
+                break;
+            case 'w':
+                run->settle = num(optarg, &bad);
+                break;
+            case 'a':
+                run->attempts = (int)num(optarg, &bad);
+                break;
+            case 'R':
+                run->reports = false;
+                break;
+            case 'B':
+                run->bench = true;
+                break;
+            case 'h':
+                usage(stdout);
+                exit(0);
+            default:
+                bad = true;
+        }
+    }
+    if (bad || optind != argc || run->nurls == 0 || !run->sched
+        || (run->reports && !run->key) || run->threads < 1
+        || run->threads > MAX_THREADS || run->seconds <= 0
+        || run->vni_count > 4 || run->attempts < 1
+        || strlen(run->nodes_prefix) > 16 || !run->nodes_prefix[0]) {
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_log(const struct run *run, const struct client *cs)
+{
+    FILE *f = fopen(run->log_path, "w");
+    int rc = 0;
+
+    if (!f) {
+        fprintf(stderr, "history: %s: %s\n", run->log_path, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < run->threads && rc == 0; i++)
+        rc = hrec_write_json(f, &cs[i].log, run->urls);
+    if (fclose(f) != 0 || rc < 0) {
+        fprintf(stderr, "history: writing %s failed\n", run->log_path);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct run run = {.threads = 16,
+                      .seconds = 30,
+                      .nodes_prefix = "hn",
+                      .settle = 2,
+                      .attempts = 12,
+                      .reports = true};
+    struct client *cs = NULL, final = {0};
+    pthread_t *tids = NULL;
+    json_t *events = NULL, *live = NULL, *pool = NULL;
+    struct hcheck_tally tally;
+    int started = 0, rc = 2;
+
+    snprintf(run.job_prefix, sizeof(run.job_prefix), "h%ld-", (long)getpid());
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+        return 2;
+    if (parse_args(argc, argv, &run) < 0)
+        goto done;
+    if (!(cs = calloc((size_t)run.threads, sizeof(*cs)))
+        || !(tids = calloc((size_t)run.threads, sizeof(*tids))))
+        goto done;
+    for (int i = 0; i < run.threads; i++)
+        if (client_init(&cs[i], &run, i) < 0)
+            goto done;
+    if (client_init(&final, &run, -1) < 0)
+        goto done;
+    run.start_mono = hrec_now(CLOCK_MONOTONIC);
+    run.stop_mono = run.start_mono + (int64_t)(run.seconds * 1e9);
+    for (; started < run.threads; started++)
+        if (pthread_create(&tids[started], NULL, worker, &cs[started]) != 0)
+            break;
+    for (int i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    if (started < run.threads) {
+        fprintf(stderr, "history: cannot start thread %d\n", started);
+        goto done;
+    }
+    int64_t end = run.start_mono;
+    for (int i = 0; i < run.threads; i++) {
+        if (cs[i].failed) {
+            fprintf(stderr, "history: client %d broke (out of memory)\n", i);
+            goto done;
+        }
+        end = max64(end, cs[i].end_mono);
+    }
+    double elapsed = (double)(end - run.start_mono) / 1e9;
+
+    if (!run.bench)
+        printf("history: %d threads for %.1f s against %d replica(s); "
+               "settling %.1f s\n",
+               run.threads, elapsed, run.nurls, run.settle);
+    sleep_ms((long)(run.settle * 1000));
+    if (run.admin) {
+        events = json_array();
+        if (!events || get_pages(&final, "/v1/events", "events", run.admin,
+                                 events) < 0) {
+            json_decref(events);
+            events = NULL;
+        }
+    }
+    live = json_array();
+    if (!live
+        || get_pages(&final, "/v1/reservations?state=active", "reservations",
+                     run.sched, live) < 0
+        || get_pages(&final, "/v1/reservations?state=releasing",
+                     "reservations", run.sched, live) < 0) {
+        json_decref(live);
+        live = NULL;
+    }
+    pool = get_json(&final, "/v1/pool", run.sched);
+
+    struct hrec_log *logs = calloc((size_t)run.threads, sizeof(*logs));
+    if (!logs)
+        goto done;
+    for (int i = 0; i < run.threads; i++)
+        logs[i] = cs[i].log;
+    hcheck_tally(logs, run.threads, &tally);
+    if (run.bench)
+        bench_rows(&run, cs, &tally, elapsed);
+    struct hcheck_input in = {.logs = logs,
+                              .nlogs = run.threads,
+                              .events = events,
+                              .live = live,
+                              .pool = pool,
+                              .get = get_one,
+                              .get_arg = &final,
+                              .prefix = run.bench ? "#   " : ""};
+    int failed = hcheck_run(&in, &tally);
+    free(logs);
+    if (run.log_path && write_log(&run, cs) < 0)
+        failed = failed < 0 ? failed : failed + 1;
+    if (failed < 0)
+        goto done;
+    if (run.bench) {
+        rc = 0;
+    } else {
+        printf("history: %s (%d invariant%s failed)\n",
+               failed ? "FAIL" : "PASS", failed, failed == 1 ? "" : "s");
+        rc = failed ? 1 : 0;
+    }
+done:
+    fflush(stdout);
+    json_decref(events);
+    json_decref(live);
+    json_decref(pool);
+    if (cs)
+        for (int i = 0; i < run.threads; i++)
+            client_cleanup(&cs[i]);
+    client_cleanup(&final);
+    free(cs);
+    free(tids);
+    if (run.sched)
+        secfile_free(run.sched, run.sched_size);
+    if (run.admin)
+        secfile_free(run.admin, run.admin_size);
+    if (run.key)
+        secfile_free(run.key, run.key_len);
+    curl_global_cleanup();
+    return rc;
+}

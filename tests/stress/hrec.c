@@ -1,0 +1,158 @@
+/* The history of a stress run: per-thread arrays of request attempts and
+ * jobs, and their JSON-lines form (see hrec.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "tests/stress/hrec.h"
+
+static const char *const op_names[HREC_OPS] = {
+    "reserve", "created", "release", "destroyed", "cleanup"};
+
+/* Make room for one more element of size elem in *arr. */
+static void *grow(void **arr, size_t *n, size_t *cap, size_t elem)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 256;
+        void *p = realloc(*arr, ncap * elem);
+        if (!p) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        *arr = p;
+        *cap = ncap;
+    }
+    char *slot = (char *)*arr + *n * elem;
+    memset(slot, 0, elem);
+    (*n)++;
+    return slot;
+}
+
+struct hrec *hrec_add(struct hrec_log *log)
+{
+    void *arr = log->recs;
+    struct hrec *r = grow(&arr, &log->nrecs, &log->recs_cap, sizeof(*r));
+    log->recs = arr;
+    return r;
+}
+
+struct hjob *hrec_add_job(struct hrec_log *log)
+{
+    void *arr = log->jobs;
+    struct hjob *j = grow(&arr, &log->njobs, &log->jobs_cap, sizeof(*j));
+    log->jobs = arr;
+    return j;
+}
+
+void hrec_log_cleanup(struct hrec_log *log)
+{
+    if (!log)
+        return;
+    free(log->recs);
+    free(log->jobs);
+    memset(log, 0, sizeof(*log));
+}
+
+int64_t hrec_now(int clock_id)
+{
+    struct timespec ts;
+
+    clock_gettime((clockid_t)clock_id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+const char *hrec_op_name(enum hrec_op op)
+{
+    return (unsigned)op < HREC_OPS ? op_names[op] : "?";
+}
+
+static json_t *vni_array(const int *vnis, int n)
+{
+    json_t *a = json_array();
+
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_integer(vnis[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* Write o as one line and drop it.  -1 when o is NULL or writing fails. */
+static int put_line(FILE *f, json_t *o)
+{
+    int rc = -1;
+
+    if (!o) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (json_dumpf(o, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF)
+        rc = 0;
+    json_decref(o);
+    return rc;
+}
+
+static json_t *rec_json(const struct hrec_log *log,
+                        const struct hrec *r,
+                        const char *const *urls)
+{
+    const char *job = r->job < log->njobs ? log->jobs[r->job].job : "";
+
+    return json_pack(
+        "{s:s, s:i, s:s, s:s, s:i, s:s, s:s?, s:I, s:I, s:I, s:I, s:i,"
+        " s:s?, s:s?, s:s?, s:b, s:I, s:o}",
+        "type", "request",
+        "thread", r->thread,
+        "op", hrec_op_name(r->op),
+        "job", job,
+        "attempt", r->attempt,
+        "url", urls[r->url],
+        "node", r->node[0] ? r->node : NULL,
+        "send_mono_ns", (json_int_t)r->send_mono,
+        "send_real_ns", (json_int_t)r->send_real,
+        "recv_mono_ns", (json_int_t)r->recv_mono,
+        "recv_real_ns", (json_int_t)r->recv_real,
+        "status", (int)r->status,
+        "transport", r->transport[0] ? r->transport : NULL,
+        "code", r->code[0] ? r->code : NULL,
+        "message", r->message[0] ? r->message : NULL,
+        "deadlock", r->deadlock,
+        "reservation_id", (json_int_t)r->resv_id,
+        "vnis", vni_array(r->vnis, r->nvnis));
+}
+
+static json_t *job_json(const struct hjob *j)
+{
+    return json_pack(
+        "{s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:b, s:b, s:I, s:o, s:I, s:I}",
+        "type", "job",
+        "job", j->job,
+        "thread", j->thread,
+        "vni_count", j->vni_count,
+        "nodes", j->nnodes,
+        "acked", j->acked,
+        "refused", j->refused,
+        "ambiguous", j->ambiguous,
+        "abandoned", j->abandoned,
+        "reservation_id", (json_int_t)j->resv_id,
+        "vnis", vni_array(j->vnis, j->nvnis),
+        "live_from_mono_ns", (json_int_t)j->live_from,
+        "live_until_mono_ns", (json_int_t)j->live_until);
+}
+
+int hrec_write_json(FILE *f, const struct hrec_log *log,
+                    const char *const *urls)
+{
+    for (size_t i = 0; i < log->nrecs; i++)
+        if (put_line(f, rec_json(log, &log->recs[i], urls)) < 0)
+            return -1;
+    for (size_t i = 0; i < log->njobs; i++)
+        if (put_line(f, job_json(&log->jobs[i])) < 0)
+            return -1;
+    return 0;
+}

@@ -1,0 +1,110 @@
+/* The history of a stress run: every request attempt and every job.
+ *
+ * tests/stress/history.c records, per client thread, one struct hrec for
+ * each HTTP attempt it makes (send and reply times on both clocks, the
+ * broker's URL, the status and error code, and for reserves the
+ * reservation id and VNIs) and one struct hjob per job it tried to run
+ * (whether the reservation was acknowledged, and the interval in which it
+ * was certainly live).  Each thread appends to its own struct hrec_log, so
+ * recording takes no lock; the checks in hcheck.c read every log once the
+ * threads have been joined.  hrec_write_json() writes the history as JSON
+ * lines for a post-mortem.
+ */
+#ifndef VNIB_TESTS_HREC_H
+#define VNIB_TESTS_HREC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define HREC_MAX_VNIS 4
+#define HREC_MAX_NODES 2
+#define HREC_JOB_SIZE 64
+#define HREC_NODE_SIZE 32
+
+/* What a request was for. */
+enum hrec_op {
+    HREC_RESERVE,   /* POST /v1/reservations */
+    HREC_CREATED,   /* PUT .../nodes/{node} {"cxi":"created"} */
+    HREC_RELEASE,   /* DELETE /v1/reservations/{job} */
+    HREC_DESTROYED, /* PUT .../nodes/{node} {"cxi":"destroyed"} */
+    HREC_CLEANUP,   /* DELETE after a reserve that may have been orphaned */
+    HREC_OPS
+};
+
+/* One HTTP attempt.  Times are nanoseconds; *_mono on CLOCK_MONOTONIC
+ * (comparable across the threads of one run), *_real on CLOCK_REALTIME
+ * (comparable with the broker's and PostgreSQL's logs).
+ */
+struct hrec {
+    int thread;             /* client thread, 0-based */
+    int attempt;            /* 0 for the first try of a request */
+    enum hrec_op op;        /* what the request was for */
+    int url;                /* index of the broker URL it went to */
+    uint64_t job;           /* index into the thread's jobs */
+    char node[HREC_NODE_SIZE]; /* for reports; "" otherwise */
+    int64_t send_mono, send_real; /* just before the request was sent */
+    int64_t recv_mono, recv_real; /* when the reply (or failure) came */
+    long status;            /* HTTP status; 0 when the transport failed */
+    char transport[64];     /* curl's error when status is 0 */
+    char code[40];          /* error.code of a non-2xx reply */
+    char message[120];      /* error.message of a non-2xx reply */
+    bool deadlock;          /* the reply's message mentions "deadlock" */
+    long long resv_id;      /* reserve replies: the reservation id */
+    int vnis[HREC_MAX_VNIS]; /* reserve replies: the VNIs */
+    int nvnis;
+};
+
+/* One job as the client saw it. */
+struct hjob {
+    char job[HREC_JOB_SIZE];
+    int thread;
+    int vni_count;           /* what was asked for */
+    int nnodes;
+    char nodes[HREC_MAX_NODES][HREC_NODE_SIZE];
+    bool acked;              /* a reserve answered 200 or 201 */
+    bool refused;            /* 503 vni_pool_exhausted, finally */
+    bool ambiguous;          /* some reserve attempt may have committed
+                              * unseen (transport failure or 5xx) */
+    bool abandoned;          /* a step failed for good: whatever the broker
+                              * holds for this job is legitimately left */
+    long long resv_id;       /* when acked */
+    int vnis[HREC_MAX_VNIS];
+    int nvnis;
+    int64_t live_from;       /* mono: the acknowledging reply */
+    int64_t live_until;      /* mono: the earliest the VNIs could be freed;
+                              * INT64_MAX when never released */
+};
+
+/* One thread's records: two growing arrays. */
+struct hrec_log {
+    struct hrec *recs;
+    size_t nrecs, recs_cap;
+    struct hjob *jobs;
+    size_t njobs, jobs_cap;
+};
+
+/* Append an attempt or a job.  The returned pointer stays valid until the
+ * next append to the same log.  NULL with errno ENOMEM when out of memory.
+ */
+struct hrec *hrec_add(struct hrec_log *log)
+    __attribute__((warn_unused_result));
+struct hjob *hrec_add_job(struct hrec_log *log)
+    __attribute__((warn_unused_result));
+
+/* Free the arrays (the struct itself is the caller's). */
+void hrec_log_cleanup(struct hrec_log *log);
+
+/* Nanoseconds on the clock (CLOCK_MONOTONIC or CLOCK_REALTIME). */
+int64_t hrec_now(int clock_id);
+
+/* The op's name as the JSON log writes it. */
+const char *hrec_op_name(enum hrec_op op);
+
+/* Write one log as JSON lines ({"type":"request",...} per attempt, then
+ * {"type":"job",...} per job), with the URLs by name.  0 or -1 with errno.
+ */
+int hrec_write_json(FILE *f, const struct hrec_log *log,
+                    const char *const *urls);
+
+#endif /* !VNIB_TESTS_HREC_H */
