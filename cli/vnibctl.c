@@ -595,17 +595,21 @@ static int cmd_reserve(struct ctl *ctl, int argc, char **argv)
 }
 
 static const char help_release[] =
-    "Usage: vnibctl release JOB_ID [--force]\n"
+    "Usage: vnibctl release JOB_ID [--force] [--reservation ID]\n"
     "Release a job's VNIs (roles: scheduler, admin).  They stay quarantined\n"
     "until every node that created CXI services reports them destroyed.\n"
     "Repeating the call is harmless.\n"
-    "  --force   end the quarantine now (admin only; recorded)\n"
-    "  --json    print the reservation as JSON\n";
+    "  --force            end the quarantine now (admin only; recorded)\n"
+    "  --reservation ID   that reservation of the job and no other (not a\n"
+    "                     requeued job's newer one); default: the active\n"
+    "                     one, else the newest\n"
+    "  --json             print the reservation as JSON\n";
 
 static int cmd_release(struct ctl *ctl, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"force", no_argument, NULL, 'f'},
+        {"reservation", required_argument, NULL, 'r'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -614,12 +618,25 @@ static int cmd_release(struct ctl *ctl, int argc, char **argv)
     json_t *reply = NULL;
     bool force = false;
     bool first = true;
+    long long res = 0;
+    char *end = NULL;
     int c, rc;
 
     while ((c = ctl_getopt(argc, argv, "release", ":h", opts, &first)) != -1) {
         switch (c) {
             case 'f':
                 force = true;
+                break;
+            case 'r':
+                errno = 0;
+                res = strtoll(optarg, &end, 10);
+                if (errno || end == optarg || *end || res < 1) {
+                    fprintf(stderr,
+                            "vnibctl release: --reservation: '%s' is not a "
+                            "reservation id (a positive integer)\n",
+                            optarg);
+                    return CTL_EXIT_USAGE;
+                }
                 break;
             case 'j':
                 ctl->json = true;
@@ -635,8 +652,8 @@ static int cmd_release(struct ctl *ctl, int argc, char **argv)
         return CTL_EXIT_USAGE;
     if ((rc = ctl_connect(ctl)) != 0)
         return rc;
-    int status =
-        vnib_client_release(ctl->client, argv[optind], force, &reply, &error);
+    int status = vnib_client_release(
+        ctl->client, argv[optind], res, force, &reply, &error);
     if ((rc = outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
         rc = print_reservation(ctl, reply);
     json_decref(reply);

@@ -689,20 +689,26 @@ int vnib_client_get_reservation(struct vnib_client *c,
 
 int vnib_client_release(struct vnib_client *c,
                         const char *job_id,
+                        long long reservation_id,
                         bool force,
                         json_t **replyp,
                         vnib_error_t *errp)
 {
+    char query[64] = "";
     char *path;
     int rc;
 
     if (replyp)
         *replyp = NULL;
-    if (!(path = path_build("/v1/reservations/",
-                            job_id,
-                            NULL,
-                            NULL,
-                            force ? "?force=true" : "")))
+    if (reservation_id > 0)
+        snprintf(query,
+                 sizeof(query),
+                 "?reservation_id=%lld%s",
+                 reservation_id,
+                 force ? "&force=true" : "");
+    else if (force)
+        snprintf(query, sizeof(query), "?force=true");
+    if (!(path = path_build("/v1/reservations/", job_id, NULL, NULL, query)))
         return errprintf(errp, "%s", strerror(errno));
     rc = vnib_client_request(c, "DELETE", path, NULL, replyp, errp);
     free(path);

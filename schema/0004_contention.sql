@@ -265,11 +265,15 @@ BEGIN
     RETURN vnib_row('created', got, true);
 END $$;
 
--- Release a job: its active reservation, else the newest still
+-- Release a job: reservation p_res of it when given (a reconciler that
+-- must not touch a requeued job's new reservation, an admin ending one
+-- old quarantine), else its active reservation, else the newest still
 -- quarantined, else the newest.  outcome: not_found | releasing
 -- (quarantined until its nodes confirm) | released (now) |
 -- already_releasing | already_released.
-CREATE OR REPLACE FUNCTION vnib_release(p_job text, p_actor text, p_force boolean)
+DROP FUNCTION vnib_release(text, text, boolean);
+CREATE FUNCTION vnib_release(p_job text, p_actor text, p_force boolean,
+                             p_res bigint)
 RETURNS vnib_row LANGUAGE plpgsql AS $$
 DECLARE
     r record;
@@ -277,9 +281,12 @@ DECLARE
 BEGIN
     PERFORM vnib_job_lock(p_job);
     SELECT id, state INTO r FROM reservations
-     WHERE id = (SELECT id FROM reservations WHERE job_id = p_job
-                  ORDER BY state = 'active' DESC, state = 'releasing' DESC,
-                           id DESC LIMIT 1)
+     WHERE job_id = p_job
+       AND id = coalesce(p_res,
+                         (SELECT id FROM reservations WHERE job_id = p_job
+                           ORDER BY state = 'active' DESC,
+                                    state = 'releasing' DESC, id DESC
+                           LIMIT 1))
        FOR UPDATE;
     IF NOT FOUND THEN
         nothing.outcome := 'not_found';

@@ -246,9 +246,11 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
     const char *job_id = routes_param(&req->params, "job_id");
     bool force = false;
     bool done = false;
+    long long res = 0;
 
     if (params_job_id(req, job_id, errp) < 0
-        || params_query_bool(req, "force", &force, errp) < 0)
+        || params_query_bool(req, "force", &force, errp) < 0
+        || params_query_ll(req, "reservation_id", 1, INT64_MAX, &res, errp) < 0)
         return -1;
     if (force && req->who.role != ROLE_ADMIN)
         return request_fail(req,
@@ -256,8 +258,14 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
                             "forbidden",
                             errp,
                             "only an admin may force the end of a quarantine");
-    if (store_release(
-            req->broker->store, job_id, req->who.name, force, out, &done, errp)
+    if (store_release(req->broker->store,
+                      job_id,
+                      res,
+                      req->who.name,
+                      force,
+                      out,
+                      &done,
+                      errp)
         < 0) {
         if (errno == ENOENT)
             req->error_code = "reservation_not_found";

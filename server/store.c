@@ -194,7 +194,7 @@ static const char sql_res_list[] =
     "ORDER BY r.id LIMIT $8::integer) r "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v ORDER BY v.id";
 static const char sql_release[] =
-    "SELECT * FROM vnib_release($1, $2, $3::boolean)";
+    "SELECT * FROM vnib_release($1, $2, $3::boolean, $4::bigint)";
 static const char sql_report[] =
     "SELECT * FROM vnib_report($1, $2, $3, $4::jsonb, $5, $6, $7, $8, "
     "$9::smallint, $10::bigint, $11::bigint)";
@@ -272,7 +272,7 @@ static const struct {
     [STMT_RESERVE] = {"reserve", sql_reserve, 21},
     [STMT_RES_GET] = {"res_get", sql_res_get, 6},
     [STMT_RES_LIST] = {"res_list", sql_res_list, 8},
-    [STMT_RELEASE] = {"release", sql_release, 3},
+    [STMT_RELEASE] = {"release", sql_release, 4},
     [STMT_REPORT] = {"report", sql_report, 11},
     [STMT_NODE_VIEW] = {"node_view", sql_node_view, 5},
     [STMT_NODE_GET] = {"node_get", sql_node_get, 1},
@@ -1558,13 +1558,19 @@ nomem:
 
 int store_release(struct store *s,
                   const char *job_id,
+                  long long reservation_id,
                   const char *actor,
                   bool force,
                   json_t **resp,
                   bool *donep,
                   vnib_error_t *errp)
 {
-    const char *params[3] = {job_id, actor, force ? "true" : "false"};
+    char res[24];
+    const char *params[4] = {job_id,
+                             actor,
+                             force ? "true" : "false",
+                             reservation_id > 0 ? res : NULL};
+    snprintf(res, sizeof(res), "%lld", reservation_id);
     PGresult *r = run_one(s, STMT_RELEASE, params, "no answer", errp);
     if (!r)
         return -1;
@@ -1572,6 +1578,9 @@ int store_release(struct store *s,
     if (!strcmp(outcome, "not_found")) {
         PQclear(r);
         errno = ENOENT;
+        if (reservation_id > 0)
+            return errprintf(
+                errp, "job %s has no reservation %lld", job_id, reservation_id);
         return errprintf(errp, "no reservation for job %s", job_id);
     }
     *donep =

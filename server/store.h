@@ -184,6 +184,7 @@ int store_list(struct store *s,
  */
 int store_release(struct store *s,
                   const char *job_id,
+                  long long reservation_id,
                   const char *actor,
                   bool force,
                   json_t **resp,

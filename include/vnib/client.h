@@ -139,11 +139,14 @@ int vnib_client_get_reservation(struct vnib_client *c,
                                 json_t **replyp,
                                 vnib_error_t *errp);
 
-/* DELETE /v1/reservations/JOB_ID[?force=true]: release a job's VNIs.
- * 202 releasing, 200 released; force needs the admin role.
+/* DELETE /v1/reservations/JOB_ID[?force=true][&reservation_id=N]: release
+ * a job's VNIs: its reservation N when N > 0 (and no other), else the one
+ * the job id means.  202 releasing, 200 released; force needs the admin
+ * role.
  */
 int vnib_client_release(struct vnib_client *c,
                         const char *job_id,
+                        long long reservation_id,
                         bool force,
                         json_t **replyp,
                         vnib_error_t *errp);

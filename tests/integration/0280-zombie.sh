@@ -160,6 +160,33 @@ expect_json "D2 ... on the live reservation" .id "$OLD2"
 expect_eq "D2 forced: the live reservation is released, nothing held" \
     "$(psql_q "SELECT state, forced FROM reservations WHERE id = $OLD2"),$(psql_q "SELECT count(*) FROM vni_holds WHERE reservation_id = $OLD2")" \
     'released|t,0'
+
+# ---- one reservation by its id: a requeued job's old quarantine ---------------------------
+# The old reservation waits for its node; the job is requeued and reserved
+# again.  A release or force naming the old id touches it alone.
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"rq","uid":1,"user":"u","nodes":"n1"}'
+R1=$(jq -r .id "$T/http.body")
+TOKEN=$(node_token n1) http PUT /v1/reservations/rq/nodes/n1 -d '{"cxi":"created"}'
+TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/rq
+expect_status "rq released while its node holds services: 202" 202
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"rq","uid":1,"user":"u","nodes":"n1"}'
+expect_status "rq requeued: a new reservation" 201
+R2=$(jq -r .id "$T/http.body")
+TOKEN=$SCHED_TOKEN http DELETE "/v1/reservations/rq?reservation_id=$R1"
+expect_status "release naming the old reservation: 202 (still quarantined)" 202
+expect_json "... acts on it" .id "$R1"
+TOKEN=$ADMIN_TOKEN http DELETE "/v1/reservations/rq?reservation_id=$R1&force=true"
+expect_status "force naming the old reservation: 200" 200
+expect_json "... ends its quarantine" .state released
+expect_eq "the requeued job's new reservation is untouched" \
+    "$(psql_q "SELECT state FROM reservations WHERE id = $R2"),$(psql_q "SELECT count(*) FROM vni_holds WHERE reservation_id = $R2")" \
+    active,1
+TOKEN=$SCHED_TOKEN http DELETE "/v1/reservations/rq?reservation_id=$((R2 + 1000))"
+expect_status "a reservation id the job does not have: 404" 404
+expect_json "... reservation_not_found" .error.code reservation_not_found
+TOKEN=$SCHED_TOKEN http DELETE "/v1/reservations/rq?reservation_id=x"
+expect_status "a reservation id that is not a number: 400" 400
+
 BROKER_PID=$PID_B
 broker_stop
 finish

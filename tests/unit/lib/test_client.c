@@ -691,11 +691,11 @@ static void test_get_and_release(void **state)
     assert_string_equal(json_string_value(json_object_get(reply, "state")),
                         "active");
     json_decref(reply);
-    assert_int_equal(vnib_client_release(c, "..", false, &reply, NULL), 202);
+    assert_int_equal(vnib_client_release(c, "..", 0, false, &reply, NULL), 202);
     assert_string_equal(json_string_value(json_object_get(reply, "state")),
                         "releasing");
     json_decref(reply);
-    assert_int_equal(vnib_client_release(c, "a b", true, NULL, NULL), 200);
+    assert_int_equal(vnib_client_release(c, "a b", 0, true, NULL, NULL), 200);
     vnib_client_destroy(c);
     server_join(s);
     assert_int_equal(s->accepted, 1);
