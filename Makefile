@@ -239,14 +239,25 @@ install: all
 	chmod 0755 $(DESTDIR)$(PREFIX)/lib/vnibroker/vnib-slurm-hook
 	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker
 	install -m 0644 config.example.toml agent/agent.example.toml \
-	    deploy/slurm/hooks.conf.example deploy/slurm/README.md README.md \
+	    deploy/slurm/hooks.conf.example README.md \
 	    $(DESTDIR)$(PREFIX)/share/doc/vnibroker/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker/slurm
+	install -m 0644 deploy/slurm/README.md \
+	    $(DESTDIR)$(PREFIX)/share/doc/vnibroker/slurm/README.md
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' \
 	    -e 's|@DOCDIR@|$(PREFIX)/share/doc/vnibroker|g' \
 	    deploy/systemd/vnibrokerd.service.in \
 	    > $(DESTDIR)$(PREFIX)/lib/systemd/system/vnibrokerd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/vnibrokerd.service
+	sed -e 's|@HOOK@|$(PREFIX)/lib/vnibroker/vnib-slurm-hook|g' \
+	    -e 's|@HOOKS_CONF@|$(SYSCONFDIR)/vnibroker/slurm-hooks.conf|g' \
+	    -e 's|@DOCDIR@|$(PREFIX)/share/doc/vnibroker|g' \
+	    deploy/systemd/vnib-slurm-reconcile.service.in \
+	    > $(DESTDIR)$(PREFIX)/lib/systemd/system/vnib-slurm-reconcile.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/vnib-slurm-reconcile.service
+	install -m 0644 deploy/systemd/vnib-slurm-reconcile.timer \
+	    $(DESTDIR)$(PREFIX)/lib/systemd/system/vnib-slurm-reconcile.timer
 
 # ---- housekeeping ----------------------------------------------------------
 

@@ -39,10 +39,11 @@ expect_eq "the race left one row per migration" \
     "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d race -XAtq -c 'SELECT count(*) FROM schema_version')" "$SCHEMA_VERSION"
 
 # An older database: only the first migration applied, as by an earlier
-# release.  The broker refuses it; --migrate brings it forward.
+# release.  The broker refuses it; --migrate brings it forward.  psql runs
+# as postgres, so it reads a copy of the file (the checkout may be private).
 as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib old
 as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d old -XAtq -v ON_ERROR_STOP=1 \
-    -f "$TOP/schema/0001_init.sql" \
+    -f "$(share "$TOP/schema/0001_init.sql")" \
     -c "INSERT INTO schema_version (version, name) VALUES (1, '0001_init.sql')" >/dev/null
 sed "s/dbname=vnibroker/dbname=old/" "$T/b.toml" >"$T/old.toml"
 out=$(timeout 20 "$VNIBROKERD" -c "$T/old.toml" 2>&1)

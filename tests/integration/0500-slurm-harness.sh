@@ -14,8 +14,9 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "# counts: 1 0"
     exit 0
 fi
-SPANK=$BUILD/vnib_spank.so
-[ -f "$SPANK" ] || { not_ok "the SPANK plugin is built ($SPANK)"; finish; }
+[ -f "$BUILD/vnib_spank.so" ] || { not_ok "the SPANK plugin is built ($BUILD/vnib_spank.so)"; finish; }
+# sbatch, as the job's user, loads the plugin: a copy, not the checkout's.
+SPANK=$(share "$BUILD/vnib_spank.so")
 
 H=$T/hooks         # what the hooks saw, one file per hook, node and job
 STATE=$T/vnib      # the plugin's state_dir

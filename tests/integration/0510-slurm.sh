@@ -54,25 +54,15 @@ broker_start "$T/b.toml" || { not_ok "broker starts on port $PORT"; finish; }
 
 # ---- the nodes' agents, the hook and the plugin -----------------------------
 for n in n1 n2 n3; do agent_setup "$n" 4; done
-(umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
-sed "s|@HOOKS_CONF@|$T/hooks.conf|" "$TOP/deploy/slurm/vnib-slurm-hook.in" >"$T/vnib-slurm-hook"
-chmod 755 "$T/vnib-slurm-hook"
-cat >"$T/hooks.conf" <<EOF
-VNIBCTL=$BUILD/vnibctl
-VNIB_AGENT=$BUILD/vnib-agent
-SCONTROL=$(command -v scontrol)
-VNIB_URL=$BROKER_URL
-VNIB_TOKEN_FILE=$T/sched.token
-AGENT_CONFIG=$T/%n/agent.toml
-EPILOG_RETRY_BUSY=2s
-RELEASE_ATTEMPTS=2
-EOF
-chmod 644 "$T/hooks.conf"
-echo "required $BUILD/vnib_spank.so state_dir=$T/%n/state" >"$T/plugstack.conf"
+# What Slurm and the job's user run or load are copies in $T (the
+# checkout may be private): the hook, the programs it runs, the plugin.
+slurm_hook_setup "AGENT_CONFIG=$T/%n/agent.toml" EPILOG_RETRY_BUSY=2s \
+    RELEASE_ATTEMPTS=2 || { not_ok "the hook"; finish; }
+echo "required $(share "$BUILD/vnib_spank.so") state_dir=$T/%n/state" >"$T/plugstack.conf"
 mkdir -p "$T/out"
 chown nobody "$T/out"
 
-H=$T/vnib-slurm-hook
+H=$VNIB_HOOK
 slurm_start prolog="$H" epilog="$H" prolog_ctld="$H" epilog_ctld="$H" \
     plugstack="$T/plugstack.conf" || { not_ok "slurm starts"; slurm_dump_logs; finish; }
 ok "slurmctld and slurmd n1-n3 are up"

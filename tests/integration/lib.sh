@@ -8,6 +8,12 @@
 # recorded by PID and stopped on exit, also when the test fails or is
 # interrupted, and the directory is removed.
 #
+# The checkout may be private (a clone under /root, mode 0700): whatever
+# another user must read (PostgreSQL as postgres, the Slurm daemons, a
+# job's user) is copied into $T with `share`, or made there, and never read
+# from the checkout.  Files the tests make are world-readable (umask 022)
+# for the same reason, whatever umask the caller has.
+#
 # Each script ends with `finish`, which prints "# counts: PASSED FAILED"
 # for tests/run-all.sh and exits non-zero when anything failed.
 
@@ -22,6 +28,7 @@ SCHEMA_VERSION=$(ls "$TOP"/schema/[0-9][0-9][0-9][0-9]_*.sql | wc -l)
 SCHEMA_VERSIONS=$(seq -s, 1 "$SCHEMA_VERSION")
 TEST_NAME=$(basename "$0" .sh)
 
+umask 022
 T=$(mktemp -d "${TMPDIR:-/tmp}/vnib-$TEST_NAME.XXXXXX")
 chmod 755 "$T"
 PASSED=0
@@ -97,6 +104,18 @@ finish () {
     echo "# counts: $PASSED $FAILED"
     [ "$FAILED" -eq 0 ]
     exit $?
+}
+
+# share FILE: copy FILE into $T/share, readable by everyone (and executable
+# by everyone if it is executable), and print the copy's path.  For what
+# another user must read: a migration file for psql as postgres, a SPANK
+# plugin for sbatch as the job's user, programs the Slurm daemons run.
+share () {
+    mkdir -p "$T/share" && chmod 755 "$T/share" || return 1
+    s_copy=$T/share/$(basename "$1")
+    cp "$1" "$s_copy" || return 1
+    if [ -x "$1" ]; then chmod 755 "$s_copy"; else chmod 644 "$s_copy"; fi
+    printf '%s\n' "$s_copy"
 }
 
 # ---- processes --------------------------------------------------------------

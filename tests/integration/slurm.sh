@@ -35,7 +35,9 @@
 # slurmd.n1.log, ...), VNIB_SLURM_PORT (SlurmctldPort; n1..n3 listen on the
 # next three) and VNIB_SLURM_PIDS ("ctld:PID n1:PID n2:PID n3:PID").
 # Helpers: slurm_node_state, slurm_node_reason, slurm_resume, slurm_job_state,
-# slurm_wait_job, slurm_dump_logs (each described where it is defined).
+# slurm_wait_job, slurm_dump_logs, slurm_ctld_stop, slurm_ctld_start, and
+# for vnibroker's hook slurm_hook_setup and slurm_hook_set (each described
+# where it is defined).
 #
 # slurm_stop cancels the jobs left (so that slurmstepd ends their tasks),
 # sends the daemons SIGTERM, SIGKILL after 5 s, then kills any slurmstepd
@@ -318,6 +320,63 @@ slurm_dump_logs () {
         echo "# --- $f (last ${1:-8} lines)"
         tail -n "${1:-8}" "$f" | sed 's/^/#   /'
     done
+}
+
+# slurm_ctld_stop: stop slurmctld alone (SIGTERM: it saves its state), so
+# that squeue, sbatch and scontrol fail; the slurmd and the jobs they run
+# carry on.
+slurm_ctld_stop () {
+    local ctld pid
+    ctld=${VNIB_SLURM_PIDS%% *}
+    pid=${ctld#ctld:}
+    kill -TERM "$pid" 2>/dev/null
+    wait_for 10 eval "! _slurm_alive $pid" || kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    STARTED_PIDS=$(echo " $STARTED_PIDS " | sed "s/ $pid / /; s/^ *//; s/ *$//")
+}
+
+# slurm_ctld_start: start slurmctld again from its saved state (its jobs
+# and their ids), and wait until squeue answers (at most 20 s).
+slurm_ctld_start () {
+    slurmctld -D -f "$SLURM_CONF" >>"$VNIB_SLURM_LOGS/slurmctld.out" 2>&1 &
+    track "$!"
+    VNIB_SLURM_PIDS="ctld:$! ${VNIB_SLURM_PIDS#* }"
+    wait_for 20 timeout 5 squeue -h
+}
+
+# slurm_hook_setup [NAME=VALUE...]: deploy/slurm/vnib-slurm-hook as
+# $T/vnib-slurm-hook (also VNIB_HOOK), reading $T/hooks.conf: the broker
+# at $BROKER_URL with $SCHED_TOKEN (in $T/sched.token), copies of the
+# built vnibctl and vnib-agent, and the release spool in $T/spool/release
+# (VNIB_SPOOL), never the system's.  NAME=VALUE settings are appended.
+slurm_hook_setup () {
+    local arg
+    (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
+    sed "s|@HOOKS_CONF@|$T/hooks.conf|" "$TOP/deploy/slurm/vnib-slurm-hook.in" \
+        >"$T/vnib-slurm-hook" || return 1
+    chmod 755 "$T/vnib-slurm-hook"
+    VNIB_HOOK=$T/vnib-slurm-hook
+    VNIB_SPOOL=$T/spool/release
+    {
+        echo "VNIBCTL=$(share "$BUILD/vnibctl")"
+        echo "VNIB_AGENT=$(share "$BUILD/vnib-agent")"
+        echo "SCONTROL=$(command -v scontrol)"
+        echo "SQUEUE=$(command -v squeue)"
+        echo "JQ=$(command -v jq)"
+        echo "VNIB_URL=$BROKER_URL"
+        echo "VNIB_TOKEN_FILE=$T/sched.token"
+        echo "RELEASE_SPOOL=$VNIB_SPOOL"
+        for arg in "$@"; do
+            printf '%s\n' "$arg"
+        done
+    } >"$T/hooks.conf"
+    chmod 644 "$T/hooks.conf"
+}
+
+# slurm_hook_set NAME VALUE: change one setting of $T/hooks.conf (the
+# last assignment wins).
+slurm_hook_set () {
+    printf '%s=%s\n' "$1" "$2" >>"$T/hooks.conf"
 }
 
 _slurm_alive () {
