@@ -47,29 +47,14 @@ pick_port () {
     return 1
 }
 
-# replica_config NAME PORT
+# replica_config NAME PORT: lib.sh's config on a fixed port, with this
+# test's pool, quieter logs and a longer wait for a pooled connection.
 replica_config () {
-    cat >"$T/$1.toml" <<EOF
-[server]
-address = "127.0.0.1"
-port = $2
-
-[auth]
-tokens_file = "$T/tokens"
-node_key_file = "$T/node.key"
-
-[database]
-conninfo = "host=$PGSOCK dbname=vnibroker user=vnib"
-connect_timeout_ms = 1000
-query_timeout_ms = 2000
-acquire_timeout_ms = 2000
-
-[vni]
-pool = "$POOL"
-
-[log]
-level = "notice"
-EOF
+    broker_config "$T/$1.toml"
+    sed -i -e "s/^port = 0/port = $2/" \
+        -e 's/^acquire_timeout_ms = .*/acquire_timeout_ms = 2000/' \
+        -e 's/^level = .*/level = "notice"/' "$T/$1.toml"
+    printf '\n[vni]\npool = "%s"\n' "$POOL" >>"$T/$1.toml"
 }
 
 # replica_start NAME: start it from its config; sets PID_<NAME>.  Fails

@@ -6,39 +6,16 @@
 # whatever their prefix); another
 # replica takes over when the leader dies; step releases.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fm.sh"
 
 pg_start || exit 1
-"$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --state "$T/fmsim.json" \
-    >"$T/fmsim.out" 2>"$T/fmsim.log" &
-track $!
-wait_for 10 grep -q 'fmsim listening on' "$T/fmsim.out" || { not_ok "fmsim starts"; finish; }
-FM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/fmsim.out")
-FM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/fmsim.out")
-fm_fault () { curl -s -o /dev/null -X POST -d "$1" "$FM_ADMIN/fmsim/faults"; }
+fm_start --state "$T/fmsim.json" || { not_ok "fmsim starts"; finish; }
 fm_count () { curl -s "$FM_ADMIN/fmsim/state" | jq "[.jobs[] | select(.jobID | startswith(\"$1\"))] | length"; }
-umask 077
-openssl rand 32 >"$T/token.key"
-umask 022
-
-broker_config "$T/b.toml" "
-[cluster]
-name = \"tux\"
-
-[hwcoll]
-enabled = true
-fm_url = \"$FM_URL\"
-auth = \"none\"
-min_nodes = 1
-addrs_per_job = 4
-reserve_timeout_ms = 2000
-reconcile_interval_s = 5
-retry_max_s = 2
-token_key_file = \"$T/token.key\"
-
+hwcoll_config "$T/b.toml" tux "
 [hooks]
 on_reservation_lost = [\"/bin/sh\", \"-c\", \"echo lost \$0 \$1 >> $T/hook.out\", \"{job_id}\", \"{fm_job_id}\"]
 timeout_s = 5"
-sed -i 's/level = "debug"/level = "info"/' "$T/b.toml"
+set_key "$T/b.toml" retry_max_s 2
 broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
 broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 URL_A=$BROKER_URL

@@ -131,7 +131,7 @@ expect_eq "the spooled job $end1 is released, within one run ($(($(date +%s) - s
 expect_match "... logged with the reason" "$OUT" \
     "released job $end1: EpilogSlurmctld could not release it; the job is COMPLETED in Slurm"
 expect_match "the spooled job 900003, which the broker never knew, counts as done" "$OUT" \
-    "job 900003 has no reservation: EpilogSlurmctld could not release it; Slurm no longer lists the job"
+    "job 900003 has no reservation to release: EpilogSlurmctld could not release it; Slurm no longer lists the job"
 expect_eq "... and both spool files are gone" "$(ls "$VNIB_SPOOL")" ""
 expect_eq "job $end2, ended in Slurm but never released, is released" "$(state "$end2")" released
 expect_match "... because Slurm says it ended" "$OUT" "released job $end2: the job is COMPLETED in Slurm"
