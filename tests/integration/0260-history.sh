@@ -41,7 +41,7 @@ read -r EPH_LO _ </proc/sys/net/ipv4/ip_local_port_range
 PORT_LO=$((EPH_LO > 12000 ? EPH_LO - 10000 : 20000))
 pick_port () {
     for _ in $(seq 1 50); do
-        p=$((PORT_LO + RANDOM % 9000))
+        p=$((PORT_LO + $(od -An -N2 -tu2 /dev/urandom) % 9000))
         ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
     done
     return 1
