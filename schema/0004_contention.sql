@@ -368,8 +368,10 @@ DECLARE
     r record;
     n_foreign bigint;
 BEGIN
-    CREATE TEMPORARY TABLE IF NOT EXISTS vnib_listed (x text PRIMARY KEY)
-        ON COMMIT DELETE ROWS;
+    IF to_regclass('pg_temp.vnib_listed') IS NULL THEN
+        CREATE TEMPORARY TABLE vnib_listed (x text PRIMARY KEY)
+            ON COMMIT DELETE ROWS;
+    END IF;
     INSERT INTO vnib_listed SELECT DISTINCT unnest(p_ids);
     ANALYZE vnib_listed;
     SELECT count(*) INTO n_foreign FROM vnib_listed l

@@ -448,6 +448,25 @@ static void pq_message(PGconn *pg, char *buf, size_t size)
     snprintf(buf, size, "%.*s", (int)n, m);
 }
 
+/* What the server says besides results (NOTICE, WARNING) goes to our log,
+ * not to libpq's default of stderr: warnings as warnings, the rest as
+ * debug.
+ */
+static void conn_notice(void *arg, const PGresult *r)
+{
+    struct store *s = arg;
+    const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    bool warning = sev && !strcmp(sev, "WARNING");
+
+    logger_printf(s->log,
+                  warning ? LOG_WARNING : LOG_DEBUG,
+                  NULL,
+                  "database: %s: %s",
+                  sev ? sev : "NOTICE",
+                  msg ? msg : "");
+}
+
 static int conn_open(struct store *s, struct conn *c, vnib_error_t *errp)
 {
     const char *keys[] = {"dbname", "fallback_application_name", NULL};
@@ -474,6 +493,7 @@ static int conn_open(struct store *s, struct conn *c, vnib_error_t *errp)
     }
     if (PQsetnonblocking(c->pg, 1) < 0)
         goto fail;
+    (void)PQsetNoticeReceiver(c->pg, conn_notice, s);
     pthread_mutex_lock(&s->lock);
     s->stats.open++;
     s->stats.connects++;
