@@ -31,6 +31,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/metrics.h"
+#include "server/store.h"
 
 struct http {
     struct broker *broker;
@@ -235,7 +236,21 @@ static enum MHD_Result send_error(struct request *req,
     }
     if (req->error_code)
         code = req->error_code;
-    if (status == 500) {
+    const char *fixed = store_public_message(message);
+    if (fixed) {
+        /* libpq's or the server's own words name hosts, sockets, users
+         * and tables: they go to the log, the client gets a fixed text.
+         */
+        logger_printf(req->broker->log,
+                      status == 500 ? LOG_ERR : LOG_WARNING,
+                      req->id,
+                      "%s %s: %s",
+                      req->method,
+                      req->path,
+                      message);
+        message = fixed;
+    }
+    if (status == 500 && !fixed) {
         logger_printf(req->broker->log,
                       LOG_ERR,
                       req->id,
@@ -245,7 +260,8 @@ static enum MHD_Result send_error(struct request *req,
                       message && *message ? message : "error",
                       strerror(errnum));
         message = "internal error; see the broker log for this request id";
-    } else if (status == 503 && !req->retry_after)
+    }
+    if (status == 503 && !req->retry_after)
         req->retry_after = 1;
     json_t *err = json_pack("{s:{s:s, s:s, s:s}}",
                             "error",
