@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +63,7 @@ static const struct {
     {EAGAIN, 503, "unavailable"},
     {ETIMEDOUT, 503, "unavailable"},
     {ESTALE, 503, "schema_outdated"},
+    {EPROTONOSUPPORT, 415, "unsupported_media_type"},
 };
 
 static int64_t mono_ns(void)
@@ -360,6 +362,37 @@ static int body_append(struct request *req, const char *data, size_t len)
     return 0;
 }
 
+/* True when a Content-Type value names JSON: "application/json", any
+ * case, optionally followed by parameters ("; charset=utf-8").
+ */
+static bool media_type_is_json(const char *ct)
+{
+    static const char json[] = "application/json";
+    size_t n = sizeof(json) - 1;
+
+    if (!ct)
+        return false;
+    ct += strspn(ct, " \t");
+    if (strncasecmp(ct, json, n) != 0)
+        return false;
+    ct += n;
+    ct += strspn(ct, " \t");
+    return *ct == '\0' || *ct == ';';
+}
+
+/* Whether the request announces a body: a non-zero Content-Length or a
+ * Transfer-Encoding (chunked).
+ */
+static bool has_body(struct MHD_Connection *conn)
+{
+    const char *clen = MHD_lookup_connection_value(
+        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (MHD_lookup_connection_value(
+            conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+        return true;
+    return clen && strtoull(clen, NULL, 10) > 0;
+}
+
 /* First call for a request: allocate, match, check announced size. */
 static enum MHD_Result request_begin(struct http *h,
                                      struct MHD_Connection *conn,
@@ -408,6 +441,17 @@ static enum MHD_Result request_begin(struct http *h,
                 NULL);
         }
     }
+    /* Bodies are JSON.  A form or text body (what `curl -d` sends without
+     * -H) is refused rather than parsed as if it were.
+     */
+    if (req->route->max_body > 0 && has_body(conn)
+        && !media_type_is_json(
+            request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return send_error(req,
+                          EPROTONOSUPPORT,
+                          "request bodies must be sent as Content-Type: "
+                          "application/json",
+                          NULL);
     return MHD_YES;
 }
 

@@ -11,6 +11,44 @@ max_header_bytes = 8192'
 broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
 broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 
+RES='{"job_id":"ct1","uid":1000,"user":"alice","nodes":"n[1-2]"}'
+# Raw curl, as a user would type it: no Content-Type of our own.
+raw () {
+    HTTP_STATUS=$(curl -sS -o "$T/http.body" -D "$T/http.headers" -w '%{http_code}' \
+        --max-time 20 -H "Authorization: Bearer $SCHED_TOKEN" "$@" 2>"$T/http.err") ||
+        HTTP_STATUS="curl-failed:$(cat "$T/http.err")"
+}
+
+# ---- (5) content types ----------------------------------------------------------
+raw -d "$RES" "$BROKER_URL/v1/reservations"
+expect_status "curl -d (application/x-www-form-urlencoded) is 415" 415
+expect_json "415 code" .error.code unsupported_media_type
+expect_json "415 says what to send" '.error.message | test("application/json")' true
+expect_match "415 is JSON" "$(header Content-Type)" '^application/json'
+expect_match "415 carries X-Request-Id" "$(header X-Request-Id)" '^[0-9a-f]{16}$'
+
+raw -H 'Content-Type: text/plain' -d "$RES" "$BROKER_URL/v1/reservations"
+expect_status "text/plain is 415" 415
+raw -H 'Content-Type:' -d "$RES" "$BROKER_URL/v1/reservations"
+expect_status "a body without Content-Type is 415" 415
+raw -H 'Content-Type: application/jsonx' -d "$RES" "$BROKER_URL/v1/reservations"
+expect_status "application/jsonx is not JSON (415)" 415
+raw -X PUT -H "Content-Type: text/plain" -d '{"cxi":"creating"}' \
+    "$BROKER_URL/v1/reservations/ct1/nodes/n1"
+expect_status "PUT with text/plain is 415 too" 415
+raw -H 'Content-Type: text/plain' -H 'Transfer-Encoding: chunked' -d "$RES" "$BROKER_URL/v1/reservations"
+expect_status "a chunked text/plain body is 415" 415
+expect_eq "nothing was reserved by the refused requests" \
+    "$(psql_q "SELECT count(*) FROM reservations WHERE job_id = 'ct1'")" 0
+
+raw -H 'Content-Type: application/json; charset=utf-8' -d "$RES" "$BROKER_URL/v1/reservations"
+expect_status "application/json; charset=utf-8 is accepted" 201
+raw -H 'Content-Type: Application/JSON' -d '{"job_id":"ct2","uid":1,"user":"u","nodes":"n1"}' \
+    "$BROKER_URL/v1/reservations"
+expect_status "the media type is case-insensitive" 201
+raw -X DELETE "$BROKER_URL/v1/reservations/ct2"
+expect_match "a request without a body needs no Content-Type" "$HTTP_STATUS" '^20[0-9]$'
+
 # ---- (8) database text stays in the log ---------------------------------------------
 psql_q "ALTER TABLE reservations ADD CONSTRAINT vnib_secret_check CHECK (username <> 'mallory')"
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"db1","uid":1,"user":"mallory","nodes":"n1"}'
