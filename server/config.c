@@ -76,7 +76,7 @@ static const struct cfg_row rows[] = {
     INT ("server.connection_timeout_s", server.connection_timeout_s, 1, 3600, 30,
          "a connection idle or stalled this long is closed"),
     INT ("server.max_header_bytes", server.max_header_bytes, 4096, 1048576, 32768,
-         "memory for one request's line and headers (431 beyond)"),
+         "largest request line and headers (431 beyond)"),
     INT ("server.max_body_bytes", server.max_body_bytes, 1024, 67108864, 1048576,
          "largest request body any route accepts (413 beyond)"),
     INT ("server.node_cache_ms", server.node_cache_ms, 0, 60000, 1000,
