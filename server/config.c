@@ -69,6 +69,8 @@ static const struct cfg_row rows[] = {
          "PEM certificate chain; with tls_key, the listener speaks TLS only"),
     STR ("server.tls_key", server.tls_key, "", 0,
          "PEM private key, mode 0600, owned by the broker's user or root"),
+    STR ("server.tls_priorities", server.tls_priorities, CONFIG_TLS_PRIORITIES, 0,
+         "GnuTLS priority string: protocol versions and ciphers the listener accepts"),
     INT ("server.threads", server.threads, 1, 256, 8,
          "HTTP worker threads"),
     INT ("server.max_connections", server.max_connections, 1, 1000000, 4096,

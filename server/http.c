@@ -667,6 +667,7 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
     struct MHD_OptionItem tls_opts[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, cert},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, key},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, cfg->server.tls_priorities},
         {MHD_OPTION_END, 0, NULL},
     };
     h->daemon = MHD_start_daemon(flags,
@@ -692,12 +693,12 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
                                  on_completed,
                                  h,
                                  MHD_OPTION_ARRAY,
-                                 cert ? tls_opts : tls_opts + 2,
+                                 cert ? tls_opts : tls_opts + 3,
                                  MHD_OPTION_END);
     if (!h->daemon) {
         errprintf(errp,
                   "cannot listen on %s port %ld%s (address in use, or a bad "
-                  "certificate or key?)",
+                  "certificate, key or server.tls_priorities?)",
                   cfg->server.address,
                   cfg->server.port,
                   cert ? " with TLS" : "");
