@@ -22,6 +22,13 @@ struct idset;
  */
 #define CONFIG_LIST_SEP "\x1f"
 
+/* server.tls_priorities' default: TLS 1.2 and 1.3 only, key exchanges
+ * with forward secrecy only (no static RSA), AEAD ciphers only (no CBC).
+ */
+#define CONFIG_TLS_PRIORITIES                                        \
+    "SECURE192:+SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:" \
+    "-AES-128-CBC:-AES-256-CBC:%SAFE_RENEGOTIATION"
+
 /* Default configuration file of an installed broker. */
 #define CONFIG_DEFAULT_PATH "/etc/vnibroker/vnibroker.toml"
 
@@ -33,6 +40,7 @@ struct config {
         long port;                 /* TCP port; 0 picks a free one */
         char *tls_cert;            /* PEM certificate chain; "" = plain HTTP */
         char *tls_key;             /* PEM private key (mode 0600) */
+        char *tls_priorities;      /* GnuTLS priority string */
         long threads;              /* libmicrohttpd worker threads */
         long max_connections;      /* open connections accepted at once */
         long connection_timeout_s; /* idle or slow connections are cut */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/metrics.h"
+#include "server/store.h"
 
 struct http {
     struct broker *broker;
@@ -61,6 +63,8 @@ static const struct {
     {EAGAIN, 503, "unavailable"},
     {ETIMEDOUT, 503, "unavailable"},
     {ESTALE, 503, "schema_outdated"},
+    {EPROTONOSUPPORT, 415, "unsupported_media_type"},
+    {EOVERFLOW, 431, "header_fields_too_large"},
 };
 
 static int64_t mono_ns(void)
@@ -235,7 +239,21 @@ static enum MHD_Result send_error(struct request *req,
     }
     if (req->error_code)
         code = req->error_code;
-    if (status == 500) {
+    const char *fixed = store_public_message(message);
+    if (fixed) {
+        /* libpq's or the server's own words name hosts, sockets, users
+         * and tables: they go to the log, the client gets a fixed text.
+         */
+        logger_printf(req->broker->log,
+                      status == 500 ? LOG_ERR : LOG_WARNING,
+                      req->id,
+                      "%s %s: %s",
+                      req->method,
+                      req->path,
+                      message);
+        message = fixed;
+    }
+    if (status == 500 && !fixed) {
         logger_printf(req->broker->log,
                       LOG_ERR,
                       req->id,
@@ -245,7 +263,8 @@ static enum MHD_Result send_error(struct request *req,
                       message && *message ? message : "error",
                       strerror(errnum));
         message = "internal error; see the broker log for this request id";
-    } else if (status == 503 && !req->retry_after)
+    }
+    if (status == 503 && !req->retry_after)
         req->retry_after = 1;
     json_t *err = json_pack("{s:{s:s, s:s, s:s}}",
                             "error",
@@ -344,6 +363,62 @@ static int body_append(struct request *req, const char *data, size_t len)
     return 0;
 }
 
+/* True when a Content-Type value names JSON: "application/json", any
+ * case, optionally followed by parameters ("; charset=utf-8").
+ */
+static bool media_type_is_json(const char *ct)
+{
+    static const char json[] = "application/json";
+    size_t n = sizeof(json) - 1;
+
+    if (!ct)
+        return false;
+    ct += strspn(ct, " \t");
+    if (strncasecmp(ct, json, n) != 0)
+        return false;
+    ct += n;
+    ct += strspn(ct, " \t");
+    return *ct == '\0' || *ct == ';';
+}
+
+/* Whether the request announces a body: a non-zero Content-Length or a
+ * Transfer-Encoding (chunked).
+ */
+static bool has_body(struct MHD_Connection *conn)
+{
+    const char *clen = MHD_lookup_connection_value(
+        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (MHD_lookup_connection_value(
+            conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+        return true;
+    return clen && strtoull(clen, NULL, 10) > 0;
+}
+
+static enum MHD_Result header_size_add(void *cls,
+                                       enum MHD_ValueKind kind,
+                                       const char *key,
+                                       const char *value)
+{
+    size_t *total = cls;
+    (void)kind;
+    /* "Name: value\r\n" on the wire; query arguments "&k=v". */
+    *total += strlen(key) + (value ? strlen(value) : 0) + 4;
+    return MHD_YES;
+}
+
+/* The size of the request line and headers as received, near enough:
+ * libmicrohttpd has parsed them, so it is recomputed from the parts.
+ */
+static size_t header_size(struct MHD_Connection *conn,
+                          const char *method,
+                          const char *url)
+{
+    size_t total = strlen(method) + strlen(url) + sizeof(" HTTP/1.1\r\n");
+    MHD_get_connection_values(
+        conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, header_size_add, &total);
+    return total;
+}
+
 /* First call for a request: allocate, match, check announced size. */
 static enum MHD_Result request_begin(struct http *h,
                                      struct MHD_Connection *conn,
@@ -365,6 +440,18 @@ static enum MHD_Result request_begin(struct http *h,
     req->route_index = (int)routes_count;
     request_id_new(req->id);
     *req_cls = req;
+
+    /* libmicrohttpd's own 431 is an HTML page without our headers; its
+     * buffer is larger than server.max_header_bytes (see http_create) so
+     * that this check answers first, in the documented format.
+     */
+    if (header_size(conn, method, url)
+        > (size_t)h->broker->cfg->server.max_header_bytes)
+        return send_error(req,
+                          EOVERFLOW,
+                          "request line and headers are larger than the "
+                          "broker accepts",
+                          NULL);
 
     int idx = routes_match(method, url, &req->params, allow, sizeof(allow));
     if (idx < 0) {
@@ -392,6 +479,17 @@ static enum MHD_Result request_begin(struct http *h,
                 NULL);
         }
     }
+    /* Bodies are JSON.  A form or text body (what `curl -d` sends without
+     * -H) is refused rather than parsed as if it were.
+     */
+    if (req->route->max_body > 0 && has_body(conn)
+        && !media_type_is_json(
+            request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return send_error(req,
+                          EPROTONOSUPPORT,
+                          "request bodies must be sent as Content-Type: "
+                          "application/json",
+                          NULL);
     return MHD_YES;
 }
 
@@ -501,6 +599,17 @@ static bool is_loopback(const struct sockaddr *sa)
     return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
 }
 
+/* libmicrohttpd's per-connection memory: the request line and headers
+ * are read into it, and the reply's headers are built in it.  Twice
+ * server.max_header_bytes lets request_begin() see, and refuse in JSON,
+ * headers up to that size; only larger ones meet libmicrohttpd's own
+ * (HTML) 431, or a closed connection.
+ */
+static size_t mhd_memory_limit(const struct config *cfg)
+{
+    return 2 * (size_t)cfg->server.max_header_bytes + 16384;
+}
+
 struct http *http_create(struct broker *broker, vnib_error_t *errp)
 {
     const struct config *cfg = broker->cfg;
@@ -558,6 +667,7 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
     struct MHD_OptionItem tls_opts[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, cert},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, key},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, cfg->server.tls_priorities},
         {MHD_OPTION_END, 0, NULL},
     };
     h->daemon = MHD_start_daemon(flags,
@@ -578,17 +688,17 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
                                  MHD_OPTION_CONNECTION_TIMEOUT,
                                  (unsigned int)cfg->server.connection_timeout_s,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                 (size_t)cfg->server.max_header_bytes,
+                                 mhd_memory_limit(cfg),
                                  MHD_OPTION_NOTIFY_COMPLETED,
                                  on_completed,
                                  h,
                                  MHD_OPTION_ARRAY,
-                                 cert ? tls_opts : tls_opts + 2,
+                                 cert ? tls_opts : tls_opts + 3,
                                  MHD_OPTION_END);
     if (!h->daemon) {
         errprintf(errp,
                   "cannot listen on %s port %ld%s (address in use, or a bad "
-                  "certificate or key?)",
+                  "certificate, key or server.tls_priorities?)",
                   cfg->server.address,
                   cfg->server.port,
                   cert ? " with TLS" : "");

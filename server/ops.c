@@ -33,14 +33,25 @@ int ops_readyz(struct request *req, json_t **out, vnib_error_t *errp)
 
     if (store_check_ready(store, &why) < 0) {
         int e = errno;
-        /* Both outcomes are 503 for the prober; the code says which. */
+        /* Both outcomes are 503 for the prober; the code says which.  The
+         * probe is public: the reason (libpq's text names the socket, the
+         * host, the port, the login) goes to the log under the request
+         * id, the reply says only which of the two it is.
+         */
+        logger_printf(req->broker->log,
+                      LOG_WARNING,
+                      req->id,
+                      "readyz: not ready: %s",
+                      why.text);
         return request_fail(
             req,
             e == ESTALE ? ESTALE : EAGAIN,
             e == ESTALE ? "schema_outdated" : "database_unavailable",
             errp,
-            "not ready: %s",
-            why.text);
+            "%s",
+            e == ESTALE ? "not ready: the database schema is not the one "
+                          "this broker needs"
+                        : "not ready: database unavailable");
     }
     if (!(*out = json_pack("{s:s, s:i}",
                            "status",

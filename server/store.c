@@ -510,7 +510,7 @@ fail_msg:
     logger_printf(
         s->log, LOG_WARNING, NULL, "database: cannot connect: %s", msg);
     errno = EAGAIN;
-    return errprintf(errp, "database unavailable: %s", msg);
+    return errprintf(errp, STORE_MSG_UNAVAILABLE ": %s", msg);
 }
 
 static PGresult *conn_exec(struct store *s,
@@ -611,6 +611,21 @@ static void conn_release(struct store *s, struct conn *c)
     s->stats.busy--;
     pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->lock);
+}
+
+const char *store_public_message(const char *message)
+{
+    static const char *const fixed[] = {STORE_MSG_ERROR, STORE_MSG_UNAVAILABLE};
+
+    if (!message)
+        return NULL;
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+        size_t n = strlen(fixed[i]);
+        if (!strncmp(message, fixed[i], n)
+            && (message[n] == ':' || message[n] == '\0'))
+            return fixed[i];
+    }
+    return NULL;
 }
 
 /* SQLSTATE to errno, as the store's callers expect. */
@@ -717,7 +732,7 @@ static PGresult *conn_wait_result(struct store *s,
                   primary ? primary : "error",
                   state ? state : "none");
     stat_add(s, &s->stats.errors);
-    errprintf(errp, "database error: %s", primary ? primary : "unknown");
+    errprintf(errp, STORE_MSG_ERROR ": %s", primary ? primary : "unknown");
     PQclear(last); /* primary pointed into it */
     if (PQstatus(c->pg) == CONNECTION_BAD)
         conn_drop(s, c);
@@ -742,7 +757,7 @@ lost:
     stat_add(s, &s->stats.errors);
     conn_drop(s, c);
     errno = EAGAIN;
-    errprintf(errp, "database unavailable: %s", msg);
+    errprintf(errp, STORE_MSG_UNAVAILABLE ": %s", msg);
     return NULL;
 }
 
@@ -775,7 +790,7 @@ send_failed : {
     pq_message(c->pg, msg, sizeof(msg));
     conn_drop(s, c);
     errno = EAGAIN;
-    errprintf(errp, "database unavailable: %s", msg);
+    errprintf(errp, STORE_MSG_UNAVAILABLE ": %s", msg);
 }
     return NULL;
 }
@@ -794,7 +809,7 @@ static int conn_exec_script(struct store *s,
         pq_message(c->pg, msg, sizeof(msg));
         conn_drop(s, c);
         errno = EAGAIN;
-        return errprintf(errp, "database unavailable: %s", msg);
+        return errprintf(errp, STORE_MSG_UNAVAILABLE ": %s", msg);
     }
     PGresult *r = conn_wait_result(s, c, deadline, what, errp);
     if (!r)
@@ -850,7 +865,7 @@ static int query_int(struct store *s,
     if (!v) {
         PQclear(r);
         errno = EIO;
-        return errprintf(errp, "database error: unexpected result");
+        return errprintf(errp, STORE_MSG_ERROR ": unexpected result");
     }
     *valp = *v == 't' ? 1 : *v == 'f' ? 0 : strtol(v, NULL, 10);
     PQclear(r);
@@ -1243,7 +1258,7 @@ static int result_reservation(struct store *s,
 {
     if (!(*resp = row_reservation(s->cfg, r, 0))) {
         errno = EIO;
-        return errprintf(errp, "database error: no reservation in the reply");
+        return errprintf(errp, STORE_MSG_ERROR ": no reservation in the reply");
     }
     return 0;
 }

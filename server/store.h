@@ -78,6 +78,20 @@ int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp);
  */
 int store_check_ready(struct store *s, vnib_error_t *errp);
 
+/* Messages that carry the database's own words (libpq's connection
+ * errors: socket paths, host names, ports, login failures; the server's
+ * error text: tables, constraints, values) begin with one of these
+ * prefixes and a colon.  They are for the log, never for a client.
+ */
+#define STORE_MSG_ERROR "database error"
+#define STORE_MSG_UNAVAILABLE "database unavailable"
+
+/* The fixed text a client may see in place of message when message
+ * carries database text (STORE_MSG_ERROR or STORE_MSG_UNAVAILABLE); NULL
+ * when message is the broker's own (pool exhausted, timeouts, conflicts).
+ */
+const char *store_public_message(const char *message);
+
 /* Snapshot of the pool counters. */
 void store_get_stats(struct store *s, struct store_stats *st);
 

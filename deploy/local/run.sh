@@ -169,6 +169,7 @@ vnibroker is starting on http://127.0.0.1:$PORT (Ctrl-C stops it and its databas
 
   # reserve a VNI for job 42 on nodes node[1-4], as the scheduler:
   curl -s -H "Authorization: Bearer \$(cat $RUN/scheduler.token)" \\
+       -H 'Content-Type: application/json' \\
        -d '{"job_id":"42","uid":1000,"user":"alice","nodes":"node[1-4]"}' \\
        http://127.0.0.1:$PORT/v1/reservations
   # what node1's agent sees:

@@ -29,10 +29,48 @@ http GET /healthz
 expect_match "without the CA the client refuses the certificate" "$HTTP_STATUS" \
     'curl-failed:.*(certificate|SSL)'
 
+# Protocol versions and ciphers: TLS 1.2+ with forward secrecy only.
+# tls_try prints openssl's "New, PROTOCOL, Cipher is CIPHER" line;
+# a refused handshake gives "New, (NONE), Cipher is (NONE)".
+hostport=${BROKER_URL#https://}
+tls_try () {
+    echo | timeout 10 openssl s_client -connect "$hostport" -CAfile "$T/ca.pem" "$@" 2>&1 |
+        grep -m1 '^New, '
+}
+expect_eq "TLS 1.2 with ECDHE is accepted" \
+    "$(tls_try -tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256)" \
+    "New, TLSv1.2, Cipher is ECDHE-RSA-AES128-GCM-SHA256"
+expect_match "TLS 1.3 is accepted" "$(tls_try -tls1_3)" '^New, TLSv1\.3, Cipher is TLS_'
+expect_match "TLS 1.1 is refused" "$(tls_try -tls1_1 -cipher 'DEFAULT@SECLEVEL=0')" 'Cipher is \(NONE\)'
+expect_match "TLS 1.0 is refused" "$(tls_try -tls1 -cipher 'DEFAULT@SECLEVEL=0')" 'Cipher is \(NONE\)'
+expect_match "AES128-SHA (static RSA, CBC) is refused" \
+    "$(tls_try -tls1_2 -cipher AES128-SHA)" 'Cipher is \(NONE\)'
+expect_match "static RSA key exchange is refused" \
+    "$(tls_try -tls1_2 -cipher AES128-GCM-SHA256)" 'Cipher is \(NONE\)'
+expect_match "CBC ciphers are refused, also with ECDHE" \
+    "$(tls_try -tls1_2 -cipher ECDHE-RSA-AES128-SHA)" 'Cipher is \(NONE\)'
+
 plain=$(printf '%s' "$BROKER_URL" | sed 's/^https/http/')
 out=$(curl -sS --max-time 5 "$plain/healthz" 2>&1)
 expect_no_match "plain HTTP is not served on the TLS port" "$out" '"status":"ok"'
 broker_stop
+
+# server.tls_priorities overrides the default; a bad string stops the start.
+broker_config "$T/old.toml" "tls_cert = \"$T/server.pem\"
+tls_key = \"$T/server.key\"
+tls_priorities = \"NORMAL:-VERS-ALL:+VERS-TLS1.2\""
+broker_start "$T/old.toml" || not_ok "broker with tls_priorities starts"
+hostport=${BROKER_URL#https://}
+expect_eq "server.tls_priorities is used (static RSA allowed when asked)" \
+    "$(tls_try -tls1_2 -cipher AES128-GCM-SHA256)" "New, TLSv1.2, Cipher is AES128-GCM-SHA256"
+expect_match "... and TLS 1.3 left out when asked" "$(tls_try -tls1_3)" 'Cipher is \(NONE\)'
+broker_stop
+broker_config "$T/badprio.toml" "tls_cert = \"$T/server.pem\"
+tls_key = \"$T/server.key\"
+tls_priorities = \"NO-SUCH-PRIORITY\""
+out=$(timeout 20 "$VNIBROKERD" -c "$T/badprio.toml" 2>&1)
+expect_eq "an invalid server.tls_priorities stops the start (exit 1)" "$?" 1
+expect_match "... naming the setting" "$out" 'tls_priorities'
 
 # A key readable by others is refused at start, with the reason.
 chmod 644 "$T/server.key"

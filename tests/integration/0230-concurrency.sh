@@ -28,17 +28,17 @@ worker () {
     for i in $(seq 1 "$n"); do
         job="w$id-$i"
         out=$(curl -s -m 10 -w '\n%{http_code}' -H "Authorization: Bearer $SCHED_TOKEN" \
-            -d "{\"job_id\":\"$job\",\"uid\":1000,\"user\":\"load\",\"nodes\":\"n[1-4]\"}" \
+            -H "Content-Type: application/json" -d "{\"job_id\":\"$job\",\"uid\":1000,\"user\":\"load\",\"nodes\":\"n[1-4]\"}" \
             "$url/v1/reservations") || continue
         code=$(printf '%s' "$out" | tail -n 1)
         [ "$code" = 201 ] || { echo "$job $code" >>"$T/refused.$id"; continue; }
         printf '%s %s\n' "$job" "$(printf '%s' "$out" | head -n 1 | jq -c .vnis)" >>"$T/acked.$id"
         curl -s -m 10 -o /dev/null -X PUT -H "Authorization: Bearer $ntok" \
-            -d '{"cxi":"creating"}' "$url/v1/reservations/$job/nodes/$node"
+            -H "Content-Type: application/json" -d '{"cxi":"creating"}' "$url/v1/reservations/$job/nodes/$node"
         curl -s -m 10 -o /dev/null -X DELETE -H "Authorization: Bearer $SCHED_TOKEN" \
             "$url/v1/reservations/$job"
         curl -s -m 10 -o /dev/null -X PUT -H "Authorization: Bearer $ntok" \
-            -d '{"cxi":"destroyed"}' "$url/v1/reservations/$job/nodes/$node"
+            -H "Content-Type: application/json" -d '{"cxi":"destroyed"}' "$url/v1/reservations/$job/nodes/$node"
     done
 }
 

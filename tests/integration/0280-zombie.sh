@@ -52,7 +52,7 @@ zombie_round () {
     wait_for 5 lock_granted || not_ok "the lock on reservations is taken"
 
     curl -s -m 20 -o "$T/a.body" -w '%{http_code}' -X POST \
-        -H "Authorization: Bearer $SCHED_TOKEN" -d "$body" "$url_a/v1/reservations" \
+        -H "Authorization: Bearer $SCHED_TOKEN" -H "Content-Type: application/json" -d "$body" "$url_a/v1/reservations" \
         >"$T/a.code" 2>/dev/null &
     curl_a=$!
     wait_for 5 lock_waiters 1 || not_ok "A's reserve waits on the lock"
@@ -68,7 +68,7 @@ zombie_round () {
     # The scheduler retries on B, which must answer (its statements may
     # wait longer than the lock is held).
     curl -s -m 25 -o "$T/b.body" -w '%{http_code}' -X POST \
-        -H "Authorization: Bearer $SCHED_TOKEN" -d "$body" "$URL_B/v1/reservations" \
+        -H "Authorization: Bearer $SCHED_TOKEN" -H "Content-Type: application/json" -d "$body" "$URL_B/v1/reservations" \
         >"$T/b.code" 2>/dev/null &
     curl_b=$!
     wait "$locker"

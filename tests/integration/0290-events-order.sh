@@ -20,7 +20,7 @@ loop () {
     while [ "$(date +%s)" -lt "$end" ]; do
         i=$((i + 1))
         curl -s -m 10 -o /dev/null -H "Authorization: Bearer $SCHED_TOKEN" \
-            -d "{\"job_id\":\"e$1-$i\",\"uid\":1,\"user\":\"u\",\"nodes\":\"n[1-4]\"}" \
+            -H "Content-Type: application/json" -d "{\"job_id\":\"e$1-$i\",\"uid\":1,\"user\":\"u\",\"nodes\":\"n[1-4]\"}" \
             "$2/v1/reservations"
         curl -s -m 10 -o /dev/null -X DELETE -H "Authorization: Bearer $SCHED_TOKEN" \
             "$2/v1/reservations/e$1-$i"

@@ -26,7 +26,7 @@ many () {
     seq 1 "$3" | xargs -P 8 -I{} sh -c '
         if [ "$1" = reserve ]; then
             curl -s -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer $3" \
-                -d "{\"job_id\":\"$2{}\",\"uid\":1,\"user\":\"u\",\"nodes\":\"n1\"}" "$4/v1/reservations"
+                -H "Content-Type: application/json" -d "{\"job_id\":\"$2{}\",\"uid\":1,\"user\":\"u\",\"nodes\":\"n1\"}" "$4/v1/reservations"
         else
             curl -s -o /dev/null -w "%{http_code}\n" -X DELETE -H "Authorization: Bearer $3" "$4/v1/reservations/$2{}"
         fi' _ "$1" "$2" "$SCHED_TOKEN" "$BROKER_URL" | sort | uniq -c | tr -s ' ' | tr '\n' ' '

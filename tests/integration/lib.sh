@@ -346,11 +346,21 @@ broker_stop () {
 # http METHOD PATH [CURL-ARGS...]: sets HTTP_STATUS; body in $T/http.body,
 # headers in $T/http.headers.  The URL defaults to $BROKER_URL.  With TOKEN
 # set (TOKEN=$SCHED_TOKEN http ...), the request carries it as a bearer.
+# POST, PUT and PATCH send Content-Type: application/json unless the
+# caller names a Content-Type (the broker refuses other bodies with 415).
 http () {
     method=$1
     path=$2
     shift 2
-    set -- ${TOKEN:+-H "Authorization: Bearer $TOKEN"} "$@"
+    json_ct=""
+    case "$method" in POST | PUT | PATCH)
+        json_ct="Content-Type: application/json"
+        for a in "$@"; do
+            case "$a" in [Cc]ontent-[Tt]ype:*) json_ct="" ;; esac
+        done
+        ;;
+    esac
+    set -- ${TOKEN:+-H "Authorization: Bearer $TOKEN"} ${json_ct:+-H "$json_ct"} "$@"
     HTTP_STATUS=$(curl -sS -o "$T/http.body" -D "$T/http.headers" \
         -w '%{http_code}' -X "$method" --max-time 20 "$@" "$BROKER_URL$path" \
         2>"$T/http.err") || HTTP_STATUS="curl-failed:$(cat "$T/http.err")"
