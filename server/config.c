@@ -478,6 +478,11 @@ static int check_hwcoll(const struct config *cfg,
                          where,
                          auth);
     }
+    /* Paths are appended to the base URL with their own '/'. */
+    for (size_t n = strlen(cfg->hwcoll.fm_url);
+         n > 0 && cfg->hwcoll.fm_url[n - 1] == '/';
+         n--)
+        cfg->hwcoll.fm_url[n - 1] = '\0';
     if (!cfg->hwcoll.enabled)
         return 0;
     if (strncmp(cfg->hwcoll.fm_url, "http://", 7)

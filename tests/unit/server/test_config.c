@@ -206,6 +206,24 @@ static void test_print_masks_secrets(void **state)
     config_destroy(cfg);
 }
 
+/* The base URL's trailing slashes go, or FI_CXI_COLL_FABRIC_MGR_URL and
+ * every Fabric Manager path would get "//".
+ */
+static void test_fm_url_trailing_slash(void **state)
+{
+    vnib_error_t e = {""};
+    (void)state;
+    struct config *cfg =
+        load_text("[hwcoll]\nfm_url = \"http://fm:8000//\"\n", &e, NULL);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->hwcoll.fm_url, "http://fm:8000");
+    config_destroy(cfg);
+    cfg = load_text("[hwcoll]\nfm_url = \"https://fm/api/\"\n", &e, NULL);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->hwcoll.fm_url, "https://fm/api");
+    config_destroy(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_mask_conninfo),
         cmocka_unit_test(test_print_masks_secrets),
+        cmocka_unit_test(test_fm_url_trailing_slash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
