@@ -36,7 +36,9 @@ struct agentcfg {
 
 /* Load path.  A missing file is fine when !must_exist (the defaults
  * apply); otherwise and for every other problem returns NULL with errno
- * and errp ("agent.toml:7: nic.backend: ...").
+ * and errp ("agent.toml:7: nic.backend: ...").  The file names the library
+ * loaded into this root process, so one not owned by root or the
+ * effective uid, or writable by group or others, is refused (EPERM).
  */
 struct agentcfg *agentcfg_load(const char *path,
                                bool must_exist,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vnib/tclass.h"
 #include "agent/jobenv.h"
 
 enum {
@@ -103,6 +104,13 @@ int jobenv_build(struct jobenv *env,
         }
         const char *tcs =
             json_string_value(json_object_get(reservation, "tcs_mask"));
+        unsigned mask;
+        if (tcs && tclass_mask_parse(tcs, &mask) < 0) {
+            jobenv_clear(env);
+            errno = EINVAL;
+            return errprintf(errp,
+                             "the broker's tcs_mask is not a mask like 0xa");
+        }
         if (tcs && !(env->value[ENV_TCS] = strdup(tcs)))
             goto nomem;
     }

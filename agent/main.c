@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include "vnib/client.h"
 #include "vnib/idset.h"
 #include "vnib/secfile.h"
+#include "vnib/tclass.h"
 #include "vnib/token.h"
 #include "agent/agentcfg.h"
 #include "agent/broker.h"
@@ -141,9 +143,12 @@ static void warn(struct agent *a, const char *fmt, ...)
 static int parse_duration(const char *s, long *msp)
 {
     char *end;
+    /* strtod() also reads "nan", "inf" and signs: a digit comes first. */
+    if (!(s[0] >= '0' && s[0] <= '9') && s[0] != '.')
+        return -1;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    if (errno || end == s || !isfinite(v) || v < 0)
         return -1;
     double scale = 1000;
     if (!strcmp(end, "ms"))
@@ -262,7 +267,9 @@ static int job_from(json_t *res, struct services_job *job, long floor)
     json_t *v;
 
     memset(job, 0, sizeof(*job));
-    if (!json_is_integer(uid) || !json_is_array(vnis)
+    /* (uid_t)-1 means "no change" to chown() and friends: refused. */
+    if (!json_is_integer(uid) || json_integer_value(uid) < 0
+        || json_integer_value(uid) > 4294967294LL || !json_is_array(vnis)
         || json_array_size(vnis) > NIC_MAX_VNIS)
         return -1;
     job->uid = (uid_t)json_integer_value(uid);
@@ -272,7 +279,9 @@ static int job_from(json_t *res, struct services_job *job, long floor)
             return -1;
         job->vnis[job->nvnis++] = (uint16_t)n;
     }
-    job->tcs_mask = tcs ? (unsigned)strtoul(tcs, NULL, 16) : 0xa;
+    job->tcs_mask = 0xa;
+    if (tcs && tclass_mask_parse(tcs, &job->tcs_mask) < 0)
+        return -1;
     job->floor_percent = floor;
     return 0;
 }

@@ -407,6 +407,11 @@ static int check_job_id(const char *cmd, const char *id)
                                "'%s' is not a valid job id (1-128 of "
                                "letters, digits and ._:@+-)",
                                id);
+    if (id[0] == '-')
+        return ctl_usage_error(cmd,
+                               "'%s' is not a valid job id (it must not "
+                               "start with '-')",
+                               id);
     return 0;
 }
 

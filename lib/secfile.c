@@ -56,7 +56,12 @@ static int read_checked(const char *path,
     int fd = -1;
     int rc = -1;
 
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+    /* O_NONBLOCK: a FIFO (or a device) at the path must not hang the
+     * open() until a writer comes; fstat() then refuses it.  Symbolic
+     * links are followed on purpose (secret mounts are often links): the
+     * checks below are made on the file opened, not on the name.
+     */
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
         errprintf(errp, "%s: %s", path, strerror(errno));
         goto done;
     }

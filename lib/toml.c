@@ -1577,7 +1577,37 @@ done:
     return result;
 }
 
-json_t *toml_parse_file(const char *path, json_t **linesp, vnib_error_t *errp)
+/* A file that says what a root process loads or runs must be one only
+ * root (or the user running it) could have written.
+ */
+static int check_trusted(const char *path,
+                         const struct stat *st,
+                         vnib_error_t *errp)
+{
+    if (st->st_uid != 0 && st->st_uid != geteuid()) {
+        errno = EPERM;
+        return errprintf(errp,
+                         "%s: refused: owned by uid %u, not by root or this "
+                         "user (uid %u)",
+                         path,
+                         (unsigned)st->st_uid,
+                         (unsigned)geteuid());
+    }
+    if (st->st_mode & 022) {
+        errno = EPERM;
+        return errprintf(errp,
+                         "%s: refused: mode %04o lets group or others write "
+                         "it (chmod go-w)",
+                         path,
+                         (unsigned)(st->st_mode & 07777));
+    }
+    return 0;
+}
+
+static json_t *parse_file(const char *path,
+                          bool trusted,
+                          json_t **linesp,
+                          vnib_error_t *errp)
 {
     struct stat st;
     char *buf = NULL;
@@ -1600,6 +1630,8 @@ json_t *toml_parse_file(const char *path, json_t **linesp, vnib_error_t *errp)
         errprintf(errp, "%s: not a regular file", path);
         goto done;
     }
+    if (trusted && check_trusted(path, &st, errp) < 0)
+        goto done;
     if (st.st_size > (off_t)TOML_MAX_FILE_SIZE) {
         errno = E2BIG;
         errprintf(
@@ -1652,4 +1684,16 @@ done:
         close(fd);
     errno = saved_errno;
     return root;
+}
+
+json_t *toml_parse_file(const char *path, json_t **linesp, vnib_error_t *errp)
+{
+    return parse_file(path, false, linesp, errp);
+}
+
+json_t *toml_parse_trusted_file(const char *path,
+                                json_t **linesp,
+                                vnib_error_t *errp)
+{
+    return parse_file(path, true, linesp, errp);
 }

@@ -11,10 +11,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
+#include <libpq-fe.h>
 
 #include "vnib/hostlist.h"
 #include "vnib/idset.h"
@@ -478,6 +480,11 @@ static int check_hwcoll(const struct config *cfg,
                          where,
                          auth);
     }
+    /* Paths are appended to the base URL with their own '/'. */
+    for (size_t n = strlen(cfg->hwcoll.fm_url);
+         n > 0 && cfg->hwcoll.fm_url[n - 1] == '/';
+         n--)
+        cfg->hwcoll.fm_url[n - 1] = '\0';
     if (!cfg->hwcoll.enabled)
         return 0;
     if (strncmp(cfg->hwcoll.fm_url, "http://", 7)
@@ -609,65 +616,162 @@ error : {
     return NULL;
 }
 
-/* Mask the value of a password in a libpq string: "password=..." in the
- * key/value form (quoted or not), or the part after "user:" in a URI's
- * authority, or a "password=" URI query parameter.
+/* Append value to out as libpq's keyword/value form wants it: bare when
+ * it is plain, otherwise single-quoted with ' and \ escaped.
+ */
+static void put_conninfo_value(FILE *out, const char *value)
+{
+    if (*value && !strpbrk(value, " \t\n\r\v\f'\\")) {
+        fputs(value, out);
+        return;
+    }
+    fputc('\'', out);
+    for (; *value; value++) {
+        if (*value == '\'' || *value == '\\')
+            fputc('\\', out);
+        fputc(*value, out);
+    }
+    fputc('\'', out);
+}
+
+/* Append s to out percent-encoded, keeping unreserved characters and
+ * those in keep.
+ */
+static void put_pct(FILE *out, const char *s, const char *keep)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+            || (c >= '0' && c <= '9') || strchr("-._~", c)
+            || (c && strchr(keep, c)))
+            fputc(c, out);
+        else
+            fprintf(out, "%%%02X", c);
+    }
+}
+
+static bool conninfo_secret(const PQconninfoOption *o)
+{
+    return o->dispchar && o->dispchar[0] == '*';
+}
+
+static const char *conninfo_get(const PQconninfoOption *opts, const char *key)
+{
+    for (const PQconninfoOption *o = opts; o->keyword; o++)
+        if (!strcmp(o->keyword, key))
+            return o->val;
+    return NULL;
+}
+
+/* Rebuild a URI: user, password, host, port and dbname where a URI puts
+ * them when that is plain, everything else as query parameters.
+ */
+static void put_conninfo_uri(FILE *out,
+                             const char *scheme,
+                             const PQconninfoOption *opts)
+{
+    const char *user = conninfo_get(opts, "user");
+    const char *pass = conninfo_get(opts, "password");
+    const char *host = conninfo_get(opts, "host");
+    const char *port = conninfo_get(opts, "port");
+    const char *dbname = conninfo_get(opts, "dbname");
+    /* A socket directory or IPv6 address would need brackets: query. */
+    bool host_in_authority = host && *host && !strpbrk(host, "/:[]%@");
+    bool port_in_authority = host_in_authority && port && *port
+                             && !strchr(host, ',') && !strchr(port, ',');
+    int n = 0;
+
+    fputs(scheme, out);
+    if (user)
+        put_pct(out, user, "");
+    if (pass)
+        fputs(":***", out);
+    if (user || pass)
+        fputc('@', out);
+    if (host_in_authority)
+        put_pct(out, host, ",");
+    if (port_in_authority) {
+        fputc(':', out);
+        put_pct(out, port, "");
+    }
+    fputc('/', out);
+    if (dbname)
+        put_pct(out, dbname, "");
+    for (const PQconninfoOption *o = opts; o->keyword; o++) {
+        /* The password is shown as ":***" in the authority. */
+        if (!o->val || !strcmp(o->keyword, "user")
+            || !strcmp(o->keyword, "password") || !strcmp(o->keyword, "dbname")
+            || (!strcmp(o->keyword, "host") && host_in_authority)
+            || (!strcmp(o->keyword, "port") && port_in_authority))
+            continue;
+        fputc(n++ ? '&' : '?', out);
+        put_pct(out, o->keyword, "");
+        fputc('=', out);
+        if (conninfo_secret(o))
+            fputs("***", out);
+        else
+            put_pct(out, o->val, "/:,@");
+    }
+}
+
+/* The raw string is never copied: libpq parses it (keyword/value or URI
+ * form, with every quoting, escaping and percent-encoding rule libpq
+ * itself applies) and the result is rebuilt from the parsed options, in
+ * the form it was written in, so no separator, quote or encoding can hide
+ * a password from the mask.  libpq marks its secret options (password,
+ * sslpassword, ...) with dispchar '*'.
  */
 char *config_mask_conninfo(const char *conninfo)
 {
-    size_t len = strlen(conninfo);
-    /* Each replacement grows the text by at most 3 bytes per 9 read. */
-    char *out = malloc(len * 2 + 16);
-    size_t o = 0;
-    const char *p = conninfo;
-    bool uri = strncmp(p, "postgresql://", 13) == 0
-               || strncmp(p, "postgres://", 11) == 0;
+    static const char *const schemes[] = {"postgresql://", "postgres://"};
+    const char *scheme = NULL;
+    char *err = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    PQconninfoOption *opts = PQconninfoParse(conninfo, &err);
+    FILE *out = NULL;
+    int n = 0;
 
-    if (!out)
-        return NULL;
-    if (uri) {
-        const char *auth = strstr(p, "://") + 3;
-        const char *end = auth + strcspn(auth, "/?");
-        const char *at = memchr(auth, '@', (size_t)(end - auth));
-        const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-        if (colon) {
-            memcpy(out, p, (size_t)(colon + 1 - p));
-            o = (size_t)(colon + 1 - p);
-            memcpy(out + o, "***", 3);
-            o += 3;
-            p = at;
+    if (!opts) {
+        /* libpq's message may quote the text: not shown either. */
+        bool nomem = !err;
+        PQfreemem(err);
+        if (nomem) {
+            errno = ENOMEM;
+            return NULL;
         }
+        return strdup("***");
     }
-    while (*p) {
-        /* A password key starts the string or follows a separator. */
-        bool boundary =
-            p == conninfo || p[-1] == ' ' || p[-1] == '?' || p[-1] == '&';
-        if (boundary && strncmp(p, "password", 8) == 0) {
-            const char *q = p + 8;
-            while (*q == ' ')
-                q++;
-            if (*q == '=') {
-                q++;
-                while (*q == ' ')
-                    q++;
-                memcpy(out + o, "password=***", 12);
-                o += 12;
-                if (*q == '\'') {
-                    for (q++; *q && *q != '\''; q++)
-                        if (*q == '\\' && q[1])
-                            q++;
-                    if (*q)
-                        q++;
-                } else
-                    q += strcspn(q, uri ? "&" : " ");
-                p = q;
-                continue;
-            }
-        }
-        out[o++] = *p++;
+    if (!(out = open_memstream(&buf, &len)))
+        goto cleanup;
+    for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+        if (!strncmp(conninfo, schemes[i], strlen(schemes[i])))
+            scheme = schemes[i];
+    if (scheme) {
+        put_conninfo_uri(out, scheme, opts);
+        goto cleanup;
     }
-    out[o] = '\0';
-    return out;
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        if (!o->val)
+            continue;
+        fprintf(out, "%s%s=", n++ ? " " : "", o->keyword);
+        if (conninfo_secret(o))
+            fputs("***", out);
+        else
+            put_conninfo_value(out, o->val);
+    }
+cleanup:
+    for (PQconninfoOption *o = opts; o->keyword; o++)
+        if (o->val && conninfo_secret(o))
+            vnib_memburn(o->val, strlen(o->val));
+    PQconninfoFree(opts);
+    if (out && fclose(out) != 0) {
+        free(buf);
+        buf = NULL;
+    }
+    if (!buf)
+        errno = ENOMEM;
+    return buf;
 }
 
 static void print_string(FILE *out, const char *s)

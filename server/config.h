@@ -140,8 +140,11 @@ void config_destroy(struct config *cfg);
  */
 void config_print(const struct config *cfg, FILE *out);
 
-/* Copy of a libpq connection string with any password replaced by "***",
- * for logs and printouts.  Caller frees.  Returns NULL on ENOMEM.
+/* A libpq connection string for logs and printouts: parsed by libpq and
+ * rebuilt in keyword/value form (a URI too) with every option libpq
+ * marks as secret (password, sslpassword) shown as "***".  A string
+ * libpq cannot parse comes back as "***", never as text.  Caller frees.
+ * Returns NULL on ENOMEM.
  */
 char *config_mask_conninfo(const char *conninfo);
 

@@ -21,6 +21,14 @@ int params_job_id(struct request *req, const char *value, vnib_error_t *errp)
                             errp,
                             "job_id must be 1-128 characters from "
                             "[A-Za-z0-9._:@+-]");
+    /* The id reaches hooks' and tools' argv, where it would be an option. */
+    if (value[0] == '-')
+        return request_fail(req,
+                            EINVAL,
+                            "invalid_field",
+                            errp,
+                            "job_id must not start with '-' (it would read "
+                            "as an option to the commands it is passed to)");
     return 0;
 }
 

@@ -17,7 +17,9 @@
 
 struct request;
 
-/* A job id: 1-128 characters from [A-Za-z0-9._:@+-]. */
+/* A job id: 1-128 characters from [A-Za-z0-9._:@+-], not starting with
+ * '-' (ids reach the argv of hooks and tools).
+ */
 int params_job_id(struct request *req, const char *value, vnib_error_t *errp);
 
 /* A node name (token_node_name_valid). */

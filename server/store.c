@@ -1110,6 +1110,9 @@ static int row_hwcoll(const struct config *cfg,
                         "min_nodes",
                         (json_int_t)cfg->hwcoll.min_nodes)))
         return -1;
+    /* json_object_set_new() takes its value even when it fails, so only h
+     * is ours to drop here, and only until o has taken it.
+     */
     if ((reason && json_object_set_new(h, "reason", json_string(reason)) < 0)
         || (fm_job_id
             && json_object_set_new(h, "fm_job_id", json_string(fm_job_id)) < 0)
@@ -1119,8 +1122,11 @@ static int row_hwcoll(const struct config *cfg,
                    < 0)
         || (url[0]
             && json_object_set_new(h, "fabric_manager_url", json_string(url))
-                   < 0)
-        || json_object_set_new(o, "hwcoll", h) < 0)
+                   < 0)) {
+        json_decref(h);
+        return -1;
+    }
+    if (json_object_set_new(o, "hwcoll", h) < 0)
         return -1;
     if (!(env = json_pack("{s:s, s:s}",
                           "SLINGSHOT_VNIS",
@@ -1695,67 +1701,95 @@ int store_report(struct store *s,
     return rc;
 }
 
+/* The node view of GET /v1/nodes/{node}: the reservations of the node's
+ * view query r (rows as ROW_*, then the cxi state and the services) and
+ * its drain record d.  Returns a new object, or NULL with errno ENOMEM.
+ *
+ * Every value handed to json_object_set_new(), json_array_append_new() or
+ * json_pack()'s "o" is the container's from then on, even when the call
+ * fails, so each is dropped here only while it is still ours.
+ */
+static json_t *node_view(const struct config *cfg,
+                         const char *node,
+                         const PGresult *r,
+                         const PGresult *d)
+{
+    json_t *list = json_array(), *o;
+    int holding = 0;
+
+    if (!list)
+        goto nomem;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *res = row_reservation(cfg, r, i);
+        const char *cxi = col(r, i, ROW_NCOLS);
+        json_t *services = json_loads(col(r, i, ROW_NCOLS + 1), 0, NULL);
+        /* Anything but a confirmed destroy may leave a service behind. */
+        bool needed = strcmp(cxi, "destroyed") != 0 && strcmp(cxi, "none") != 0;
+        if (!res) {
+            json_decref(services);
+            goto nomem;
+        }
+        int set_cxi = json_object_set_new(res, "cxi", json_string(cxi));
+        int set_services = json_object_set_new(
+            res, "services", services ? services : json_array());
+        if (set_cxi < 0 || set_services < 0
+            || json_object_set_new(res, "cleanup_needed", json_boolean(needed))
+                   < 0) {
+            json_decref(res);
+            goto nomem;
+        }
+        if (json_array_append_new(list, res) < 0)
+            goto nomem;
+        holding += needed;
+    }
+    bool drained = PQntuples(d) == 1 && *col(d, 0, 0) == 't';
+    o = json_pack("{s:s, s:b, s:o, s:o, s:i, s:o}",
+                  "node",
+                  node,
+                  "drained",
+                  drained,
+                  "drained_reason",
+                  str_or_null(drained ? col(d, 0, 1) : NULL),
+                  "drained_at",
+                  str_or_null(drained ? col(d, 0, 2) : NULL),
+                  "cleanup_needed",
+                  holding,
+                  "reservations",
+                  list);
+    list = NULL; /* json_pack()'s "o" took it, even on failure */
+    if (!o)
+        goto nomem;
+    return o;
+nomem:
+    json_decref(list);
+    errno = ENOMEM;
+    return NULL;
+}
+
 int store_node(struct store *s,
                const char *node,
                json_t **resp,
                vnib_error_t *errp)
 {
     struct node_params np;
-    json_t *list = NULL, *o = NULL;
     PGresult *r = NULL, *d = NULL;
-    int holding = 0;
+    int rc = -1;
 
     node_params_init(&np, node);
     const char *params[5] = {node, np.prefix, np.suffix, np.width, np.num};
     if (!(r = run(s, STMT_NODE_VIEW, params, errp)))
         return -1;
     if (!(d = run(s, STMT_NODE_GET, params, errp)))
-        goto error;
-    if (!(list = json_array()))
-        goto nomem;
-    for (int i = 0; i < PQntuples(r); i++) {
-        json_t *res = row_reservation(s->cfg, r, i);
-        const char *cxi = col(r, i, ROW_NCOLS);
-        json_t *services = json_loads(col(r, i, ROW_NCOLS + 1), 0, NULL);
-        /* Anything but a confirmed destroy may leave a service behind. */
-        bool needed = strcmp(cxi, "destroyed") != 0 && strcmp(cxi, "none") != 0;
-        if (!res || json_object_set_new(res, "cxi", json_string(cxi)) < 0
-            || json_object_set_new(
-                   res, "services", services ? services : json_array())
-                   < 0
-            || json_object_set_new(res, "cleanup_needed", json_boolean(needed))
-                   < 0
-            || json_array_append_new(list, res) < 0)
-            goto nomem;
-        holding += needed;
+        goto cleanup;
+    if (!(*resp = node_view(s->cfg, node, r, d))) {
+        errprintf(errp, "out of memory");
+        goto cleanup;
     }
-    bool drained = PQntuples(d) == 1 && *col(d, 0, 0) == 't';
-    if (!(o = json_pack("{s:s, s:b, s:o, s:o, s:i, s:o}",
-                        "node",
-                        node,
-                        "drained",
-                        drained,
-                        "drained_reason",
-                        str_or_null(drained ? col(d, 0, 1) : NULL),
-                        "drained_at",
-                        str_or_null(drained ? col(d, 0, 2) : NULL),
-                        "cleanup_needed",
-                        holding,
-                        "reservations",
-                        list)))
-        goto nomem;
+    rc = 0;
+cleanup:
     PQclear(r);
     PQclear(d);
-    *resp = o;
-    return 0;
-nomem:
-    errno = ENOMEM;
-    errprintf(errp, "out of memory");
-    json_decref(list);
-error:
-    PQclear(r);
-    PQclear(d);
-    return -1;
+    return rc;
 }
 
 int store_undrain(struct store *s,

@@ -31,4 +31,10 @@ const char *tclass_name(unsigned bit);
 /* Write the mask as SLINGSHOT_TCS does ("0xa") into buf. */
 void tclass_mask_hex(unsigned mask, char *buf, size_t size);
 
+/* Read a mask written by tclass_mask_hex(): "0x" and one or two lower-case
+ * hex digits, nothing else (no sign, space or line break).  Returns 0, or
+ * -1 with errno EINVAL.
+ */
+int tclass_mask_parse(const char *s, unsigned *maskp);
+
 #endif /* !VNIB_TCLASS_H */

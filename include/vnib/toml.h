@@ -54,4 +54,14 @@ json_t *toml_parse(const char *name,
 json_t *toml_parse_file(const char *path, json_t **linesp, vnib_error_t *errp)
     __attribute__((warn_unused_result));
 
+/* toml_parse_file() for a file that says what a root process loads or
+ * runs: also refuses (EPERM, the message naming the file) one that is not
+ * owned by root or the effective uid, or that group or others may write.
+ * The check is made on the descriptor the text is read from.
+ */
+json_t *toml_parse_trusted_file(const char *path,
+                                json_t **linesp,
+                                vnib_error_t *errp)
+    __attribute__((warn_unused_result));
+
 #endif /* !VNIB_TOML_H */

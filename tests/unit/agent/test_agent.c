@@ -168,6 +168,28 @@ static void test_jobenv(void **state)
                         json_string("x\nexport LD_PRELOAD=/tmp/x"));
     assert_int_equal(jobenv_build(&env, res, devs, ids, 2, &e), -1);
     assert_int_equal(errno, EINVAL);
+    json_object_set_new(json_object_get(res, "environment"),
+                        "FI_CXI_COLL_JOB_ID",
+                        json_string("c-42"));
+
+    /* So would a tcs_mask that is not the broker's "0x" form. */
+    static const char *bad_tcs[] = {"0xa\nexport LD_PRELOAD=/tmp/x",
+                                    "0xA",
+                                    "10",
+                                    "0x",
+                                    "0x123",
+                                    "0xa ",
+                                    "-0xa"};
+    for (size_t i = 0; i < sizeof(bad_tcs) / sizeof(bad_tcs[0]); i++) {
+        json_object_set_new(res, "tcs_mask", json_string(bad_tcs[i]));
+        errno = 0;
+        assert_int_equal(jobenv_build(&env, res, devs, ids, 2, &e), -1);
+        assert_int_equal(errno, EINVAL);
+        assert_null(env.value[0]);
+    }
+    json_object_set_new(res, "tcs_mask", json_string("0xf"));
+    assert_int_equal(jobenv_build(&env, res, devs, ids, 2, &e), 0);
+    jobenv_clear(&env);
     json_decref(res);
 
     /* Unknown names and other lines are refused with the line. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
 
 #include "server/config.h"
 
@@ -134,20 +135,54 @@ static void test_mask_conninfo(void **state)
 {
     static const char *cases[][2] = {
         {"dbname=x", "dbname=x"},
-        {"host=h password=secret dbname=x", "host=h password=*** dbname=x"},
-        {"password = 'a b\\' c' user=u", "password=*** user=u"},
+        {"host=h password=secret dbname=x", "password=*** dbname=x host=h"},
+        {"password = 'a b\\' c' user=u", "user=u password=***"},
         {"password=", "password=***"},
         {"postgresql://u:pw@h:5432/db", "postgresql://u:***@h:5432/db"},
         {"postgres://u@h/db?password=pw&sslmode=require",
-         "postgres://u@h/db?password=***&sslmode=require"},
-        {"passwordfile=/x", "passwordfile=/x"},
+         "postgres://u:***@h/db?sslmode=require"},
+        {"passfile=/x", "passfile=/x"},
         {"user=mypassword", "user=mypassword"},
+        {"application_name='a b'", "application_name='a b'"},
+        /* Forms libpq accepts that a textual mask missed. */
+        {"host=h\tpassword=tabbed", "password=*** host=h"},
+        {"host=h\npassword=newline", "password=*** host=h"},
+        {"password=a\\ b host=h", "password=*** host=h"},
+        {"sslpassword=keypass host=h", "host=h sslpassword=***"},
+        {"password='quoted value'", "password=***"},
+        {"postgresql://u:s%40cret@h/db", "postgresql://u:***@h/db"},
+        {"postgresql://h/db?pass%77ord=enc", "postgresql://:***@h/db"},
+        {"postgresql:///db?sslpassword=kp", "postgresql:///db?sslpassword=***"},
+        /* Unparseable: nothing of it is shown. */
+        {"password=secret bogus", "***"},
+        {"password='unterminated", "***"},
     };
+    static const char *secrets[] = {"secret",
+                                    "pw",
+                                    "tabbed",
+                                    "newline",
+                                    "a\\ b",
+                                    "keypass",
+                                    "quoted",
+                                    "s%40cret",
+                                    "cret",
+                                    "enc",
+                                    "kp",
+                                    "unterminated"};
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *m = config_mask_conninfo(cases[i][0]);
         assert_non_null(m);
+        for (size_t k = 0; k < sizeof(secrets) / sizeof(secrets[0]); k++)
+            if (strstr(m, secrets[k]))
+                fail_msg("case %zu: '%s' shows '%s'", i, m, secrets[k]);
         assert_string_equal(m, cases[i][1]);
+        /* What is shown is a string libpq reads back. */
+        if (strcmp(m, "***") != 0) {
+            PQconninfoOption *o = PQconninfoParse(m, NULL);
+            assert_non_null(o);
+            PQconninfoFree(o);
+        }
         free(m);
     }
 }
@@ -171,6 +206,24 @@ static void test_print_masks_secrets(void **state)
     config_destroy(cfg);
 }
 
+/* The base URL's trailing slashes go, or FI_CXI_COLL_FABRIC_MGR_URL and
+ * every Fabric Manager path would get "//".
+ */
+static void test_fm_url_trailing_slash(void **state)
+{
+    vnib_error_t e = {""};
+    (void)state;
+    struct config *cfg =
+        load_text("[hwcoll]\nfm_url = \"http://fm:8000//\"\n", &e, NULL);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->hwcoll.fm_url, "http://fm:8000");
+    config_destroy(cfg);
+    cfg = load_text("[hwcoll]\nfm_url = \"https://fm/api/\"\n", &e, NULL);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->hwcoll.fm_url, "https://fm/api");
+    config_destroy(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_mask_conninfo),
         cmocka_unit_test(test_print_masks_secrets),
+        cmocka_unit_test(test_fm_url_trailing_slash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
