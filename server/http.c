@@ -1,8 +1,9 @@
 /* libmicrohttpd listener and request pipeline (see http.h).
  *
  * libmicrohttpd calls on_request() several times per request: first with
- * no body (we allocate the request, match the route and check the
- * announced Content-Length), then once per chunk of body (we append it,
+ * no body (we allocate the request, match the route, authenticate and
+ * authorise the caller and check the announced Content-Length, so that
+ * a refused request is answered before any body is read), then once per chunk of body (we append it,
  * refusing more than the route allows), then a last time with nothing left
  * (we run the handler and queue exactly one reply).  on_completed() runs
  * when the reply has been sent or the connection died; it records metrics,
@@ -279,34 +280,43 @@ static enum MHD_Result send_error(struct request *req,
     return send_json(req, status, err, allow);
 }
 
+/* Authenticate, then authorise by the route's roles.  Finer checks (a
+ * node asking about its own jobs) are the handler's.  Called as soon as
+ * the headers are complete, before any body is read: an unauthenticated
+ * client is answered 401 at once and cannot make the broker buffer a
+ * body.  On refusal, returns -1 with errno EACCES (401) or EPERM (403).
+ */
+static int authorize(struct request *req, vnib_error_t *errp)
+{
+    if (req->route->roles == ROUTE_PUBLIC)
+        return 0;
+    const char *hdr = request_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (auth_check(req->broker->auth, hdr, &req->who, errp) < 0) {
+        errno = EACCES;
+        return -1;
+    }
+    if (!(req->route->roles & req->who.role)) {
+        logger_printf(req->broker->log,
+                      LOG_NOTICE,
+                      req->id,
+                      "%s %s refused to %s (%s)",
+                      req->method,
+                      req->route->pattern,
+                      req->who.name,
+                      auth_role_name(req->who.role));
+        errprintf(errp, "this token's role may not use this endpoint");
+        errno = EPERM;
+        return -1;
+    }
+    return 0;
+}
+
 /* Run the matched route's handler and send what it produced. */
 static enum MHD_Result dispatch(struct request *req)
 {
     vnib_error_t error = {""};
     json_t *out = NULL;
 
-    /* Authenticate, then authorise by the route's roles.  Finer checks
-     * (a node asking about its own jobs) are the handler's.
-     */
-    if (req->route->roles != ROUTE_PUBLIC) {
-        const char *hdr = request_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
-        if (auth_check(req->broker->auth, hdr, &req->who, &error) < 0)
-            return send_error(req, EACCES, error.text, NULL);
-        if (!(req->route->roles & req->who.role)) {
-            logger_printf(req->broker->log,
-                          LOG_NOTICE,
-                          req->id,
-                          "%s %s refused to %s (%s)",
-                          req->method,
-                          req->route->pattern,
-                          req->who.name,
-                          auth_role_name(req->who.role));
-            return send_error(req,
-                              EPERM,
-                              "this token's role may not use this endpoint",
-                              NULL);
-        }
-    }
     errno = 0;
     req->handler_start_ns = mono_ns();
     int status = req->route->handler(req, &out, &error);
@@ -462,6 +472,14 @@ static enum MHD_Result request_begin(struct http *h,
     }
     req->route_index = idx;
     req->route = &routes[idx];
+
+    /* The caller is known before a byte of body is read; a refusal is
+     * sent now and libmicrohttpd closes the connection without reading
+     * the body.
+     */
+    vnib_error_t error = {""};
+    if (authorize(req, &error) < 0)
+        return send_error(req, errno, error.text, NULL);
 
     const char *clen = MHD_lookup_connection_value(
         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
