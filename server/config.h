@@ -44,6 +44,8 @@ struct config {
         long threads;              /* libmicrohttpd worker threads */
         long max_connections;      /* open connections accepted at once */
         long connection_timeout_s; /* idle or slow connections are cut */
+        long per_ip_connections;   /* open connections per client address */
+        long request_deadline_ms;  /* headers + body must arrive within */
         long max_header_bytes;     /* request line + headers per connection */
         long max_body_bytes;       /* upper bound for any route's body */
         long shutdown_timeout_s;   /* in-flight grace period on SIGTERM */

@@ -3,19 +3,26 @@
  * libmicrohttpd calls on_request() several times per request: first with
  * no body (we allocate the request, match the route, authenticate and
  * authorise the caller and check the announced Content-Length, so that
- * a refused request is answered before any body is read), then once per chunk of body (we append it,
- * refusing more than the route allows), then a last time with nothing left
- * (we run the handler and queue exactly one reply).  on_completed() runs
- * when the reply has been sent or the connection died; it records metrics,
- * writes the access log line and frees the request.
+ * a refused request is answered before any body is read), then once per
+ * chunk of body (we append it, refusing more than the route allows), then
+ * a last time with nothing left (we run the handler and queue exactly one
+ * reply).  on_completed() runs when the reply has been sent or the
+ * connection died; it records metrics, writes the access log line and
+ * frees the request.
  *
  * Limits that protect the broker from slow or hostile clients are all set
- * here: worker threads, connection count, idle timeout, per-connection
- * memory for the request line and headers, and body sizes per route.
+ * here: worker threads, connection count, connections per client address,
+ * idle timeout, per-connection memory for the request line and headers,
+ * body sizes per route, and the request deadline.  libmicrohttpd's idle
+ * timeout restarts on every byte received, so it cannot stop a client
+ * that trickles a byte every few seconds; a reaper thread (reaper_main)
+ * closes connections whose request has not fully arrived within
+ * server.request_deadline_ms of its start.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,6 +30,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,11 +43,35 @@
 #include "server/metrics.h"
 #include "server/store.h"
 
+/* One open connection, for the request deadline.  `since` is when the
+ * request now arriving began: the connection's accept, or the end of the
+ * previous reply on a kept-alive connection; 0 once the request has
+ * fully arrived (while the handler runs and the reply is sent), when no
+ * deadline applies.
+ */
+struct conn {
+    struct conn *prev, *next;
+    MHD_socket fd;
+    atomic_llong since_ns;
+    bool cut; /* shut down by the reaper; libmicrohttpd has yet to notice */
+};
+
 struct http {
     struct broker *broker;
     struct MHD_Daemon *daemon;
     uint16_t port;
     atomic_long inflight; /* requests between first call and completion */
+
+    /* The deadline reaper: a thread that shuts down the sockets of
+     * connections whose request has not fully arrived in time.
+     */
+    int64_t deadline_ns;  /* server.request_deadline_ms; 0: no reaper */
+    pthread_mutex_t lock; /* guards conns and stopping */
+    pthread_cond_t wake;
+    struct conn *conns;
+    bool stopping;
+    bool reaper_started;
+    pthread_t reaper;
 };
 
 /* errno to HTTP status and default error code: the one place where this
@@ -158,6 +190,22 @@ static void request_id_new(char *id)
         snprintf(id + 2 * i, 3, "%02x", raw[i]);
 }
 
+/* The deadline bookkeeping of a libmicrohttpd connection, or NULL. */
+static struct conn *conn_of(struct MHD_Connection *mc)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Start (since_ns > 0) or stop (0) the deadline clock of a connection. */
+static void conn_set_since(struct MHD_Connection *mc, int64_t since_ns)
+{
+    struct conn *c = conn_of(mc);
+    if (c)
+        atomic_store(&c->since_ns, since_ns);
+}
+
 /* Queue a reply with the standard headers.  Takes ownership of body. */
 static enum MHD_Result send_reply(struct request *req,
                                   int status,
@@ -194,6 +242,7 @@ static enum MHD_Result send_reply(struct request *req,
     }
     ret = MHD_queue_response(req->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
+    conn_set_since(req->conn, 0); /* the request is in; no deadline now */
     req->status = status;
     req->responded = true;
     return ret;
@@ -547,6 +596,8 @@ static enum MHD_Result on_request(void *cls,
             req->refused = errno;
         return MHD_YES;
     }
+    /* The whole request is in: the handler's time is not the client's. */
+    conn_set_since(conn, 0);
     if (req->refused)
         return send_error(req,
                           req->refused,
@@ -565,7 +616,8 @@ static void on_completed(void *cls,
     struct http *h = cls;
     struct request *req = *req_cls;
 
-    (void)conn;
+    /* The next request on a kept-alive connection starts arriving now. */
+    conn_set_since(conn, mono_ns());
     if (!req)
         return;
     int64_t ns = mono_ns() - req->start_ns;
@@ -595,6 +647,100 @@ static void on_completed(void *cls,
     free(req);
     *req_cls = NULL;
     atomic_fetch_sub(&h->inflight, 1);
+}
+
+/* libmicrohttpd opens or closes a connection.  Both run on the
+ * connection's worker thread; the socket is closed only after CLOSED has
+ * returned, so the reaper, which shuts sockets down under h->lock, never
+ * touches a descriptor that has been closed and perhaps reused.
+ */
+static void on_connection(void *cls,
+                          struct MHD_Connection *mc,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct http *h = cls;
+    struct conn *c = *socket_context;
+
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci || !(c = calloc(1, sizeof(*c))))
+            return; /* untracked: only the idle timeout applies */
+        c->fd = ci->connect_fd;
+        atomic_init(&c->since_ns, mono_ns());
+        pthread_mutex_lock(&h->lock);
+        c->next = h->conns;
+        if (h->conns)
+            h->conns->prev = c;
+        h->conns = c;
+        pthread_mutex_unlock(&h->lock);
+        *socket_context = c;
+        return;
+    }
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&h->lock);
+    free(c);
+    *socket_context = NULL;
+}
+
+/* The reaper: every tenth of the deadline (50 ms to 1 s), shut down the
+ * socket of each connection whose request began longer than the deadline
+ * ago and has not been answered.  libmicrohttpd's idle timeout restarts
+ * on every byte, so a client trickling its headers or body would
+ * otherwise hold the connection for ever; shutdown() makes the worker
+ * see end-of-file and close the connection itself.
+ */
+static void *reaper_main(void *arg)
+{
+    struct http *h = arg;
+    int64_t period = h->deadline_ns / 10;
+
+    if (period < 50 * 1000000LL)
+        period = 50 * 1000000LL;
+    if (period > 1000 * 1000000LL)
+        period = 1000 * 1000000LL;
+    pthread_mutex_lock(&h->lock);
+    while (!h->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + period;
+        ts.tv_sec = (time_t)(until / 1000000000);
+        ts.tv_nsec = (long)(until % 1000000000);
+        pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+        if (h->stopping)
+            break;
+        int64_t now = mono_ns();
+        long cut = 0;
+        for (struct conn *c = h->conns; c; c = c->next) {
+            int64_t since = atomic_load(&c->since_ns);
+            if (c->cut || since == 0 || now - since < h->deadline_ns)
+                continue;
+            shutdown(c->fd, SHUT_RDWR);
+            c->cut = true;
+            cut++;
+        }
+        if (cut > 0)
+            logger_printf(h->broker->log,
+                          LOG_NOTICE,
+                          NULL,
+                          "http: closed %ld connection%s whose request did "
+                          "not arrive within server.request_deadline_ms "
+                          "(%lld ms)",
+                          cut,
+                          cut == 1 ? "" : "s",
+                          (long long)(h->deadline_ns / 1000000));
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
 }
 
 /* Route libmicrohttpd's own diagnostics into our log. */
@@ -643,6 +789,15 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
         goto error;
     }
     h->broker = broker;
+    h->deadline_ns = cfg->server.request_deadline_ms * 1000000LL;
+    pthread_mutex_init(&h->lock, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&h->wake, &ca);
+        pthread_condattr_destroy(&ca);
+    }
 
     if (inet_pton(AF_INET6,
                   cfg->server.address,
@@ -703,12 +858,17 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
                                  (unsigned int)cfg->server.threads,
                                  MHD_OPTION_CONNECTION_LIMIT,
                                  (unsigned int)cfg->server.max_connections,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                 (unsigned int)cfg->server.per_ip_connections,
                                  MHD_OPTION_CONNECTION_TIMEOUT,
                                  (unsigned int)cfg->server.connection_timeout_s,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                                  mhd_memory_limit(cfg),
                                  MHD_OPTION_NOTIFY_COMPLETED,
                                  on_completed,
+                                 h,
+                                 MHD_OPTION_NOTIFY_CONNECTION,
+                                 on_connection,
                                  h,
                                  MHD_OPTION_ARRAY,
                                  cert ? tls_opts : tls_opts + 3,
@@ -725,15 +885,45 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
     /* libmicrohttpd has loaded the key into its TLS credentials. */
     secfile_free(key, key_len);
     secfile_free(cert, cert_len);
+    key = cert = NULL;
+    key_len = cert_len = 0;
     const union MHD_DaemonInfo *info =
         MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : (uint16_t)cfg->server.port;
+    if (h->deadline_ns > 0) {
+        int e = pthread_create(&h->reaper, NULL, reaper_main, h);
+        if (e != 0) {
+            errno = e;
+            errprintf(errp, "cannot start the request deadline thread");
+            goto error;
+        }
+        h->reaper_started = true;
+    }
     return h;
 error:
+    if (h && h->daemon)
+        MHD_stop_daemon(h->daemon);
     secfile_free(key, key_len);
     secfile_free(cert, cert_len);
+    if (h) {
+        pthread_cond_destroy(&h->wake);
+        pthread_mutex_destroy(&h->lock);
+    }
     free(h);
     return NULL;
+}
+
+/* Stop the reaper thread, if it runs. */
+static void reaper_stop(struct http *h)
+{
+    if (!h->reaper_started)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->stopping = true;
+    pthread_cond_signal(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->reaper, NULL);
+    h->reaper_started = false;
 }
 
 void http_destroy(struct http *h, int timeout_s)
@@ -759,8 +949,11 @@ void http_destroy(struct http *h, int timeout_s)
                               "closing them",
                               left,
                               timeout_s);
+            reaper_stop(h);
             MHD_stop_daemon(h->daemon);
         }
+        pthread_cond_destroy(&h->wake);
+        pthread_mutex_destroy(&h->lock);
         free(h);
     }
     errno = saved_errno;
