@@ -30,7 +30,7 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz pairs openloop bigjob populate nodeview rss storm drain
-# agent contention),
+# agent slowclients contention),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
 FM_CONCURRENCY=${BENCH_FM_CONCURRENCY:-12}
@@ -531,6 +531,61 @@ contention_not_run () {
         row_not_run "$n" "$u" "$o" "$t" "$1"
     done
 }
+
+# ---- slow and unauthenticated clients ---------------------------------------
+
+# A well-behaved client's reserve p99 (open loop, 200/s, from 127.0.0.1)
+# alone and while SLOW_CONNS connections from one other address
+# (127.0.0.9) trickle their headers and reconnect when closed (target:
+# within 2x of the quiet figure); then the broker's largest VmRSS while
+# 200 clients without a valid token each send ~1 MiB (target: 64 MiB).
+SLOW_PY=$TOP/tests/bench/slowclients.py
+SLOW_CONNS=${BENCH_SLOW_CONNS:-1000}
+SLOW_ROW="reserve p99 at 200/s, $SLOW_CONNS slow conns from 1 addr"
+RSS_ROW="memory: VmRSS, 200 unauthenticated 1 MiB POSTs"
+
+# openloop_p99: one open-loop run at 200/s; prints its p99 in ms.
+openloop_p99 () {
+    api_at "$BROKER_URL" openloop -r 200 -d "$SECS" >"$T/openloop.out"
+    grep '^reserve p99 latency at' "$T/openloop.out" | cut -c54-65 | tr -d ' '
+}
+
+slow_scenario () {
+    quiet=$(openloop_p99)
+    printf '%-52s %12.3f %-6s %2s %10s  %s\n' \
+        "reserve p99 at 200/s, quiet (reference)" "${quiet:-0}" ms "" - ref
+    python3 "$SLOW_PY" trickle "$PORT" 127.0.0.9 "$SLOW_CONNS" $((SECS + 6)) \
+        >"$T/trickle.out" 2>&1 &
+    trickle_pid=$!
+    track "$trickle_pid"
+    sleep 3 # let the slow connections pile up
+    loud=$(openloop_p99)
+    wait "$trickle_pid"
+    echo "#   the slow clients opened $(cat "$T/trickle.out") connections"
+    if [ -n "$quiet" ] && [ -n "$loud" ]; then
+        target=$(awk "BEGIN { print 2 * $quiet }")
+        printf '%-52s %12.3f %-6s %2s %10.3f  %s\n' "$SLOW_ROW" "$loud" ms "<=" \
+            "$target" "$(awk "BEGIN { print ($loud <= $target) ? \"met\" : \"NOT MET\" }")"
+    else
+        row_not_run "$SLOW_ROW" ms "<=" 0 "open loop run failed"
+    fi
+    rss=$(python3 "$SLOW_PY" upload "$PORT" 127.0.0.9 200 "$BROKER_PID")
+    if [ -n "$rss" ]; then
+        printf '%-52s %12.3f %-6s %2s %10.3f  %s\n' "$RSS_ROW" "$rss" MiB "<=" 64 \
+            "$(awk "BEGIN { print ($rss <= 64) ? \"met\" : \"NOT MET\" }")"
+    else
+        row_not_run "$RSS_ROW" MiB "<=" 64 "upload helper failed"
+    fi
+}
+
+if wanted slowclients; then
+    if [ "$api_ready" = 1 ]; then
+        slow_scenario
+    else
+        row_not_run "$SLOW_ROW" ms "<=" 0 "$why_not"
+        row_not_run "$RSS_ROW" MiB "<=" 64 "$why_not"
+    fi
+fi
 
 contention_scenario () {
     why=""

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Hostile clients for `make bench` (tests/bench/run.sh).
+
+  slowclients.py trickle PORT SOURCE COUNT SECONDS
+      Keep COUNT connections open from SOURCE to 127.0.0.1:PORT for
+      SECONDS, each sending a GET's headers one byte every 2 s and never
+      finishing them; a connection the broker closes is opened again 1 s
+      later (at once would measure a connection flood, and the helper's
+      own CPU on a small machine).  Prints how many connections were
+      opened in all.
+
+  slowclients.py upload PORT SOURCE COUNT PID
+      COUNT concurrent POST /v1/reservations of ~1 MiB without a valid
+      token, from SOURCE; samples VmRSS of process PID every 20 ms while
+      they run and prints the largest value in MiB.
+
+SOURCE is a loopback address other than the well-behaved client's
+(127.0.0.1), so that the per-address limit applies to the attack only.
+"""
+import select
+import socket
+import sys
+import threading
+import time
+
+
+def connect(port, source):
+    s = socket.socket()
+    s.bind((source, 0))
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    return s
+
+
+def trickle(port, source, count, seconds):
+    end = time.monotonic() + seconds
+    header = b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Slow: "
+    conns = {}  # socket -> bytes of header sent
+    reopen = [0.0] * count  # when each free slot may connect again
+    opened = 0
+    next_byte = 0.0
+    while time.monotonic() < end:
+        now = time.monotonic()
+        due = [t for t in reopen if t <= now]
+        reopen = [t for t in reopen if t > now]
+        for _ in due:
+            try:
+                conns[connect(port, source)] = 0
+                opened += 1
+            except OSError:
+                reopen.append(now + 1.0)
+        r, _, _ = select.select(list(conns), [], [], 0.05)
+        for s in r:
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                del conns[s]
+                s.close()
+                reopen.append(time.monotonic() + 1.0)
+        now = time.monotonic()
+        if now >= next_byte:
+            next_byte = now + 2.0
+            for s, n in list(conns.items()):
+                try:
+                    s.send(header[n:n + 1] if n < len(header) else b"a")
+                    conns[s] = n + 1
+                except OSError:
+                    del conns[s]
+                    s.close()
+                    reopen.append(now + 1.0)
+    print(opened)
+
+
+def rss_mib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def upload(port, source, count, pid):
+    body = b"{" + b" " * (1000000 - 2) + b"}"
+    head = ("POST /v1/reservations HTTP/1.1\r\nHost: bench\r\n"
+            "Authorization: Bearer not-a-token\r\n"
+            "Content-Type: application/json\r\nExpect:\r\n"
+            "Content-Length: %d\r\n\r\n" % len(body)).encode()
+
+    def one():
+        try:
+            s = socket.socket()
+            s.bind((source, 0))
+            s.settimeout(30)
+            s.connect(("127.0.0.1", port))
+            s.sendall(head + body)
+            s.recv(4096)
+            s.close()
+        except OSError:
+            pass  # closed by the broker after its 401
+
+    threads = [threading.Thread(target=one) for _ in range(count)]
+    peak = rss_mib(pid)
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        peak = max(peak, rss_mib(pid))
+        time.sleep(0.02)
+    for t in threads:
+        t.join()
+    print("%.3f" % max(peak, rss_mib(pid)))
+
+
+def main():
+    mode, port, source, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    if mode == "trickle":
+        trickle(port, source, count, float(sys.argv[5]))
+    else:
+        upload(port, source, count, int(sys.argv[5]))
+
+
+if __name__ == "__main__":
+    main()
