@@ -72,6 +72,12 @@ struct http {
     bool stopping;
     bool reaper_started;
     pthread_t reaper;
+
+    /* on_mhd_log's rate limit. */
+    pthread_mutex_t log_lock;
+    int64_t log_window_ns; /* start of the current one-second window */
+    int log_count;         /* lines written in it */
+    long log_dropped;      /* lines left out since the last report */
 };
 
 /* errno to HTTP status and default error code: the one place where this
@@ -743,14 +749,48 @@ static void *reaper_main(void *arg)
     return NULL;
 }
 
-/* Route libmicrohttpd's own diagnostics into our log. */
+/* Route libmicrohttpd's own diagnostics into our log, at most
+ * MHD_LOG_BURST lines a second.  It writes a line for each connection
+ * refused past a limit or closed by its client, so a flood of
+ * connections would otherwise become a flood of log lines; what is left
+ * out is counted and reported once the next second begins.
+ */
+#define MHD_LOG_BURST 10
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct http *h = cls;
     char msg[512];
+    long dropped = 0;
+    bool print;
+
     vsnprintf(msg, sizeof(msg), fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
-    logger_printf(h->broker->log, LOG_INFO, NULL, "http: %s", msg);
+    int64_t now = mono_ns();
+    pthread_mutex_lock(&h->log_lock);
+    if (now - h->log_window_ns >= 1000000000) {
+        dropped = h->log_dropped;
+        h->log_dropped = 0;
+        h->log_window_ns = now;
+        h->log_count = 0;
+    }
+    print = h->log_count < MHD_LOG_BURST;
+    if (print)
+        h->log_count++;
+    else
+        h->log_dropped++;
+    pthread_mutex_unlock(&h->log_lock);
+    if (dropped > 0)
+        logger_printf(h->broker->log,
+                      LOG_NOTICE,
+                      NULL,
+                      "http: %ld more libmicrohttpd messages left out "
+                      "(more than %d a second; connection limits reached "
+                      "or connections closed)",
+                      dropped,
+                      MHD_LOG_BURST);
+    if (print)
+        logger_printf(h->broker->log, LOG_INFO, NULL, "http: %s", msg);
 }
 
 static bool is_loopback(const struct sockaddr *sa)
@@ -791,6 +831,7 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
     h->broker = broker;
     h->deadline_ns = cfg->server.request_deadline_ms * 1000000LL;
     pthread_mutex_init(&h->lock, NULL);
+    pthread_mutex_init(&h->log_lock, NULL);
     {
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -908,6 +949,7 @@ error:
     if (h) {
         pthread_cond_destroy(&h->wake);
         pthread_mutex_destroy(&h->lock);
+        pthread_mutex_destroy(&h->log_lock);
     }
     free(h);
     return NULL;
@@ -954,6 +996,7 @@ void http_destroy(struct http *h, int timeout_s)
         }
         pthread_cond_destroy(&h->wake);
         pthread_mutex_destroy(&h->lock);
+        pthread_mutex_destroy(&h->log_lock);
         free(h);
     }
     errno = saved_errno;
