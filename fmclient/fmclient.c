@@ -18,8 +18,10 @@
  *
  * Secrets (password, client secret, access token, the session tokens in
  * replies) live only in buffers that are wiped before they are freed, and
- * every text quoted from a server is scrubbed of the password and client
- * secret before it goes into an error message.
+ * every text quoted from a server is scrubbed of every form of them the
+ * client sends (see scrub_setup) before it goes into an error message: a
+ * server or proxy that echoes the request in its error must not put a
+ * credential into the broker's log or a reservation.
  */
 #include <errno.h>
 #include <limits.h>
@@ -45,6 +47,7 @@ enum {
     LABEL_MAX = 160,              /* "FM METHOD /path" in messages */
     TOKEN_MARGIN_MS = 30000,      /* refresh this long before expiry... */
     TOKEN_MAX_LIFETIME = 2592000, /* seconds; longer expires_in is capped */
+    SCRUB_FORMS = 6,              /* encoded secrets scrubbed from text */
 };
 
 #define DEFAULT_MAX_RESPONSE ((size_t)1024 * 1024)
@@ -60,24 +63,25 @@ struct handle {
 };
 
 struct fmc {
-    char *url;           /* base URL without trailing '/' */
-    enum auth_mode auth; /* how requests are authorised */
-    char *basic_header;  /* basic: "Authorization: Basic ..." */
-    char *password;      /* basic: kept only to scrub messages */
-    size_t password_len; /* its buffer size */
-    char *token_url;     /* oauth: the token endpoint */
-    char *client_id;     /* oauth */
-    char *secret;        /* oauth: the client secret */
-    size_t secret_len;   /* its buffer size */
-    char *ca_file;       /* CA bundle or NULL: the system store */
-    char *cert;          /* mTLS certificate (PEM) or NULL */
-    size_t cert_len;     /* its length */
-    char *key;           /* mTLS key (PEM), read with permission checks */
-    size_t key_len;      /* its length */
-    bool tls_verify;     /* verify the peer and host name */
-    long connect_ms;     /* connect timeout */
-    long timeout_ms;     /* total per call */
-    size_t max_response; /* largest reply body accepted */
+    char *url;                /* base URL without trailing '/' */
+    enum auth_mode auth;      /* how requests are authorised */
+    char *basic_header;       /* basic: "Authorization: Basic ..." */
+    char *password;           /* basic: kept only to scrub messages */
+    size_t password_len;      /* its buffer size */
+    char *token_url;          /* oauth: the token endpoint */
+    char *client_id;          /* oauth */
+    char *secret;             /* oauth: the client secret */
+    size_t secret_len;        /* its buffer size */
+    char *ca_file;            /* CA bundle or NULL: the system store */
+    char *cert;               /* mTLS certificate (PEM) or NULL */
+    size_t cert_len;          /* its length */
+    char *key;                /* mTLS key (PEM), read with permission checks */
+    size_t key_len;           /* its length */
+    bool tls_verify;          /* verify the peer and host name */
+    long connect_ms;          /* connect timeout */
+    long timeout_ms;          /* total per call */
+    size_t max_response;      /* largest reply body accepted */
+    char *forms[SCRUB_FORMS]; /* each encoding of a secret (scrub_setup) */
 
     pthread_mutex_t pool_lock;      /* guards idle, nidle, ncreated */
     pthread_cond_t pool_cond;       /* a handle was given back */
@@ -90,6 +94,9 @@ struct fmc {
     pthread_mutex_t token_lock;       /* guards the token fields */
     bool token_lock_ok;               /* initialised (for destroy) */
     char *token;                      /* oauth: the access token or NULL */
+    char *old_token;                  /* the one before (still scrubbed) */
+    pthread_mutex_t scrub_lock;       /* token writers hold it too */
+    bool scrub_lock_ok;               /* initialised (for destroy) */
     unsigned token_gen;               /* bumped at each new token */
     bool token_expires;               /* the endpoint gave expires_in */
     struct timespec token_refresh_at; /* refresh from then (monotonic) */
@@ -313,31 +320,67 @@ static long ms_until(const struct timespec *t)
 
 /* ---- messages ------------------------------------------------------------ */
 
-/* Overwrite every occurrence of secret in s with '*'. */
-static void scrub(char *s, const char *secret)
+/* The longest of the n forms that starts at p (0 when none does). */
+static size_t scrub_match(const char *p, const char *const *forms, size_t n)
 {
-    size_t n = secret ? strlen(secret) : 0;
+    size_t best = 0;
 
-    if (n == 0)
-        return;
-    for (char *p = strstr(s, secret); p; p = strstr(p + n, secret))
-        memset(p, '*', n);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = forms[i] ? strlen(forms[i]) : 0;
+        if (len > best && strncmp(p, forms[i], len) == 0)
+            best = len;
+    }
+    return best;
+}
+
+/* A copy of text with every occurrence of every form replaced by "***"
+ * (longest first, so that a base64 form is not half masked by a shorter
+ * one it contains).  NULL when out of memory; the caller wipes it.
+ */
+static char *scrub_text(const char *text, const char *const *forms, size_t n)
+{
+    size_t len = strlen(text);
+    char *out = malloc(3 * len + 1);
+    size_t o = 0;
+
+    if (!out)
+        return NULL;
+    for (const char *p = text; *p;) {
+        size_t m = scrub_match(p, forms, n);
+        if (m) {
+            memcpy(out + o, "***", 3);
+            o += 3;
+            p += m;
+        } else
+            out[o++] = *p++;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 /* Copy server text into out (DETAIL_MAX + 1 bytes): secrets scrubbed
  * first, so a truncation cannot leave part of one, then control
  * characters replaced by spaces.  "" when text is NULL or out of memory.
  */
-static void detail_copy(const struct fmc *c, const char *text, char *out)
+static void detail_copy(struct fmc *c, const char *text, char *out)
 {
+    const char *forms[SCRUB_FORMS + 2];
+    size_t n = 0;
     char *dup;
     size_t i;
 
     out[0] = '\0';
-    if (!text || !(dup = strdup(text)))
+    if (!text)
         return;
-    scrub(dup, c->password);
-    scrub(dup, c->secret);
+    for (i = 0; i < SCRUB_FORMS; i++)
+        forms[n++] = c->forms[i];
+    pthread_mutex_lock(&c->scrub_lock);
+    forms[n++] = c->token;
+    forms[n++] = c->old_token;
+    dup = scrub_text(text, forms, n);
+    pthread_mutex_unlock(&c->scrub_lock);
+    if (!dup)
+        return;
     for (i = 0; dup[i] && i < DETAIL_MAX; i++) {
         unsigned char ch = (unsigned char)dup[i];
         out[i] = ch < ' ' || ch == 0x7f ? ' ' : (char)ch;
@@ -366,7 +409,7 @@ static const char *detail_of(const json_t *body)
 /* Set errno for an HTTP status and write "<label>: HTTP <status>[: detail]".
  * Always returns -1.
  */
-static int status_error(const struct fmc *c,
+static int status_error(struct fmc *c,
                         const char *label,
                         long status,
                         const json_t *body,
@@ -768,8 +811,11 @@ static char *token_form(const struct fmc *c)
  */
 static void token_store(struct fmc *c, char *token, json_int_t lifetime)
 {
-    secret_free(c->token);
+    pthread_mutex_lock(&c->scrub_lock);
+    secret_free(c->old_token);
+    c->old_token = c->token;
     c->token = token;
+    pthread_mutex_unlock(&c->scrub_lock);
     c->token_gen++;
     c->token_expires = lifetime > 0;
     if (c->token_expires) {
@@ -1273,6 +1319,59 @@ static int tls_setup(struct fmc *c,
     return 0;
 }
 
+/* base64("a:b"), or NULL (ENOMEM). */
+static char *base64_pair(const char *a, const char *b)
+{
+    size_t len = strlen(a) + 1 + strlen(b) + 1;
+    char *pair = malloc(len);
+    char *b64;
+
+    if (!pair) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    snprintf(pair, len, "%s:%s", a, b);
+    b64 = base64((const unsigned char *)pair, len - 1);
+    secret_free(pair);
+    return b64;
+}
+
+/* A copy of s with the hex digits of its %XX escapes in lower case. */
+static char *lower_escapes(const char *s)
+{
+    char *out = strdup(s);
+
+    for (char *p = out; p && *p; p++)
+        if (*p == '%' && p[1] && p[2]) {
+            p[1] = (char)(p[1] >= 'A' && p[1] <= 'F' ? p[1] + 32 : p[1]);
+            p[2] = (char)(p[2] >= 'A' && p[2] <= 'F' ? p[2] + 32 : p[2]);
+        }
+    return out;
+}
+
+/* Every form in which the client sends a fixed secret, for detail_copy:
+ * the password, user:password's base64 (the Basic header), the client
+ * secret raw and percent-encoded (the token form; either case of hex),
+ * and client_id:secret's base64 (what a Basic client authentication
+ * would carry).  user:password needs no entry of its own: it contains
+ * the password.  The access token is scrubbed from c->token.
+ */
+static int scrub_setup(struct fmc *c, const struct fmc_config *cfg)
+{
+    char **f = c->forms;
+
+    if (c->auth == AUTH_BASIC
+        && (!(f[0] = strdup(c->password))
+            || !(f[1] = base64_pair(cfg->user, c->password))))
+        return -1;
+    if (c->auth == AUTH_OAUTH
+        && (!(f[0] = strdup(c->secret)) || !(f[1] = escape(c->secret))
+            || !(f[2] = lower_escapes(f[1]))
+            || !(f[3] = base64_pair(c->client_id, c->secret))))
+        return -1;
+    return 0;
+}
+
 struct fmc *fmc_create(const struct fmc_config *cfg, vnib_error_t *errp)
 {
     struct fmc *c = NULL;
@@ -1326,6 +1425,13 @@ struct fmc *fmc_create(const struct fmc_config *cfg, vnib_error_t *errp)
         || (c->auth == AUTH_OAUTH && oauth_setup(c, cfg, errp) < 0)
         || tls_setup(c, cfg, errp) < 0)
         goto error;
+    if (scrub_setup(c, cfg) < 0) {
+        errprintf(errp, "out of memory");
+        goto error;
+    }
+    if (pthread_mutex_init(&c->scrub_lock, NULL) != 0)
+        goto nomem;
+    c->scrub_lock_ok = true;
     if (pthread_mutex_init(&c->pool_lock, NULL) != 0)
         goto nomem;
     c->pool_lock_ok = true;
@@ -1365,7 +1471,12 @@ void fmc_destroy(struct fmc *c)
             pthread_mutex_destroy(&c->pool_lock);
         if (c->token_lock_ok)
             pthread_mutex_destroy(&c->token_lock);
+        if (c->scrub_lock_ok)
+            pthread_mutex_destroy(&c->scrub_lock);
         secret_free(c->token);
+        secret_free(c->old_token);
+        for (int i = 0; i < SCRUB_FORMS; i++)
+            secret_free(c->forms[i]);
         secfile_free(c->key, c->key_len);
         secfile_free(c->cert, c->cert_len);
         free(c->ca_file);
