@@ -40,6 +40,7 @@ auth = \"oauth\"
 token_url = \"$FM_URL/oauth/token\"
 client_id = \"vnibroker\"
 client_secret_file = \"$T/fm.secret\"
+allow_insecure_http = true
 min_nodes = 3
 system_size = 11136
 min_job_size = 64

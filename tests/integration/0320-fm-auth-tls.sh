@@ -49,6 +49,7 @@ fm_url = \"$FM_URL\"
 addrs_per_job = 8
 reserve_timeout_ms = 3000
 token_key_file = \"$T/token.key\"
+${ALLOW_HTTP-allow_insecure_http = true}
 $1"
     broker_migrate "$T/b.toml" && broker_start "$T/b.toml"
 }
@@ -118,6 +119,8 @@ start_fmsim basic --auth basic --user cxi --password-file "$T/fm.pass" || { not_
 start_broker "auth = \"basic\"
 password_file = \"$T/fm.pass\"" || { not_ok "broker starts"; finish; }
 expect_eq "Basic auth reserves" "$(hw_state)" "reserved|"
+expect_match "plain http with credentials, allowed: warned at start" "$(cat "$BROKER_LOG")" \
+    'warning: hwcoll: hwcoll.fm_url is plain http:// .*allow_insecure_http = true.*in clear'
 curl -s -o /dev/null -X POST -d '{"echo_auth":true}' "$FM_ADMIN/fmsim/faults"
 secret_forms_absent basic "$(head -n 1 "$T/fm.pass")" \
     "$(printf 'cxi:%s' "$(head -n 1 "$T/fm.pass")" | base64 -w0)"
@@ -136,6 +139,10 @@ out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
 expect_eq "a password file readable by others stops the start" "$?" 1
 expect_match "... naming it" "$out" 'wrong.pass: mode 0644 is unsafe'
 chmod 600 "$T/wrong.pass"
+grep -v '^allow_insecure_http' "$T/b.toml" >"$T/b-http.toml"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b-http.toml" 2>&1)
+expect_eq "basic auth to a plain http:// FM without allow_insecure_http: no start" "$?" 2
+expect_match "... saying why" "$out" 'hwcoll.fm_url is plain http:// and hwcoll.auth is basic'
 kill -TERM "$FMSIM_PID"
 
 # ---- OAuth -------------------------------------------------------------------------
@@ -164,6 +171,10 @@ secret_forms_absent oauth "$(cat "$T/fm.secret")" \
 curl -s -o /dev/null -X POST -d '{"echo_auth":false}' "$FM_ADMIN/fmsim/faults"
 expect_no_match "the client secret is not in the log" "$(cat "$BROKER_LOG")" "$(cat "$T/fm.secret")"
 broker_stop
+grep -v '^allow_insecure_http' "$T/b.toml" >"$T/b-http.toml"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b-http.toml" 2>&1)
+expect_eq "oauth to a plain http:// FM without allow_insecure_http: no start" "$?" 2
+expect_match "... saying why" "$out" 'hwcoll.fm_url is plain http:// and hwcoll.auth is oauth'
 kill -TERM "$FMSIM_PID"
 
 # ---- TLS ---------------------------------------------------------------------------
