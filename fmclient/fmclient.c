@@ -832,6 +832,48 @@ static void token_store(struct fmc *c, char *token, json_int_t lifetime)
     }
 }
 
+/* The access token (copied into *tokenp) and its lifetime in seconds (0
+ * when not given) of a token endpoint's 2xx reply body, NULL when it is
+ * not JSON.
+ */
+static int token_parse(const json_t *body,
+                       const char *label,
+                       long status,
+                       char **tokenp,
+                       json_int_t *lifetimep,
+                       vnib_error_t *errp)
+{
+    const char *value;
+    json_t *exp;
+
+    *tokenp = NULL;
+    *lifetimep = 0;
+    if (!body) {
+        errno = EPROTO;
+        return errprintf(errp, "%s: HTTP %ld reply is not JSON", label, status);
+    }
+    value = json_string_value(json_object_get(body, "access_token"));
+    if (!token_printable(value)) {
+        errno = EPROTO;
+        return errprintf(
+            errp, "%s: the reply has no valid access_token", label);
+    }
+    exp = json_object_get(body, "expires_in");
+    if (json_is_integer(exp))
+        *lifetimep = json_integer_value(exp);
+    else if (json_is_real(exp) && json_real_value(exp) >= 1)
+        *lifetimep = json_real_value(exp) < TOKEN_MAX_LIFETIME
+                         ? (json_int_t)json_real_value(exp)
+                         : TOKEN_MAX_LIFETIME;
+    else if (json_is_string(exp))
+        *lifetimep = strtol(json_string_value(exp), NULL, 10);
+    if (!(*tokenp = strdup(value))) {
+        errno = ENOMEM;
+        return errprintf(errp, "%s: out of memory", label);
+    }
+    return 0;
+}
+
 /* Fetch a new access token from the token endpoint (token_lock held). */
 static int token_fetch(struct fmc *c,
                        const struct timespec *deadline,
@@ -873,33 +915,9 @@ static int token_fetch(struct fmc *c,
             errno = EIO;
         goto done;
     }
-    if (!body) {
-        errno = EPROTO;
-        errprintf(errp, "%s: HTTP %ld reply is not JSON", label, status);
-        goto done;
-    }
-    const char *value =
-        json_string_value(json_object_get(body, "access_token"));
-    if (!token_printable(value)) {
-        errno = EPROTO;
-        errprintf(errp, "%s: the reply has no valid access_token", label);
-        goto done;
-    }
-    json_t *exp = json_object_get(body, "expires_in");
     json_int_t lifetime = 0;
-    if (json_is_integer(exp))
-        lifetime = json_integer_value(exp);
-    else if (json_is_real(exp) && json_real_value(exp) >= 1)
-        lifetime = json_real_value(exp) < TOKEN_MAX_LIFETIME
-                       ? (json_int_t)json_real_value(exp)
-                       : TOKEN_MAX_LIFETIME;
-    else if (json_is_string(exp))
-        lifetime = strtol(json_string_value(exp), NULL, 10);
-    if (!(token = strdup(value))) {
-        errno = ENOMEM;
-        errprintf(errp, "%s: out of memory", label);
+    if (token_parse(body, label, status, &token, &lifetime, errp) < 0)
         goto done;
-    }
     token_store(c, token, lifetime);
     rc = 0;
 done:
@@ -1695,6 +1713,49 @@ static char *link_id(const char *link)
     return unescape(link + start, end - start);
 }
 
+/* The ids of our jobs ("<prefix>-...") in a job list reply's
+ * documentLinks, into *idsp (fmc_free_ids) and *countp.
+ */
+static int list_ids(const json_t *reply,
+                    const char *prefix,
+                    const char *label,
+                    char ***idsp,
+                    size_t *countp,
+                    vnib_error_t *errp)
+{
+    json_t *links = json_object_get(reply, "documentLinks");
+    size_t plen = strlen(prefix);
+    char **ids;
+    size_t count = 0;
+
+    if (!json_is_array(links)) {
+        errno = EPROTO;
+        return errprintf(
+            errp, "%s: the reply has no documentLinks list", label);
+    }
+    size_t n = json_array_size(links);
+    if (!(ids = calloc(n ? n : 1, sizeof(*ids)))) {
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *link = json_string_value(json_array_get(links, i));
+        char *id = link ? link_id(link) : NULL;
+        /* "<prefix>-" and at least one character: not "<prefix>x-...",
+         * not a prefix that merely starts like ours.
+         */
+        if (!id || strncmp(id, prefix, plen) != 0 || id[plen] != '-'
+            || id[plen + 1] == '\0') {
+            free(id);
+            continue;
+        }
+        ids[count++] = id;
+    }
+    *idsp = ids;
+    *countp = count;
+    return 0;
+}
+
 int fmc_job_list(struct fmc *c,
                  const char *prefix,
                  char ***idsp,
@@ -1705,8 +1766,6 @@ int fmc_job_list(struct fmc *c,
     char path[sizeof(jobs_path) + 1];
     struct timespec deadline;
     json_t *reply = NULL;
-    char **ids = NULL;
-    size_t count = 0;
     long status = 0;
     bool empty;
     int rc = -1;
@@ -1737,38 +1796,8 @@ int fmc_job_list(struct fmc *c,
                   empty ? "empty" : "not JSON");
         goto done;
     }
-    json_t *links = json_object_get(reply, "documentLinks");
-    if (!json_is_array(links)) {
-        errno = EPROTO;
-        errprintf(errp, "%s: the reply has no documentLinks list", label);
-        goto done;
-    }
-    size_t plen = strlen(prefix);
-    size_t n = json_array_size(links);
-    if (!(ids = calloc(n ? n : 1, sizeof(*ids)))) {
-        errno = ENOMEM;
-        errprintf(errp, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const char *link = json_string_value(json_array_get(links, i));
-        char *id = link ? link_id(link) : NULL;
-        /* "<prefix>-" and at least one character: not "<prefix>x-...",
-         * not a prefix that merely starts like ours.
-         */
-        if (!id || strncmp(id, prefix, plen) != 0 || id[plen] != '-'
-            || id[plen + 1] == '\0') {
-            free(id);
-            continue;
-        }
-        ids[count++] = id;
-    }
-    *idsp = ids;
-    *countp = count;
-    ids = NULL;
-    rc = 0;
+    rc = list_ids(reply, prefix, label, idsp, countp, errp);
 done:
-    fmc_free_ids(ids, count);
     json_decref(reply);
     return rc;
 }
