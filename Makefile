@@ -171,10 +171,22 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) \
 # Each fuzz target is also linked with a small driver that replays the
 # committed corpus and regression inputs under the sanitizers, so `make
 # check` guards against old crashes without needing clang.
+#
+# A target that compiles a module's .c into itself (for its static
+# functions) names what else it links: FUZZ_LIBS_<name> for the replay
+# driver, FUZZ_CSRCS_<name> for clang, FUZZ_LDLIBS_<name> for both.
+FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
+FUZZ_CSRCS_request  := $(filter-out server/reservations.c,$(SERVER_SRCS)) \
+                       fmclient/fmclient.c $(BUILD)/gen/schema_sql.c
+FUZZ_LDLIBS_spank_env := -lslurm
+
+$(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
+
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
-	    tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(LIBVNIB) $(LIBS_BASE)
+	    tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(FUZZ_LIBS_$*) $(LIBVNIB) \
+	    $(LIBS_BASE) $(FUZZ_LDLIBS_$*)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -199,14 +211,24 @@ integration: tests
 	sh tests/run-all.sh --integration-only $(BUILD)
 
 FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-              $(CPPFLAGS_BASE) $(shell pkg-config --cflags jansson 2>/dev/null)
+              $(CPPFLAGS_BASE) $(PKG_CFLAGS)
+# FUZZ_ONLY="request toml" limits `make fuzz` to those targets.
+FUZZ_ONLY  ?=
+FUZZ_RUN   := $(if $(FUZZ_ONLY),$(FUZZ_ONLY:%=tests/fuzz/fuzz_%.c),$(FUZZ_SRCS))
+FUZZ_BINS  := $(FUZZ_RUN:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+
+# Each libFuzzer binary in one clang command; `make fuzz` builds them
+# all (installing clang first), then runs each for FUZZ_SECONDS.
+.SECONDEXPANSION:
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $$(FUZZ_CSRCS_$$*)
+	@mkdir -p $(@D)
+	clang $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(FUZZ_CSRCS_$*) \
+	    $(PKG_LIBS) -lpthread $(FUZZ_LDLIBS_$*)
 
 fuzz: deps-fuzz
-	@mkdir -p $(BUILD)/fuzz
-	@set -e; for src in $(FUZZ_SRCS); do \
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+	@set -e; for src in $(FUZZ_RUN); do \
 	    name=$$(basename $$src .c); \
-	    clang $(FUZZ_FLAGS) -o $(BUILD)/fuzz/$$name $$src $(LIB_SRCS) \
-	        $$(pkg-config --libs jansson libpq openssl); \
 	    corpus=tests/fuzz/corpus/$${name#fuzz_}; \
 	    mkdir -p $(BUILD)/fuzz/$$name.corpus; \
 	    echo "fuzz: $$name for $(FUZZ_SECONDS)s"; \

@@ -18,8 +18,10 @@
  *
  * Secrets (password, client secret, access token, the session tokens in
  * replies) live only in buffers that are wiped before they are freed, and
- * every text quoted from a server is scrubbed of the password and client
- * secret before it goes into an error message.
+ * every text quoted from a server is scrubbed of every form of them the
+ * client sends (see scrub_setup) before it goes into an error message: a
+ * server or proxy that echoes the request in its error must not put a
+ * credential into the broker's log or a reservation.
  */
 #include <errno.h>
 #include <limits.h>
@@ -45,6 +47,7 @@ enum {
     LABEL_MAX = 160,              /* "FM METHOD /path" in messages */
     TOKEN_MARGIN_MS = 30000,      /* refresh this long before expiry... */
     TOKEN_MAX_LIFETIME = 2592000, /* seconds; longer expires_in is capped */
+    SCRUB_FORMS = 6,              /* encoded secrets scrubbed from text */
 };
 
 #define DEFAULT_MAX_RESPONSE ((size_t)1024 * 1024)
@@ -60,24 +63,25 @@ struct handle {
 };
 
 struct fmc {
-    char *url;           /* base URL without trailing '/' */
-    enum auth_mode auth; /* how requests are authorised */
-    char *basic_header;  /* basic: "Authorization: Basic ..." */
-    char *password;      /* basic: kept only to scrub messages */
-    size_t password_len; /* its buffer size */
-    char *token_url;     /* oauth: the token endpoint */
-    char *client_id;     /* oauth */
-    char *secret;        /* oauth: the client secret */
-    size_t secret_len;   /* its buffer size */
-    char *ca_file;       /* CA bundle or NULL: the system store */
-    char *cert;          /* mTLS certificate (PEM) or NULL */
-    size_t cert_len;     /* its length */
-    char *key;           /* mTLS key (PEM), read with permission checks */
-    size_t key_len;      /* its length */
-    bool tls_verify;     /* verify the peer and host name */
-    long connect_ms;     /* connect timeout */
-    long timeout_ms;     /* total per call */
-    size_t max_response; /* largest reply body accepted */
+    char *url;                /* base URL without trailing '/' */
+    enum auth_mode auth;      /* how requests are authorised */
+    char *basic_header;       /* basic: "Authorization: Basic ..." */
+    char *password;           /* basic: kept only to scrub messages */
+    size_t password_len;      /* its buffer size */
+    char *token_url;          /* oauth: the token endpoint */
+    char *client_id;          /* oauth */
+    char *secret;             /* oauth: the client secret */
+    size_t secret_len;        /* its buffer size */
+    char *ca_file;            /* CA bundle or NULL: the system store */
+    char *cert;               /* mTLS certificate (PEM) or NULL */
+    size_t cert_len;          /* its length */
+    char *key;                /* mTLS key (PEM), read with permission checks */
+    size_t key_len;           /* its length */
+    bool tls_verify;          /* verify the peer and host name */
+    long connect_ms;          /* connect timeout */
+    long timeout_ms;          /* total per call */
+    size_t max_response;      /* largest reply body accepted */
+    char *forms[SCRUB_FORMS]; /* each encoding of a secret (scrub_setup) */
 
     pthread_mutex_t pool_lock;      /* guards idle, nidle, ncreated */
     pthread_cond_t pool_cond;       /* a handle was given back */
@@ -90,6 +94,9 @@ struct fmc {
     pthread_mutex_t token_lock;       /* guards the token fields */
     bool token_lock_ok;               /* initialised (for destroy) */
     char *token;                      /* oauth: the access token or NULL */
+    char *old_token;                  /* the one before (still scrubbed) */
+    pthread_mutex_t scrub_lock;       /* token writers hold it too */
+    bool scrub_lock_ok;               /* initialised (for destroy) */
     unsigned token_gen;               /* bumped at each new token */
     bool token_expires;               /* the endpoint gave expires_in */
     struct timespec token_refresh_at; /* refresh from then (monotonic) */
@@ -313,31 +320,67 @@ static long ms_until(const struct timespec *t)
 
 /* ---- messages ------------------------------------------------------------ */
 
-/* Overwrite every occurrence of secret in s with '*'. */
-static void scrub(char *s, const char *secret)
+/* The longest of the n forms that starts at p (0 when none does). */
+static size_t scrub_match(const char *p, const char *const *forms, size_t n)
 {
-    size_t n = secret ? strlen(secret) : 0;
+    size_t best = 0;
 
-    if (n == 0)
-        return;
-    for (char *p = strstr(s, secret); p; p = strstr(p + n, secret))
-        memset(p, '*', n);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = forms[i] ? strlen(forms[i]) : 0;
+        if (len > best && strncmp(p, forms[i], len) == 0)
+            best = len;
+    }
+    return best;
+}
+
+/* A copy of text with every occurrence of every form replaced by "***"
+ * (longest first, so that a base64 form is not half masked by a shorter
+ * one it contains).  NULL when out of memory; the caller wipes it.
+ */
+static char *scrub_text(const char *text, const char *const *forms, size_t n)
+{
+    size_t len = strlen(text);
+    char *out = malloc(3 * len + 1);
+    size_t o = 0;
+
+    if (!out)
+        return NULL;
+    for (const char *p = text; *p;) {
+        size_t m = scrub_match(p, forms, n);
+        if (m) {
+            memcpy(out + o, "***", 3);
+            o += 3;
+            p += m;
+        } else
+            out[o++] = *p++;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 /* Copy server text into out (DETAIL_MAX + 1 bytes): secrets scrubbed
  * first, so a truncation cannot leave part of one, then control
  * characters replaced by spaces.  "" when text is NULL or out of memory.
  */
-static void detail_copy(const struct fmc *c, const char *text, char *out)
+static void detail_copy(struct fmc *c, const char *text, char *out)
 {
+    const char *forms[SCRUB_FORMS + 2];
+    size_t n = 0;
     char *dup;
     size_t i;
 
     out[0] = '\0';
-    if (!text || !(dup = strdup(text)))
+    if (!text)
         return;
-    scrub(dup, c->password);
-    scrub(dup, c->secret);
+    for (i = 0; i < SCRUB_FORMS; i++)
+        forms[n++] = c->forms[i];
+    pthread_mutex_lock(&c->scrub_lock);
+    forms[n++] = c->token;
+    forms[n++] = c->old_token;
+    dup = scrub_text(text, forms, n);
+    pthread_mutex_unlock(&c->scrub_lock);
+    if (!dup)
+        return;
     for (i = 0; dup[i] && i < DETAIL_MAX; i++) {
         unsigned char ch = (unsigned char)dup[i];
         out[i] = ch < ' ' || ch == 0x7f ? ' ' : (char)ch;
@@ -366,7 +409,7 @@ static const char *detail_of(const json_t *body)
 /* Set errno for an HTTP status and write "<label>: HTTP <status>[: detail]".
  * Always returns -1.
  */
-static int status_error(const struct fmc *c,
+static int status_error(struct fmc *c,
                         const char *label,
                         long status,
                         const json_t *body,
@@ -768,8 +811,11 @@ static char *token_form(const struct fmc *c)
  */
 static void token_store(struct fmc *c, char *token, json_int_t lifetime)
 {
-    secret_free(c->token);
+    pthread_mutex_lock(&c->scrub_lock);
+    secret_free(c->old_token);
+    c->old_token = c->token;
     c->token = token;
+    pthread_mutex_unlock(&c->scrub_lock);
     c->token_gen++;
     c->token_expires = lifetime > 0;
     if (c->token_expires) {
@@ -784,6 +830,48 @@ static void token_store(struct fmc *c, char *token, json_int_t lifetime)
             margin = life_ms / 2;
         c->token_refresh_at = deadline_after((long)(life_ms - margin));
     }
+}
+
+/* The access token (copied into *tokenp) and its lifetime in seconds (0
+ * when not given) of a token endpoint's 2xx reply body, NULL when it is
+ * not JSON.
+ */
+static int token_parse(const json_t *body,
+                       const char *label,
+                       long status,
+                       char **tokenp,
+                       json_int_t *lifetimep,
+                       vnib_error_t *errp)
+{
+    const char *value;
+    json_t *exp;
+
+    *tokenp = NULL;
+    *lifetimep = 0;
+    if (!body) {
+        errno = EPROTO;
+        return errprintf(errp, "%s: HTTP %ld reply is not JSON", label, status);
+    }
+    value = json_string_value(json_object_get(body, "access_token"));
+    if (!token_printable(value)) {
+        errno = EPROTO;
+        return errprintf(
+            errp, "%s: the reply has no valid access_token", label);
+    }
+    exp = json_object_get(body, "expires_in");
+    if (json_is_integer(exp))
+        *lifetimep = json_integer_value(exp);
+    else if (json_is_real(exp) && json_real_value(exp) >= 1)
+        *lifetimep = json_real_value(exp) < TOKEN_MAX_LIFETIME
+                         ? (json_int_t)json_real_value(exp)
+                         : TOKEN_MAX_LIFETIME;
+    else if (json_is_string(exp))
+        *lifetimep = strtol(json_string_value(exp), NULL, 10);
+    if (!(*tokenp = strdup(value))) {
+        errno = ENOMEM;
+        return errprintf(errp, "%s: out of memory", label);
+    }
+    return 0;
 }
 
 /* Fetch a new access token from the token endpoint (token_lock held). */
@@ -827,33 +915,9 @@ static int token_fetch(struct fmc *c,
             errno = EIO;
         goto done;
     }
-    if (!body) {
-        errno = EPROTO;
-        errprintf(errp, "%s: HTTP %ld reply is not JSON", label, status);
-        goto done;
-    }
-    const char *value =
-        json_string_value(json_object_get(body, "access_token"));
-    if (!token_printable(value)) {
-        errno = EPROTO;
-        errprintf(errp, "%s: the reply has no valid access_token", label);
-        goto done;
-    }
-    json_t *exp = json_object_get(body, "expires_in");
     json_int_t lifetime = 0;
-    if (json_is_integer(exp))
-        lifetime = json_integer_value(exp);
-    else if (json_is_real(exp) && json_real_value(exp) >= 1)
-        lifetime = json_real_value(exp) < TOKEN_MAX_LIFETIME
-                       ? (json_int_t)json_real_value(exp)
-                       : TOKEN_MAX_LIFETIME;
-    else if (json_is_string(exp))
-        lifetime = strtol(json_string_value(exp), NULL, 10);
-    if (!(token = strdup(value))) {
-        errno = ENOMEM;
-        errprintf(errp, "%s: out of memory", label);
+    if (token_parse(body, label, status, &token, &lifetime, errp) < 0)
         goto done;
-    }
     token_store(c, token, lifetime);
     rc = 0;
 done:
@@ -1273,6 +1337,59 @@ static int tls_setup(struct fmc *c,
     return 0;
 }
 
+/* base64("a:b"), or NULL (ENOMEM). */
+static char *base64_pair(const char *a, const char *b)
+{
+    size_t len = strlen(a) + 1 + strlen(b) + 1;
+    char *pair = malloc(len);
+    char *b64;
+
+    if (!pair) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    snprintf(pair, len, "%s:%s", a, b);
+    b64 = base64((const unsigned char *)pair, len - 1);
+    secret_free(pair);
+    return b64;
+}
+
+/* A copy of s with the hex digits of its %XX escapes in lower case. */
+static char *lower_escapes(const char *s)
+{
+    char *out = strdup(s);
+
+    for (char *p = out; p && *p; p++)
+        if (*p == '%' && p[1] && p[2]) {
+            p[1] = (char)(p[1] >= 'A' && p[1] <= 'F' ? p[1] + 32 : p[1]);
+            p[2] = (char)(p[2] >= 'A' && p[2] <= 'F' ? p[2] + 32 : p[2]);
+        }
+    return out;
+}
+
+/* Every form in which the client sends a fixed secret, for detail_copy:
+ * the password, user:password's base64 (the Basic header), the client
+ * secret raw and percent-encoded (the token form; either case of hex),
+ * and client_id:secret's base64 (what a Basic client authentication
+ * would carry).  user:password needs no entry of its own: it contains
+ * the password.  The access token is scrubbed from c->token.
+ */
+static int scrub_setup(struct fmc *c, const struct fmc_config *cfg)
+{
+    char **f = c->forms;
+
+    if (c->auth == AUTH_BASIC
+        && (!(f[0] = strdup(c->password))
+            || !(f[1] = base64_pair(cfg->user, c->password))))
+        return -1;
+    if (c->auth == AUTH_OAUTH
+        && (!(f[0] = strdup(c->secret)) || !(f[1] = escape(c->secret))
+            || !(f[2] = lower_escapes(f[1]))
+            || !(f[3] = base64_pair(c->client_id, c->secret))))
+        return -1;
+    return 0;
+}
+
 struct fmc *fmc_create(const struct fmc_config *cfg, vnib_error_t *errp)
 {
     struct fmc *c = NULL;
@@ -1326,6 +1443,13 @@ struct fmc *fmc_create(const struct fmc_config *cfg, vnib_error_t *errp)
         || (c->auth == AUTH_OAUTH && oauth_setup(c, cfg, errp) < 0)
         || tls_setup(c, cfg, errp) < 0)
         goto error;
+    if (scrub_setup(c, cfg) < 0) {
+        errprintf(errp, "out of memory");
+        goto error;
+    }
+    if (pthread_mutex_init(&c->scrub_lock, NULL) != 0)
+        goto nomem;
+    c->scrub_lock_ok = true;
     if (pthread_mutex_init(&c->pool_lock, NULL) != 0)
         goto nomem;
     c->pool_lock_ok = true;
@@ -1365,7 +1489,12 @@ void fmc_destroy(struct fmc *c)
             pthread_mutex_destroy(&c->pool_lock);
         if (c->token_lock_ok)
             pthread_mutex_destroy(&c->token_lock);
+        if (c->scrub_lock_ok)
+            pthread_mutex_destroy(&c->scrub_lock);
         secret_free(c->token);
+        secret_free(c->old_token);
+        for (int i = 0; i < SCRUB_FORMS; i++)
+            secret_free(c->forms[i]);
         secfile_free(c->key, c->key_len);
         secfile_free(c->cert, c->cert_len);
         free(c->ca_file);
@@ -1584,6 +1713,49 @@ static char *link_id(const char *link)
     return unescape(link + start, end - start);
 }
 
+/* The ids of our jobs ("<prefix>-...") in a job list reply's
+ * documentLinks, into *idsp (fmc_free_ids) and *countp.
+ */
+static int list_ids(const json_t *reply,
+                    const char *prefix,
+                    const char *label,
+                    char ***idsp,
+                    size_t *countp,
+                    vnib_error_t *errp)
+{
+    json_t *links = json_object_get(reply, "documentLinks");
+    size_t plen = strlen(prefix);
+    char **ids;
+    size_t count = 0;
+
+    if (!json_is_array(links)) {
+        errno = EPROTO;
+        return errprintf(
+            errp, "%s: the reply has no documentLinks list", label);
+    }
+    size_t n = json_array_size(links);
+    if (!(ids = calloc(n ? n : 1, sizeof(*ids)))) {
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *link = json_string_value(json_array_get(links, i));
+        char *id = link ? link_id(link) : NULL;
+        /* "<prefix>-" and at least one character: not "<prefix>x-...",
+         * not a prefix that merely starts like ours.
+         */
+        if (!id || strncmp(id, prefix, plen) != 0 || id[plen] != '-'
+            || id[plen + 1] == '\0') {
+            free(id);
+            continue;
+        }
+        ids[count++] = id;
+    }
+    *idsp = ids;
+    *countp = count;
+    return 0;
+}
+
 int fmc_job_list(struct fmc *c,
                  const char *prefix,
                  char ***idsp,
@@ -1594,8 +1766,6 @@ int fmc_job_list(struct fmc *c,
     char path[sizeof(jobs_path) + 1];
     struct timespec deadline;
     json_t *reply = NULL;
-    char **ids = NULL;
-    size_t count = 0;
     long status = 0;
     bool empty;
     int rc = -1;
@@ -1626,38 +1796,8 @@ int fmc_job_list(struct fmc *c,
                   empty ? "empty" : "not JSON");
         goto done;
     }
-    json_t *links = json_object_get(reply, "documentLinks");
-    if (!json_is_array(links)) {
-        errno = EPROTO;
-        errprintf(errp, "%s: the reply has no documentLinks list", label);
-        goto done;
-    }
-    size_t plen = strlen(prefix);
-    size_t n = json_array_size(links);
-    if (!(ids = calloc(n ? n : 1, sizeof(*ids)))) {
-        errno = ENOMEM;
-        errprintf(errp, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const char *link = json_string_value(json_array_get(links, i));
-        char *id = link ? link_id(link) : NULL;
-        /* "<prefix>-" and at least one character: not "<prefix>x-...",
-         * not a prefix that merely starts like ours.
-         */
-        if (!id || strncmp(id, prefix, plen) != 0 || id[plen] != '-'
-            || id[plen + 1] == '\0') {
-            free(id);
-            continue;
-        }
-        ids[count++] = id;
-    }
-    *idsp = ids;
-    *countp = count;
-    ids = NULL;
-    rc = 0;
+    rc = list_ids(reply, prefix, label, idsp, countp, errp);
 done:
-    fmc_free_ids(ids, count);
     json_decref(reply);
     return rc;
 }

@@ -101,6 +101,7 @@ struct fmsim_http {
     atomic_long latency_ms; /* fault settings read without the lock */
     atomic_int outage;
     atomic_bool forbid;
+    atomic_bool echo_auth;   /* 403 quoting the Authorization header */
     double error_rate;       /* under lock */
     double error_acc;        /* error_rate summed per request */
     unsigned long error_seq; /* injected errors: odd 500, even 503 */
@@ -670,7 +671,7 @@ static json_t *faults_json(struct fmsim_http *h)
     pthread_mutex_lock(&h->lock);
     double rate = h->error_rate;
     pthread_mutex_unlock(&h->lock);
-    return json_pack("{s:I, s:f, s:s, s:b}",
+    return json_pack("{s:I, s:f, s:s, s:b, s:b}",
                      "latency_ms",
                      (json_int_t)atomic_load(&h->latency_ms),
                      "error_rate",
@@ -678,7 +679,9 @@ static json_t *faults_json(struct fmsim_http *h)
                      "outage",
                      outage_names[atomic_load(&h->outage)],
                      "forbid",
-                     atomic_load(&h->forbid) ? 1 : 0);
+                     atomic_load(&h->forbid) ? 1 : 0,
+                     "echo_auth",
+                     atomic_load(&h->echo_auth) ? 1 : 0);
 }
 
 static json_t *counters_json(struct fmsim_http *h)
@@ -771,6 +774,7 @@ static int h_faults_post(struct request *req, json_t **outp, vnib_error_t *errp)
     struct fmsim_http *h = req->h;
     json_t *body = NULL, *latency = NULL, *rate = NULL, *outage = NULL;
     json_t *expire = NULL, *forbid = NULL, *forget = NULL, *add = NULL;
+    json_t *echo = NULL;
     const char *add_id = NULL;
     json_int_t add_limit = 0;
     enum fmsim_outage new_outage = FMSIM_OUTAGE_NONE;
@@ -783,7 +787,7 @@ static int h_faults_post(struct request *req, json_t **outp, vnib_error_t *errp)
     if (json_unpack_ex(body,
                        &jerr,
                        JSON_STRICT,
-                       "{s?o, s?o, s?o, s?o, s?o, s?o, s?o}",
+                       "{s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o}",
                        "latency_ms",
                        &latency,
                        "error_rate",
@@ -794,6 +798,8 @@ static int h_faults_post(struct request *req, json_t **outp, vnib_error_t *errp)
                        &expire,
                        "forbid",
                        &forbid,
+                       "echo_auth",
+                       &echo,
                        "forget_job",
                        &forget,
                        "add_job",
@@ -823,8 +829,10 @@ static int h_faults_post(struct request *req, json_t **outp, vnib_error_t *errp)
         goto done;
     }
     if ((expire && !json_is_boolean(expire))
-        || (forbid && !json_is_boolean(forbid))) {
-        errprintf(errp, "expire_tokens and forbid must be true or false");
+        || (forbid && !json_is_boolean(forbid))
+        || (echo && !json_is_boolean(echo))) {
+        errprintf(errp,
+                  "expire_tokens, forbid and echo_auth must be true or false");
         goto done;
     }
     if (forget && !json_is_string(forget)) {
@@ -861,6 +869,8 @@ static int h_faults_post(struct request *req, json_t **outp, vnib_error_t *errp)
         atomic_store(&h->latency_ms, (long)json_integer_value(latency));
     if (forbid)
         atomic_store(&h->forbid, json_is_true(forbid));
+    if (echo)
+        atomic_store(&h->echo_auth, json_is_true(echo));
     if (rate) {
         pthread_mutex_lock(&h->lock);
         h->error_rate = json_number_value(rate);
@@ -876,11 +886,12 @@ static int h_faults_post(struct request *req, json_t **outp, vnib_error_t *errp)
                   LOG_NOTICE,
                   NULL,
                   "faults: latency %ld ms, error rate %g, outage %s, forbid "
-                  "%s%s%s%s",
+                  "%s, echo_auth %s%s%s%s",
                   atomic_load(&h->latency_ms),
                   now_rate,
                   outage_names[atomic_load(&h->outage)],
                   atomic_load(&h->forbid) ? "on" : "off",
+                  atomic_load(&h->echo_auth) ? "on" : "off",
                   expire && json_is_true(expire) ? "; tokens expired" : "",
                   forget ? "; forgot a job" : "",
                   add ? "; added a job" : "");
@@ -962,6 +973,17 @@ static enum MHD_Result dispatch(struct request *req)
                               "forbidden: this client's role may not use the "
                               "collectives API (fault injected)",
                               NULL);
+        if (atomic_load(&req->h->echo_auth)) {
+            /* What a careless FM or proxy does: quote the request. */
+            const char *hdr = MHD_lookup_connection_value(
+                req->conn, MHD_HEADER_KIND, "Authorization");
+            char text[1024];
+            snprintf(text,
+                     sizeof(text),
+                     "forbidden (fault injected): Authorization: %s",
+                     hdr ? hdr : "(none)");
+            return send_error(req, 403, text, NULL);
+        }
     }
     errno = 0;
     int status = handler(req, &out, &error);
@@ -1278,6 +1300,7 @@ struct fmsim_http *fmsim_http_create(const struct fmsim_http_config *cfg,
     atomic_init(&h->latency_ms, cfg->faults.latency_ms);
     atomic_init(&h->outage, (int)cfg->faults.outage);
     atomic_init(&h->forbid, cfg->faults.forbid);
+    atomic_init(&h->echo_auth, false);
     h->error_rate = cfg->faults.error_rate;
     if (!(h->requests = json_object()) || !(h->statuses = json_object())) {
         errno = ENOMEM;

@@ -16,6 +16,8 @@
  *   GET  /fmsim/faults   the fault settings
  *   POST /fmsim/faults   change them: any of {"latency_ms": N, "error_rate":
  *                        F, "outage": "none"|"refuse"|"drop", "forbid": B,
+ *                        "echo_auth": B (403s that quote the request's
+ *                        Authorization header),
  *                        "expire_tokens": true, "forget_job": "id",
  *                        "add_job": {"jobID": "id", "mcastLimit": N}};
  *                        answers with the new settings

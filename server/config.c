@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -139,6 +140,8 @@ static const struct cfg_row rows[] = {
          "client key for mTLS (mode 0600)"),
     BOOL ("hwcoll.tls_verify", hwcoll.tls_verify, 1,
           "verify the Fabric Manager's certificate and host name"),
+    BOOL ("hwcoll.allow_insecure_http", hwcoll.allow_insecure_http, 0,
+          "allow credentials over plain http:// (warned at every start)"),
     STR ("hwcoll.job_prefix", hwcoll.job_prefix, "", 0,
          "prefix of our Fabric Manager job ids (\"\": cluster.name)"),
     INT ("hwcoll.min_nodes", hwcoll.min_nodes, 0, 1000000, 0,
@@ -461,6 +464,20 @@ static int derive_vni(struct config *cfg,
     return 0;
 }
 
+const char *config_insecure_http(const struct config *cfg)
+{
+    const char *auth = cfg->hwcoll.auth;
+
+    if (!cfg->hwcoll.enabled || !strcmp(auth, "none"))
+        return NULL;
+    if (!strncasecmp(cfg->hwcoll.fm_url, "http://", 7))
+        return "hwcoll.fm_url";
+    if (!strcmp(auth, "oauth")
+        && !strncasecmp(cfg->hwcoll.token_url, "http://", 7))
+        return "hwcoll.token_url";
+    return NULL;
+}
+
 /* [hwcoll]: when enabled, everything its auth mode needs must be set. */
 static int check_hwcoll(const struct config *cfg,
                         const char *path,
@@ -508,6 +525,18 @@ static int check_hwcoll(const struct config *cfg,
         missing = "hwcoll.addrs_per_job, or hwcoll.system_size to compute it";
     else if (!cfg->hwcoll.cert_file[0] != !cfg->hwcoll.key_file[0])
         missing = "hwcoll.cert_file and hwcoll.key_file together";
+    const char *clear = config_insecure_http(cfg);
+    if (!missing && clear && !cfg->hwcoll.allow_insecure_http) {
+        errno = EINVAL;
+        snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, clear));
+        return errprintf(errp,
+                         "%s: %s is plain http:// and hwcoll.auth is %s: the "
+                         "credentials would cross the network in clear; use "
+                         "https://, or set hwcoll.allow_insecure_http = true",
+                         where,
+                         clear,
+                         auth);
+    }
     if (missing) {
         errno = EINVAL;
         snprintf(where,

@@ -90,6 +90,7 @@ struct config {
         char *cert_file;           /* mTLS, "" = none */
         char *key_file;            /* mTLS */
         long tls_verify;           /* off only when set false */
+        long allow_insecure_http;  /* credentials over http:// (warned) */
         char *job_prefix;          /* "" = cluster.name */
         long min_nodes;            /* auto eligibility; 0 = on request */
         long addrs_per_job;        /* 0 = computed */
@@ -129,6 +130,12 @@ struct config {
  */
 struct config *config_load(const char *path, vnib_error_t *errp)
     __attribute__((warn_unused_result));
+
+/* The key ("hwcoll.fm_url" or "hwcoll.token_url") whose plain http://
+ * URL would carry hwcoll's basic or OAuth credentials in clear, or NULL.
+ * config_load refuses it unless hwcoll.allow_insecure_http is true.
+ */
+const char *config_insecure_http(const struct config *cfg);
 
 /* A configuration with every default (used by tests and `make run`). */
 struct config *config_defaults(vnib_error_t *errp)

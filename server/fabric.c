@@ -1,7 +1,8 @@
 /* /v1/fabric-manager: how the broker's Fabric Manager connection fares.
  *
  * Monitors may read it: it names the Fabric Manager and its auth mode but
- * never a credential or a session token.
+ * never a credential or a session token.  Only admins see the text of
+ * the last FM error; the others a fixed phrase for its class.
  */
 #include "server/fabric.h"
 #include "server/http.h"
@@ -9,7 +10,9 @@
 
 int fabric_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
-    if (hwcoll_status(req->broker->hwcoll, out, errp) < 0)
+    if (hwcoll_status(
+            req->broker->hwcoll, req->who.role == ROLE_ADMIN, out, errp)
+        < 0)
         return -1;
     return 200;
 }

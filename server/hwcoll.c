@@ -65,13 +65,33 @@ struct hwcoll {
     time_t last_error;
     bool last_ok; /* the most recent call succeeded */
     char last_error_text[160];
+    const char *last_error_class; /* failure_class: for non-admins */
 };
 
+/* Why an FM call failed, as a fixed phrase per class of failure: what
+ * reservations and non-admins see.  The FM's own text (which a server or
+ * proxy may have filled with anything) goes only to the log and to
+ * admins.
+ */
+static const char *failure_class(int e)
+{
+    if (e == ETIMEDOUT)
+        return "Fabric Manager timed out";
+    if (e == ECONNREFUSED)
+        return "Fabric Manager unreachable";
+    if (e == ENOSPC)
+        return "Fabric Manager out of multicast addresses";
+    return "Fabric Manager refused";
+}
+
+/* Called right after the FM call, whose errno classifies a failure. */
 static void note_result(struct hwcoll *h,
                         int rc,
                         const char *what,
                         const char *msg)
 {
+    const char *cls = failure_class(errno);
+
     pthread_mutex_lock(&h->lock);
     if (rc == 0 && !h->last_ok && h->last_error)
         h->reconcile_now = true; /* back after an outage */
@@ -80,6 +100,7 @@ static void note_result(struct hwcoll *h,
         h->last_success = time(NULL);
     else {
         h->last_error = time(NULL);
+        h->last_error_class = cls;
         snprintf(h->last_error_text,
                  sizeof(h->last_error_text),
                  "%s: %s",
@@ -184,24 +205,6 @@ void hwcoll_plan(struct hwcoll *h,
     a->addrs_per_job = h->addrs_per_job;
 }
 
-/* Why a reserve call failed, as the reservation will say. */
-static void failure_reason(
-    int e, long timeout_ms, const char *msg, char *buf, size_t size)
-{
-    if (e == ETIMEDOUT)
-        snprintf(buf,
-                 size,
-                 "timed out after %ld ms waiting for the Fabric Manager",
-                 timeout_ms);
-    else if (e == ECONNREFUSED)
-        snprintf(buf, size, "Fabric Manager unreachable: %s", msg);
-    else if (e == ENOSPC)
-        snprintf(
-            buf, size, "Fabric Manager out of multicast addresses: %s", msg);
-    else
-        snprintf(buf, size, "Fabric Manager refused: %s", msg);
-}
-
 void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
 {
     json_t *hw = json_object_get(*resp, "hwcoll");
@@ -210,7 +213,7 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
     long timeout = h->b->cfg->hwcoll.reserve_timeout_ms;
     vnib_error_t error = {""};
     char *token = NULL, *hex = NULL;
-    char outcome[32], reason[256];
+    char outcome[32], reason[96];
     json_t *rec = NULL;
 
     if (!h->fmc || !fm_job_id
@@ -221,9 +224,24 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
         < 0) {
         int e = errno;
         note_result(h, -1, "reserve", error.text);
-        failure_reason(e, timeout, error.text, reason, sizeof(reason));
-        logger_printf(
-            h->b->log, LOG_WARNING, NULL, "hwcoll: %s: %s", fm_job_id, reason);
+        /* The store finds the timed-out reserves for the worker to check
+         * by this prefix ('timed out%'), so it stays.
+         */
+        if (e == ETIMEDOUT)
+            snprintf(reason,
+                     sizeof(reason),
+                     "timed out after %ld ms waiting for the Fabric Manager",
+                     timeout);
+        else
+            snprintf(reason, sizeof(reason), "%s", failure_class(e));
+        logger_printf(h->b->log,
+                      LOG_WARNING,
+                      NULL,
+                      "hwcoll: reservation %lld: %s: %s: %s",
+                      id,
+                      fm_job_id,
+                      failure_class(e),
+                      error.text);
         if (store_hwcoll_set(h->b->store,
                              id,
                              "unavailable",
@@ -984,7 +1002,10 @@ static json_t *time_or_null(time_t t)
     return json_string(buf);
 }
 
-int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp)
+int hwcoll_status(struct hwcoll *h,
+                  bool detail,
+                  json_t **out,
+                  vnib_error_t *errp)
 {
     const struct config *cfg = h->b->cfg;
     json_t *counts = NULL, *leader = NULL;
@@ -1005,19 +1026,21 @@ int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp)
         conn = "unknown";
     else
         conn = h->last_ok ? "up" : "down";
-    json_t *rec = h->rec_at ? json_pack(
-                      "{s:o, s:i, s:i, s:I, s:o}",
-                      "at",
-                      time_or_null(h->rec_at),
-                      "released",
-                      h->rec_released,
-                      "lost",
-                      h->rec_lost,
-                      "foreign",
-                      (json_int_t)h->rec_foreign,
-                      "error",
-                      h->rec_error[0] ? json_string(h->rec_error) : json_null())
-                            : json_null();
+    json_t *rec = h->rec_at
+                      ? json_pack("{s:o, s:i, s:i, s:I, s:o}",
+                                  "at",
+                                  time_or_null(h->rec_at),
+                                  "released",
+                                  h->rec_released,
+                                  "lost",
+                                  h->rec_lost,
+                                  "foreign",
+                                  (json_int_t)h->rec_foreign,
+                                  "error",
+                                  !h->rec_error[0] ? json_null()
+                                  : detail         ? json_string(h->rec_error)
+                                           : json_string("reconcile failed"))
+                      : json_null();
     *out = json_pack(
         "{s:b, s:b, s:s, s:s, s:b, s:s, s:i, s:I, s:s, s:o, s:o, s:o,"
         " s:{s:I, s:f}, s:o, s:o, s:s, s:b}",
@@ -1042,12 +1065,13 @@ int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp)
         "last_success",
         time_or_null(h->last_success),
         "last_error",
-        h->last_error ? json_pack("{s:o, s:s}",
-                                  "time",
-                                  time_or_null(h->last_error),
-                                  "message",
-                                  h->last_error_text)
-                      : json_null(),
+        h->last_error
+            ? json_pack("{s:o, s:s}",
+                        "time",
+                        time_or_null(h->last_error),
+                        "message",
+                        detail ? h->last_error_text : h->last_error_class)
+            : json_null(),
         "reservations",
         counts,
         "queue",

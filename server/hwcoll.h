@@ -66,8 +66,14 @@ void hwcoll_reveal(struct hwcoll *h, json_t *res, bool allowed);
 /* Wake the worker (a release was recorded). */
 void hwcoll_kick(struct hwcoll *h);
 
-/* GET /v1/fabric-manager: configuration, connection state, counts. */
-int hwcoll_status(struct hwcoll *h, json_t **out, vnib_error_t *errp);
+/* GET /v1/fabric-manager: configuration, connection state, counts.
+ * Without detail (callers other than admins), errors are given only as
+ * a fixed phrase per class: the FM's text may quote anything.
+ */
+int hwcoll_status(struct hwcoll *h,
+                  bool detail,
+                  json_t **out,
+                  vnib_error_t *errp);
 
 /* The hwcoll series for /metrics. */
 void hwcoll_write_metrics(struct hwcoll *h, FILE *f);

@@ -309,6 +309,15 @@ int main(int argc, char **argv)
                       "no tokens configured (auth.tokens_file, "
                       "auth.node_key_file): every /v1 request will be "
                       "refused");
+    if (config_insecure_http(cfg))
+        logger_printf(b.log,
+                      LOG_WARNING,
+                      NULL,
+                      "hwcoll: %s is plain http:// (hwcoll.allow_insecure_"
+                      "http = true): the Fabric Manager credentials (auth "
+                      "%s) cross the network in clear",
+                      config_insecure_http(cfg),
+                      cfg->hwcoll.auth);
     if (check_schema(&b) < 0 || sync_pool(&b) < 0)
         goto done;
     if (!(b.hwcoll = hwcoll_create(&b, &error))) {

@@ -2,7 +2,8 @@
 # Run every test of vnibroker and print one summary line.
 #
 #   sh tests/run-all.sh BUILD-DIR                     all tests
-#   sh tests/run-all.sh --unit-only BUILD-DIR         cmocka unit tests
+#   sh tests/run-all.sh --unit-only BUILD-DIR         cmocka unit tests and
+#                                                     fuzz replays
 #   sh tests/run-all.sh --integration-only BUILD-DIR  integration tests
 #   TESTS="0010 0030" sh tests/run-all.sh BUILD-DIR   only matching scripts
 #
@@ -109,7 +110,7 @@ run_integration () {
 }
 
 case $mode in
-    unit) run_unit ;;
+    unit) run_unit; run_fuzz_regressions ;;
     integration) run_integration ;;
     all) run_unit; run_fuzz_regressions; run_integration ;;
 esac

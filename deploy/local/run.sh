@@ -149,6 +149,8 @@ enabled = true
 fm_url = "http://127.0.0.1:$FMSIM_PORT"
 auth = "basic"
 password_file = "$RUN/fm.password"
+# fmsim on loopback speaks plain http: allowed here, warned at start.
+allow_insecure_http = true
 min_nodes = 2
 addrs_per_job = 8
 token_key_file = "$RUN/fm-token.key"

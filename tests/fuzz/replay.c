@@ -4,6 +4,11 @@
  * UBSan) and feeds it every file under the given directories: the seed
  * corpus and the inputs that once crashed a parser.  A regression aborts
  * under the sanitizers; otherwise the driver prints how many inputs ran.
+ *
+ * Every path given must exist (a target's corpus/ and regression/
+ * directories are committed, the latter with a .gitkeep while empty): a
+ * misnamed or lost directory fails the replay instead of replaying
+ * nothing.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,8 +58,11 @@ done:
 static int replay_path(const char *path, int *countp)
 {
     struct stat st;
-    if (stat(path, &st) < 0)
-        return 0; /* a target may have no corpus yet */
+    if (stat(path, &st) < 0) {
+        /* A missing directory would make the replay pass vacuously. */
+        fprintf(stderr, "replay: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
     if (!S_ISDIR(st.st_mode)) {
         if (replay_file(path) < 0)
             return -1;

@@ -37,6 +37,44 @@ port = 1
 port = 2' '3: .*duplicate'
 bad_config top-level-key 'port = 1' '1: port: unknown key'
 
+# Credentials over plain http:// are refused unless explicitly allowed.
+bad_config http-basic '[hwcoll]
+enabled = true
+fm_url = "http://fm.example:8000"
+auth = "basic"
+password_file = "/etc/vnibroker/fm.pass"
+addrs_per_job = 8
+token_key_file = "/etc/vnibroker/token.key"' \
+    '3: hwcoll.fm_url is plain http:// and hwcoll.auth is basic: the credentials would cross the network in clear'
+bad_config http-oauth-token-url '[hwcoll]
+enabled = true
+fm_url = "https://fm.example"
+auth = "oauth"
+token_url = "http://keycloak.example/token"
+client_id = "vnib"
+client_secret_file = "/etc/vnibroker/fm.secret"
+addrs_per_job = 8
+token_key_file = "/etc/vnibroker/token.key"' \
+    '5: hwcoll.token_url is plain http:// and hwcoll.auth is oauth'
+printf '%s\n' '[hwcoll]
+enabled = true
+fm_url = "http://fm.example:8000"
+auth = "basic"
+password_file = "/etc/vnibroker/fm.pass"
+addrs_per_job = 8
+token_key_file = "/etc/vnibroker/token.key"
+allow_insecure_http = true' >"$T/http-allowed.toml"
+vnibrokerd --check-config "$T/http-allowed.toml" >/dev/null 2>&1
+expect_eq "plain http with credentials and allow_insecure_http = true is valid" "$?" 0
+printf '%s\n' '[hwcoll]
+enabled = true
+fm_url = "http://fm.example:8000"
+auth = "none"
+addrs_per_job = 8
+token_key_file = "/etc/vnibroker/token.key"' >"$T/http-none.toml"
+vnibrokerd --check-config "$T/http-none.toml" >/dev/null 2>&1
+expect_eq "plain http without credentials is valid" "$?" 0
+
 out=$(vnibrokerd --check-config "$T/missing.toml" 2>&1)
 expect_eq "a missing file exits 2" "$?" 2
 expect_match "... naming the file" "$out" "$T/missing.toml: No such file"

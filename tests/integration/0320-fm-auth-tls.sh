@@ -49,6 +49,7 @@ fm_url = \"$FM_URL\"
 addrs_per_job = 8
 reserve_timeout_ms = 3000
 token_key_file = \"$T/token.key\"
+${ALLOW_HTTP-allow_insecure_http = true}
 $1"
     broker_migrate "$T/b.toml" && broker_start "$T/b.toml"
 }
@@ -59,6 +60,51 @@ hw_state () { # reserve a new on-request job; echo "state|reason"
         -d "{\"job_id\":\"$job\",\"uid\":1,\"user\":\"u\",\"nodes\":\"n1\",\"hwcoll\":\"on\"}"
     [ "$HTTP_STATUS" = 201 ] || echo "status $HTTP_STATUS"
     jq -r '[.hwcoll.state, (.hwcoll.reason // "")] | join("|")' "$T/http.body"
+}
+
+# secret_forms_absent LABEL FORM...: with fmsim quoting the Authorization
+# header in 403s, a reservation fails with a fixed reason, the FM's text
+# is only in the log and in the admin's view of /v1/fabric-manager, and
+# no form of the secret is in any reply to a monitor, node or scheduler
+# nor in the log.
+secret_forms_absent () {
+    label=$1
+    shift
+    hw_state >"$T/hw_state" # not in a subshell: it sets $job
+    st=$(cat "$T/hw_state")
+    expect_eq "$label, echoed Authorization: unavailable, refused" "$st" 'unavailable|Fabric Manager refused'
+    replies=$(cat "$T/http.body")
+    TOKEN=$MONITOR_TOKEN http GET "/v1/reservations/$job"
+    replies="$replies $(cat "$T/http.body")"
+    TOKEN=$(node_token n1) http GET "/v1/reservations/$job"
+    replies="$replies $(cat "$T/http.body")"
+    TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$job"
+    replies="$replies $(cat "$T/http.body")"
+    for who in MONITOR SCHED; do
+        eval "TOKEN=\$${who}_TOKEN" http GET /v1/fabric-manager
+        expect_eq "$label: /v1/fabric-manager gives $who a fixed phrase" \
+            "$(jq -r .last_error.message "$T/http.body")" 'Fabric Manager refused'
+        replies="$replies $(cat "$T/http.body")"
+    done
+    TOKEN=$ADMIN_TOKEN http GET /v1/fabric-manager
+    expect_match "$label: ... and the admin the FM's text, scrubbed" \
+        "$(jq -r .last_error.message "$T/http.body")" 'HTTP 403: forbidden .fault injected.: Authorization: (Basic|Bearer) \*\*\*$'
+    replies="$replies $(cat "$T/http.body")"
+    expect_match "$label: the log has the FM's text, scrubbed" "$(cat "$BROKER_LOG")" \
+        "reservation [0-9]*: .*Fabric Manager refused: .*Authorization: [A-Za-z]* \*\*\*"
+    for form in "$@"; do
+        [ -n "$form" ] || continue
+        if printf '%s' "$replies" | grep -qF -- "$form"; then
+            not_ok "$label: a secret form is in a reply"
+        else
+            ok "$label: a secret form is in no reply"
+        fi
+        if grep -qF -- "$form" "$BROKER_LOG"; then
+            not_ok "$label: a secret form is in the log"
+        else
+            ok "$label: ... nor in the log"
+        fi
+    done
 }
 
 # ---- FM down at start ----------------------------------------------------------------
@@ -73,11 +119,19 @@ start_fmsim basic --auth basic --user cxi --password-file "$T/fm.pass" || { not_
 start_broker "auth = \"basic\"
 password_file = \"$T/fm.pass\"" || { not_ok "broker starts"; finish; }
 expect_eq "Basic auth reserves" "$(hw_state)" "reserved|"
+expect_match "plain http with credentials, allowed: warned at start" "$(cat "$BROKER_LOG")" \
+    'warning: hwcoll: hwcoll.fm_url is plain http:// .*allow_insecure_http = true.*in clear'
+curl -s -o /dev/null -X POST -d '{"echo_auth":true}' "$FM_ADMIN/fmsim/faults"
+secret_forms_absent basic "$(head -n 1 "$T/fm.pass")" \
+    "$(printf 'cxi:%s' "$(head -n 1 "$T/fm.pass")" | base64 -w0)"
+curl -s -o /dev/null -X POST -d '{"echo_auth":false}' "$FM_ADMIN/fmsim/faults"
 broker_stop
 start_broker "auth = \"basic\"
 password_file = \"$T/wrong.pass\""
-expect_match "a wrong password: the VNIs are reserved, hwcoll unavailable and says 401" \
-    "$(hw_state)" '^unavailable\|Fabric Manager refused: .*401'
+expect_eq "a wrong password: the VNIs are reserved, hwcoll unavailable, refused" \
+    "$(hw_state)" 'unavailable|Fabric Manager refused'
+expect_match "... and the log has the FM's 401 with the reservation id" "$(cat "$BROKER_LOG")" \
+    'hwcoll: reservation [0-9]*: .*: Fabric Manager refused: .*401'
 expect_no_match "the password is not in the log" "$(cat "$BROKER_LOG")" "$(head -n 1 "$T/fm.pass")"
 broker_stop
 chmod 644 "$T/wrong.pass"
@@ -85,6 +139,10 @@ out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
 expect_eq "a password file readable by others stops the start" "$?" 1
 expect_match "... naming it" "$out" 'wrong.pass: mode 0644 is unsafe'
 chmod 600 "$T/wrong.pass"
+grep -v '^allow_insecure_http' "$T/b.toml" >"$T/b-http.toml"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b-http.toml" 2>&1)
+expect_eq "basic auth to a plain http:// FM without allow_insecure_http: no start" "$?" 2
+expect_match "... saying why" "$out" 'hwcoll.fm_url is plain http:// and hwcoll.auth is basic'
 kill -TERM "$FMSIM_PID"
 
 # ---- OAuth -------------------------------------------------------------------------
@@ -98,15 +156,25 @@ expect_eq "OAuth client credentials reserve" "$(hw_state)" "reserved|"
 curl -s -o /dev/null -X POST -d '{"expire_tokens":true}' "$FM_ADMIN/fmsim/faults"
 expect_eq "after the FM expired every token, the client refreshes and goes on" "$(hw_state)" "reserved|"
 curl -s -o /dev/null -X POST -d '{"forbid":true}' "$FM_ADMIN/fmsim/faults"
-expect_match "403: unavailable, and says so" "$(hw_state)" '^unavailable\|.*403'
+expect_eq "403: unavailable, refused" "$(hw_state)" 'unavailable|Fabric Manager refused'
+expect_match "... and the log says 403" "$(tail -n 3 "$BROKER_LOG")" 'Fabric Manager refused: .*403'
 curl -s -o /dev/null -X POST -d '{"forbid":false,"error_rate":1.0}' "$FM_ADMIN/fmsim/faults"
-expect_match "5xx: unavailable, with the FM's detail" "$(hw_state)" '^unavailable\|Fabric Manager refused: .*50[03]'
+expect_eq "5xx: unavailable, refused" "$(hw_state)" 'unavailable|Fabric Manager refused'
+expect_match "... with the FM's detail in the log" "$(cat "$BROKER_LOG")" 'Fabric Manager refused: .*50[03]'
 curl -s -o /dev/null -X POST -d '{"error_rate":0,"outage":"drop"}' "$FM_ADMIN/fmsim/faults"
 expect_match "a dropped connection: unavailable" "$(hw_state)" '^unavailable\|'
 curl -s -o /dev/null -X POST -d '{"outage":"none"}' "$FM_ADMIN/fmsim/faults"
 expect_eq "and back when the FM recovers" "$(hw_state)" "reserved|"
+curl -s -o /dev/null -X POST -d '{"echo_auth":true}' "$FM_ADMIN/fmsim/faults"
+secret_forms_absent oauth "$(cat "$T/fm.secret")" \
+    "$(printf 'vnib:%s' "$(cat "$T/fm.secret")" | base64 -w0)"
+curl -s -o /dev/null -X POST -d '{"echo_auth":false}' "$FM_ADMIN/fmsim/faults"
 expect_no_match "the client secret is not in the log" "$(cat "$BROKER_LOG")" "$(cat "$T/fm.secret")"
 broker_stop
+grep -v '^allow_insecure_http' "$T/b.toml" >"$T/b-http.toml"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b-http.toml" 2>&1)
+expect_eq "oauth to a plain http:// FM without allow_insecure_http: no start" "$?" 2
+expect_match "... saying why" "$out" 'hwcoll.fm_url is plain http:// and hwcoll.auth is oauth'
 kill -TERM "$FMSIM_PID"
 
 # ---- TLS ---------------------------------------------------------------------------
@@ -117,8 +185,10 @@ ca_file = \"$T/ca.pem\"" || { not_ok "broker starts"; finish; }
 expect_eq "TLS verified against the test CA reserves" "$(hw_state)" "reserved|"
 broker_stop
 start_broker "auth = \"none\""
-expect_match "without the CA, verification fails: unavailable, naming the certificate" \
-    "$(hw_state)" '^unavailable\|.*(certificate|SSL|TLS)'
+expect_eq "without the CA, verification fails: unavailable" \
+    "$(hw_state)" 'unavailable|Fabric Manager refused'
+expect_match "... and the log names the certificate" "$(tail -n 3 "$BROKER_LOG")" \
+    'Fabric Manager refused: .*(certificate|SSL|TLS)'
 broker_stop
 start_broker "auth = \"none\"
 tls_verify = false"

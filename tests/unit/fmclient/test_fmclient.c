@@ -1297,7 +1297,7 @@ static void test_basic(void **state)
     /* A server quoting the password does not get it into the message. */
     assert_string_equal(e.text,
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 500: "
-                        "password ****** is wrong");
+                        "password *** is wrong");
     assert_lacks(e.text, "s3cret");
     fmc_destroy(c);
     server_join(s);
@@ -1309,6 +1309,42 @@ static void test_basic(void **state)
     server_free(s);
     tmpdir_cleanup(&t);
     free(found);
+    free(echo);
+}
+
+/* A server echoing the Authorization header (base64 of user:password)
+ * or the password in its error gets neither into the message.
+ */
+static void test_basic_echo_scrubbed(void **state)
+{
+    char *echo = reply_json(403,
+                            "{\"detail\":\"bad Authorization: Basic "
+                            "Y3hpOnMzY3JldA== (cxi:s3cret)\"}");
+    char url[64];
+    struct tmpdir t;
+    vnib_error_t e = {""};
+    char *token = NULL;
+    (void)state;
+
+    tmpdir_init(&t);
+    const char *pw = tmpdir_file(&t, "pw", "s3cret\n", 0600);
+    struct server *s = server_new(1);
+    server_add(s, job_c1, echo, 1);
+    server_run(s);
+    struct fmc_config cfg = config_for(s, url);
+    cfg.auth = "basic";
+    cfg.user = "cxi";
+    cfg.password_file = pw;
+    struct fmc *c = create_ok(&cfg);
+    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
+    assert_int_equal(errno, EACCES);
+    assert_string_equal(e.text,
+                        "FM GET /fabric/collectives/jobs/c-1: HTTP 403: "
+                        "bad Authorization: Basic *** (cxi:***)");
+    fmc_destroy(c);
+    server_join(s);
+    server_free(s);
+    tmpdir_cleanup(&t);
     free(echo);
 }
 
@@ -1380,6 +1416,55 @@ static void test_oauth_cached(void **state)
     tmpdir_cleanup(&t);
     free(tok);
     free(found);
+}
+
+/* An OAuth server or FM echoing the token form (the client secret
+ * percent-encoded, in either case), client_id:secret's base64 or the
+ * access token gets none of them into the message.
+ */
+static void test_oauth_echo_scrubbed(void **state)
+{
+    char *refused = reply_json(
+        401,
+        "{\"error_description\":\"bad client_secret=p%26ss%3D%2Bw%25rd, "
+        "p%26ss%3d%2bw%25rd, dm5pYiBicm9rZXI6cCZzcz0rdyVyZA==, p&ss=+w%rd\"}");
+    char *tok =
+        reply_json(200, "{\"access_token\":\"AT1secret\",\"expires_in\":300}");
+    char *echo = reply_json(
+        500, "{\"detail\":\"Authorization: Bearer AT1secret rejected\"}");
+    char url[64];
+    char token_url[64];
+    struct tmpdir t;
+    vnib_error_t e = {""};
+    char *token = NULL;
+    (void)state;
+
+    tmpdir_init(&t);
+    struct server *s = server_new(3);
+    server_add(s, token_post, refused, 1);
+    server_add(s, token_post, tok, 1);
+    server_add(s, job_c1, echo, 1);
+    server_run(s);
+    struct fmc_config cfg = oauth_config(s, &t, url, token_url);
+    struct fmc *c = create_ok(&cfg);
+    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
+    assert_int_equal(errno, EACCES);
+    assert_prefix(e.text, "OAuth POST http://127.0.0.1:");
+    assert_contains(e.text,
+                    "/token: HTTP 401: bad client_secret=***, ***, ***, ***");
+    assert_lacks(e.text, "p&ss");
+    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
+    assert_int_equal(errno, EIO);
+    assert_string_equal(e.text,
+                        "FM GET /fabric/collectives/jobs/c-1: HTTP 500: "
+                        "Authorization: Bearer *** rejected");
+    fmc_destroy(c);
+    server_join(s);
+    server_free(s);
+    tmpdir_cleanup(&t);
+    free(refused);
+    free(tok);
+    free(echo);
 }
 
 static void test_oauth_refresh_on_401(void **state)
@@ -1554,7 +1639,7 @@ static void test_oauth_token_refused(void **state)
     assert_int_equal(errno, EACCES);
     snprintf(want,
              sizeof(want),
-             "OAuth POST %s: HTTP 401: client secret '**********' is wrong",
+             "OAuth POST %s: HTTP 401: client secret '***' is wrong",
              token_url);
     assert_string_equal(e.text, want);
     assert_lacks(e.text, secret_text);
@@ -1701,6 +1786,8 @@ int main(void)
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_basic),
         cmocka_unit_test(test_oauth_cached),
+        cmocka_unit_test(test_basic_echo_scrubbed),
+        cmocka_unit_test(test_oauth_echo_scrubbed),
         cmocka_unit_test(test_oauth_refresh_on_401),
         cmocka_unit_test(test_oauth_refresh_fails),
         cmocka_unit_test(test_oauth_expiry),
