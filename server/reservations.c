@@ -300,8 +300,17 @@ static char *report_services(struct request *req,
     json_array_foreach (services, i, svc) {
         json_t *dev = json_object_get(svc, "device");
         json_t *id = json_object_get(svc, "svc_id");
-        if (!json_is_object(svc)
-            || params_known_fields(req, svc, allowed, errp) < 0)
+        if (!json_is_object(svc)) {
+            request_fail(req,
+                         EINVAL,
+                         "invalid_field",
+                         errp,
+                         "services[%zu] must be an object with device and "
+                         "svc_id",
+                         i);
+            return NULL;
+        }
+        if (params_known_fields(req, svc, allowed, errp) < 0)
             return NULL;
         if (!json_is_string(dev) || json_string_length(dev) == 0
             || json_string_length(dev) > 32
