@@ -96,6 +96,7 @@ struct config {
         long min_job_size;         /* s */
         long jobs_per_node;        /* j */
         long reserve_timeout_ms;   /* bound on a reserve's FM call */
+        long request_concurrency;  /* such calls at once; 0 = threads / 4 */
         long request_timeout_ms;   /* other FM calls */
         char *token_key_file;      /* seals session tokens at rest */
         long fm_concurrency;       /* release-queue calls at once */
