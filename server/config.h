@@ -48,6 +48,8 @@ struct config {
         long max_body_bytes;       /* upper bound for any route's body */
         long shutdown_timeout_s;   /* in-flight grace period on SIGTERM */
         long node_cache_ms;        /* node-fetch cache lifetime; 0 = off */
+        long report_rate;          /* node reports per second per node */
+        long report_burst;         /* and at once */
     } server;
 
     struct {
