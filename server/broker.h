@@ -19,6 +19,7 @@ struct http;
 struct auth;
 struct cache;
 struct hwcoll;
+struct ratelimit;
 
 struct broker {
     const struct config *cfg; /* immutable after load */
@@ -27,6 +28,7 @@ struct broker {
     struct auth *auth;       /* bearer-token verification */
     struct cache *cache;     /* node fetches of active reservations */
     struct hwcoll *hwcoll;   /* Fabric Manager reservations */
+    struct ratelimit *rl;    /* node reports, per node; NULL: no limit */
     struct metrics *metrics; /* request counters for /metrics */
     struct http *http;       /* the listener (set once started) */
     time_t start_time;       /* for vnib_process_start_time_seconds */

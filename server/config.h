@@ -50,6 +50,8 @@ struct config {
         long max_body_bytes;       /* upper bound for any route's body */
         long shutdown_timeout_s;   /* in-flight grace period on SIGTERM */
         long node_cache_ms;        /* node-fetch cache lifetime; 0 = off */
+        long report_rate;          /* node reports per second per node */
+        long report_burst;         /* and at once */
     } server;
 
     struct {
@@ -99,6 +101,7 @@ struct config {
         long min_job_size;         /* s */
         long jobs_per_node;        /* j */
         long reserve_timeout_ms;   /* bound on a reserve's FM call */
+        long request_concurrency;  /* such calls at once; 0 = threads / 4 */
         long request_timeout_ms;   /* other FM calls */
         char *token_key_file;      /* seals session tokens at rest */
         long fm_concurrency;       /* release-queue calls at once */

@@ -1,7 +1,9 @@
 /* Fabric Manager multicast reservations (see hwcoll.h).
  *
  * The request thread makes the reserve call itself, under its own short
- * timeout, so that a scheduler's reply carries the outcome.  Everything
+ * timeout, so that a scheduler's reply carries the outcome; but only
+ * hwcoll.request_concurrency of them at once, and past that the queue
+ * workers make the call (a deferred reserve).  Everything
  * that may take longer or must be retried (releases, and checking reserves
  * that timed out) belongs to one worker thread, which takes its work from
  * the database and so loses nothing across crashes and restarts.  The
@@ -32,6 +34,11 @@
 /* Work items taken per worker pass. */
 #define WORK_BATCH 32
 
+/* What a reservation says while a worker, not the request, reserves. */
+#define DEFERRED_REASON                                                \
+    "the Fabric Manager is busy; the reservation is completed in the " \
+    "background"
+
 struct hwcoll {
     struct broker *b;
     struct fmc *fmc;                 /* NULL when disabled */
@@ -50,6 +57,8 @@ struct hwcoll {
     long pause_ms;        /* the current pause, doubling */
     bool reconcile_now;   /* the FM came back, or just elected */
     bool leading;         /* this replica leads */
+    int in_request;       /* FM reserves running on request threads */
+    int max_in_request;   /* hwcoll.request_concurrency, resolved */
 
     /* The last reconciliation, under lock. */
     time_t rec_at;
@@ -59,6 +68,7 @@ struct hwcoll {
 
     /* Counters for /metrics, under lock. */
     unsigned long long ops_done, ops_retried, lost_total, reconciles;
+    unsigned long long deferred_total;
 
     /* Connection state for /v1/fabric-manager, under lock. */
     time_t last_success;
@@ -205,6 +215,45 @@ void hwcoll_plan(struct hwcoll *h,
     a->addrs_per_job = h->addrs_per_job;
 }
 
+/* Why a reserve failed, as the reservation says it: a fixed phrase per
+ * class (failure_class), or for a timeout the text by which the store
+ * finds reserves to check later ('timed out%').  The FM's own text goes
+ * only to the log.
+ */
+static void failure_reason(int e, long timeout_ms, char *buf, size_t size)
+{
+    if (e == ETIMEDOUT)
+        snprintf(buf,
+                 size,
+                 "timed out after %ld ms waiting for the Fabric Manager",
+                 timeout_ms);
+    else
+        snprintf(buf, size, "%s", failure_class(e));
+}
+
+/* Take one of the request threads' FM slots, never waiting: false when
+ * hwcoll.request_concurrency reserves are already waiting on the FM.
+ */
+static bool slot_take(struct hwcoll *h)
+{
+    bool ok;
+    pthread_mutex_lock(&h->lock);
+    ok = h->in_request < h->max_in_request;
+    if (ok)
+        h->in_request++;
+    else
+        h->deferred_total++;
+    pthread_mutex_unlock(&h->lock);
+    return ok;
+}
+
+static void slot_give(struct hwcoll *h)
+{
+    pthread_mutex_lock(&h->lock);
+    h->in_request--;
+    pthread_mutex_unlock(&h->lock);
+}
+
 void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
 {
     json_t *hw = json_object_get(*resp, "hwcoll");
@@ -219,21 +268,35 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
     if (!h->fmc || !fm_job_id
         || strcmp(json_string_value(json_object_get(hw, "state")), "pending"))
         return;
-    if (fmc_job_reserve(
-            h->fmc, fm_job_id, h->addrs_per_job, timeout, &token, &error)
-        < 0) {
-        int e = errno;
+    if (!slot_take(h)) {
+        /* Enough request threads wait on the FM already: answer now and
+         * let a worker reserve (the mark is in the database).
+         */
+        if (store_hwcoll_defer(
+                h->b->store, id, DEFERRED_REASON, actor, &rec, &error)
+            == 0) {
+            json_decref(*resp);
+            *resp = rec;
+        } else
+            logger_printf(h->b->log,
+                          LOG_WARNING,
+                          NULL,
+                          "hwcoll: %s: cannot defer: %s",
+                          fm_job_id,
+                          error.text);
+        hwcoll_kick(h);
+        return;
+    }
+    int frc = fmc_job_reserve(
+        h->fmc, fm_job_id, h->addrs_per_job, timeout, &token, &error);
+    int e = errno;
+    slot_give(h);
+    if (frc < 0) {
         note_result(h, -1, "reserve", error.text);
         /* The store finds the timed-out reserves for the worker to check
          * by this prefix ('timed out%'), so it stays.
          */
-        if (e == ETIMEDOUT)
-            snprintf(reason,
-                     sizeof(reason),
-                     "timed out after %ld ms waiting for the Fabric Manager",
-                     timeout);
-        else
-            snprintf(reason, sizeof(reason), "%s", failure_class(e));
+        failure_reason(e, timeout, reason, sizeof(reason));
         logger_printf(h->b->log,
                       LOG_WARNING,
                       NULL,
@@ -480,6 +543,113 @@ done:
     return rc;
 }
 
+/* Make one deferred reserve (see hwcoll_reserve).  Returns 0, or -1 when
+ * the FM failed in a way that pauses the workers.
+ */
+static int deferred_one(struct hwcoll *h, json_t *w)
+{
+    long long id = json_integer_value(json_object_get(w, "id"));
+    const char *fm = json_string_value(json_object_get(w, "fm_job_id"));
+    bool active = json_is_true(json_object_get(w, "active"));
+    int attempts = (int)json_integer_value(json_object_get(w, "attempts"));
+    long timeout = h->b->cfg->hwcoll.request_timeout_ms;
+    vnib_error_t error = {""};
+    char outcome[32], reason[256];
+    char *token = NULL, *hex = NULL;
+    int rc = 0;
+
+    if (!fm)
+        return 0;
+    if (!active) {
+        (void)store_hwcoll_set(h->b->store,
+                               id,
+                               "unavailable",
+                               "the job ended before the Fabric Manager "
+                               "was asked",
+                               NULL,
+                               "hwcoll",
+                               NULL,
+                               outcome,
+                               sizeof(outcome),
+                               &error);
+        return 0;
+    }
+    /* A worker before this one may have died during the call. */
+    if (attempts > 0 && fmc_job_get(h->fmc, fm, &token, &error) < 0
+        && errno != ENOENT)
+        goto failed;
+    if (!token
+        && fmc_job_reserve(
+               h->fmc, fm, h->addrs_per_job, timeout, &token, &error)
+               < 0)
+        goto failed;
+    note_result(h, 0, "reserve", "");
+    if (seal_hex(h, id, token, &hex) < 0) {
+        logger_printf(
+            h->b->log, LOG_ERR, NULL, "hwcoll: %s: cannot seal the token", fm);
+        goto done;
+    }
+    if (store_hwcoll_set(h->b->store,
+                         id,
+                         "reserved",
+                         NULL,
+                         hex,
+                         "hwcoll",
+                         NULL,
+                         outcome,
+                         sizeof(outcome),
+                         &error)
+        < 0) {
+        /* Still deferred: claimed again when the lease ends. */
+        logger_printf(
+            h->b->log, LOG_ERR, NULL, "hwcoll: %s: %s", fm, error.text);
+        goto done;
+    }
+    if (!strcmp(outcome, "not_active")) {
+        if (fmc_job_delete(h->fmc, fm, &error) < 0)
+            logger_printf(
+                h->b->log,
+                LOG_WARNING,
+                NULL,
+                "hwcoll: %s: released job's reservation not deleted: %s",
+                fm,
+                error.text);
+        goto done;
+    }
+    logger_printf(
+        h->b->log, LOG_INFO, NULL, "hwcoll: %s reserved in the background", fm);
+    goto done;
+failed:;
+    int e = errno;
+    note_result(h, -1, "reserve", error.text);
+    failure_reason(e, timeout, reason, sizeof(reason));
+    logger_printf(h->b->log,
+                  LOG_WARNING,
+                  NULL,
+                  "hwcoll: reservation %lld: %s: %s: %s",
+                  id,
+                  fm,
+                  failure_class(e),
+                  error.text);
+    (void)store_hwcoll_set(h->b->store,
+                           id,
+                           "unavailable",
+                           reason,
+                           NULL,
+                           "hwcoll",
+                           NULL,
+                           outcome,
+                           sizeof(outcome),
+                           &error);
+    if (e == ETIMEDOUT)
+        hwcoll_kick(h); /* the leader checks whether it came late */
+    rc = e == ECONNREFUSED || e == ETIMEDOUT ? -1 : 0;
+done:
+    free(hex);
+    fmc_free_secret(token);
+    return rc;
+}
+
 /* Check the reserves that timed out, a few at a time. */
 static void follow_up_timeouts(struct hwcoll *h)
 {
@@ -610,6 +780,22 @@ static void *queue_main(void *arg)
                     unreachable = 1;
             }
             json_decref(ops);
+        }
+        /* One deferred reserve per worker and pass, so that the workers
+         * make them side by side.
+         */
+        json_t *def = NULL;
+        if (!unreachable
+            && store_hwcoll_claim(h->b->store, 1, 2 * lease_s, &def, &error)
+                   == 0) {
+            size_t i;
+            json_t *w;
+            n += json_array_size(def);
+            json_array_foreach (def, i, w) {
+                if (deferred_one(h, w) < 0)
+                    unreachable = 1;
+            }
+            json_decref(def);
         }
         pthread_mutex_lock(&h->lock);
         if (unreachable) {
@@ -948,6 +1134,11 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
     snprintf(h->replica, sizeof(h->replica), "%s:%ld", host, (long)getpid());
+    h->max_in_request = cfg->hwcoll.request_concurrency
+                            ? (int)cfg->hwcoll.request_concurrency
+                            : (int)(cfg->server.threads / 4);
+    if (h->max_in_request < 1)
+        h->max_in_request = 1;
     int nworkers = (int)cfg->hwcoll.fm_concurrency;
     if (!(h->threads = calloc((size_t)nworkers + 2, sizeof(*h->threads)))) {
         errprintf(errp, "out of memory");
@@ -1109,6 +1300,10 @@ void hwcoll_write_metrics(struct hwcoll *h, FILE *f)
         "# HELP vnib_fm_reconciles_total Reconciliations run by this replica.\n"
         "# TYPE vnib_fm_reconciles_total counter\n"
         "vnib_fm_reconciles_total %llu\n"
+        "# HELP vnib_hwcoll_deferred_total Reserves left to the workers: "
+        "hwcoll.request_concurrency were waiting on the Fabric Manager.\n"
+        "# TYPE vnib_hwcoll_deferred_total counter\n"
+        "vnib_hwcoll_deferred_total %llu\n"
         "# HELP vnib_fm_up Whether the last Fabric Manager call succeeded.\n"
         "# TYPE vnib_fm_up gauge\n"
         "vnib_fm_up %d\n"
@@ -1119,6 +1314,7 @@ void hwcoll_write_metrics(struct hwcoll *h, FILE *f)
         h->ops_retried,
         h->lost_total,
         h->reconciles,
+        h->deferred_total,
         h->last_ok ? 1 : 0,
         h->leading ? 1 : 0);
     pthread_mutex_unlock(&h->lock);

@@ -13,6 +13,11 @@
  * timed out, because the FM may still have completed it: the late
  * reservation is adopted while the job is active and deleted otherwise,
  * so no orphan is left behind.
+ *
+ * At most hwcoll.request_concurrency reserves wait on the FM in request
+ * threads at once; past that a reserve is deferred: marked in the
+ * database and answered at once with "pending", and a worker makes the
+ * FM call (schema/0005).
  */
 #ifndef VNIB_SERVER_HWCOLL_H
 #define VNIB_SERVER_HWCOLL_H
@@ -53,7 +58,9 @@ void hwcoll_plan(struct hwcoll *h,
 /* After a reservation with hwcoll state "pending" was committed: reserve
  * in the FM (bounded by hwcoll.reserve_timeout_ms), record the outcome,
  * and replace *resp with the reservation as recorded, session token
- * included.  Never fails the request.
+ * included; or, when hwcoll.request_concurrency calls are under way
+ * already, defer it to the workers and leave it pending.  Never fails the
+ * request and never waits for a slot.
  */
 void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp);
 

@@ -29,6 +29,7 @@
 #include "server/http.h"
 #include "server/hwcoll.h"
 #include "server/metrics.h"
+#include "server/ratelimit.h"
 #include "server/routes.h"
 #include "server/sdnotify.h"
 #include "server/store.h"
@@ -329,6 +330,16 @@ int main(int argc, char **argv)
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
         goto done;
     }
+    /* A bucket per node name; the table is sized for El Capitan's 11,136
+     * nodes with room to spare (about 400 KiB).
+     */
+    if (cfg->server.report_rate > 0
+        && !(b.rl = ratelimit_create((double)cfg->server.report_rate,
+                                     (double)cfg->server.report_burst,
+                                     16384))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
+        goto done;
+    }
     if (!(b.metrics = metrics_create(routes_count))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
         goto done;
@@ -365,6 +376,7 @@ done:
     http_destroy(b.http, cfg ? (int)cfg->server.shutdown_timeout_s : 0);
     metrics_destroy(b.metrics);
     cache_destroy(b.cache);
+    ratelimit_destroy(b.rl);
     hwcoll_destroy(b.hwcoll);
     store_destroy(b.store);
     auth_destroy(b.auth);

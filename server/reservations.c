@@ -8,7 +8,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "vnib/hostlist.h"
 #include "server/cache.h"
@@ -16,6 +18,7 @@
 #include "server/http.h"
 #include "server/hwcoll.h"
 #include "server/params.h"
+#include "server/ratelimit.h"
 #include "server/reservations.h"
 #include "server/store.h"
 
@@ -333,6 +336,13 @@ static char *report_services(struct request *req,
     return json_dumps(services, JSON_COMPACT);
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
 {
     static const char *const allowed[] = {
@@ -353,6 +363,22 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
     if (req->who.role == ROLE_NODE && strcmp(req->who.node, a.node) != 0)
         return request_fail(
             req, EPERM, "forbidden", errp, "a node may report only for itself");
+    if (req->broker->rl
+        && !ratelimit_take(
+            req->broker->rl, a.node, mono_ms(), &req->retry_after)) {
+        /* 429 has no errno of its own: the reply is built here. */
+        if (!(*out = json_pack("{s:{s:s, s:s, s:s}}",
+                               "error",
+                               "code",
+                               "rate_limited",
+                               "message",
+                               "too many reports from this node; retry "
+                               "after the time Retry-After gives",
+                               "request_id",
+                               req->id)))
+            return errprintf(errp, "out of memory");
+        return 429;
+    }
     if (request_json(req, &body, errp) < 0)
         return -1;
     if (params_known_fields(req, body, allowed, errp) < 0)

@@ -53,6 +53,8 @@ enum stmt_id {
     STMT_PURGE,
     STMT_HWCOLL_SET,
     STMT_HWCOLL_WORK,
+    STMT_HWCOLL_DEFER,
+    STMT_HWCOLL_CLAIM,
     STMT_HWCOLL_COUNTS,
     STMT_FM_CLAIM,
     STMT_FM_DONE,
@@ -132,14 +134,20 @@ static const char sql_hwcoll_set[] =
     "SELECT * FROM vnib_hwcoll_set($1::bigint, $2, $3, "
     "decode($4, 'hex'), $5)";
 /* Fabric Manager work: releases to make, and reserves that timed out,
- * which the Fabric Manager may have completed late.
+ * which the Fabric Manager may have completed late.  Deferred reserves
+ * (hwcoll_due set) are the claim's (schema/0005), not this check's.
  */
 static const char sql_hwcoll_work[] =
     "SELECT id, fm_job_id, hwcoll_state, state = 'active' FROM reservations "
     "WHERE ((hwcoll_state = 'unavailable' "
     "AND hwcoll_reason LIKE 'timed out%') OR (hwcoll_state = 'pending' "
-    "AND created_at < now() - interval '1 minute')) "
+    "AND hwcoll_due IS NULL AND created_at < now() - interval '1 minute')) "
     "ORDER BY id LIMIT $1::integer";
+static const char sql_hwcoll_defer[] =
+    "SELECT * FROM vnib_hwcoll_defer($1::bigint, $2, $3)";
+static const char sql_hwcoll_claim[] =
+    "SELECT id, fm_job_id, active, attempts "
+    "FROM vnib_hwcoll_claim($1::integer, $2::integer)";
 static const char sql_fm_claim[] =
     "SELECT * FROM vnib_fm_claim($1::integer, $2::integer)";
 static const char sql_fm_done[] = "SELECT vnib_fm_done($1::bigint, $2)";
@@ -285,6 +293,8 @@ static const struct {
     [STMT_PURGE] = {"purge", sql_purge, 2},
     [STMT_HWCOLL_SET] = {"hwcoll_set", sql_hwcoll_set, 5},
     [STMT_HWCOLL_WORK] = {"hwcoll_work", sql_hwcoll_work, 1},
+    [STMT_HWCOLL_DEFER] = {"hwcoll_defer", sql_hwcoll_defer, 3},
+    [STMT_HWCOLL_CLAIM] = {"hwcoll_claim", sql_hwcoll_claim, 2},
     [STMT_HWCOLL_COUNTS] = {"hwcoll_counts", sql_hwcoll_counts, 0},
     [STMT_FM_CLAIM] = {"fm_claim", sql_fm_claim, 2},
     [STMT_FM_DONE] = {"fm_done", sql_fm_done, 2},
@@ -2031,6 +2041,64 @@ int store_hwcoll_set(struct store *s,
         rc = result_reservation(s, r, resp, errp);
     PQclear(r);
     return rc;
+}
+
+int store_hwcoll_defer(struct store *s,
+                       long long id,
+                       const char *reason,
+                       const char *actor,
+                       json_t **resp,
+                       vnib_error_t *errp)
+{
+    char idbuf[24];
+    snprintf(idbuf, sizeof(idbuf), "%lld", id);
+    const char *params[3] = {idbuf, reason, actor};
+    PGresult *r = run_one(s, STMT_HWCOLL_DEFER, params, "no answer", errp);
+    int rc = -1;
+    if (!r)
+        return -1;
+    if (strcmp(col(r, 0, ROW_OUTCOME), "ok") != 0) {
+        errno = EEXIST;
+        errprintf(errp, "reservation %lld is no longer pending", id);
+    } else
+        rc = result_reservation(s, r, resp, errp);
+    PQclear(r);
+    return rc;
+}
+
+int store_hwcoll_claim(
+    struct store *s, int limit, int lease_s, json_t **workp, vnib_error_t *errp)
+{
+    char l[16], ls[16];
+    json_t *list = json_array();
+    snprintf(l, sizeof(l), "%d", limit);
+    snprintf(ls, sizeof(ls), "%d", lease_s);
+    const char *params[2] = {l, ls};
+    PGresult *r = list ? run(s, STMT_HWCOLL_CLAIM, params, errp) : NULL;
+    if (!r) {
+        json_decref(list);
+        return -1;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *w = json_pack("{s:I, s:s?, s:b, s:i}",
+                              "id",
+                              (json_int_t)col_ll(r, i, 0),
+                              "fm_job_id",
+                              col(r, i, 1),
+                              "active",
+                              *col(r, i, 2) == 't',
+                              "attempts",
+                              (int)col_ll(r, i, 3));
+        if (!w || json_array_append_new(list, w) < 0) {
+            PQclear(r);
+            json_decref(list);
+            errno = ENOMEM;
+            return errprintf(errp, "out of memory");
+        }
+    }
+    PQclear(r);
+    *workp = list;
+    return 0;
 }
 
 int store_hwcoll_work(struct store *s,

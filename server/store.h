@@ -176,6 +176,27 @@ int store_hwcoll_work(struct store *s,
                       json_t **workp,
                       vnib_error_t *errp);
 
+/* Defer pending reservation id's FM reserve to the background workers
+ * (schema/0005), with reason; *resp receives the reservation.  -1 with
+ * EEXIST when it is no longer pending.
+ */
+int store_hwcoll_defer(struct store *s,
+                       long long id,
+                       const char *reason,
+                       const char *actor,
+                       json_t **resp,
+                       vnib_error_t *errp);
+
+/* Claim up to `limit` deferred reserves that are due, for lease_s seconds
+ * (another worker may take one whose lease ended), each {"id",
+ * "fm_job_id", "active", "attempts"}; attempts counts earlier claims.
+ */
+int store_hwcoll_claim(struct store *s,
+                       int limit,
+                       int lease_s,
+                       json_t **workp,
+                       vnib_error_t *errp);
+
 /* Live reservations by hwcoll state: {"reserved": N, ...}. */
 int store_hwcoll_counts(struct store *s, json_t **countsp, vnib_error_t *errp);
 

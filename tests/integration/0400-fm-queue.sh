@@ -31,12 +31,15 @@ many () {
             curl -s -o /dev/null -w "%{http_code}\n" -X DELETE -H "Authorization: Bearer $3" "$4/v1/reservations/$2{}"
         fi' _ "$1" "$2" "$SCHED_TOKEN" "$BROKER_URL" | sort | uniq -c | tr -s ' ' | tr '\n' ' '
 }
+fm_holds () { [ "$(fm_count "$1")" = "$2" ]; } # PREFIX N
 hw_released () { # PREFIX: reservations of PREFIX* with hwcoll released
     psql_q "SELECT count(*) FROM reservations WHERE job_id LIKE '$1%' AND hwcoll_state = 'released'"
 }
 
 # ---- an FM outage while 500 jobs are released -------------------------------------
 expect_match "500 jobs reserved with hardware collectives" "$(many reserve o 500)" '^ ?500 201 $'
+# Past hwcoll.request_concurrency, reserves are completed in the background.
+wait_for 30 fm_holds tux-o 500
 expect_eq "fmsim holds 500" "$(fm_count tux-o)" 500
 fm_fault '{"outage":"refuse"}'
 start=$(date +%s%N)
@@ -61,6 +64,7 @@ expect_eq "the queue is empty" "$(psql_q "SELECT count(*) FROM fm_queue")" 0
 
 # ---- SIGKILL with a full queue -------------------------------------------------------
 expect_match "50 more jobs" "$(many reserve k 50)" '^ ?50 201 $'
+wait_for 30 fm_holds tux-k 50
 fm_fault '{"outage":"refuse"}'
 many release k 50 >/dev/null
 kill -KILL "$PID_A"
