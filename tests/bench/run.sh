@@ -30,7 +30,7 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz pairs openloop bigjob populate nodeview rss storm drain
-# agent slowclients contention),
+# agent fmslow slowclients contention),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
 FM_CONCURRENCY=${BENCH_FM_CONCURRENCY:-12}
@@ -532,17 +532,109 @@ contention_not_run () {
     done
 }
 
+# ---- node fetches while the Fabric Manager is slow -------------------------
+#
+# fmsim answering every call after 2 s, a broker with [hwcoll] on it (the
+# default hwcoll.request_concurrency), and 32 eligible reserves sent at
+# once; meanwhile one node fetches its job 200 times, one request after
+# another.  Row: the fetches' p99 (curl's time_total), target 5 ms: a slow
+# FM must hold no request thread that node fetches need.
+
+FMSLOW_ROW="node fetch p99, FM at 2 s, 32 eligible reserves"
+
+fmslow_scenario () {
+    why=""
+    "$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
+        --log-level warning >"$T/fmslow-sim.out" 2>"$T/fmslow-sim.log" &
+    FMSLOW_SIM=$!
+    track "$FMSLOW_SIM"
+    wait_for 10 grep -q 'fmsim listening on' "$T/fmslow-sim.out" || {
+        why="fmsim does not start"
+        return 1
+    }
+    fm_url=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/fmslow-sim.out")
+    fm_admin=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/fmslow-sim.out")
+    rm -f "$T/fmslow.key"
+    "$BENCH_API" nodekey "$T/fmslow.key" || { why="cannot make the token key"; return 1; }
+    saved_port=$PORT
+    PORT=$("$BENCH_API" freeport) || { why="no free port"; return 1; }
+    bench_config "$T/fmslow.toml" 1
+    cat >>"$T/fmslow.toml" <<CONF
+
+[cluster]
+name = "fmslow"
+
+[hwcoll]
+enabled = true
+fm_url = "$fm_url"
+auth = "none"
+min_nodes = 1
+addrs_per_job = 4
+token_key_file = "$T/fmslow.key"
+CONF
+    url=http://127.0.0.1:$PORT
+    PORT=$saved_port
+    "$VNIBROKERD" -c "$T/fmslow.toml" >>"$T/fmslow-broker.log" 2>&1 &
+    FMSLOW_PID=$!
+    track "$FMSLOW_PID"
+    wait_for 10 curl -sf -o /dev/null "$url/healthz" || {
+        why="its broker does not start"
+        return 1
+    }
+    sched=$(cat "$T/sched.token")
+    curl -s -o /dev/null -H "Authorization: Bearer $sched" \
+        -H 'Content-Type: application/json' \
+        -d '{"job_id":"fs-node","uid":1,"user":"u","nodes":"fsn[1-4]","hwcoll":"off"}' \
+        "$url/v1/reservations"
+    ntok=$(node_token fsn1)
+    curl -s -o /dev/null --max-time 5 -X POST -d '{"latency_ms":2000}' \
+        "$fm_admin/fmsim/faults"
+    seq 1 32 | xargs -P 32 -I{} curl -s -o /dev/null --max-time 30 \
+        -H "Authorization: Bearer $sched" -H 'Content-Type: application/json' \
+        -d '{"job_id":"fs{}","uid":1,"user":"u","nodes":"fsn[1-4]","hwcoll":"on"}' \
+        "$url/v1/reservations" &
+    burst=$!
+    sleep 0.2
+    for _ in $(seq 1 200); do
+        curl -s -o /dev/null -w '%{time_total}\n' --max-time 10 \
+            -H "Authorization: Bearer $ntok" "$url/v1/reservations/fs-node"
+    done >"$T/fmslow.times"
+    wait "$burst"
+    p99=$(sort -n "$T/fmslow.times" | awk '{ v[NR] = $1 } END {
+        i = int(NR * 0.99 + 0.999); if (i < 1) i = 1; printf "%.3f", v[i] * 1000 }')
+    printf '%-52s %12.3f %-6s %2s %10.3f  %s\n' "$FMSLOW_ROW" "$p99" ms "<=" 5 \
+        "$(awk "BEGIN { print ($p99 <= 5) ? \"met\" : \"NOT MET\" }")"
+    deferred=$(curl -s "$url/metrics" | awk '/^vnib_hwcoll_deferred_total/ { print $2 }')
+    echo "#   $(wc -l <"$T/fmslow.times") fetches; reserves deferred to the workers: ${deferred:-?}"
+    return 0
+}
+
+if wanted fmslow; then
+    FMSLOW_PID=""
+    FMSLOW_SIM=""
+    if [ "$api_ready" != 1 ]; then
+        row_not_run "$FMSLOW_ROW" ms "<=" 5 "$why_not"
+    elif ! fmslow_scenario; then
+        row_not_run "$FMSLOW_ROW" ms "<=" 5 "$why"
+    fi
+    for pid in $FMSLOW_PID $FMSLOW_SIM; do
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+fi
+
 # ---- slow and unauthenticated clients ---------------------------------------
 
 # A well-behaved client's reserve p99 (open loop, 200/s, from 127.0.0.1)
 # alone and while SLOW_CONNS connections from one other address
 # (127.0.0.9) trickle their headers and reconnect when closed (target:
 # within 2x of the quiet figure); then the broker's largest VmRSS while
-# 200 clients without a valid token each send ~1 MiB (target: 64 MiB).
+# UPLOADS clients without a valid token each send ~1 MiB (target: 64 MiB).
 SLOW_PY=$TOP/tests/bench/slowclients.py
-SLOW_CONNS=${BENCH_SLOW_CONNS:-1000}
+SLOW_CONNS=${BENCH_SLOW_CONNS:-4200}
+UPLOADS=${BENCH_UPLOADS:-2000}
 SLOW_ROW="reserve p99 at 200/s, $SLOW_CONNS slow conns from 1 addr"
-RSS_ROW="memory: VmRSS, 200 unauthenticated 1 MiB POSTs"
+RSS_ROW="memory: VmRSS, $UPLOADS unauthenticated 1 MiB POSTs"
 
 # openloop_p99: one open-loop run at 200/s; prints its p99 in ms.
 openloop_p99 () {
@@ -569,7 +661,7 @@ slow_scenario () {
     else
         row_not_run "$SLOW_ROW" ms "<=" 0 "open loop run failed"
     fi
-    rss=$(python3 "$SLOW_PY" upload "$PORT" 127.0.0.9 200 "$BROKER_PID")
+    rss=$(python3 "$SLOW_PY" upload "$PORT" 127.0.0.9 "$UPLOADS" "$BROKER_PID")
     if [ -n "$rss" ]; then
         printf '%-52s %12.3f %-6s %2s %10.3f  %s\n' "$RSS_ROW" "$rss" MiB "<=" 64 \
             "$(awk "BEGIN { print ($rss <= 64) ? \"met\" : \"NOT MET\" }")"

@@ -39,6 +39,15 @@ def trickle(port, source, count, seconds):
     end = time.monotonic() + seconds
     header = b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Slow: "
     conns = {}  # socket -> bytes of header sent
+    byfd = {}  # file descriptor -> socket
+    poller = select.poll()  # select() stops at descriptor 1024
+
+    def drop(s, when):
+        poller.unregister(s)
+        del byfd[s.fileno()]
+        del conns[s]
+        s.close()
+        reopen.append(when)
     reopen = [0.0] * count  # when each free slot may connect again
     opened = 0
     next_byte = 0.0
@@ -48,20 +57,24 @@ def trickle(port, source, count, seconds):
         reopen = [t for t in reopen if t > now]
         for _ in due:
             try:
-                conns[connect(port, source)] = 0
-                opened += 1
+                s = connect(port, source)
             except OSError:
                 reopen.append(now + 1.0)
-        r, _, _ = select.select(list(conns), [], [], 0.05)
-        for s in r:
+                continue
+            conns[s] = 0
+            byfd[s.fileno()] = s
+            poller.register(s, select.POLLIN)
+            opened += 1
+        for fd, _ in poller.poll(50):
+            s = byfd.get(fd)
+            if s is None:
+                continue
             try:
                 data = s.recv(4096)
             except OSError:
                 data = b""
             if not data:
-                del conns[s]
-                s.close()
-                reopen.append(time.monotonic() + 1.0)
+                drop(s, time.monotonic() + 1.0)
         now = time.monotonic()
         if now >= next_byte:
             next_byte = now + 2.0
@@ -70,9 +83,7 @@ def trickle(port, source, count, seconds):
                     s.send(header[n:n + 1] if n < len(header) else b"a")
                     conns[s] = n + 1
                 except OSError:
-                    del conns[s]
-                    s.close()
-                    reopen.append(now + 1.0)
+                    drop(s, now + 1.0)
     print(opened)
 
 
