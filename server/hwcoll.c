@@ -435,6 +435,30 @@ static bool nap(struct hwcoll *h, long ms)
     return !h->stop;
 }
 
+/* Record an FM outcome for reservation id as the workers do (actor
+ * "hwcoll"); a failure is logged by the store and tried again later.
+ */
+static void record(struct hwcoll *h,
+                   long long id,
+                   const char *state,
+                   const char *reason,
+                   const char *hex,
+                   char *outcome,
+                   size_t size)
+{
+    vnib_error_t ignore;
+    (void)store_hwcoll_set(h->b->store,
+                           id,
+                           state,
+                           reason,
+                           hex,
+                           "hwcoll",
+                           NULL,
+                           outcome,
+                           size,
+                           &ignore);
+}
+
 /* Check one reserve that timed out (or was left pending); returns 0, or
  * -1 when the FM failed.
  */
@@ -455,16 +479,7 @@ static int work_one(struct hwcoll *h, json_t *w)
         if (fmc_job_delete(h->fmc, fm, &error) < 0)
             goto failed;
         note_result(h, 0, "release", "");
-        (void)store_hwcoll_set(h->b->store,
-                               id,
-                               "released",
-                               NULL,
-                               NULL,
-                               "hwcoll",
-                               NULL,
-                               outcome,
-                               sizeof(outcome),
-                               &error);
+        record(h, id, "released", NULL, NULL, outcome, sizeof(outcome));
         logger_printf(h->b->log, LOG_INFO, NULL, "hwcoll: %s released", fm);
         return 0;
     }
@@ -475,17 +490,13 @@ static int work_one(struct hwcoll *h, json_t *w)
         if (errno != ENOENT)
             goto failed;
         note_result(h, 0, "check", "");
-        (void)store_hwcoll_set(
-            h->b->store,
-            id,
-            "unavailable",
-            "timeout; the Fabric Manager made no reservation",
-            NULL,
-            "hwcoll",
-            NULL,
-            outcome,
-            sizeof(outcome),
-            &error);
+        record(h,
+               id,
+               "unavailable",
+               "timeout; the Fabric Manager made no reservation",
+               NULL,
+               outcome,
+               sizeof(outcome));
         return 0;
     }
     note_result(h, 0, "check", "");
@@ -514,17 +525,13 @@ static int work_one(struct hwcoll *h, json_t *w)
     /* The job ended (or cannot take it): delete the late reservation. */
     if (fmc_job_delete(h->fmc, fm, &error) < 0)
         goto failed;
-    (void)store_hwcoll_set(
-        h->b->store,
-        id,
-        "unavailable",
-        "timeout; the late Fabric Manager reservation was deleted",
-        NULL,
-        "hwcoll",
-        NULL,
-        outcome,
-        sizeof(outcome),
-        &error);
+    record(h,
+           id,
+           "unavailable",
+           "timeout; the late Fabric Manager reservation was deleted",
+           NULL,
+           outcome,
+           sizeof(outcome));
     logger_printf(
         h->b->log,
         LOG_NOTICE,
@@ -561,17 +568,14 @@ static int deferred_one(struct hwcoll *h, json_t *w)
     if (!fm)
         return 0;
     if (!active) {
-        (void)store_hwcoll_set(h->b->store,
-                               id,
-                               "unavailable",
-                               "the job ended before the Fabric Manager "
-                               "was asked",
-                               NULL,
-                               "hwcoll",
-                               NULL,
-                               outcome,
-                               sizeof(outcome),
-                               &error);
+        record(h,
+               id,
+               "unavailable",
+               "the job ended before the Fabric Manager "
+               "was asked",
+               NULL,
+               outcome,
+               sizeof(outcome));
         return 0;
     }
     /* A worker before this one may have died during the call. */
@@ -631,16 +635,7 @@ failed:;
                   fm,
                   failure_class(e),
                   error.text);
-    (void)store_hwcoll_set(h->b->store,
-                           id,
-                           "unavailable",
-                           reason,
-                           NULL,
-                           "hwcoll",
-                           NULL,
-                           outcome,
-                           sizeof(outcome),
-                           &error);
+    record(h, id, "unavailable", reason, NULL, outcome, sizeof(outcome));
     if (e == ETIMEDOUT)
         hwcoll_kick(h); /* the leader checks whether it came late */
     rc = e == ECONNREFUSED || e == ETIMEDOUT ? -1 : 0;
