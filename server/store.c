@@ -238,15 +238,15 @@ static const char sql_pool[] =
     "FROM vni_holds h JOIN reservations r ON r.id = h.reservation_id";
 static const char sql_pool_sync[] =
     "SELECT * FROM vnib_pool_sync($1::integer[], $2::integer[])";
-/* The reservation holding VNI $1, or the last one that did; whether it
- * still holds it (ROW_NCOLS).
+/* The reservation holding VNI $1, or the last one that did (see
+ * vnib_vni_reservation in schema/0007); whether it still holds it
+ * (ROW_NCOLS).
  */
 static const char sql_vni[] =
     "SELECT v.*, EXISTS (SELECT 1 FROM vni_holds WHERE vni = $1::integer "
     "AND reservation_id = r.id) "
-    "FROM (SELECT id FROM reservations WHERE vnis @> ARRAY[$1::integer] "
-    "ORDER BY id DESC LIMIT 1) r "
-    "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v";
+    "FROM (SELECT vnib_vni_reservation($1::integer) AS id OFFSET 0) r "
+    "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v WHERE r.id IS NOT NULL";
 /* Events in id order, each with the time it was recorded.  Two
  * transactions recording at once may take their ids in one order and
  * read the clock in the other; the time shown is therefore the latest
