@@ -59,7 +59,7 @@ fi
 started_pg=0
 if ! as_pg "$PG_BIN/pg_ctl" -D "$PGDIR" status >/dev/null 2>&1; then
     as_pg "$PG_BIN/pg_ctl" -D "$PGDIR" -l "$RUN/log/postgresql.log" -w -t 60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$SOCK'" start >/dev/null || {
+        -o "-c listen_addresses='' -c unix_socket_directories='$SOCK' -c autovacuum_naptime=10s" start >/dev/null || {
         echo "run: PostgreSQL did not start; see $RUN/log/postgresql.log" >&2
         tail -n 20 "$RUN/log/postgresql.log" >&2
         exit 1

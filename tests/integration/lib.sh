@@ -195,7 +195,8 @@ pg_template () {
     echo "$tpl"
 }
 
-# pg_start: a private server for this test, with fsync on, no TCP.
+# pg_start: a private server for this test, with fsync on, no TCP, and
+# the autovacuum_naptime deploy/README.md asks of sites (section 3.2).
 pg_start () {
     tpl=$(pg_template) || return 1
     PGDIR=$T/pg
@@ -212,7 +213,7 @@ pg_start () {
 
 pg_resume_start () {
     as_pg_user "$PG_BIN/pg_ctl" -D "$PGDIR" -l "$T/pglog/pg.log" -w -t 30 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$PGSOCK' -c fsync=on -c max_connections=200" \
+        -o "-c listen_addresses='' -c unix_socket_directories='$PGSOCK' -c fsync=on -c max_connections=200 -c autovacuum_naptime=10s" \
         start >/dev/null || {
         cat "$T/pglog/pg.log" >&2
         return 1
