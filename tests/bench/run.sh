@@ -1137,8 +1137,15 @@ history_scenario () {
         set -- $fo
         row_ref "reserve p99 at 1000/s, fresh database" "$1" ms "$n, range $2-$3"
         tgt=$(awk -v f="$1" 'BEGIN { print 1.5 * f }')
+        fresh_ok=$(awk -v f="$1" 'BEGIN { print (f <= 10) ? 1 : 0 }')
         set -- $ho
-        row_cmp "$HIST_OL_ROW" "$1" ms "<=" "$tgt" "1.5x fresh; $n, range $2-$3"
+        if [ "$fresh_ok" = 1 ]; then
+            row_cmp "$HIST_OL_ROW" "$1" ms "<=" "$tgt" "1.5x fresh; $n, range $2-$3"
+        else
+            # a saturated machine: 1.5x a figure of seconds compares nothing
+            printf '%-52s %12.3f %-6s %2s %10.3f  %s\n' "$HIST_OL_ROW" "$1" ms \
+                "<=" "$tgt" "NOT MET (fresh p99 over its own 10 ms target: no comparison; $n, range $2-$3)"
+        fi
     else
         row_not_run "$HIST_OL_ROW" ms "<=" 0 "an open-loop run failed"
     fi
