@@ -41,7 +41,9 @@ struct config {
         char *tls_cert;            /* PEM certificate chain; "" = plain HTTP */
         char *tls_key;             /* PEM private key (mode 0600) */
         char *tls_priorities;      /* GnuTLS priority string */
-        long threads;              /* libmicrohttpd worker threads */
+        long threads;              /* libmicrohttpd threads (network I/O) */
+        long workers;              /* request workers; 0: see config.c */
+        long queue_limit;          /* requests queued for them at most */
         long max_connections;      /* open connections accepted at once */
         long connection_timeout_s; /* idle or slow connections are cut */
         long per_ip_connections;   /* open connections per client address */

@@ -10,10 +10,25 @@
  * connection died; it records metrics, writes the access log line and
  * frees the request.
  *
+ * Suspension.  A handler that may wait (the route says ROUTE_WORKER)
+ * does not run on the libmicrohttpd thread, which also polls many other
+ * connections: the last call suspends the connection and queues the
+ * request for a request worker (workers.c).  The worker runs the handler,
+ * stores its outcome in the request (result, out, text, error) and
+ * resumes the connection; libmicrohttpd then calls on_request() once more
+ * with nothing to upload, and that call sends the stored outcome.  From
+ * the submit to the resume the worker alone owns the request; it never
+ * touches it after MHD_resume_connection().  A suspended connection is
+ * not polled, so a client that hangs up meanwhile is noticed only after
+ * the resume: on_completed(), which frees the request, cannot run while
+ * a worker holds it.  When the queue is full the request is answered 503
+ * unavailable at once, through the same store-and-resume path.
+ *
  * Limits that protect the broker from slow or hostile clients are all set
- * here: worker threads, connection count, connections per client address,
- * idle timeout, per-connection memory for the request line and headers,
- * body sizes per route, and the request deadline.  libmicrohttpd's idle
+ * here: threads, request workers and their queue, connection count,
+ * connections per client address, idle timeout, per-connection memory
+ * for the request line and headers, body sizes per route, and the
+ * request deadline.  libmicrohttpd's idle
  * timeout restarts on every byte received, so it cannot stop a client
  * that trickles a byte every few seconds; a reaper thread (reaper_main)
  * closes connections whose request has not fully arrived within
@@ -40,8 +55,10 @@
 #include "vnib/secfile.h"
 #include "server/config.h"
 #include "server/http.h"
+#include "server/hwcoll.h"
 #include "server/metrics.h"
 #include "server/store.h"
+#include "server/workers.h"
 
 /* One open connection, for the request deadline.  `since` is when the
  * request now arriving began: the connection's accept, or the end of the
@@ -59,6 +76,8 @@ struct conn {
 struct http {
     struct broker *broker;
     struct MHD_Daemon *daemon;
+    struct workers *workers; /* run the ROUTE_WORKER handlers */
+    int nworkers;            /* their threads */
     uint16_t port;
     atomic_long inflight; /* requests between first call and completion */
 
@@ -78,6 +97,13 @@ struct http {
     int64_t log_window_ns; /* start of the current one-second window */
     int log_count;         /* lines written in it */
     long log_dropped;      /* lines left out since the last report */
+};
+
+/* Where a request stands in the hand-off to a worker (request.queued). */
+enum {
+    REQ_INLINE = 0, /* not handed off: the libmicrohttpd thread owns it */
+    REQ_QUEUED,     /* suspended; a worker owns it until it resumes */
+    REQ_DONE,       /* resumed: the outcome is stored, to be sent */
 };
 
 /* errno to HTTP status and default error code: the one place where this
@@ -177,6 +203,16 @@ const char *request_query(const struct request *req, const char *name)
 long http_inflight(const struct http *h)
 {
     return atomic_load(&h->inflight);
+}
+
+int http_worker_count(const struct http *h)
+{
+    return h->nworkers;
+}
+
+long http_queue_depth(const struct http *h)
+{
+    return h->workers ? workers_depth(h->workers) : 0;
 }
 
 uint16_t http_port(const struct http *h)
@@ -366,27 +402,34 @@ static int authorize(struct request *req, vnib_error_t *errp)
     return 0;
 }
 
-/* Run the matched route's handler and send what it produced. */
-static enum MHD_Result dispatch(struct request *req)
+/* Run the matched route's handler and keep its outcome in the request.
+ * No libmicrohttpd call: this runs on a worker thread as well.
+ */
+static void run_handler(struct request *req)
 {
-    vnib_error_t error = {""};
-    json_t *out = NULL;
-
     errno = 0;
     req->handler_start_ns = mono_ns();
-    int status = req->route->handler(req, &out, &error);
+    req->result = req->route->handler(req, &req->out, &req->error);
+    req->result_errno = errno ? errno : EIO;
     req->handler_ns = mono_ns() - req->handler_start_ns;
-    if (status < 0) {
-        int e = errno ? errno : EIO;
+}
+
+/* Send the outcome run_handler() kept. */
+static enum MHD_Result send_result(struct request *req)
+{
+    json_t *out = req->out;
+
+    req->out = NULL;
+    if (req->result < 0) {
         json_decref(out);
-        return send_error(req, e, error.text, NULL);
+        return send_error(req, req->result_errno, req->error.text, NULL);
     }
     if (req->text) {
         json_decref(out);
         char *text = req->text;
         req->text = NULL;
         return send_reply(req,
-                          status,
+                          req->result,
                           text,
                           req->text_len,
                           req->content_type ? req->content_type : "text/plain",
@@ -394,7 +437,60 @@ static enum MHD_Result dispatch(struct request *req)
     }
     if (!out)
         out = json_object();
-    return send_json(req, status, out, NULL);
+    return send_json(req, req->result, out, NULL);
+}
+
+/* A request worker's job: run the handler of a suspended request, keep
+ * the outcome, resume the connection.  After the resume the request may
+ * be sent, completed and freed at any moment by the libmicrohttpd
+ * thread: nothing here reads it once MHD_resume_connection() is called.
+ */
+static void request_run(void *arg, int64_t wait_ns, bool cancelled)
+{
+    struct request *req = arg;
+    struct MHD_Connection *conn = req->conn;
+
+    metrics_observe_queue_wait(req->broker->metrics, wait_ns);
+    if (cancelled) {
+        req->result = request_fail(req,
+                                   EAGAIN,
+                                   "unavailable",
+                                   &req->error,
+                                   "the broker is shutting down");
+        req->result_errno = EAGAIN;
+    } else {
+        run_handler(req);
+    }
+    req->queued = REQ_DONE;
+    MHD_resume_connection(conn);
+}
+
+/* Hand a request whose handler may block to the workers.  The connection
+ * is suspended first, since a worker may finish and resume it before
+ * this returns.  A full queue (or a pool being stopped) is answered 503
+ * through the same path, so that it never waits here.
+ */
+static enum MHD_Result request_queue(struct http *h,
+                                     struct MHD_Connection *conn,
+                                     struct request *req)
+{
+    req->queued = REQ_QUEUED;
+    MHD_suspend_connection(conn);
+    if (workers_submit(h->workers, request_run, req) == 0)
+        return MHD_YES; /* the request is the worker's until it resumes */
+    /* The 503 is logged by on_completed(), as every 5xx. */
+    int e = errno;
+    req->result = request_fail(req,
+                               EAGAIN,
+                               "unavailable",
+                               &req->error,
+                               e == EAGAIN ? "the broker is busy; retry later"
+                                           : "the broker is shutting down");
+    req->result_errno = EAGAIN;
+    req->retry_after = 1;
+    req->queued = REQ_DONE;
+    MHD_resume_connection(conn);
+    return MHD_YES;
 }
 
 /* The route's body limit, capped by server.max_body_bytes. */
@@ -602,6 +698,9 @@ static enum MHD_Result on_request(void *cls,
             req->refused = errno;
         return MHD_YES;
     }
+    /* Called again after a worker resumed the connection. */
+    if (req->queued == REQ_DONE)
+        return send_result(req);
     /* The whole request is in: the handler's time is not the client's. */
     conn_set_since(conn, 0);
     if (req->refused)
@@ -611,7 +710,10 @@ static enum MHD_Result on_request(void *cls,
                                                   "this endpoint accepts"
                                                 : "out of memory",
                           NULL);
-    return dispatch(req);
+    if (req->route->runs == ROUTE_WORKER)
+        return request_queue(h, conn, req);
+    run_handler(req);
+    return send_result(req);
 }
 
 static void on_completed(void *cls,
@@ -648,6 +750,7 @@ static void on_completed(void *cls,
                       req->path,
                       (int)toe);
     }
+    json_decref(req->out);
     free(req->body);
     free(req->text);
     free(req);
@@ -814,6 +917,30 @@ static size_t mhd_memory_limit(const struct config *cfg)
     return 2 * (size_t)cfg->server.max_header_bytes + 16384;
 }
 
+/* server.workers, or by default one per pooled database connection plus
+ * one per reserve that may wait on the Fabric Manager inside a request
+ * (hwcoll.request_concurrency, resolved): those wait for seconds, and
+ * must not leave the database's work without a thread.
+ */
+static int http_workers(const struct broker *broker)
+{
+    const struct config *cfg = broker->cfg;
+
+    if (cfg->server.workers > 0)
+        return (int)cfg->server.workers;
+    return (int)cfg->database.pool_size
+           + (broker->hwcoll ? hwcoll_request_concurrency(broker->hwcoll) : 0);
+}
+
+/* server.queue_limit, or server.max_connections: each connection has at
+ * most one request in the queue, so that default never refuses.
+ */
+static int http_queue_limit(const struct config *cfg)
+{
+    return (int)(cfg->server.queue_limit > 0 ? cfg->server.queue_limit
+                                             : cfg->server.max_connections);
+}
+
 struct http *http_create(struct broker *broker, vnib_error_t *errp)
 {
     const struct config *cfg = broker->cfg;
@@ -822,7 +949,8 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
     size_t cert_len = 0, key_len = 0;
     struct sockaddr_storage ss = {0};
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO
-                         | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+                         | MHD_USE_ITC | MHD_USE_ERROR_LOG
+                         | MHD_ALLOW_SUSPEND_RESUME;
 
     if (!(h = calloc(1, sizeof(*h)))) {
         errprintf(errp, "out of memory");
@@ -877,6 +1005,12 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
                       "server.tls_cert and server.tls_key",
                       cfg->server.address);
     }
+
+    h->nworkers = http_workers(broker);
+    if (!(h->workers = workers_create(h->nworkers,
+                                      http_queue_limit(cfg),
+                                      errp)))
+        goto error;
 
     struct MHD_OptionItem tls_opts[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, cert},
@@ -944,6 +1078,8 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
 error:
     if (h && h->daemon)
         MHD_stop_daemon(h->daemon);
+    if (h)
+        workers_destroy(h->workers);
     secfile_free(key, key_len);
     secfile_free(cert, cert_len);
     if (h) {
@@ -973,7 +1109,9 @@ void http_destroy(struct http *h, int timeout_s)
     int saved_errno = errno;
     if (h) {
         if (h->daemon) {
-            /* Stop accepting, then let in-flight requests finish. */
+            /* Stop accepting, then let queued and running requests
+             * finish.
+             */
             MHD_socket fd = MHD_quiesce_daemon(h->daemon);
             if (fd != MHD_INVALID_SOCKET)
                 close(fd);
@@ -987,13 +1125,31 @@ void http_destroy(struct http *h, int timeout_s)
                 logger_printf(h->broker->log,
                               LOG_WARNING,
                               NULL,
-                              "http: %ld requests still running after %ds; "
-                              "closing them",
+                              "http: %ld requests still in flight after %ds; "
+                              "answering the queued ones 503 and waiting for "
+                              "the running ones",
                               left,
                               timeout_s);
+            /* Requests still queued are answered 503 without running;
+             * running handlers end within their own timeouts (database,
+             * Fabric Manager) and are waited for.  Every suspended
+             * connection has been resumed once this returns, as
+             * MHD_stop_daemon() requires; later requests on kept-alive
+             * connections are answered 503 (ESHUTDOWN from the pool).
+             */
+            workers_stop(h->workers);
+            /* Give the libmicrohttpd threads a moment to send those
+             * replies.
+             */
+            deadline = mono_ns() + 1000000000;
+            while (atomic_load(&h->inflight) > 0 && mono_ns() < deadline) {
+                struct timespec ts = {0, 10 * 1000000};
+                nanosleep(&ts, NULL);
+            }
             reaper_stop(h);
             MHD_stop_daemon(h->daemon);
         }
+        workers_destroy(h->workers);
         pthread_cond_destroy(&h->wake);
         pthread_mutex_destroy(&h->lock);
         pthread_mutex_destroy(&h->log_lock);

@@ -46,6 +46,15 @@ struct request {
     int64_t start_ns;         /* monotonic arrival time */
     int64_t handler_start_ns; /* when the handler was called */
     int64_t handler_ns;       /* its duration (Server-Timing) */
+
+    /* The handler's outcome, kept from the worker that ran it to the
+     * libmicrohttpd thread that sends it (see http.c, "Suspension").
+     */
+    int queued;           /* REQ_* state of the hand-off to a worker */
+    int result;           /* handler's status, or -1 */
+    int result_errno;     /* errno of a failure */
+    json_t *out;          /* JSON reply (owned), or NULL */
+    vnib_error_t error;   /* message of a failure */
     int status;               /* status sent */
     bool responded;           /* a reply is queued */
     int refused;              /* errno of a refusal made mid-upload */
@@ -72,6 +81,12 @@ void http_destroy(struct http *h, int timeout_s);
 
 /* Requests being handled now. */
 long http_inflight(const struct http *h);
+
+/* Request worker threads running. */
+int http_worker_count(const struct http *h);
+
+/* Requests waiting for a request worker now. */
+long http_queue_depth(const struct http *h);
 
 /* Fail the request with a stable error code: sets errno = errnum and
  * req->error_code = code, formats errp.  Always returns -1.

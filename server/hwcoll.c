@@ -1279,6 +1279,11 @@ int hwcoll_status(struct hwcoll *h,
     return 0;
 }
 
+int hwcoll_request_concurrency(const struct hwcoll *h)
+{
+    return h->max_in_request;
+}
+
 void hwcoll_write_metrics(struct hwcoll *h, FILE *f)
 {
     pthread_mutex_lock(&h->lock);

@@ -85,6 +85,11 @@ int hwcoll_status(struct hwcoll *h,
 /* The hwcoll series for /metrics. */
 void hwcoll_write_metrics(struct hwcoll *h, FILE *f);
 
+/* hwcoll.request_concurrency as resolved at start: reserves that may wait
+ * on the Fabric Manager inside a request at once.
+ */
+int hwcoll_request_concurrency(const struct hwcoll *h);
+
 /* Queue the release of one job step's multicast trees (FM PATCH
  * jobSteps.<step> = null).  *outcome: queued, no_hwcoll or not_found.
  */

@@ -352,7 +352,7 @@ int main(int argc, char **argv)
                   LOG_NOTICE,
                   NULL,
                   "vnibrokerd %s listening on %s://%s%s%s:%u (schema %d, %ld "
-                  "threads, database pool %ld)",
+                  "threads, %d request workers, database pool %ld)",
                   VNIB_VERSION,
                   cfg->server.tls_cert[0] ? "https" : "http",
                   strchr(cfg->server.address, ':') ? "[" : "",
@@ -361,6 +361,7 @@ int main(int argc, char **argv)
                   (unsigned)http_port(b.http),
                   store_required_version(),
                   cfg->server.threads,
+                  http_worker_count(b.http),
                   cfg->database.pool_size);
     if (!(sweeper = sweeper_create(&b, &error))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);

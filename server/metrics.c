@@ -3,7 +3,8 @@
  * Status codes are counted in a dense array per route (100-599), which
  * avoids any map or lock on the request path; only non-zero cells are
  * printed.  Histogram buckets are stored per bucket and made cumulative
- * while rendering, as the exposition format requires.
+ * while rendering, as the exposition format requires.  The same buckets
+ * serve the histogram of the time requests wait for a request worker.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -40,9 +41,16 @@ struct route_slot {
     atomic_uint_fast64_t count;
 };
 
+/* A histogram with the latency buckets. */
+struct histogram {
+    atomic_uint_fast64_t bucket[NBUCKETS + 1]; /* last is +Inf only */
+    atomic_uint_fast64_t sum_ns;
+};
+
 struct metrics {
     size_t nroutes;
     struct route_slot *slots; /* nroutes + 1 */
+    struct histogram queue_wait; /* time requests waited for a worker */
 };
 
 struct metrics *metrics_create(size_t nroutes)
@@ -85,6 +93,52 @@ void metrics_observe(struct metrics *m, int route_index, int status, int64_t ns)
     atomic_fetch_add_explicit(
         &s->sum_ns, (uint_fast64_t)(ns > 0 ? ns : 0), memory_order_relaxed);
     atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+}
+
+void metrics_observe_queue_wait(struct metrics *m, int64_t ns)
+{
+    double secs = (double)ns / 1e9;
+    size_t b = 0;
+    while (b < NBUCKETS && secs > buckets[b])
+        b++;
+    atomic_fetch_add_explicit(&m->queue_wait.bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->queue_wait.sum_ns,
+                              (uint_fast64_t)(ns > 0 ? ns : 0),
+                              memory_order_relaxed);
+}
+
+void metrics_write_queue(const struct metrics *m, long depth, FILE *out)
+{
+    const struct histogram *q = &m->queue_wait;
+    uint_fast64_t cum = 0;
+
+    fprintf(out,
+            "# HELP vnib_http_queue_depth Requests waiting for a request "
+            "worker.\n"
+            "# TYPE vnib_http_queue_depth gauge\n"
+            "vnib_http_queue_depth %ld\n"
+            "# HELP vnib_http_queue_wait_seconds Time requests waited for a "
+            "request worker.\n"
+            "# TYPE vnib_http_queue_wait_seconds histogram\n",
+            depth);
+    for (size_t b = 0; b <= NBUCKETS; b++) {
+        cum += atomic_load_explicit(&q->bucket[b], memory_order_relaxed);
+        if (b < NBUCKETS)
+            fprintf(out,
+                    "vnib_http_queue_wait_seconds_bucket{le=\"%g\"} %llu\n",
+                    buckets[b],
+                    (unsigned long long)cum);
+        else
+            fprintf(out,
+                    "vnib_http_queue_wait_seconds_bucket{le=\"+Inf\"} %llu\n",
+                    (unsigned long long)cum);
+    }
+    fprintf(out,
+            "vnib_http_queue_wait_seconds_sum %.9f\n"
+            "vnib_http_queue_wait_seconds_count %llu\n",
+            (double)atomic_load_explicit(&q->sum_ns, memory_order_relaxed)
+                / 1e9,
+            (unsigned long long)cum);
 }
 
 static void route_labels(const struct metrics *m, size_t i, FILE *out)

@@ -26,6 +26,14 @@ void metrics_observe(struct metrics *m,
                      int status,
                      int64_t ns);
 
+/* Record how long one request waited for a request worker. */
+void metrics_observe_queue_wait(struct metrics *m, int64_t ns);
+
+/* Write the request queue's series: its depth now (given) and the
+ * histogram of waits.
+ */
+void metrics_write_queue(const struct metrics *m, long depth, FILE *out);
+
 /* Write the HTTP series (requests by route and status, latency
  * histograms) in the Prometheus text format.
  */

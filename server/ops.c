@@ -79,6 +79,7 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
             "# TYPE vnib_http_requests_in_flight gauge\n"
             "vnib_http_requests_in_flight %ld\n",
             b->http ? http_inflight(b->http) : 0);
+    metrics_write_queue(b->metrics, b->http ? http_queue_depth(b->http) : 0, f);
 
     if (b->hwcoll)
         hwcoll_write_metrics(b->hwcoll, f);

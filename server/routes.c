@@ -18,7 +18,9 @@
 #include "server/routes.h"
 
 /* Who may call what.  Body limits are per route; the server-wide
- * server.max_body_bytes caps them all.
+ * server.max_body_bytes caps them all.  ROUTE_INLINE only for handlers
+ * that touch no database, Fabric Manager or lock held across I/O:
+ * /healthz answers from constants, /metrics from counters in memory.
  */
 #define ANY_READER (ROLE_ADMIN | ROLE_SCHEDULER | ROLE_MONITOR)
 #define KiB 1024
@@ -26,27 +28,31 @@
 
 /* clang-format off */
 const struct route routes[] = {
-    /* method, pattern, handler, roles, max body */
-    { "GET", "/healthz", ops_healthz, ROUTE_PUBLIC, 0 },
-    { "GET", "/readyz", ops_readyz, ROUTE_PUBLIC, 0 },
-    { "GET", "/metrics", ops_metrics, ROUTE_PUBLIC, 0 },
+    /* method, pattern, handler, roles, max body, where it runs */
+    { "GET", "/healthz", ops_healthz, ROUTE_PUBLIC, 0, ROUTE_INLINE },
+    { "GET", "/readyz", ops_readyz, ROUTE_PUBLIC, 0, ROUTE_WORKER },
+    { "GET", "/metrics", ops_metrics, ROUTE_PUBLIC, 0, ROUTE_INLINE },
     { "POST", "/v1/reservations", reservations_create,
-      ROLE_ADMIN | ROLE_SCHEDULER, 1 * MiB },
-    { "GET", "/v1/reservations", reservations_list, ANY_READER, 0 },
+      ROLE_ADMIN | ROLE_SCHEDULER, 1 * MiB, ROUTE_WORKER },
+    { "GET", "/v1/reservations", reservations_list, ANY_READER, 0,
+      ROUTE_WORKER },
     { "GET", "/v1/reservations/{job_id}", reservations_get,
-      ANY_READER | ROLE_NODE, 0 },
+      ANY_READER | ROLE_NODE, 0, ROUTE_WORKER },
     { "DELETE", "/v1/reservations/{job_id}", reservations_release,
-      ROLE_ADMIN | ROLE_SCHEDULER, 0 },
+      ROLE_ADMIN | ROLE_SCHEDULER, 0, ROUTE_WORKER },
     { "DELETE", "/v1/reservations/{job_id}/steps/{step_id}",
-      reservations_release_step, ROLE_ADMIN | ROLE_SCHEDULER, 0 },
+      reservations_release_step, ROLE_ADMIN | ROLE_SCHEDULER, 0,
+      ROUTE_WORKER },
     { "PUT", "/v1/reservations/{job_id}/nodes/{node}", reservations_report,
-      ROLE_ADMIN | ROLE_NODE, 16 * KiB },
-    { "GET", "/v1/nodes/{node}", nodes_get, ROLE_ADMIN | ROLE_NODE, 0 },
-    { "DELETE", "/v1/nodes/{node}/drain", nodes_undrain, ROLE_ADMIN, 0 },
-    { "GET", "/v1/pool", pool_get, ANY_READER | ROLE_NODE, 0 },
-    { "GET", "/v1/vnis/{vni}", pool_vni, ROLE_ADMIN, 0 },
-    { "GET", "/v1/events", events_list, ROLE_ADMIN, 0 },
-    { "GET", "/v1/fabric-manager", fabric_get, ANY_READER, 0 },
+      ROLE_ADMIN | ROLE_NODE, 16 * KiB, ROUTE_WORKER },
+    { "GET", "/v1/nodes/{node}", nodes_get, ROLE_ADMIN | ROLE_NODE, 0,
+      ROUTE_WORKER },
+    { "DELETE", "/v1/nodes/{node}/drain", nodes_undrain, ROLE_ADMIN, 0,
+      ROUTE_WORKER },
+    { "GET", "/v1/pool", pool_get, ANY_READER | ROLE_NODE, 0, ROUTE_WORKER },
+    { "GET", "/v1/vnis/{vni}", pool_vni, ROLE_ADMIN, 0, ROUTE_WORKER },
+    { "GET", "/v1/events", events_list, ROLE_ADMIN, 0, ROUTE_WORKER },
+    { "GET", "/v1/fabric-manager", fabric_get, ANY_READER, 0, ROUTE_WORKER },
 };
 /* clang-format on */
 

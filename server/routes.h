@@ -41,12 +41,24 @@ enum {
 
 #define ROUTE_MAX_PARAMS 4
 
+/* Where a route's handler runs.  A handler that may wait (on PostgreSQL,
+ * the Fabric Manager, a lock) runs on a request worker, so that it never
+ * holds a libmicrohttpd thread and the connections it polls; one that
+ * only reads memory runs inline, on the libmicrohttpd thread, and keeps
+ * answering while every worker is busy.
+ */
+enum route_runs {
+    ROUTE_WORKER = 0, /* may block: queued for a request worker */
+    ROUTE_INLINE = 1, /* never blocks: runs on the libmicrohttpd thread */
+};
+
 struct route {
     const char *method;  /* "GET", "POST", ... */
     const char *pattern; /* "/v1/reservations/{job_id}" */
     route_handler_f handler;
-    unsigned roles;  /* ROLE_* bits allowed, or ROUTE_PUBLIC */
-    size_t max_body; /* bytes; 0 means the route takes no body */
+    unsigned roles;       /* ROLE_* bits allowed, or ROUTE_PUBLIC */
+    size_t max_body;      /* bytes; 0 means the route takes no body */
+    enum route_runs runs; /* ROUTE_WORKER or ROUTE_INLINE */
 };
 
 /* Path parameters captured by a match, borrowed from `buf`. */

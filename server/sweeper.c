@@ -1,11 +1,18 @@
-/* Periodic quarantine sweep (see sweeper.h).
+/* Periodic quarantine sweep and purge (see sweeper.h).
  *
  * The thread sleeps on a condition variable so that shutdown wakes it at
- * once instead of waiting out the interval.
+ * once instead of waiting out the interval.  Each run closes the
+ * quarantines whose nodes have all confirmed, then forgets reservations
+ * released more than vni.retain_days ago, in batches of PURGE_BATCH (each
+ * its own short transaction) for as long as batches come back full, up to
+ * half the interval: so the purge keeps up with any steady job rate the
+ * database can take, instead of forgetting at most PURGE_BATCH per
+ * interval, while the next sweep still starts on time.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -25,6 +32,61 @@ struct sweeper {
     pthread_cond_t cond;
     bool stop; /* under lock */
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool stopping(struct sweeper *sw)
+{
+    pthread_mutex_lock(&sw->lock);
+    bool stop = sw->stop;
+    pthread_mutex_unlock(&sw->lock);
+    return stop;
+}
+
+/* Forget reservations released more than vni.retain_days ago, batch
+ * after batch while they come back full, for at most half the interval.
+ */
+static void purge(struct sweeper *sw)
+{
+    struct broker *b = sw->broker;
+    int64_t until = mono_ms() + b->cfg->vni.sweep_interval_s * 500;
+    long total = 0;
+    int batches = 0;
+    int purged;
+
+    do {
+        vnib_error_t error = {""};
+        purged = 0;
+        if (store_purge(b->store,
+                        (int)b->cfg->vni.retain_days,
+                        PURGE_BATCH,
+                        &purged,
+                        &error)
+            < 0) {
+            logger_printf(b->log, LOG_WARNING, NULL, "purge: %s", error.text);
+            break;
+        }
+        total += purged;
+        batches++;
+    } while (purged >= PURGE_BATCH && mono_ms() < until && !stopping(sw));
+    if (total > 0)
+        logger_printf(b->log,
+                      LOG_INFO,
+                      NULL,
+                      "purge: forgot %ld reservations released more than "
+                      "%ld days ago (%d batch%s)%s",
+                      total,
+                      b->cfg->vni.retain_days,
+                      batches,
+                      batches == 1 ? "" : "es",
+                      purged >= PURGE_BATCH ? "; more are left for the next run"
+                                            : "");
+}
 
 static void *sweeper_main(void *arg)
 {
@@ -55,23 +117,8 @@ static void *sweeper_main(void *arg)
                           "confirmed",
                           closed,
                           closed == 1 ? "" : "s");
-        int purged = 0;
-        if (b->cfg->vni.retain_days > 0
-            && store_purge(b->store,
-                           (int)b->cfg->vni.retain_days,
-                           PURGE_BATCH,
-                           &purged,
-                           &error)
-                   < 0)
-            logger_printf(b->log, LOG_WARNING, NULL, "purge: %s", error.text);
-        else if (purged > 0)
-            logger_printf(b->log,
-                          LOG_INFO,
-                          NULL,
-                          "purge: forgot %d reservations released more than "
-                          "%ld days ago",
-                          purged,
-                          b->cfg->vni.retain_days);
+        if (b->cfg->vni.retain_days > 0)
+            purge(sw);
         pthread_mutex_lock(&sw->lock);
     }
     pthread_mutex_unlock(&sw->lock);

@@ -55,6 +55,7 @@ struct bench {
     long pid;              /* -p: the broker, for rss */
     double pg_tps;         /* -P: pgbench tps at the same clients */
     const char *stop_file; /* -S: drain-load stops once this exists */
+    const char *job_prefix; /* -x: pairs' job id prefix (runs that repeat) */
 
     /* per-scenario request state */
     const char *prefix; /* job id prefix */
@@ -520,7 +521,10 @@ static int sc_pairs(struct bench *b, struct lg_result *res)
 
     if (need_token(b) < 0)
         return -1;
-    snprintf(prefix, sizeof(prefix), "b%d-", cfg.connections);
+    if (b->job_prefix)
+        snprintf(prefix, sizeof(prefix), "%s", b->job_prefix);
+    else
+        snprintf(prefix, sizeof(prefix), "b%d-", cfg.connections);
     b->prefix = prefix;
     b->nodes = "n[1-4]";
     b->next_job = 1;
@@ -545,11 +549,22 @@ static int sc_pairs(struct bench *b, struct lg_result *res)
         rc = -1;
     }
     double tps = b->pg_tps > 0 ? b->pg_tps : NAN;
-    row(name[0], pairs, "pair/s", 0.5 * tps, false, why);
-    row_reference(name[1], tps, "tps");
-    row(name[2], pairs / tps, "ratio", 0.5, false, why);
-    if (rc == 0)
+    if (b->pg_tps > 0) {
+        row(name[0], pairs, "pair/s", 0.5 * tps, false, why);
+        row_reference(name[1], tps, "tps");
+        row(name[2], pairs / tps, "ratio", 0.5, false, why);
+    } else {
+        /* no comparison given: run.sh compares runs with each other */
+        row_reference(name[0], why ? NAN : pairs, "pair/s");
+    }
+    if (rc == 0) {
+        /* the slowest request of either kind, for run.sh's max row */
+        uint64_t mx = res->kind[K_RESERVE].latency.max_us;
+        if (res->kind[K_RELEASE].latency.max_us > mx)
+            mx = res->kind[K_RELEASE].latency.max_us;
+        printf("#   largest single request: %.3f ms\n", (double)mx / 1e3);
         detail(res);
+    }
     return rc;
 }
 
@@ -574,12 +589,26 @@ static int sc_openloop(struct bench *b, struct lg_result *res)
         row(name, NAN, "ms", 10, true, "could not run");
         return -1;
     }
+    const struct lg_kind_stats *s = &res->kind[K_RESERVE];
+    const char *why = failures(res, K_RESERVE);
+    double cli = q_ms(&s->latency, 0.99), srv = q_ms(&s->server, 0.99);
+    row(name, cli, "ms", 10, true, why);
+    /* The broker's own time (Server-Timing, from the request's arrival
+     * to its answer) beside the client's: what is left is queueing
+     * before the broker reads the request, and the client and network.
+     */
+    snprintf(name,
+             sizeof(name),
+             "reserve server p99 at %.0f/s (Server-Timing)",
+             cfg.rate);
+    row_reference(name, srv, "ms");
+    snprintf(name, sizeof(name), "client p99 / server p99 at %.0f/s", cfg.rate);
     row(name,
-        q_ms(&res->kind[K_RESERVE].latency, 0.99),
-        "ms",
-        10,
+        cli / srv,
+        "ratio",
+        2,
         true,
-        failures(res, K_RESERVE));
+        s->server.count ? why : "no Server-Timing header");
     detail(res);
 
     /* Release what was reserved so the pool and the later rows are not
@@ -947,7 +976,7 @@ struct scenario {
 
 static const struct scenario scenarios[] = {
     {"healthz", sc_healthz, "GET /healthz rate, -c 32 -d 3 (-r: p99 at rate)"},
-    {"pairs", sc_pairs, "reserve+release pairs/s, -c 8 -d 10 [-P TPS]"},
+    {"pairs", sc_pairs, "reserve+release pairs/s, -c 8 -d 10 [-P TPS] [-x PFX]"},
     {"openloop", sc_openloop, "reserve p99 at -r 1000/s for -d 10, released"},
     {"bigjob", sc_bigjob, "-n 50 reserve+release cycles of 11,136 nodes"},
     {"populate", sc_populate, "create -n 10000 reservations a<k> on n[k-k+3]"},
@@ -965,6 +994,7 @@ static void usage(FILE *f)
             "Usage: bench_api [-u URL] [-T TOKEN-FILE] [-k NODE-KEY-FILE]\n"
             "                 [-c CONNS] [-d SECONDS] [-r RATE] [-n COUNT]\n"
             "                 [-p PID] [-P PGBENCH-TPS] [-S STOP-FILE]\n"
+            "                 [-x JOB-PREFIX]\n"
             "                 SCENARIO\n"
             "       bench_api freeport | nodekey FILE | token FILE\n"
             "URL must be http://127.0.0.1:PORT.  Scenarios:\n");
@@ -1001,7 +1031,7 @@ int main(int argc, char **argv)
     bool bad = false;
     int opt, rc = 1;
 
-    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:S:h")) != -1) {
+    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:S:x:h")) != -1) {
         switch (opt) {
             case 'u':
                 b.url = optarg;
@@ -1037,6 +1067,9 @@ int main(int argc, char **argv)
                 break;
             case 'S':
                 b.stop_file = optarg;
+                break;
+            case 'x':
+                b.job_prefix = optarg;
                 break;
             case 'h':
                 usage(stdout);

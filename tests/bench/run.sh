@@ -19,9 +19,9 @@ BUILD=${1:-build}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP"
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
-make -s --no-print-directory BUILD="$BUILD" "$BUILD/tests/bench/bench_lib" \
-    "$BUILD/tests/bench/bench_api" "$BUILD/vnib-agent" \
-    "$BUILD/tests/stress/history"
+# The Makefile names what the benchmarks need (bench-bins): file targets
+# spelled here would have to match its spelling of $(BUILD) exactly.
+make -s --no-print-directory BUILD="$BUILD" bench-bins
 echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 "$BUILD/tests/bench/bench_lib"
 
@@ -29,14 +29,16 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
-# run (healthz pairs openloop bigjob populate nodeview rss storm drain
-# agent fmslow slowclients contention),
+# run (healthz compare openloop bigjob populate nodeview rss storm drain
+# agent fmslow slowclients contention history; pairs is compare), the
+# rounds of the alternated comparisons (compare, history),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
 FM_CONCURRENCY=${BENCH_FM_CONCURRENCY:-12}
 THREADS=${BENCH_THREADS:-8}
 POOL=${BENCH_POOL:-8}
 ONLY=${BENCH_ONLY:-}
+ROUNDS=${BENCH_ROUNDS:-3}
 VNIB_BUILD=$BUILD
 . "$TOP/tests/integration/lib.sh"
 set +e
@@ -116,16 +118,24 @@ as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pgbench -XAtq \
 echo 'INSERT INTO t (v) VALUES (1);' >"$T/insert.sql"
 chmod 644 "$T/insert.sql"
 
-# pgbench_tps CLIENTS: one-row inserts for $SECS seconds; sets tps ("" if
-# pgbench failed).  Long commands run in the background and are waited
-# for, never inside $(...), so that an interrupt reaches the trap at once.
-pgbench_tps () {
+# pgbench_run CLIENTS SCRIPT DATABASE TAG: SCRIPT for $SECS seconds with
+# prepared statements (as the broker's); sets tps ("" if pgbench failed or
+# a transaction failed, with its log's end as "#" lines).  Long commands
+# run in the background and are waited for, never inside $(...), so that
+# an interrupt reaches the trap at once.
+pgbench_run () {
+    log=$T/pgbench.$4.$1.log
     as_pg_user "$PG_BIN/pgbench" -n -h "$PGSOCK" -U vnib -c "$1" -j 2 \
-        -T "$SECS" -f "$T/insert.sql" pgbench >"$T/pgbench.$1.log" 2>&1 &
+        -M prepared -T "$SECS" -f "$2" "$3" >"$log" 2>&1 &
     pgb_pid=$!
     track "$pgb_pid"
     wait "$pgb_pid"
-    tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$T/pgbench.$1.log" | tail -n 1)
+    tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$log" | tail -n 1)
+    if [ -z "$tps" ] || grep -q '^number of failed transactions: [1-9]' "$log"; then
+        echo "#   pgbench $4 with $1 clients failed:"
+        tail -n 5 "$log" | sed 's/^/#   /'
+        tps=""
+    fi
 }
 
 # ---- the broker -----------------------------------------------------------
@@ -228,28 +238,178 @@ else
     why_not="broker rejects [auth]/[vni]: $(grep -m1 . "$T/check.log" | cut -c1-60)"
 fi
 
+# ---- rows, medians and ranges ---------------------------------------------
+
+# median_range FILE: "MEDIAN MIN MAX" of the numbers in FILE.
+median_range () {
+    sort -n "$1" | awk '{ v[NR] = $1 } END {
+        if (NR == 0) exit 1
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "%.3f %.3f %.3f\n", m, v[1], v[NR] }'
+}
+
+# row_ref NAME FIGURE UNIT NOTE: a reference row (no target of its own).
+row_ref () {
+    printf '%-52s %12.3f %-6s %2s %10s  %s\n' "$1" "$2" "$3" "" - "ref${4:+ ($4)}"
+}
+
+# row_cmp NAME FIGURE UNIT OP TARGET NOTE: a row with its target.
+row_cmp () {
+    printf '%-52s %12.3f %-6s %2s %10.3f  %s\n' "$1" "$2" "$3" "$4" "$5" \
+        "$(awk -v f="$2" -v t="$5" -v op="$4" 'BEGIN {
+            m = (op == "<=") ? (f <= t) : (f >= t); print m ? "met" : "NOT MET" }')${6:+ ($6)}"
+}
+
+# row_of FILE NAME: the figure of row NAME in bench_api's output FILE.
+row_of () {
+    grep -F "$2" "$1" | head -n 1 | cut -c54-65 | tr -d ' ' | grep -v '^n/a$'
+}
+
+# largest_of FILE: the largest single request of a pairs run, in ms.
+largest_of () {
+    sed -n 's/^#   largest single request: \([0-9.]*\) ms$/\1/p' "$1" | head -n 1
+}
+
+# bench_out FILE URL SCENARIO [ARGS...]: api_at with the output in FILE.
+bench_out () {
+    out=$1
+    shift
+    api_at "$@" >"$out"
+}
+
+# ---- compare: the broker against pgbench at equal concurrency ---------------
+#
+# With as many clients as the broker has database connections (POOL),
+# ROUNDS rounds, each of four runs of SECS seconds in an order that
+# rotates from round to round (so that no run always follows the same
+# one): the broker's reserve+release pairs (bench_api pairs -c POOL);
+# pgbench running the broker's own SQL, one reserve+release pair per
+# pgbench transaction (tests/bench/pgbench-pair.sql, prepared statements
+# as the broker's are, on the broker's database); pgbench one-row
+# INSERTs; and the broker's pairs at 32 clients.  Rows: the medians and
+# ranges of each, and ratios of the medians (the range of the per-round
+# ratios beside):
+#   - HTTP overhead, broker pairs/s over pgbench same-SQL pairs/s (>= 0.8):
+#     what HTTP, JSON, auth and the broker's threads cost over libpq;
+#   - SQL cost, same-SQL pairs/s over half the INSERT tps (>= 0.5): a pair
+#     is two commits, so the cheapest conceivable pair is two 1-row INSERTs;
+#   - pairs at 32 clients over pairs at POOL clients (>= 0.9): clients
+#     beyond the pool queue for a connection and must not cost throughput;
+#   - the largest single request of all the broker's pairs runs (<= 50 ms).
+WIDE=32
+
+compare_not_run () {
+    row_not_run "HTTP overhead: pairs/s / pgbench same SQL pairs/s" ratio ">=" 0.8 "$1"
+    row_not_run "SQL cost: same SQL pairs/s / (INSERT tps / 2)" ratio ">=" 0.5 "$1"
+    row_not_run "pairs/s, $WIDE clients / $POOL clients" ratio ">=" 0.9 "$1"
+    row_not_run "largest single request, pairs runs" ms "<=" 50 "$1"
+}
+
+# compare_run WHAT ROUND: one run of the compare scenario; appends its
+# figure to $T/cmp.WHAT (nothing when it failed).
+compare_run () {
+    case "$1" in
+        broker | wide)
+            c=$POOL
+            [ "$1" = wide ] && c=$WIDE
+            bench_out "$T/cmp.out" "$BROKER_URL" pairs -c "$c" -d "$SECS" \
+                -x "cmp$2$1-"
+            f=$(row_of "$T/cmp.out" "reserve+release pairs/s, $c clients")
+            mx=$(largest_of "$T/cmp.out")
+            [ -n "$mx" ] && echo "$mx $1 round $2" >>"$T/cmp.largest"
+            [ -z "$f" ] && grep '^#' "$T/cmp.out" | head -n 4
+            ;;
+        sql)
+            pgbench_run "$POOL" "$T/pair.sql" vnibroker sql
+            f=$tps
+            ;;
+        insert)
+            pgbench_run "$POOL" "$T/insert.sql" pgbench insert
+            f=$tps
+            ;;
+    esac
+    [ -n "$f" ] && echo "$f" >>"$T/cmp.$1"
+    eval "r_$1=\${f:-?}"
+}
+
+compare_scenario () {
+    if ! cp "$TOP/tests/bench/pgbench-pair.sql" "$T/pair.sql"; then
+        compare_not_run "no tests/bench/pgbench-pair.sql"
+        return
+    fi
+    chmod 644 "$T/pair.sql"
+    : >"$T/cmp.largest"
+    : >"$T/cmp.ovh"
+    : >"$T/cmp.cost"
+    : >"$T/cmp.wratio"
+    for w in broker sql insert wide; do : >"$T/cmp.$w"; done
+    order="broker sql insert wide"
+    r=0
+    while [ "$r" -lt "$ROUNDS" ]; do
+        r=$((r + 1))
+        for w in $order; do compare_run "$w" "$r"; done
+        echo "#   round $r ($order): broker $r_broker pair/s, same SQL $r_sql" \
+            "pair/s, INSERT $r_insert tps, broker at $WIDE clients $r_wide pair/s"
+        awk -v b="$r_broker" -v s="$r_sql" -v i="$r_insert" -v w="$r_wide" \
+            -v d="$T/cmp" 'BEGIN {
+            if (b + 0 > 0 && s + 0 > 0) print b / s >>(d ".ovh")
+            if (s + 0 > 0 && i + 0 > 0) print s / (i / 2) >>(d ".cost")
+            if (w + 0 > 0 && b + 0 > 0) print w / b >>(d ".wratio") }'
+        set -- $order
+        order="$2 $3 $4 $1"
+    done
+    mb=$(median_range "$T/cmp.broker")
+    ms=$(median_range "$T/cmp.sql")
+    mi=$(median_range "$T/cmp.insert")
+    mw=$(median_range "$T/cmp.wide")
+    n="median of $ROUNDS"
+    [ -n "$mb" ] && set -- $mb && row_ref "reserve+release pairs/s, $POOL clients (broker)" \
+        "$1" "pair/s" "$n, range $2-$3"
+    [ -n "$ms" ] && set -- $ms && row_ref "pgbench same SQL pairs/s, $POOL clients" \
+        "$1" "pair/s" "$n, range $2-$3"
+    [ -n "$mi" ] && set -- $mi && row_ref "pgbench 1-row INSERT tps, $POOL clients" \
+        "$1" tps "$n, range $2-$3"
+    [ -n "$mw" ] && set -- $mw && row_ref "reserve+release pairs/s, $WIDE clients (broker)" \
+        "$1" "pair/s" "$n, range $2-$3"
+    # ratio_row NAME TARGET MEDIAN-A MEDIAN-B DIVISOR RATIOS-FILE
+    ratio_row () {
+        if [ -n "$3" ] && [ -n "$4" ] && [ -s "$6" ]; then
+            set -- "$1" "$2" "$(awk -v a="$3" -v b="$4" -v d="$5" 'BEGIN { print a / (b / d) }')" \
+                "$(median_range "$6")"
+            # shellcheck disable=SC2086
+            rr=$(echo $4 | awk '{ print "per-round range " $2 "-" $3 }')
+            row_cmp "$1" "$3" ratio ">=" "$2" "of the medians; $rr"
+        else
+            row_not_run "$1" ratio ">=" "$2" "a run failed"
+        fi
+    }
+    ratio_row "HTTP overhead: pairs/s / pgbench same SQL pairs/s" 0.8 \
+        "${mb%% *}" "${ms%% *}" 1 "$T/cmp.ovh"
+    ratio_row "SQL cost: same SQL pairs/s / (INSERT tps / 2)" 0.5 \
+        "${ms%% *}" "${mi%% *}" 2 "$T/cmp.cost"
+    ratio_row "pairs/s, $WIDE clients / $POOL clients" 0.9 \
+        "${mw%% *}" "${mb%% *}" 1 "$T/cmp.wratio"
+    if [ -s "$T/cmp.largest" ]; then
+        set -- $(sort -n -r "$T/cmp.largest" | head -n 1)
+        row_cmp "largest single request, pairs runs" "$1" ms "<=" 50 \
+            "of $(wc -l <"$T/cmp.largest") runs; in the $2 run of round $4"
+    else
+        row_not_run "largest single request, pairs runs" ms "<=" 50 "no pairs run"
+    fi
+}
+
 echo "== API ($(nproc) cores; broker threads $THREADS, database pool $POOL; ${SECS} s runs)"
 printf '%-52s %12s %-6s %2s %10s  %s\n' scenario figure unit "" target result
 api healthz -c 32 -d 3
 api healthz -c 16 -r 2000 -d 3
 
-for clients in 8 32; do
-    wanted pairs || continue
-    pgbench_tps "$clients"
-    [ -n "$tps" ] || {
-        echo "#   pgbench with $clients clients failed:"
-        sed 's/^/#   /' "$T/pgbench.$clients.log" | tail -n 5
-    }
-    if [ "$api_ready" = 1 ]; then
-        api pairs -c "$clients" -d "$SECS" ${tps:+-P "$tps"}
-    else
-        row_not_run "reserve+release pairs/s, $clients clients" "pair/s" ">=" \
-            "$(awk "BEGIN { print ${tps:-0} / 2 }")" "$why_not"
-        printf '%-52s %12.3f %-6s %2s %10s  %s\n' \
-            "pgbench 1-row INSERT tps, $clients clients" "${tps:-0}" tps "" - ref
-        row_not_run "pairs/s / pgbench tps, $clients clients" ratio ">=" 0.5 "$why_not"
-    fi
-done
+compare_wanted=0
+{ wanted compare || wanted pairs; } && compare_wanted=1
+if [ "$compare_wanted" = 1 ] && [ "$api_ready" = 1 ]; then
+    compare_scenario
+elif [ "$compare_wanted" = 1 ]; then
+    compare_not_run "$why_not"
+fi
 
 if [ "$api_ready" = 1 ]; then
     api openloop -r 1000 -d "$SECS"
@@ -647,14 +807,6 @@ openloop_p99 () {
     grep '^reserve p99 latency at' "$T/openloop.out" | cut -c54-65 | tr -d ' '
 }
 
-# median_range FILE: "MEDIAN MIN MAX" of the numbers in FILE.
-median_range () {
-    sort -n "$1" | awk '{ v[NR] = $1 } END {
-        if (NR == 0) exit 1
-        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        printf "%.3f %.3f %.3f\n", m, v[1], v[NR] }'
-}
-
 # The quiet and loud runs alternate, SLOW_ROUNDS times each; the row
 # compares their medians.  The attacker runs at the lowest CPU priority:
 # on a 2-core machine its own Python loop (thousands of reconnects a
@@ -787,6 +939,303 @@ if wanted contention; then
         contention_not_run "$why_not"
     elif ! contention_scenario; then
         contention_not_run "$why"
+    fi
+fi
+
+# ---- history: costs that must not grow with the database -------------------
+#
+# Two more databases on the same PostgreSQL, each with its own broker
+# (same threads, pool and configuration as the main one): "fresh", empty,
+# and "history", loaded by tests/bench/history.sql with HIST_RELEASED
+# released reservations (their events, ranges) and HIST_QUARANTINED
+# quarantined ones holding a VNI each; both then VACUUM ANALYZE.  Neither
+# broker purges while they are compared (retain_days = 0).  ROUNDS rounds
+# alternate, in a rotating order, an open-loop reserve run at 1000/s and a
+# pairs run at POOL clients on each.  Rows, from the medians:
+#   - reserve p99 at 1000/s with the history, target 1.5x the fresh
+#     broker's (its median is the reference row above it);
+#   - pairs/s with the history, target 0.8x the fresh broker's;
+#   - bytes of tables and indexes (pg_total_relation_size of every table
+#     of the schema) added per pair, on the fresh database (reference; per
+#     table as "#" lines);
+#   - then purge: the history broker restarts with vni.retain_days = 30
+#     (the whole loaded history is older) and vni.sweep_interval_s = 1, so
+#     its sweeper purges up to 1,000 reservations a second (PURGE_BATCH in
+#     server/sweeper.c), while a steady stream of pairs (2 clients) runs
+#     for HIST_PURGE_SECS.  Every HIST_INTERVAL seconds the database is
+#     vacuumed (plain VACUUM, which autovacuum would run too, later: its
+#     default thresholds are 20% of a table's rows and a minute's nap) and
+#     its size taken.  Row: the size growth over the last two intervals
+#     per pair made in them, as a fraction of the bytes a pair adds
+#     without purge (above), target <= 0.25: the purge frees space as fast
+#     as the stream takes it, so the database stays bounded.
+HIST_RELEASED=${BENCH_HIST_RELEASED:-1000000}
+HIST_QUARANTINED=${BENCH_HIST_QUARANTINED:-20000}
+HIST_PURGE_SECS=${BENCH_HIST_PURGE_SECS:-60}
+HIST_INTERVAL=${BENCH_HIST_INTERVAL:-10}
+HIST_OL_ROW="reserve p99 at 1000/s, 1M reservations in history"
+HIST_PAIRS_ROW="reserve+release pairs/s, 1M reservations in history"
+HIST_BYTES_ROW="table+index bytes per reserve+release pair"
+HIST_PURGE_ROW="db growth per pair with purge / without"
+
+history_not_run () {
+    row_not_run "$HIST_OL_ROW" ms "<=" 0 "$1"
+    row_not_run "$HIST_PAIRS_ROW" "pair/s" ">=" 0 "$1"
+    row_not_run "$HIST_PURGE_ROW" ratio "<=" 0.25 "$1"
+}
+
+# hq DATABASE SQL: one psql query.
+hq () {
+    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d "$1" -XAtq \
+        -v ON_ERROR_STOP=1 -c "$2"
+}
+
+# The tables of the schema and their total sizes (heap, indexes, TOAST).
+SIZES_SQL="SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 1"
+
+# db_bytes DATABASE: the sum of SIZES_SQL.
+db_bytes () {
+    hq "$1" "SELECT sum(s) FROM ($SIZES_SQL) t(n, s)" 2>/dev/null || echo ""
+}
+
+# hist_broker NAME DB RETAIN SWEEP: start a broker on database DB; sets
+# HB_URL and HB_PID.
+hist_broker () {
+    saved_port=$PORT
+    ok=1
+    for _ in 1 2 3; do
+        ok=1
+        PORT=$("$BENCH_API" freeport) || break
+        bench_config "$T/$1.toml" 1
+        sed -i -e "s/dbname=vnibroker/dbname=$2/" "$T/$1.toml"
+        printf 'retain_days = %s\nsweep_interval_s = %s\n' "$3" "$4" >>"$T/$1.toml"
+        "$VNIBROKERD" -c "$T/$1.toml" >>"$T/$1-broker.log" 2>&1 &
+        HB_PID=$!
+        track "$HB_PID"
+        HB_URL=http://127.0.0.1:$PORT
+        wait_for 30 curl -sf -o /dev/null "$HB_URL/healthz" && break
+        ok=0
+        kill -TERM "$HB_PID" 2>/dev/null
+        wait "$HB_PID" 2>/dev/null
+    done
+    PORT=$saved_port
+    return $((1 - ok))
+}
+
+# hist_run WHAT ROUND: one run of the history comparison.
+hist_run () {
+    case "$1" in
+        fresh-ol | hist-ol)
+            url=$FRESH_URL
+            [ "$1" = hist-ol ] && url=$HIST_URL
+            bench_out "$T/h.out" "$url" openloop -r 1000 -d "$SECS"
+            f=$(row_of "$T/h.out" "reserve p99 latency at 1000/s")
+            ;;
+        fresh-pairs)
+            b0=$(db_bytes fresh)
+            hq fresh "$SIZES_SQL" >"$T/h.sizes0"
+            n0=$(hq fresh "SELECT count(*) FROM reservations")
+            bench_out "$T/h.out" "$FRESH_URL" pairs -c "$POOL" -d "$SECS" -x "hp$2-"
+            f=$(row_of "$T/h.out" "reserve+release pairs/s, $POOL clients")
+            b1=$(db_bytes fresh)
+            hq fresh "$SIZES_SQL" >"$T/h.sizes1"
+            n1=$(hq fresh "SELECT count(*) FROM reservations")
+            if [ -n "$b0" ] && [ -n "$b1" ] && [ "$n1" -gt "$n0" ] 2>/dev/null; then
+                echo "$(((b1 - b0) / (n1 - n0)))" >>"$T/h.bytes"
+                # per table: name and bytes per pair, summed over the runs
+                LC_ALL=C join -t '|' "$T/h.sizes0" "$T/h.sizes1" |
+                    awk -F'|' -v n=$((n1 - n0)) '{ print $1 "|" ($3 - $2) / n }' \
+                        >>"$T/h.tables"
+            fi
+            ;;
+        hist-pairs)
+            bench_out "$T/h.out" "$HIST_URL" pairs -c "$POOL" -d "$SECS" -x "hh$2-"
+            f=$(row_of "$T/h.out" "reserve+release pairs/s, $POOL clients")
+            ;;
+    esac
+    [ -z "$f" ] && grep '^#' "$T/h.out" | head -n 4
+    [ -n "$f" ] && echo "$f" >>"$T/h.$1"
+    eval "r_$(echo "$1" | tr - _)=\${f:-?}"
+}
+
+history_scenario () {
+    why=""
+    for db in fresh history; do
+        as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib "$db" || {
+            why="cannot create database $db"
+            return 1
+        }
+        bench_config "$T/$db-migrate.toml" 1
+        sed -i -e "s/dbname=vnibroker/dbname=$db/" "$T/$db-migrate.toml"
+        "$VNIBROKERD" -c "$T/$db-migrate.toml" --migrate >>"$T/migrate.log" 2>&1 || {
+            why="migration of $db failed"
+            return 1
+        }
+    done
+    cp "$TOP/tests/bench/history.sql" "$T/history.sql" && chmod 644 "$T/history.sql" || {
+        why="no tests/bench/history.sql"
+        return 1
+    }
+    t0=$(now_ms)
+    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d history -XAtq -1 \
+        -v ON_ERROR_STOP=1 -v released="$HIST_RELEASED" \
+        -v quarantined="$HIST_QUARANTINED" -f "$T/history.sql" \
+        >"$T/history-load.log" 2>&1 &
+    load_pid=$!
+    track "$load_pid"
+    if ! wait "$load_pid"; then
+        sed 's/^/#   /' "$T/history-load.log" | tail -n 5
+        why="tests/bench/history.sql failed"
+        return 1
+    fi
+    t1=$(now_ms)
+    # both databases alike: the fresh one gets its statistics too (without
+    # them the fresh broker's open-loop p99 was seconds, not milliseconds)
+    hq fresh "VACUUM ANALYZE" >/dev/null 2>&1
+    hq history "VACUUM ANALYZE" &
+    vac_pid=$!
+    track "$vac_pid"
+    wait "$vac_pid"
+    t2=$(now_ms)
+    echo "#   history: $HIST_RELEASED released and $HIST_QUARANTINED quarantined" \
+        "reservations loaded in $(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100)) s," \
+        "VACUUM ANALYZE $(((t2 - t1) / 1000)).$(((t2 - t1) % 1000 / 100)) s;" \
+        "tables $(($(db_bytes history) / 1048576)) MiB"
+    hist_broker fresh fresh 0 10 || { why="the fresh broker does not start"; return 1; }
+    FRESH_URL=$HB_URL
+    FRESH_PID=$HB_PID
+    hist_broker history history 0 10 || { why="the history broker does not start"; return 1; }
+    HIST_URL=$HB_URL
+    HIST_PID=$HB_PID
+    echo "#   history: $(hq history "SELECT count(*) FROM reservations WHERE state = 'releasing'")" \
+        "quarantined, $(hq history "SELECT count(*) FROM vni_holds") VNIs held," \
+        "$(hq history "SELECT count(*) FROM vni_free") queued free"
+    # warm-up, not measured: each broker's connections and plans
+    bench_out "$T/h.warm" "$FRESH_URL" pairs -c "$POOL" -d 1 -x warmf-
+    bench_out "$T/h.warm" "$HIST_URL" pairs -c "$POOL" -d 1 -x warmh-
+    : >"$T/h.bytes"
+    : >"$T/h.tables"
+    for w in fresh-ol hist-ol fresh-pairs hist-pairs; do : >"$T/h.$w"; done
+    order="fresh-ol hist-ol fresh-pairs hist-pairs"
+    r=0
+    while [ "$r" -lt "$ROUNDS" ]; do
+        r=$((r + 1))
+        for w in $order; do hist_run "$w" "$r"; done
+        echo "#   round $r ($order): open-loop p99 fresh $r_fresh_ol ms," \
+            "history $r_hist_ol ms; pairs/s fresh $r_fresh_pairs, history $r_hist_pairs"
+        set -- $order
+        order="$2 $3 $4 $1"
+    done
+    n="median of $ROUNDS"
+    fo=$(median_range "$T/h.fresh-ol")
+    ho=$(median_range "$T/h.hist-ol")
+    fp=$(median_range "$T/h.fresh-pairs")
+    hp=$(median_range "$T/h.hist-pairs")
+    if [ -n "$fo" ] && [ -n "$ho" ]; then
+        set -- $fo
+        row_ref "reserve p99 at 1000/s, fresh database" "$1" ms "$n, range $2-$3"
+        tgt=$(awk -v f="$1" 'BEGIN { print 1.5 * f }')
+        fresh_ok=$(awk -v f="$1" 'BEGIN { print (f <= 10) ? 1 : 0 }')
+        set -- $ho
+        if [ "$fresh_ok" = 1 ]; then
+            row_cmp "$HIST_OL_ROW" "$1" ms "<=" "$tgt" "1.5x fresh; $n, range $2-$3"
+        else
+            # a saturated machine: 1.5x a figure of seconds compares nothing
+            printf '%-52s %12.3f %-6s %2s %10.3f  %s\n' "$HIST_OL_ROW" "$1" ms \
+                "<=" "$tgt" "NOT MET (fresh p99 over its own 10 ms target: no comparison; $n, range $2-$3)"
+        fi
+    else
+        row_not_run "$HIST_OL_ROW" ms "<=" 0 "an open-loop run failed"
+    fi
+    if [ -n "$fp" ] && [ -n "$hp" ]; then
+        set -- $fp
+        row_ref "reserve+release pairs/s, fresh database" "$1" "pair/s" "$POOL clients; $n, range $2-$3"
+        tgt=$(awk -v f="$1" 'BEGIN { print 0.8 * f }')
+        set -- $hp
+        row_cmp "$HIST_PAIRS_ROW" "$1" "pair/s" ">=" "$tgt" "0.8x fresh; $n, range $2-$3"
+    else
+        row_not_run "$HIST_PAIRS_ROW" "pair/s" ">=" 0 "a pairs run failed"
+    fi
+    BYTES_PER_PAIR=""
+    if [ -s "$T/h.bytes" ]; then
+        set -- $(median_range "$T/h.bytes")
+        BYTES_PER_PAIR=$1
+        row_ref "$HIST_BYTES_ROW" "$1" bytes "fresh database; $n, range $2-$3"
+        awk -F'|' -v r="$ROUNDS" '{ s[$1] += $2 } END {
+            for (t in s) if (s[t] != 0) printf "#   %-20s %8.1f bytes/pair\n", t, s[t] / r }' \
+            "$T/h.tables" | sort -k2 -n -r
+    fi
+
+    # purge under a steady stream
+    kill -TERM "$HIST_PID" 2>/dev/null
+    wait "$HIST_PID" 2>/dev/null
+    kill -TERM "$FRESH_PID" 2>/dev/null
+    wait "$FRESH_PID" 2>/dev/null
+    hist_broker history-purge history 30 1 || {
+        why="the history broker does not restart"
+        return 1
+    }
+    HIST_PID=$HB_PID
+    timeout -k 5 300 "$BENCH_API" -u "$HB_URL" -T "$T/sched.token" \
+        -k "$T/node.key" -c 2 -d "$HIST_PURGE_SECS" -x steady- pairs \
+        >"$T/h.steady" 2>&1 &
+    steady_pid=$!
+    track "$steady_pid"
+    : >"$T/h.purge"
+    ts=$(now_ms)
+    i=0
+    while [ "$i" -lt $((HIST_PURGE_SECS / HIST_INTERVAL)) ]; do
+        i=$((i + 1))
+        # the next sample at ts + i intervals, whatever VACUUM took
+        left=$((ts + i * HIST_INTERVAL * 1000 - $(now_ms)))
+        [ "$left" -gt 0 ] && sleep "$((left / 1000)).$(printf '%03d' $((left % 1000)))"
+        hq history "VACUUM" >/dev/null 2>&1
+        hq history "$SIZES_SQL" >"$T/h.purge.$i"
+        echo "$((($(now_ms) - ts) / 1000)) $(db_bytes history)" \
+            "$(hq history "SELECT last_value FROM reservations_id_seq")" \
+            "$(hq history "SELECT count(*) FROM reservations WHERE state = 'released'")" \
+            >>"$T/h.purge"
+    done
+    wait "$steady_pid" || {
+        echo "#   bench_api steady pairs failed"
+        HARNESS_FAILED=1
+    }
+    grep '^#   release' "$T/h.steady" | head -n 1
+    awk '{ printf "#   purge: %3d s, tables %.1f MiB, %d reservations made, %d released kept\n",
+        $1, $2 / 1048576, $3, $4 }' "$T/h.purge"
+    if [ -n "$BYTES_PER_PAIR" ] && [ "$(wc -l <"$T/h.purge")" -ge 3 ]; then
+        set -- $(tail -n 3 "$T/h.purge" | awk 'NR == 1 { b = $2; n = $3 }
+            END { print ($2 - b), ($3 - n) }')
+        if [ "$2" -gt 0 ]; then
+            fig=$(awk -v g="$1" -v n="$2" -v p="$BYTES_PER_PAIR" 'BEGIN { print g / n / p }')
+            row_cmp "$HIST_PURGE_ROW" "$fig" ratio "<=" 0.25 \
+                "last $((2 * HIST_INTERVAL)) s: $1 bytes for $2 pairs"
+            LC_ALL=C join -t '|' "$T/h.purge.$((i - 2))" "$T/h.purge.$i" |
+                awk -F'|' -v n="$2" '$3 != $2 {
+                    printf "#   %-20s %8.1f bytes/pair over the last %s s\n", $1, ($3 - $2) / n, "'$((2 * HIST_INTERVAL))'" }' |
+                sort -k2 -n -r
+        else
+            row_not_run "$HIST_PURGE_ROW" ratio "<=" 0.25 "no pairs made"
+        fi
+    else
+        row_not_run "$HIST_PURGE_ROW" ratio "<=" 0.25 "too few samples or no bytes per pair"
+    fi
+    kill -TERM "$HIST_PID" 2>/dev/null
+    wait "$HIST_PID" 2>/dev/null
+    if [ -s "$T/history-purge-broker.log" ]; then
+        echo "#   history broker warnings: $(wc -l <"$T/history-purge-broker.log") lines; the first:"
+        head -n 3 "$T/history-purge-broker.log" | cut -c1-200 | sed 's/^/#   /'
+    fi
+    return 0
+}
+
+if wanted history; then
+    if [ "$api_ready" != 1 ]; then
+        history_not_run "$why_not"
+    elif ! history_scenario; then
+        history_not_run "$why"
     fi
 fi
 

@@ -87,8 +87,30 @@ expect_status "limit 1001 is 400" 400
 broker_stop
 psql_q "UPDATE reservations SET released_at = now() - interval '100 days', created_at = now() - interval '101 days' WHERE job_id = 'old1'" >/dev/null
 psql_q "UPDATE events SET at = now() - interval '100 days' WHERE job_id = 'old1'" >/dev/null
+# ... and 2,500 more, so that one sweep has to purge batch after batch
+# (1,000 a batch) to forget all 2,501 at once, as its log line says.
+psql_q "INSERT INTO reservations (id, job_id, state, uid, username, nodes,
+            node_count, vni_count, vnis, tcs_mask, created_at, created_by,
+            release_requested_at, released_at, released_by, forced,
+            hwcoll_mode, hwcoll_state, hwcoll_updated_at)
+        SELECT 1000000 + i, 'bulk' || i, 'released', 1000, 'u', 'n1', 1, 1,
+               ARRAY[5000 + i], 10, now() - interval '101 days', 'test',
+               now() - interval '100 days', now() - interval '100 days',
+               'test', false, 'auto', 'disabled', now() - interval '100 days'
+          FROM generate_series(1, 2500) i" >/dev/null
+expect_eq "2,500 old released reservations loaded" \
+    "$(psql_q "SELECT count(*) FROM reservations WHERE job_id LIKE 'bulk%'")" 2500
 sed -i 's/^\[vni\]$/[vni]\nsweep_interval_s = 1\nretain_days = 90/' "$T/b.toml"
 broker_start "$T/b.toml" || not_ok "broker restarts"
+bulk_gone () {
+    [ "$(psql_q "SELECT count(*) FROM reservations WHERE job_id LIKE 'bulk%'")" = 0 ]
+}
+wait_for 30 bulk_gone
+expect_eq "the sweeper purges the 2,500 old reservations" \
+    "$(psql_q "SELECT count(*) FROM reservations WHERE job_id LIKE 'bulk%'")" 0
+expect_match "... in one run, batch after batch" \
+    "$(grep -o 'forgot [0-9]* reservations.*batches)' "$BROKER_LOG")" \
+    '^forgot 2501 reservations released more than 90 days ago \(3 batches\)$'
 wait_for 5 sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $ADMIN_TOKEN' '$BROKER_URL/v1/reservations?state=released' | jq '[.reservations[] | select(.job_id == \"old1\")] | length')\" = 0 ]"
 TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?state=released'
 expect_json "a reservation released longer ago than retain_days is purged" '[.reservations[] | select(.job_id == "old1")] | length' 0

@@ -50,6 +50,8 @@ static void test_defaults(void **state)
     assert_string_equal(cfg->server.address, "127.0.0.1");
     assert_int_equal(cfg->server.port, 8080);
     assert_int_equal(cfg->server.threads, 8);
+    assert_int_equal(cfg->server.workers, 0);
+    assert_int_equal(cfg->server.queue_limit, 0);
     assert_string_equal(cfg->database.conninfo, "dbname=vnibroker");
     assert_int_equal(cfg->limits.hostlist_max_names, 1000000);
     assert_string_equal(cfg->log.level, "info");
@@ -104,6 +106,10 @@ static void test_errors_name_file_and_line(void **state)
          ":2: database.conninfo: must not be empty"},
         {"[database]\npool_size = 0\n",
          ":2: database.pool_size: 0 is out of range"},
+        {"[server]\nworkers = 1025\n",
+         ":2: server.workers: 1025 is out of range 0-1024"},
+        {"[server]\nqueue_limit = -1\n",
+         ":2: server.queue_limit: -1 is out of range"},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
