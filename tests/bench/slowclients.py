@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Hostile clients for `make bench` (tests/bench/run.sh).
 
-  slowclients.py trickle PORT SOURCE COUNT SECONDS
+  slowclients.py trickle PORT SOURCE COUNT SECONDS [INTERVAL]
       Keep COUNT connections open from SOURCE to 127.0.0.1:PORT for
-      SECONDS, each sending a GET's headers one byte every 2 s and never
-      finishing them; a connection the broker closes is opened again 1 s
-      later (at once would measure a connection flood, and the helper's
-      own CPU on a small machine).  Prints how many connections were
-      opened in all.
+      SECONDS, each sending a GET's headers one byte every INTERVAL
+      seconds (default 10, the attack the front-door issue describes) and
+      never finishing them; a connection the broker closes or refuses is
+      opened again INTERVAL seconds later, as slowloris-style tools do on
+      their next round.  A small INTERVAL (1) turns the attack into a
+      connection flood: each refused connection comes back every second.
+      Prints how many connections were opened in all.
 
   slowclients.py upload PORT SOURCE COUNT PID
       COUNT concurrent POST /v1/reservations of ~1 MiB without a valid
@@ -35,7 +37,7 @@ def connect(port, source):
     return s
 
 
-def trickle(port, source, count, seconds):
+def trickle(port, source, count, seconds, interval):
     end = time.monotonic() + seconds
     header = b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Slow: "
     conns = {}  # socket -> bytes of header sent
@@ -59,7 +61,7 @@ def trickle(port, source, count, seconds):
             try:
                 s = connect(port, source)
             except OSError:
-                reopen.append(now + 1.0)
+                reopen.append(now + interval)
                 continue
             conns[s] = 0
             byfd[s.fileno()] = s
@@ -74,16 +76,16 @@ def trickle(port, source, count, seconds):
             except OSError:
                 data = b""
             if not data:
-                drop(s, time.monotonic() + 1.0)
+                drop(s, time.monotonic() + interval)
         now = time.monotonic()
         if now >= next_byte:
-            next_byte = now + 2.0
+            next_byte = now + interval
             for s, n in list(conns.items()):
                 try:
                     s.send(header[n:n + 1] if n < len(header) else b"a")
                     conns[s] = n + 1
                 except OSError:
-                    drop(s, now + 1.0)
+                    drop(s, now + interval)
     print(opened)
 
 
@@ -129,7 +131,8 @@ def upload(port, source, count, pid):
 def main():
     mode, port, source, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     if mode == "trickle":
-        trickle(port, source, count, float(sys.argv[5]))
+        interval = float(sys.argv[6]) if len(sys.argv) > 6 else 10.0
+        trickle(port, source, count, float(sys.argv[5]), interval)
     else:
         upload(port, source, count, int(sys.argv[5]))
 
