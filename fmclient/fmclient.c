@@ -1532,12 +1532,17 @@ done:
     return rc;
 }
 
-int fmc_job_reserve(struct fmc *c,
-                    const char *fm_job_id,
-                    int mcast_limit,
-                    long timeout_ms,
-                    char **tokenp,
-                    vnib_error_t *errp)
+/* fmc_job_reserve (get_first) and fmc_job_create (not): POST the job,
+ * and on 409 take the existing one's token.  With get_first, GET it
+ * first and POST only on 404.
+ */
+static int job_reserve(struct fmc *c,
+                       const char *fm_job_id,
+                       int mcast_limit,
+                       long timeout_ms,
+                       bool get_first,
+                       char **tokenp,
+                       vnib_error_t *errp)
 {
     char label[LABEL_MAX];
     struct timespec deadline;
@@ -1566,13 +1571,15 @@ int fmc_job_reserve(struct fmc *c,
     /* The job may exist already (a retry, a broker restart): then its
      * token is the answer, and a POST would make a second FM object.
      */
-    if (job_get(c, path, &deadline, tokenp, &e) == 0) {
-        rc = 0;
-        goto done;
-    }
-    if (errno != ENOENT) {
-        errprintf(errp, "%s", e.text);
-        goto done;
+    if (get_first) {
+        if (job_get(c, path, &deadline, tokenp, &e) == 0) {
+            rc = 0;
+            goto done;
+        }
+        if (errno != ENOENT) {
+            errprintf(errp, "%s", e.text);
+            goto done;
+        }
     }
     if (!(body = json_pack(
               "{s:s, s:i}", "jobID", fm_job_id, "mcastLimit", mcast_limit))
@@ -1601,7 +1608,9 @@ int fmc_job_reserve(struct fmc *c,
         status_error(c, label, status, reply, errp);
         goto done;
     }
-    /* Someone created it between our GET and POST: take theirs. */
+    /* It exists (someone created it between our GET and POST, or a
+     * create raced another): take its token.
+     */
     if (job_get(c, path, &deadline, tokenp, &e) == 0) {
         rc = 0;
         goto done;
@@ -1618,6 +1627,28 @@ done:
     json_decref(body);
     free(path);
     return rc;
+}
+
+int fmc_job_reserve(struct fmc *c,
+                    const char *fm_job_id,
+                    int mcast_limit,
+                    long timeout_ms,
+                    char **tokenp,
+                    vnib_error_t *errp)
+{
+    return job_reserve(
+        c, fm_job_id, mcast_limit, timeout_ms, true, tokenp, errp);
+}
+
+int fmc_job_create(struct fmc *c,
+                   const char *fm_job_id,
+                   int mcast_limit,
+                   long timeout_ms,
+                   char **tokenp,
+                   vnib_error_t *errp)
+{
+    return job_reserve(
+        c, fm_job_id, mcast_limit, timeout_ms, false, tokenp, errp);
 }
 
 /* PATCH or DELETE where 2xx and 404 both mean done. */

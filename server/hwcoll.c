@@ -287,7 +287,10 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
         hwcoll_kick(h);
         return;
     }
-    int frc = fmc_job_reserve(
+    /* The reservation was created by this request: its FM job id has
+     * never been sent, so one POST does (the FM's latency once).
+     */
+    int frc = fmc_job_create(
         h->fmc, fm_job_id, h->addrs_per_job, timeout, &token, &error);
     int e = errno;
     slot_give(h);
@@ -408,6 +411,24 @@ void hwcoll_kick(struct hwcoll *h)
     pthread_mutex_unlock(&h->lock);
 }
 
+/* Wake n threads, not all: one queued operation needs one worker, and
+ * waking every worker for it would make each of them claim from the
+ * database for nothing.  The others see the new generation when their
+ * own nap ends.
+ */
+static void wake_some(struct hwcoll *h, int n)
+{
+    if (n >= h->nthreads) {
+        hwcoll_kick(h);
+        return;
+    }
+    pthread_mutex_lock(&h->lock);
+    h->generation++;
+    for (int i = 0; i < n; i++)
+        pthread_cond_signal(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -490,6 +511,19 @@ static int work_one(struct hwcoll *h, json_t *w)
         if (errno != ENOENT)
             goto failed;
         note_result(h, 0, "check", "");
+        /* Not there yet is not an answer while the FM may still be
+         * working on the POST the request gave up on: look again on
+         * later passes until that call cannot land any more (twice the
+         * longer of the two timeouts after the time-out); the release
+         * of a job whose reservation lands later still finds it then.
+         */
+        double grace = 2e-3 * (double)(h->b->cfg->hwcoll.request_timeout_ms
+                                           > h->b->cfg->hwcoll.reserve_timeout_ms
+                                       ? h->b->cfg->hwcoll.request_timeout_ms
+                                       : h->b->cfg->hwcoll.reserve_timeout_ms);
+        if (!strcmp(st, "unavailable")
+            && json_real_value(json_object_get(w, "age_s")) < grace)
+            return 0;
         record(h,
                id,
                "unavailable",
@@ -578,12 +612,15 @@ static int deferred_one(struct hwcoll *h, json_t *w)
                sizeof(outcome));
         return 0;
     }
-    /* A worker before this one may have died during the call. */
+    /* A worker before this one may have died during the call, after the
+     * FM made the job: look first.  On the first attempt the FM job id
+     * has never been sent, and one POST does.
+     */
     if (attempts > 0 && fmc_job_get(h->fmc, fm, &token, &error) < 0
         && errno != ENOENT)
         goto failed;
     if (!token
-        && fmc_job_reserve(
+        && fmc_job_create(
                h->fmc, fm, h->addrs_per_job, timeout, &token, &error)
                < 0)
         goto failed;
@@ -818,7 +855,7 @@ static void *listen_main(void *arg)
     while (ss && !stop) {
         int rc = store_session_wait(ss, 500);
         if (rc > 0)
-            hwcoll_kick(h);
+            wake_some(h, rc); /* one worker per committed notification */
         else if (rc < 0) {
             struct timespec ts = {1, 0};
             nanosleep(&ts, NULL);

@@ -70,7 +70,10 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp);
  */
 void hwcoll_reveal(struct hwcoll *h, json_t *res, bool allowed);
 
-/* Wake the worker (a release was recorded). */
+/* Wake every worker thread (work may be due: a deferred reserve, a
+ * reserve that timed out, the FM back).  Committed queue work also
+ * wakes one worker per NOTIFY vnib_fm, on every replica.
+ */
 void hwcoll_kick(struct hwcoll *h);
 
 /* GET /v1/fabric-manager: configuration, connection state, counts.

@@ -274,8 +274,11 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
             req->error_code = "reservation_not_found";
         return -1;
     }
+    /* A release that queued Fabric Manager work committed a NOTIFY
+     * vnib_fm, which wakes a queue worker on every replica: no kick here,
+     * which would wake every worker for every release, FM work or not.
+     */
     cache_forget(req->broker->cache, job_id);
-    hwcoll_kick(req->broker->hwcoll);
     return done ? 200 : 202;
 }
 

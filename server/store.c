@@ -138,7 +138,8 @@ static const char sql_hwcoll_set[] =
  * (hwcoll_due set) are the claim's (schema/0005), not this check's.
  */
 static const char sql_hwcoll_work[] =
-    "SELECT id, fm_job_id, hwcoll_state, state = 'active' FROM reservations "
+    "SELECT id, fm_job_id, hwcoll_state, state = 'active', "
+    "extract(epoch FROM now() - hwcoll_updated_at) FROM reservations "
     "WHERE ((hwcoll_state = 'unavailable' "
     "AND hwcoll_reason LIKE 'timed out%') OR (hwcoll_state = 'pending' "
     "AND hwcoll_due IS NULL AND created_at < now() - interval '1 minute')) "
@@ -2116,7 +2117,7 @@ int store_hwcoll_work(struct store *s,
         return -1;
     }
     for (int i = 0; i < PQntuples(r); i++) {
-        json_t *w = json_pack("{s:I, s:s?, s:s, s:b}",
+        json_t *w = json_pack("{s:I, s:s?, s:s, s:b, s:f}",
                               "id",
                               (json_int_t)col_ll(r, i, 0),
                               "fm_job_id",
@@ -2124,7 +2125,9 @@ int store_hwcoll_work(struct store *s,
                               "hwcoll_state",
                               col(r, i, 2),
                               "active",
-                              *col(r, i, 3) == 't');
+                              *col(r, i, 3) == 't',
+                              "age_s",
+                              strtod(col(r, i, 4), NULL));
         if (!w || json_array_append_new(list, w) < 0) {
             PQclear(r);
             json_decref(list);
@@ -2400,7 +2403,7 @@ int store_session_wait(struct store_session *ss, int timeout_ms)
     int got = 0;
     PGnotify *nf;
     while ((nf = PQnotifies(ss->c.pg))) {
-        got = 1;
+        got++;
         PQfreemem(nf);
     }
     return got;

@@ -378,8 +378,8 @@ struct store_session *store_session_create(struct store *s,
                                            const char *channel);
 void store_session_destroy(struct store_session *ss);
 
-/* Wait up to timeout_ms for a notification: 1 notified, 0 not, -1 the
- * session is down (it reconnects on the next call).
+/* Wait up to timeout_ms for notifications: how many arrived (> 0), 0
+ * none, -1 the session is down (it reconnects on the next call).
  */
 int store_session_wait(struct store_session *ss, int timeout_ms);
 

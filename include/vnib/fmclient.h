@@ -86,6 +86,18 @@ int fmc_job_reserve(struct fmc *c,
                     char **tokenp,
                     vnib_error_t *errp);
 
+/* Reserve for a job id that has never been sent to the FM (a new
+ * reservation's first attempt): POST at once, one round trip instead of
+ * two; on 409 (it exists after all) take its token with a GET.  Retries,
+ * which may follow a POST whose reply was lost, use fmc_job_reserve.
+ */
+int fmc_job_create(struct fmc *c,
+                   const char *fm_job_id,
+                   int mcast_limit,
+                   long timeout_ms,
+                   char **tokenp,
+                   vnib_error_t *errp);
+
 /* Free one job step's multicast trees (PATCH jobSteps.<step> = null).
  * 404 counts as done.
  */

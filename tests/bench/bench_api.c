@@ -56,6 +56,7 @@ struct bench {
     double pg_tps;         /* -P: pgbench tps at the same clients */
     const char *stop_file; /* -S: drain-load stops once this exists */
     const char *job_prefix; /* -x: pairs' job id prefix (runs that repeat) */
+    const char *hwcoll_opt; /* -H: "on"/"off" in pairs and openloop reserves */
 
     /* per-scenario request state */
     const char *prefix; /* job id prefix */
@@ -527,6 +528,7 @@ static int sc_pairs(struct bench *b, struct lg_result *res)
         snprintf(prefix, sizeof(prefix), "b%d-", cfg.connections);
     b->prefix = prefix;
     b->nodes = "n[1-4]";
+    b->hwcoll = b->hwcoll_opt;
     b->next_job = 1;
     snprintf(name[0],
              sizeof(name[0]),
@@ -578,8 +580,9 @@ static int sc_openloop(struct bench *b, struct lg_result *res)
 
     if (need_token(b) < 0)
         return -1;
-    b->prefix = "o";
+    b->prefix = b->job_prefix ? b->job_prefix : "o";
     b->nodes = "n[1-4]";
+    b->hwcoll = b->hwcoll_opt;
     b->limit = 0;
     snprintf(name,
              sizeof(name),
@@ -994,7 +997,7 @@ static void usage(FILE *f)
             "Usage: bench_api [-u URL] [-T TOKEN-FILE] [-k NODE-KEY-FILE]\n"
             "                 [-c CONNS] [-d SECONDS] [-r RATE] [-n COUNT]\n"
             "                 [-p PID] [-P PGBENCH-TPS] [-S STOP-FILE]\n"
-            "                 [-x JOB-PREFIX]\n"
+            "                 [-x JOB-PREFIX] [-H on|off]\n"
             "                 SCENARIO\n"
             "       bench_api freeport | nodekey FILE | token FILE\n"
             "URL must be http://127.0.0.1:PORT.  Scenarios:\n");
@@ -1031,7 +1034,7 @@ int main(int argc, char **argv)
     bool bad = false;
     int opt, rc = 1;
 
-    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:S:x:h")) != -1) {
+    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:S:x:H:h")) != -1) {
         switch (opt) {
             case 'u':
                 b.url = optarg;
@@ -1070,6 +1073,11 @@ int main(int argc, char **argv)
                 break;
             case 'x':
                 b.job_prefix = optarg;
+                break;
+            case 'H':
+                if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+                    bad = true;
+                b.hwcoll_opt = optarg;
                 break;
             case 'h':
                 usage(stdout);

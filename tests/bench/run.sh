@@ -30,7 +30,7 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz compare openloop bigjob populate nodeview rss storm drain
-# agent fmslow slowclients contention history; pairs is compare), the
+# agent fmslow hwcoll slowclients contention history; pairs is compare), the
 # rounds of the alternated comparisons (compare, history),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
@@ -778,6 +778,148 @@ if wanted fmslow; then
         row_not_run "$FMSLOW_ROW" ms "<=" 5 "$why"
     fi
     for pid in $FMSLOW_PID $FMSLOW_SIM; do
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+fi
+
+# ---- job starts with hardware collectives ----------------------------------
+#
+# fmsim and a broker with [hwcoll] on it, as `make run` configures it
+# (min_nodes = 2, the default hwcoll.request_concurrency).  BENCH_ROUNDS
+# alternated rounds of reserve+release pairs at POOL clients on n[1-4]
+# with "hwcoll":"off" (the job is not eligible: no Fabric Manager call)
+# and "hwcoll":"on" (eligible: a reservation in the FM per job, deleted
+# through the release queue), fmsim answering at once.  Rows: both medians
+# and their ratio (target >= 0.5: an eligible job start costs at most
+# twice a plain one).  Then fmsim answers after 20 ms and eligible
+# reserves arrive at 200/s (open loop): their p99 (target 30 ms; past
+# hwcoll.request_concurrency calls at once a reserve answers "pending" at
+# once and a worker completes it, which the "#" line counts).
+
+HW_RATIO_ROW="hwcoll pairs/s / plain pairs/s, same run"
+HW_P99_ROW="eligible reserve p99 at 200/s, FM at 20 ms"
+
+hwcoll_not_run () {
+    row_not_run "$HW_RATIO_ROW" ratio ">=" 0.5 "$1"
+    row_not_run "$HW_P99_ROW" ms "<=" 30 "$1"
+}
+
+hwcoll_scenario () {
+    why=""
+    "$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
+        --log-level warning >"$T/hw-sim.out" 2>"$T/hw-sim.log" &
+    HW_SIM=$!
+    track "$HW_SIM"
+    wait_for 10 grep -q 'fmsim listening on' "$T/hw-sim.out" || {
+        why="fmsim does not start"
+        return 1
+    }
+    fm_url=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/hw-sim.out")
+    fm_admin=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/hw-sim.out")
+    rm -f "$T/hw.key"
+    "$BENCH_API" nodekey "$T/hw.key" || { why="cannot make the token key"; return 1; }
+    saved_port=$PORT
+    PORT=$("$BENCH_API" freeport) || { why="no free port"; return 1; }
+    bench_config "$T/hw.toml" 1
+    cat >>"$T/hw.toml" <<CONF
+
+[cluster]
+name = "hwbench"
+
+[hwcoll]
+enabled = true
+fm_url = "$fm_url"
+auth = "none"
+min_nodes = 2
+addrs_per_job = 8
+token_key_file = "$T/hw.key"
+CONF
+    [ -n "${BENCH_HW_REQUEST_CONCURRENCY:-}" ] &&
+        echo "request_concurrency = $BENCH_HW_REQUEST_CONCURRENCY" >>"$T/hw.toml"
+    url=http://127.0.0.1:$PORT
+    PORT=$saved_port
+    "$VNIBROKERD" -c "$T/hw.toml" >>"$T/hw-broker.log" 2>&1 &
+    HW_PID=$!
+    track "$HW_PID"
+    wait_for 10 curl -sf -o /dev/null "$url/healthz" || {
+        why="its broker does not start: $(tail -n 1 "$T/hw-broker.log" | cut -c1-100)"
+        return 1
+    }
+    : >"$T/hw.plain"
+    : >"$T/hw.on"
+    : >"$T/hw.ratio"
+    r=0
+    while [ "$r" -lt "$ROUNDS" ]; do
+        r=$((r + 1))
+        if [ $((r % 2)) = 1 ]; then order="off on"; else order="on off"; fi
+        for mode in $order; do
+            bench_out "$T/hw-pairs.out" "$url" pairs -c "$POOL" -d "$SECS" \
+                -H "$mode" -x "hw$mode$r-"
+            f=$(row_of "$T/hw-pairs.out" "reserve+release pairs/s")
+            eval "fig_$mode=\${f:-}"
+        done
+        echo "#   round $r ($order): plain ${fig_off:-?} pair/s, hwcoll ${fig_on:-?} pair/s"
+        [ -n "$fig_off" ] && echo "$fig_off" >>"$T/hw.plain"
+        [ -n "$fig_on" ] && echo "$fig_on" >>"$T/hw.on"
+        [ -n "$fig_off" ] && [ -n "$fig_on" ] &&
+            awk "BEGIN { print $fig_on / $fig_off }" >>"$T/hw.ratio"
+    done
+    plain=$(median_range "$T/hw.plain")
+    on=$(median_range "$T/hw.on")
+    ratios=$(median_range "$T/hw.ratio")
+    if [ -n "$plain" ] && [ -n "$on" ] && [ -n "$ratios" ]; then
+        set -- $plain
+        pm=$1
+        row_ref "plain pairs/s, 8 clients (hwcoll broker)" "$1" pair/s \
+            "median of $ROUNDS, range $2-$3"
+        set -- $on
+        om=$1
+        row_ref "hwcoll pairs/s, 8 clients, FM at 0 ms" "$1" pair/s \
+            "median of $ROUNDS, range $2-$3"
+        set -- $ratios
+        row_cmp "$HW_RATIO_ROW" "$(awk "BEGIN { print $om / $pm }")" ratio ">=" 0.5 \
+            "of the medians; per-round range $2-$3"
+    else
+        row_not_run "$HW_RATIO_ROW" ratio ">=" 0.5 "a pairs run failed"
+    fi
+    held=$(psql_q "SELECT count(*) FROM reservations WHERE job_id LIKE 'hwon%' AND hwcoll_state IN ('reserved', 'released')")
+    echo "#   hwcoll jobs that reached the FM: ${held:-?}"
+
+    # The pairs' FM deletes drain first (fmsim still answering at once),
+    # so that the next run measures job starts, not the drain beside.
+    i=0
+    while [ "$i" -lt 600 ]; do
+        [ "$(psql_q "SELECT count(*) FROM fm_queue")" = 0 ] && break
+        sleep 0.1
+        i=$((i + 1))
+    done
+    echo "#   fm_queue drained in $((i / 10)) s: $(psql_q "SELECT count(*) FROM fm_queue") left"
+    curl -s -o /dev/null --max-time 5 -X POST -d '{"latency_ms":20}' \
+        "$fm_admin/fmsim/faults"
+    d0=$(curl -s "$url/metrics" | awk '/^vnib_hwcoll_deferred_total/ { print $2 }')
+    bench_out "$T/hw-ol.out" "$url" openloop -r 200 -d "$SECS" -H on -x hwol
+    d1=$(curl -s "$url/metrics" | awk '/^vnib_hwcoll_deferred_total/ { print $2 }')
+    p99=$(row_of "$T/hw-ol.out" "reserve p99 latency at")
+    if [ -n "$p99" ]; then
+        row_cmp "$HW_P99_ROW" "$p99" ms "<=" 30
+    else
+        row_not_run "$HW_P99_ROW" ms "<=" 30 "the open-loop run failed"
+    fi
+    grep '^#   reserve ' "$T/hw-ol.out"
+    echo "#   answered pending and completed by the workers (request_concurrency reached): $((${d1:-0} - ${d0:-0}))"
+    return 0
+}
+
+if wanted hwcoll; then
+    HW_PID=""
+    HW_SIM=""
+    if [ "$api_ready" != 1 ]; then
+        hwcoll_not_run "$why_not"
+    elif ! hwcoll_scenario; then
+        hwcoll_not_run "$why"
+    fi
+    for pid in $HW_PID $HW_SIM; do
         kill -TERM "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done

@@ -57,9 +57,20 @@ reserve () { # JOB NODES [HWCOLL]
         -d "{\"job_id\":\"$1\",\"uid\":1001,\"user\":\"alice\",\"nodes\":\"$2\"${3:+,\"hwcoll\":\"$3\"}}"
 }
 
+# fm_count KEY: how many requests fmsim has counted under "METHOD pattern".
+fm_count () {
+    fm_state | jq -r --arg k "$1" '.counters.requests[$k] // 0'
+}
+
 # ---- eligibility -----------------------------------------------------------------
+gets0=$(fm_count 'GET /fabric/collectives/jobs/{jobID}')
+posts0=$(fm_count 'POST /fabric/collectives/jobs/')
 reserve big 'n[1-3]'
 expect_status "a 3-node job is reserved" 201
+expect_eq "a new reservation costs the FM one POST ..." \
+    "$(($(fm_count 'POST /fabric/collectives/jobs/') - posts0))" 1
+expect_eq "... and no GET first (its FM job id is new)" \
+    "$(($(fm_count 'GET /fabric/collectives/jobs/{jobID}') - gets0))" 0
 expect_json "auto with min_nodes 3: hwcoll reserved" .hwcoll.state reserved
 expect_json "the FM job id is <cluster>-<job>-r<reservation id>" .hwcoll.fm_job_id "tux-big-r$(jq -r .id "$T/http.body")"
 FMID_BIG=$(jq -r .hwcoll.fm_job_id "$T/http.body")

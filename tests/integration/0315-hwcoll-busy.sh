@@ -11,7 +11,8 @@
 pg_start || exit 1
 fm_start || { not_ok "fmsim starts"; finish; }
 hwcoll_config "$T/b.toml" tux "request_concurrency = 2"
-# A reserve is two FM requests, so 4 s with 2 s of latency each.
+# A reserve is one FM request (two if the job exists), so 2-4 s with 2 s
+# of latency each.
 set_key "$T/b.toml" reserve_timeout_ms 10000
 broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
 broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }

@@ -789,6 +789,66 @@ static void test_reserve_conflict_gets_again(void **state)
     free(found);
 }
 
+/* fmc_job_create: one POST for a job id never sent before. */
+static void test_create_posts_once(void **state)
+{
+    char *created = reply_json(201, "{\"sessionToken\":\"st-new\"}");
+    char url[64];
+    vnib_error_t e = {""};
+    char *token = NULL;
+    (void)state;
+
+    struct server *s = server_new(1);
+    server_add(s, post_jobs, created, 1);
+    server_run(s);
+    struct fmc_config cfg = config_for(s, url);
+    struct fmc *c = create_ok(&cfg);
+    assert_int_equal(fmc_job_create(c, "c-7", 23, 0, &token, &e), 0);
+    assert_string_equal(token, "st-new");
+    assert_string_equal(e.text, "");
+    fmc_free_secret(token);
+    fmc_destroy(c);
+    server_join(s);
+    assert_int_equal(s->nrequests, 1);
+    assert_prefix(request(s, 0),
+                  "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n");
+    assert_string_equal(request_body(s, 0),
+                        "{\"jobID\":\"c-7\",\"mcastLimit\":23}");
+    server_free(s);
+    free(created);
+}
+
+/* fmc_job_create on a job that exists after all: 409, then its token. */
+static void test_create_conflict_gets(void **state)
+{
+    char *conflict = reply_json(409, "{\"message\":\"exists\"}");
+    char *found = reply_json(200, "{\"sessionToken\":\"st-old\"}");
+    char url[64];
+    vnib_error_t e = {""};
+    char *token = NULL;
+    (void)state;
+
+    struct server *s = server_new(2);
+    server_add(s, post_jobs, conflict, 1);
+    server_add(s, job_c7, found, 1);
+    server_run(s);
+    struct fmc_config cfg = config_for(s, url);
+    struct fmc *c = create_ok(&cfg);
+    assert_int_equal(fmc_job_create(c, "c-7", 23, 0, &token, &e), 0);
+    assert_string_equal(token, "st-old");
+    fmc_free_secret(token);
+    fmc_destroy(c);
+    server_join(s);
+    assert_int_equal(s->nrequests, 2);
+    assert_prefix(request(s, 0),
+                  "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n");
+    assert_prefix(request(s, 1),
+                  "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n");
+    server_free(s);
+    free(conflict);
+    free(found);
+}
+
 static void test_reserve_conflict_then_gone(void **state)
 {
     char *missing = reply_json(404, "{}");
@@ -1772,6 +1832,8 @@ int main(void)
         cmocka_unit_test(test_reserve_existing_no_post),
         cmocka_unit_test(test_reserve_conflict_gets_again),
         cmocka_unit_test(test_reserve_conflict_then_gone),
+        cmocka_unit_test(test_create_posts_once),
+        cmocka_unit_test(test_create_conflict_gets),
         cmocka_unit_test(test_reserve_out_of_addresses),
         cmocka_unit_test(test_reserve_reply_without_token),
         cmocka_unit_test(test_release_step),
