@@ -702,45 +702,58 @@ contention_not_run () {
 
 FMSLOW_ROW="node fetch p99, FM at 2 s, 32 eligible reserves"
 
-fmslow_scenario () {
-    why=""
+# fm_broker_start NAME MIN_NODES ADDRS [EXTRA-HWCOLL-LINE]: fmsim and a
+# broker with [hwcoll] on it (auth none), files $T/NAME-*; sets fm_url,
+# fm_admin, url, and the pids in FMB_SIM and FMB_PID (both tracked).
+# Returns 1 with why set when either does not start.
+fm_broker_start () {
+    FMB_SIM=""
+    FMB_PID=""
     "$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-        --log-level warning >"$T/fmslow-sim.out" 2>"$T/fmslow-sim.log" &
-    FMSLOW_SIM=$!
-    track "$FMSLOW_SIM"
-    wait_for 10 grep -q 'fmsim listening on' "$T/fmslow-sim.out" || {
+        --log-level warning >"$T/$1-sim.out" 2>"$T/$1-sim.log" &
+    FMB_SIM=$!
+    track "$FMB_SIM"
+    wait_for 10 grep -q 'fmsim listening on' "$T/$1-sim.out" || {
         why="fmsim does not start"
         return 1
     }
-    fm_url=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/fmslow-sim.out")
-    fm_admin=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/fmslow-sim.out")
-    rm -f "$T/fmslow.key"
-    "$BENCH_API" nodekey "$T/fmslow.key" || { why="cannot make the token key"; return 1; }
+    fm_url=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/$1-sim.out")
+    fm_admin=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/$1-sim.out")
+    rm -f "$T/$1.key"
+    "$BENCH_API" nodekey "$T/$1.key" || { why="cannot make the token key"; return 1; }
     saved_port=$PORT
     PORT=$("$BENCH_API" freeport) || { why="no free port"; return 1; }
-    bench_config "$T/fmslow.toml" 1
-    cat >>"$T/fmslow.toml" <<CONF
+    bench_config "$T/$1.toml" 1
+    cat >>"$T/$1.toml" <<CONF
 
 [cluster]
-name = "fmslow"
+name = "$1"
 
 [hwcoll]
 enabled = true
 fm_url = "$fm_url"
 auth = "none"
-min_nodes = 1
-addrs_per_job = 4
-token_key_file = "$T/fmslow.key"
+min_nodes = $2
+addrs_per_job = $3
+token_key_file = "$T/$1.key"
+${4:-}
 CONF
     url=http://127.0.0.1:$PORT
     PORT=$saved_port
-    "$VNIBROKERD" -c "$T/fmslow.toml" >>"$T/fmslow-broker.log" 2>&1 &
-    FMSLOW_PID=$!
-    track "$FMSLOW_PID"
+    "$VNIBROKERD" -c "$T/$1.toml" >>"$T/$1-broker.log" 2>&1 &
+    FMB_PID=$!
+    track "$FMB_PID"
     wait_for 10 curl -sf -o /dev/null "$url/healthz" || {
-        why="its broker does not start"
+        why="its broker does not start: $(tail -n 1 "$T/$1-broker.log" | cut -c1-100)"
         return 1
     }
+}
+
+fmslow_scenario () {
+    why=""
+    fm_broker_start fmslow 1 4 || { FMSLOW_SIM=$FMB_SIM; FMSLOW_PID=$FMB_PID; return 1; }
+    FMSLOW_SIM=$FMB_SIM
+    FMSLOW_PID=$FMB_PID
     sched=$(cat "$T/sched.token")
     curl -s -o /dev/null -H "Authorization: Bearer $sched" \
         -H 'Content-Type: application/json' \
@@ -807,45 +820,12 @@ hwcoll_not_run () {
 
 hwcoll_scenario () {
     why=""
-    "$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-        --log-level warning >"$T/hw-sim.out" 2>"$T/hw-sim.log" &
-    HW_SIM=$!
-    track "$HW_SIM"
-    wait_for 10 grep -q 'fmsim listening on' "$T/hw-sim.out" || {
-        why="fmsim does not start"
-        return 1
-    }
-    fm_url=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/hw-sim.out")
-    fm_admin=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/hw-sim.out")
-    rm -f "$T/hw.key"
-    "$BENCH_API" nodekey "$T/hw.key" || { why="cannot make the token key"; return 1; }
-    saved_port=$PORT
-    PORT=$("$BENCH_API" freeport) || { why="no free port"; return 1; }
-    bench_config "$T/hw.toml" 1
-    cat >>"$T/hw.toml" <<CONF
-
-[cluster]
-name = "hwbench"
-
-[hwcoll]
-enabled = true
-fm_url = "$fm_url"
-auth = "none"
-min_nodes = 2
-addrs_per_job = 8
-token_key_file = "$T/hw.key"
-CONF
+    rc_line=""
     [ -n "${BENCH_HW_REQUEST_CONCURRENCY:-}" ] &&
-        echo "request_concurrency = $BENCH_HW_REQUEST_CONCURRENCY" >>"$T/hw.toml"
-    url=http://127.0.0.1:$PORT
-    PORT=$saved_port
-    "$VNIBROKERD" -c "$T/hw.toml" >>"$T/hw-broker.log" 2>&1 &
-    HW_PID=$!
-    track "$HW_PID"
-    wait_for 10 curl -sf -o /dev/null "$url/healthz" || {
-        why="its broker does not start: $(tail -n 1 "$T/hw-broker.log" | cut -c1-100)"
-        return 1
-    }
+        rc_line="request_concurrency = $BENCH_HW_REQUEST_CONCURRENCY"
+    fm_broker_start hw 2 8 "$rc_line" || { HW_SIM=$FMB_SIM; HW_PID=$FMB_PID; return 1; }
+    HW_SIM=$FMB_SIM
+    HW_PID=$FMB_PID
     : >"$T/hw.plain"
     : >"$T/hw.on"
     : >"$T/hw.ratio"
