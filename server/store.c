@@ -139,7 +139,8 @@ static const char sql_hwcoll_set[] =
  */
 static const char sql_hwcoll_work[] =
     "SELECT id, fm_job_id, hwcoll_state, state = 'active', "
-    "extract(epoch FROM now() - hwcoll_updated_at) FROM reservations "
+    "coalesce(extract(epoch FROM now() - hwcoll_updated_at), 1e9) "
+    "FROM reservations "
     "WHERE ((hwcoll_state = 'unavailable' "
     "AND hwcoll_reason LIKE 'timed out%') OR (hwcoll_state = 'pending' "
     "AND hwcoll_due IS NULL AND created_at < now() - interval '1 minute')) "
