@@ -151,6 +151,8 @@ out=$(timeout 30 srun -N1 -w n3 true 2>&1)
 rc=$?
 rm -f "$H/fail.prolog.n3"
 expect_eq "srun fails when the Prolog fails" "$rc" 1
+# slurmctld may record the drain a moment after srun has returned.
+wait_for 10 _slurm_node_is n3 drain
 expect_eq "the node is drained" "$(slurm_node_state n3)" drain
 expect_eq "... because of the Prolog" "$(slurm_node_reason n3)" "Prolog error"
 slurm_resume n3 10

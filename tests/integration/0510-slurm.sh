@@ -182,7 +182,8 @@ sim_jq n2 cxi1 '.faults.destroy_ebusy = 1000'
 timeout 60 srun -N1 -w n2 true
 expect_eq "the job itself completes" "$?" 0
 stuck_job=$(timeout 5 squeue -h -t all -w n2 -o '%i' | sort -n | tail -n 1)
-wait_for 20 test "$(slurm_node_state n2)" = drain
+# (the state is asked again on each try, not once before the wait)
+wait_for 20 _slurm_node_is n2 drain
 expect_eq "Slurm drained n2 (its Epilog failed)" "$(slurm_node_state n2)" drain
 expect_match "... reason: Epilog error" "$(slurm_node_reason n2)" 'Epilog error'
 TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$stuck_job"
