@@ -62,6 +62,8 @@ struct config {
         long connect_timeout_ms; /* per connection attempt */
         long query_timeout_ms;   /* per statement; then the request gets 503 */
         long acquire_timeout_ms; /* waiting for a free pooled connection */
+        long group_max;          /* reserves (releases) per transaction */
+        long group_leaders;      /* groups of each kind written at once */
     } database;
 
     struct {

@@ -125,6 +125,27 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
         (unsigned long long)st.connect_failures,
         (unsigned long long)st.query_timeouts,
         (unsigned long long)st.errors);
+    fprintf(f,
+            "# HELP vnib_db_groups_total Reserve (release) transactions, each "
+            "carrying one or more requests (group commit).\n"
+            "# TYPE vnib_db_groups_total counter\n"
+            "vnib_db_groups_total{op=\"reserve\"} %llu\n"
+            "vnib_db_groups_total{op=\"release\"} %llu\n"
+            "# HELP vnib_db_group_requests_total Requests those transactions "
+            "carried.\n"
+            "# TYPE vnib_db_group_requests_total counter\n"
+            "vnib_db_group_requests_total{op=\"reserve\"} %llu\n"
+            "vnib_db_group_requests_total{op=\"release\"} %llu\n"
+            "# HELP vnib_db_group_largest Most requests one of them carried.\n"
+            "# TYPE vnib_db_group_largest gauge\n"
+            "vnib_db_group_largest{op=\"reserve\"} %llu\n"
+            "vnib_db_group_largest{op=\"release\"} %llu\n",
+            (unsigned long long)st.reserves.groups,
+            (unsigned long long)st.releases.groups,
+            (unsigned long long)st.reserves.items,
+            (unsigned long long)st.releases.items,
+            (unsigned long long)st.reserves.max,
+            (unsigned long long)st.releases.max);
     fprintf(
         f,
         "# HELP vnib_build_info vnibrokerd version and schema version.\n"

@@ -125,11 +125,16 @@ enum {
     ROW_NCOLS          /* the first column a query adds after the row */
 };
 
+/* Reserves and releases run in groups (schema/0008): one row per item, in
+ * item order, a vnib_row with the item's detail at ROW_NCOLS.
+ */
 static const char sql_reserve[] =
-    "SELECT * FROM vnib_reserve($1, $2::bigint, $3, $4, $5::integer, "
-    "$6::integer, $7::smallint, $8, $9, $10::integer[], $11::integer[], "
-    "$12::text[], $13::text[], $14::smallint[], $15::bigint[], "
-    "$16::bigint[], $17, $18, $19, $20, $21::integer)";
+    "SELECT * FROM vnib_reserve_batch($1::text[], $2::bigint[], $3::text[], "
+    "$4::text[], $5::integer[], $6::integer[], $7::smallint[], $8::text[], "
+    "$9::text[], $10::integer[], $11::integer[], $12::integer[], "
+    "$13::text[], $14::text[], $15::smallint[], $16::bigint[], "
+    "$17::bigint[], $18::text[], $19::text[], $20::text[], $21::text[], "
+    "$22::integer[], $23::bigint[], $24::boolean)";
 static const char sql_hwcoll_set[] =
     "SELECT * FROM vnib_hwcoll_set($1::bigint, $2, $3, "
     "decode($4, 'hex'), $5)";
@@ -204,7 +209,8 @@ static const char sql_res_list[] =
     "ORDER BY r.id LIMIT $8::integer) r "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v ORDER BY v.id";
 static const char sql_release[] =
-    "SELECT * FROM vnib_release($1, $2, $3::boolean, $4::bigint)";
+    "SELECT * FROM vnib_release_batch($1::text[], $2::bigint[], $3, "
+    "$4::boolean, $5::boolean)";
 static const char sql_report[] =
     "SELECT * FROM vnib_report($1, $2, $3, $4::jsonb, $5, $6, $7, $8, "
     "$9::smallint, $10::bigint, $11::bigint)";
@@ -279,10 +285,10 @@ static const struct {
     [STMT_SCHEMA_RECORD] = {"schema_record", sql_schema_record, 2},
     [STMT_MIGRATE_LOCK] = {"migrate_lock", sql_migrate_lock, 0},
     [STMT_SET_TIMEOUT] = {"set_timeout", sql_set_timeout, 1},
-    [STMT_RESERVE] = {"reserve", sql_reserve, 21},
+    [STMT_RESERVE] = {"reserve", sql_reserve, 24},
     [STMT_RES_GET] = {"res_get", sql_res_get, 6},
     [STMT_RES_LIST] = {"res_list", sql_res_list, 8},
-    [STMT_RELEASE] = {"release", sql_release, 4},
+    [STMT_RELEASE] = {"release", sql_release, 5},
     [STMT_REPORT] = {"report", sql_report, 11},
     [STMT_NODE_VIEW] = {"node_view", sql_node_view, 5},
     [STMT_NODE_GET] = {"node_get", sql_node_get, 1},
@@ -330,7 +336,21 @@ struct store {
     struct conn *conns;
     size_t nconns;
     struct store_stats stats; /* under lock */
+    struct group *reserves;   /* NULL: database.group_max is 1 */
+    struct group *releases;
 };
+
+/* The groups' callbacks (below, with reserves and releases). */
+static bool reserve_fits(void *arg,
+                         struct group_item *const *items,
+                         size_t n,
+                         const struct group_item *gi);
+static void reserve_run(void *arg, struct group_item **items, size_t n);
+static bool release_fits(void *arg,
+                         struct group_item *const *items,
+                         size_t n,
+                         const struct group_item *gi);
+static void release_run(void *arg, struct group_item **items, size_t n);
 
 /* Migrations may rebuild tables; give them far longer than a request. */
 #define MIGRATE_TIMEOUT_MS (30 * 60 * 1000)
@@ -374,6 +394,17 @@ struct store *store_create(const struct config *cfg,
     pthread_cond_init(&s->cond, &attr);
     pthread_condattr_destroy(&attr);
     s->stats.size = (unsigned)s->nconns;
+    if (cfg->database.group_max > 1) {
+        size_t max = (size_t)cfg->database.group_max;
+        unsigned leaders = (unsigned)cfg->database.group_leaders;
+        if (!(s->reserves = group_create(max, leaders, reserve_fits, reserve_run, s))
+            || !(s->releases = group_create(max, leaders, release_fits, release_run, s))) {
+            group_destroy(s->reserves);
+            pthread_cond_destroy(&s->cond);
+            pthread_mutex_destroy(&s->lock);
+            goto nomem;
+        }
+    }
     return s;
 nomem:
     if (s)
@@ -392,6 +423,8 @@ void store_destroy(struct store *s)
             if (s->conns[i].pg)
                 PQfinish(s->conns[i].pg);
         free(s->conns);
+        group_destroy(s->reserves);
+        group_destroy(s->releases);
         pthread_cond_destroy(&s->cond);
         pthread_mutex_destroy(&s->lock);
         free(s);
@@ -661,6 +694,27 @@ static int sqlstate_errno(const char *state)
     return EIO;
 }
 
+/* The message of an exhausted pool, from DETAIL "<wanted> <free>
+ * <being taken by concurrent reserves>".
+ */
+static int exhausted_error(vnib_error_t *errp, const char *detail)
+{
+    long want = 0, avail = 0, busy = 0;
+    if (!detail || sscanf(detail, "%ld %ld %ld", &want, &avail, &busy) != 3)
+        want = avail = busy = -1;
+    errno = ENOSPC;
+    if (busy > 0)
+        return errprintf(errp,
+                         "VNI pool exhausted: %ld VNIs requested, %ld free, "
+                         "of which %ld are being handed out to concurrent "
+                         "reserves",
+                         want,
+                         avail,
+                         busy);
+    return errprintf(
+        errp, "VNI pool exhausted: %ld VNIs requested, %ld free", want, avail);
+}
+
 /* Collect the result of the query just sent, waiting until deadline.
  * Returns the last PGresult (caller clears) or NULL with errno and errp.
  * On timeout or connection loss the connection is dropped.
@@ -713,27 +767,13 @@ static PGresult *conn_wait_result(struct store *s,
     const char *primary = PQresultErrorField(last, PG_DIAG_MESSAGE_PRIMARY);
     int e = sqlstate_errno(state);
     if (e == ENOSPC) {
-        /* Expected under load, not a database fault: DETAIL is
-         * "<requested> <free> <being taken by concurrent reserves>".
+        /* Expected under load, not a database fault (vnib_reserve of
+         * schema 7, kept for brokers of that schema).
          */
-        const char *detail = PQresultErrorField(last, PG_DIAG_MESSAGE_DETAIL);
-        long want = 0, avail = 0, busy = 0;
-        if (!detail || sscanf(detail, "%ld %ld %ld", &want, &avail, &busy) != 3)
-            want = avail = busy = -1;
+        exhausted_error(
+            errp, PQresultErrorField(last, PG_DIAG_MESSAGE_DETAIL));
         PQclear(last);
         errno = e;
-        if (busy > 0)
-            errprintf(errp,
-                      "VNI pool exhausted: %ld VNIs requested, %ld free, of "
-                      "which %ld are being handed out to concurrent reserves",
-                      want,
-                      avail,
-                      busy);
-        else
-            errprintf(errp,
-                      "VNI pool exhausted: %ld VNIs requested, %ld free",
-                      want,
-                      avail);
         return NULL;
     }
     logger_printf(s->log,
@@ -1004,6 +1044,10 @@ void store_get_stats(struct store *s, struct store_stats *st)
     pthread_mutex_lock(&s->lock);
     *st = s->stats;
     pthread_mutex_unlock(&s->lock);
+    if (s->reserves)
+        group_get_stats(s->reserves, &st->reserves);
+    if (s->releases)
+        group_get_stats(s->releases, &st->releases);
 }
 
 /* ---- text buffers for parameters ------------------------------------------
@@ -1268,17 +1312,27 @@ nomem:
     return NULL;
 }
 
+/* The reservation of row `row` of a result, or -1 with errp. */
+static int result_row(struct store *s,
+                      PGresult *r,
+                      int row,
+                      json_t **resp,
+                      vnib_error_t *errp)
+{
+    if (!(*resp = row_reservation(s->cfg, r, row))) {
+        errno = EIO;
+        return errprintf(errp, STORE_MSG_ERROR ": no reservation in the reply");
+    }
+    return 0;
+}
+
 /* The reservation of a one-row result, or -1 with errp. */
 static int result_reservation(struct store *s,
                               PGresult *r,
                               json_t **resp,
                               vnib_error_t *errp)
 {
-    if (!(*resp = row_reservation(s->cfg, r, 0))) {
-        errno = EIO;
-        return errprintf(errp, STORE_MSG_ERROR ": no reservation in the reply");
-    }
-    return 0;
+    return result_row(s, r, 0, resp, errp);
 }
 
 /* Run and expect exactly one row; ENOENT with `missing` otherwise. */
@@ -1301,9 +1355,9 @@ static PGresult *run_one(struct store *s,
 /* Add the sealed session token of the row, for the callers that may reveal
  * it (see STORE_SEALED_TOKEN).
  */
-static int add_sealed(PGresult *r, json_t *res, vnib_error_t *errp)
+static int add_sealed(PGresult *r, int row, json_t *res, vnib_error_t *errp)
 {
-    const char *sealed = col(r, 0, ROW_SESSION_TOKEN);
+    const char *sealed = col(r, row, ROW_SESSION_TOKEN);
     if (sealed
         && json_object_set_new(res, STORE_SEALED_TOKEN, json_string(sealed))
                < 0)
@@ -1314,16 +1368,19 @@ static int add_sealed(PGresult *r, json_t *res, vnib_error_t *errp)
 /* ---- reservations ----------------------------------------------------------
  */
 
-/* The node list as ranges of trailing numbers (see reservation_ranges in
- * schema/0002): five parallel array literals.  hosts must be sorted
- * (hostlist_uniq) so that runs are adjacent.
+/* Node lists as ranges of trailing numbers (see reservation_ranges in
+ * schema/0002), of the items of a group: six parallel array literals, the
+ * item of each range in `item`.  hosts must be sorted (hostlist_uniq) so
+ * that runs are adjacent.
  */
 struct ranges {
-    struct sbuf prefix, suffix, width, lo, hi;
+    struct sbuf item, prefix, suffix, width, lo, hi;
+    size_t count;
 };
 
 static void ranges_free(struct ranges *g)
 {
+    free(g->item.data);
     free(g->prefix.data);
     free(g->suffix.data);
     free(g->width.data);
@@ -1331,20 +1388,25 @@ static void ranges_free(struct ranges *g)
     free(g->hi.data);
 }
 
-static int ranges_build(const struct hostlist *hosts, struct ranges *g)
+static void ranges_open(struct ranges *g)
 {
-    size_t n = hostlist_count(hosts);
-    struct hostlist_key cur = {0}, k;
-    const char *curname = NULL;
-    uint64_t hi = 0;
-    int nout = 0;
-
     memset(g, 0, sizeof(*g));
+    sb_putc(&g->item, '{');
     sb_putc(&g->prefix, '{');
     sb_putc(&g->suffix, '{');
     sb_putc(&g->width, '{');
     sb_putc(&g->lo, '{');
     sb_putc(&g->hi, '{');
+}
+
+/* Append the ranges of item `item` (1-based). */
+static void ranges_add(struct ranges *g, const struct hostlist *hosts, int item)
+{
+    size_t n = hostlist_count(hosts);
+    struct hostlist_key cur = {0}, k;
+    const char *curname = NULL;
+    uint64_t hi = 0;
+
     for (size_t i = 0; i <= n; i++) {
         const char *name = i < n ? hostlist_nth(hosts, i) : NULL;
         if (name) {
@@ -1358,7 +1420,9 @@ static int ranges_build(const struct hostlist *hosts, struct ranges *g)
             }
         }
         if (curname) {
-            const char *sep = nout++ ? "," : "";
+            const char *sep = g->count++ ? "," : "";
+            sb_puts(&g->item, sep, strlen(sep));
+            sb_num(&g->item, item);
             sb_puts(&g->prefix, sep, strlen(sep));
             sb_quoted(&g->prefix, curname, cur.prefix_len);
             sb_puts(&g->suffix, sep, strlen(sep));
@@ -1376,14 +1440,18 @@ static int ranges_build(const struct hostlist *hosts, struct ranges *g)
             hi = k.num;
         }
     }
+}
+
+static int ranges_close(struct ranges *g)
+{
+    sb_putc(&g->item, '}');
     sb_putc(&g->prefix, '}');
     sb_putc(&g->suffix, '}');
     sb_putc(&g->width, '}');
     sb_putc(&g->lo, '}');
     sb_putc(&g->hi, '}');
-    if (g->prefix.failed || g->suffix.failed || g->width.failed || g->lo.failed
-        || g->hi.failed) {
-        ranges_free(g);
+    if (g->item.failed || g->prefix.failed || g->suffix.failed
+        || g->width.failed || g->lo.failed || g->hi.failed) {
         errno = ENOMEM;
         return -1;
     }
@@ -1415,10 +1483,248 @@ static int pool_arrays(const struct idset *pool,
     if (lo->failed || hi->failed) {
         free(lo->data);
         free(hi->data);
+        lo->data = hi->data = NULL;
         errno = ENOMEM;
         return -1;
     }
     return 0;
+}
+
+/* ---- reserves and releases, in groups (server/group.h) ---------------------
+ *
+ * A reserve (or release) joins the group being gathered and is written
+ * with it in one call of vnib_reserve_batch (vnib_release_batch): see
+ * schema/0008 for what a group keeps of each request's promises.  Each
+ * item carries its own outcome.  A group that fails as a whole is run
+ * again item by item, so that one item cannot fail the others.  An item
+ * whose job lock was held elsewhere ("busy") is run alone after its group,
+ * waiting for the lock, on its own request's thread.
+ */
+
+/* Append one element to a text[] literal ("NULL" for none). */
+static void sb_elem(struct sbuf *b, size_t i, const char *v)
+{
+    if (i > 0)
+        sb_putc(b, ',');
+    if (v)
+        sb_quoted(b, v, strlen(v));
+    else
+        sb_puts(b, "NULL", 4);
+}
+
+/* Append one element to a numeric array literal. */
+static void sb_elem_num(struct sbuf *b, size_t i, long long v)
+{
+    if (i > 0)
+        sb_putc(b, ',');
+    sb_num(b, v);
+}
+
+/* May one item have failed its whole group with this errno?  A bad value
+ * or an unexpected database error may; a database that is down, slow or
+ * gone (EAGAIN, ETIMEDOUT, ESTALE) fails every item alike, and running
+ * them again one by one would only make each wait its own timeout.
+ */
+static bool item_may_fail_group(int e)
+{
+    return e != EAGAIN && e != ETIMEDOUT && e != ESTALE;
+}
+
+/* An item's answer: 0 with resp, or -1 with err and error. */
+struct item_result {
+    int rc;
+    int err;
+    vnib_error_t error;
+    json_t *resp;
+};
+
+static void item_fail(struct item_result *ir, int err, const char *text)
+{
+    ir->rc = -1;
+    ir->err = err;
+    snprintf(ir->error.text, sizeof(ir->error.text), "%s", text);
+}
+
+struct reserve_item {
+    struct group_item gi; /* first: the group sees this */
+    const struct store_reserve *a;
+    long long ticket; /* kept from a busy first try, else 0 */
+    bool busy;
+    bool created;
+    struct item_result res;
+};
+
+/* The outcome of one row for its item. */
+static void reserve_finish(struct store *s,
+                           PGresult *r,
+                           int row,
+                           struct reserve_item *it)
+{
+    const char *outcome = col(r, row, ROW_OUTCOME);
+    const char *detail = col(r, row, ROW_NCOLS);
+    const struct store_reserve *a = it->a;
+    vnib_error_t *errp = &it->res.error;
+
+    it->res.rc = -1;
+    if (!strcmp(outcome, "busy")) {
+        it->busy = true;
+        it->ticket = detail ? strtoll(detail, NULL, 10) : 0;
+        return;
+    }
+    if (!strcmp(outcome, "exhausted")) {
+        exhausted_error(errp, detail);
+        it->res.err = ENOSPC;
+        return;
+    }
+    if (!strcmp(outcome, "conflict")) {
+        it->res.err = EEXIST;
+        errprintf(errp,
+                  "job %s already has an active reservation with different "
+                  "parameters (uid, user, nodes, vni_count or hwcoll)",
+                  a->job_id);
+        return;
+    }
+    if (!strcmp(outcome, "superseded")) {
+        /* A retry of this request was answered while it waited, and the
+         * job has a newer reservation (maybe released already): this one
+         * must not make another.
+         */
+        it->res.err = EALREADY;
+        errprintf(errp,
+                  "job %s has a newer reservation (%s, %s) made while this "
+                  "request waited; nothing was reserved",
+                  a->job_id,
+                  col(r, row, ROW_ID),
+                  col(r, row, ROW_STATE));
+        return;
+    }
+    it->created = !strcmp(outcome, "created");
+    if (result_row(s, r, row, &it->res.resp, errp) < 0
+        || add_sealed(r, row, it->res.resp, errp) < 0) {
+        it->res.err = errno ? errno : EIO;
+        json_decref(it->res.resp);
+        it->res.resp = NULL;
+        return;
+    }
+    it->res.rc = 0;
+}
+
+/* Run items[0..n-1] as one group; wait: take job locks waiting. */
+static void reserve_group(struct store *s,
+                          struct reserve_item **items,
+                          size_t n,
+                          bool wait)
+{
+    struct sbuf job = {0}, uid = {0}, user = {0}, nodes = {0}, ncount = {0},
+                vcount = {0}, tcs = {0}, empty = {0}, actor = {0}, hmode = {0},
+                hstate = {0}, hreason = {0}, fm = {0}, addrs = {0},
+                ticket = {0}, plo = {0}, phi = {0};
+    struct sbuf *all[] = {&job, &uid, &user, &nodes, &ncount, &vcount,
+                          &tcs, &empty, &actor, &hmode, &hstate, &hreason,
+                          &fm, &addrs, &ticket};
+    const size_t nall = sizeof(all) / sizeof(all[0]);
+    struct ranges g;
+    bool tickets = false;
+    vnib_error_t err = {{0}};
+    PGresult *r = NULL;
+
+    ranges_open(&g);
+    for (size_t i = 0; i < nall; i++)
+        sb_putc(all[i], '{');
+    for (size_t i = 0; i < n; i++) {
+        const struct store_reserve *a = items[i]->a;
+        sb_elem(&job, i, a->job_id);
+        sb_elem_num(&uid, i, a->uid);
+        sb_elem(&user, i, a->user);
+        sb_elem(&nodes, i, a->nodes);
+        sb_elem_num(&ncount, i, (long long)a->node_count);
+        sb_elem_num(&vcount, i, a->vni_count);
+        sb_elem_num(&tcs, i, a->tcs_mask);
+        sb_elem(&empty, i, a->empty_reason);
+        sb_elem(&actor, i, a->actor);
+        sb_elem(&hmode, i, a->hwcoll_mode);
+        sb_elem(&hstate, i, a->hwcoll_state);
+        sb_elem(&hreason, i, a->hwcoll_reason);
+        sb_elem(&fm, i, a->fm_job_id);
+        if (a->addrs_per_job > 0)
+            sb_elem_num(&addrs, i, a->addrs_per_job);
+        else
+            sb_elem(&addrs, i, NULL);
+        if (items[i]->ticket > 0) {
+            sb_elem_num(&ticket, i, items[i]->ticket);
+            tickets = true;
+        } else
+            sb_elem(&ticket, i, NULL);
+        ranges_add(&g, a->hosts, (int)i + 1);
+    }
+    bool failed = ranges_close(&g) < 0
+                  || pool_arrays(items[0]->a->pool, &plo, &phi) < 0;
+    for (size_t i = 0; i < nall; i++) {
+        sb_putc(all[i], '}');
+        failed = failed || all[i]->failed;
+    }
+    if (failed) {
+        for (size_t i = 0; i < n; i++)
+            item_fail(&items[i]->res, ENOMEM, "out of memory");
+        goto done;
+    }
+    const char *params[24] = {
+        job.data,     uid.data,     user.data,    nodes.data,   ncount.data,
+        vcount.data,  tcs.data,     empty.data,   actor.data,   plo.data,
+        phi.data,     g.item.data,  g.prefix.data, g.suffix.data, g.width.data,
+        g.lo.data,    g.hi.data,    hmode.data,   hstate.data,  hreason.data,
+        fm.data,      addrs.data,   tickets ? ticket.data : NULL,
+        wait ? "true" : "false",
+    };
+    r = run(s, STMT_RESERVE, params, &err);
+    if (r && PQntuples(r) != (int)n) {
+        PQclear(r);
+        r = NULL;
+        errno = EIO;
+        errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
+    }
+    if (!r) {
+        int e = errno;
+        if (n > 1 && item_may_fail_group(e)) {
+            /* One item may be what failed the group: each alone. */
+            for (size_t i = 0; i < n; i++)
+                reserve_group(s, &items[i], 1, wait);
+        } else {
+            for (size_t i = 0; i < n; i++)
+                item_fail(&items[i]->res, e, err.text);
+        }
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        reserve_finish(s, r, (int)i, items[i]);
+done:
+    PQclear(r);
+    ranges_free(&g);
+    for (size_t i = 0; i < nall; i++)
+        free(all[i]->data);
+    free(plo.data);
+    free(phi.data);
+}
+
+/* group_fits_f: one pool per group, each job once. */
+static bool reserve_fits(void *arg,
+                         struct group_item *const *items,
+                         size_t n,
+                         const struct group_item *gi)
+{
+    const struct reserve_item *it = (const struct reserve_item *)gi;
+    (void)arg;
+    for (size_t i = 0; i < n; i++) {
+        const struct reserve_item *o = (const struct reserve_item *)items[i];
+        if (o->a->pool != it->a->pool || !strcmp(o->a->job_id, it->a->job_id))
+            return false;
+    }
+    return true;
+}
+
+static void reserve_run(void *arg, struct group_item **items, size_t n)
+{
+    reserve_group(arg, (struct reserve_item **)items, n, false);
 }
 
 int store_reserve(struct store *s,
@@ -1427,82 +1733,24 @@ int store_reserve(struct store *s,
                   bool *createdp,
                   vnib_error_t *errp)
 {
-    struct ranges g;
-    struct sbuf plo, phi;
-    char uid[24], count[24], vcount[8], tcs[8];
-    PGresult *r = NULL;
-    int rc = -1;
+    struct reserve_item it = {.a = a};
+    struct reserve_item *one = &it;
 
-    if (ranges_build(a->hosts, &g) < 0)
-        return errprintf(errp, "out of memory");
-    if (pool_arrays(a->pool, &plo, &phi) < 0) {
-        ranges_free(&g);
-        return errprintf(errp, "out of memory");
+    if (s->reserves)
+        group_submit(s->reserves, &it.gi);
+    else
+        reserve_group(s, &one, 1, true);
+    if (it.busy) {
+        it.busy = false;
+        reserve_group(s, &one, 1, true);
     }
-    snprintf(uid, sizeof(uid), "%lld", a->uid);
-    snprintf(count, sizeof(count), "%zu", a->node_count);
-    snprintf(vcount, sizeof(vcount), "%d", a->vni_count);
-    snprintf(tcs, sizeof(tcs), "%u", a->tcs_mask);
-    char addrs[16];
-    snprintf(addrs, sizeof(addrs), "%d", a->addrs_per_job);
-    const char *params[21] = {
-        a->job_id,
-        uid,
-        a->user,
-        a->nodes,
-        count,
-        vcount,
-        tcs,
-        a->empty_reason,
-        a->actor,
-        plo.data,
-        phi.data,
-        g.prefix.data,
-        g.suffix.data,
-        g.width.data,
-        g.lo.data,
-        g.hi.data,
-        a->hwcoll_mode,
-        a->hwcoll_state,
-        a->hwcoll_reason,
-        a->fm_job_id,
-        a->addrs_per_job > 0 ? addrs : NULL,
-    };
-    if (!(r = run_one(s, STMT_RESERVE, params, "no answer", errp)))
-        goto done;
-    const char *outcome = col(r, 0, ROW_OUTCOME);
-    if (!strcmp(outcome, "conflict")) {
-        errno = EEXIST;
-        errprintf(errp,
-                  "job %s already has an active reservation with different "
-                  "parameters (uid, user, nodes, vni_count or hwcoll)",
-                  a->job_id);
-        goto done;
+    if (it.res.rc < 0 || it.busy) {
+        errno = it.busy ? EIO : it.res.err;
+        return errprintf(errp, "%s", it.res.error.text);
     }
-    if (!strcmp(outcome, "superseded")) {
-        /* A retry of this request was answered while it waited, and the
-         * job has a newer reservation (maybe released already): this one
-         * must not make another.
-         */
-        errno = EALREADY;
-        errprintf(errp,
-                  "job %s has a newer reservation (%s, %s) made while this "
-                  "request waited; nothing was reserved",
-                  a->job_id,
-                  col(r, 0, ROW_ID),
-                  col(r, 0, ROW_STATE));
-        goto done;
-    }
-    *createdp = !strcmp(outcome, "created");
-    rc = result_reservation(s, r, resp, errp);
-    if (rc == 0)
-        rc = add_sealed(r, *resp, errp);
-done:
-    PQclear(r);
-    ranges_free(&g);
-    free(plo.data);
-    free(phi.data);
-    return rc;
+    *createdp = it.created;
+    *resp = it.res.resp;
+    return 0;
 }
 
 /* Parameters naming a node for the membership test, from its key. */
@@ -1609,6 +1857,131 @@ nomem:
     return errprintf(errp, "out of memory");
 }
 
+struct release_item {
+    struct group_item gi; /* first: the group sees this */
+    const char *job_id;
+    long long reservation_id; /* 0: the one the job id means */
+    const char *actor;
+    bool force;
+    bool busy;
+    bool done;
+    struct item_result res;
+};
+
+static void release_finish(struct store *s,
+                           PGresult *r,
+                           int row,
+                           struct release_item *it)
+{
+    const char *outcome = col(r, row, ROW_OUTCOME);
+    vnib_error_t *errp = &it->res.error;
+
+    it->res.rc = -1;
+    if (!strcmp(outcome, "busy")) {
+        it->busy = true;
+        return;
+    }
+    if (!strcmp(outcome, "not_found")) {
+        it->res.err = ENOENT;
+        if (it->reservation_id > 0)
+            errprintf(errp,
+                      "job %s has no reservation %lld",
+                      it->job_id,
+                      it->reservation_id);
+        else
+            errprintf(errp, "no reservation for job %s", it->job_id);
+        return;
+    }
+    it->done =
+        !strcmp(outcome, "released") || !strcmp(outcome, "already_released");
+    if (result_row(s, r, row, &it->res.resp, errp) < 0) {
+        it->res.err = errno ? errno : EIO;
+        return;
+    }
+    it->res.rc = 0;
+}
+
+/* Run items[0..n-1], which share actor and force, as one group. */
+static void release_group(struct store *s,
+                          struct release_item **items,
+                          size_t n,
+                          bool wait)
+{
+    struct sbuf job = {0}, res = {0};
+    vnib_error_t err = {{0}};
+    PGresult *r = NULL;
+
+    sb_putc(&job, '{');
+    sb_putc(&res, '{');
+    for (size_t i = 0; i < n; i++) {
+        sb_elem(&job, i, items[i]->job_id);
+        if (items[i]->reservation_id > 0)
+            sb_elem_num(&res, i, items[i]->reservation_id);
+        else
+            sb_elem(&res, i, NULL);
+    }
+    sb_putc(&job, '}');
+    sb_putc(&res, '}');
+    if (job.failed || res.failed) {
+        for (size_t i = 0; i < n; i++)
+            item_fail(&items[i]->res, ENOMEM, "out of memory");
+        goto done;
+    }
+    const char *params[5] = {job.data,
+                             res.data,
+                             items[0]->actor,
+                             items[0]->force ? "true" : "false",
+                             wait ? "true" : "false"};
+    r = run(s, STMT_RELEASE, params, &err);
+    if (r && PQntuples(r) != (int)n) {
+        PQclear(r);
+        r = NULL;
+        errno = EIO;
+        errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
+    }
+    if (!r) {
+        int e = errno;
+        if (n > 1 && item_may_fail_group(e)) {
+            for (size_t i = 0; i < n; i++)
+                release_group(s, &items[i], 1, wait);
+        } else {
+            for (size_t i = 0; i < n; i++)
+                item_fail(&items[i]->res, e, err.text);
+        }
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        release_finish(s, r, (int)i, items[i]);
+done:
+    PQclear(r);
+    free(job.data);
+    free(res.data);
+}
+
+/* group_fits_f: one actor and force per group, each job once. */
+static bool release_fits(void *arg,
+                         struct group_item *const *items,
+                         size_t n,
+                         const struct group_item *gi)
+{
+    const struct release_item *it = (const struct release_item *)gi;
+    const struct release_item *first = (const struct release_item *)items[0];
+    (void)arg;
+    if (first->force != it->force || strcmp(first->actor, it->actor))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const struct release_item *o = (const struct release_item *)items[i];
+        if (!strcmp(o->job_id, it->job_id))
+            return false;
+    }
+    return true;
+}
+
+static void release_run(void *arg, struct group_item **items, size_t n)
+{
+    release_group(arg, (struct release_item **)items, n, false);
+}
+
 int store_release(struct store *s,
                   const char *job_id,
                   long long reservation_id,
@@ -1618,29 +1991,27 @@ int store_release(struct store *s,
                   bool *donep,
                   vnib_error_t *errp)
 {
-    char res[24];
-    const char *params[4] = {job_id,
-                             actor,
-                             force ? "true" : "false",
-                             reservation_id > 0 ? res : NULL};
-    snprintf(res, sizeof(res), "%lld", reservation_id);
-    PGresult *r = run_one(s, STMT_RELEASE, params, "no answer", errp);
-    if (!r)
-        return -1;
-    const char *outcome = col(r, 0, ROW_OUTCOME);
-    if (!strcmp(outcome, "not_found")) {
-        PQclear(r);
-        errno = ENOENT;
-        if (reservation_id > 0)
-            return errprintf(
-                errp, "job %s has no reservation %lld", job_id, reservation_id);
-        return errprintf(errp, "no reservation for job %s", job_id);
+    struct release_item it = {.job_id = job_id,
+                              .reservation_id = reservation_id,
+                              .actor = actor,
+                              .force = force};
+    struct release_item *one = &it;
+
+    if (s->releases)
+        group_submit(s->releases, &it.gi);
+    else
+        release_group(s, &one, 1, true);
+    if (it.busy) {
+        it.busy = false;
+        release_group(s, &one, 1, true);
     }
-    *donep =
-        !strcmp(outcome, "released") || !strcmp(outcome, "already_released");
-    int rc = result_reservation(s, r, resp, errp);
-    PQclear(r);
-    return rc;
+    if (it.res.rc < 0 || it.busy) {
+        errno = it.busy ? EIO : it.res.err;
+        return errprintf(errp, "%s", it.res.error.text);
+    }
+    *donep = it.done;
+    *resp = it.res.resp;
+    return 0;
 }
 
 int store_report(struct store *s,

@@ -27,6 +27,7 @@
 #include "vnib/error.h"
 #include "vnib/logger.h"
 #include "server/config.h"
+#include "server/group.h"
 
 struct store;
 struct hostlist;
@@ -44,6 +45,8 @@ struct store_stats {
     uint64_t connect_failures; /* failed connection attempts */
     uint64_t query_timeouts;   /* statements cancelled for time */
     uint64_t errors;           /* statements that failed otherwise */
+    struct group_stats reserves; /* reserve groups (group commit) */
+    struct group_stats releases; /* release groups */
 };
 
 /* Create the pool (connections are opened on demand).  cfg and log are

@@ -157,7 +157,9 @@ conninfo = "host=$PGSOCK dbname=vnibroker user=vnib"
 pool_size = $POOL
 connect_timeout_ms = 2000
 query_timeout_ms = 10000
-acquire_timeout_ms = 10000
+acquire_timeout_ms = 10000${BENCH_GROUP_LEADERS:+
+group_leaders = $BENCH_GROUP_LEADERS}${BENCH_GROUP_MAX:+
+group_max = $BENCH_GROUP_MAX}
 
 [log]
 level = "warning"
@@ -283,9 +285,12 @@ bench_out () {
 # ROUNDS rounds, each of four runs of SECS seconds in an order that
 # rotates from round to round (so that no run always follows the same
 # one): the broker's reserve+release pairs (bench_api pairs -c POOL);
-# pgbench running the broker's own SQL, one reserve+release pair per
-# pgbench transaction (tests/bench/pgbench-pair.sql, prepared statements
-# as the broker's are, on the broker's database); pgbench one-row
+# pgbench running the broker's own SQL (tests/bench/pgbench-group.sh,
+# prepared statements as the broker's are, on the broker's database):
+# the broker writes reserves and releases in groups (group commit), so
+# pgbench sends groups of the mean size the broker's groups had in a
+# warm-up run at the same concurrency, and counts N pairs per pgbench
+# transaction of N-item groups; pgbench one-row
 # INSERTs; and the broker's pairs at 32 clients.  Rows: the medians and
 # ranges of each, and ratios of the medians (the range of the per-round
 # ratios beside):
@@ -312,8 +317,10 @@ compare_run () {
         broker | wide)
             c=$POOL
             [ "$1" = wide ] && c=$WIDE
+            g0=$(group_counts "$BROKER_URL")
             bench_out "$T/cmp.out" "$BROKER_URL" pairs -c "$c" -d "$SECS" \
                 -x "cmp$2$1-"
+            eval "g_$1=$(group_mean "$g0" "$(group_counts "$BROKER_URL")")"
             f=$(row_of "$T/cmp.out" "reserve+release pairs/s, $c clients")
             mx=$(largest_of "$T/cmp.out")
             [ -n "$mx" ] && echo "$mx $1 round $2" >>"$T/cmp.largest"
@@ -321,7 +328,7 @@ compare_run () {
             ;;
         sql)
             pgbench_run "$POOL" "$T/pair.sql" vnibroker sql
-            f=$tps
+            f=$(awk -v t="$tps" -v n="$GROUP_N" 'BEGIN { if (t != "") print t * n }')
             ;;
         insert)
             pgbench_run "$POOL" "$T/insert.sql" pgbench insert
@@ -332,12 +339,34 @@ compare_run () {
     eval "r_$1=\${f:-?}"
 }
 
+# group_counts URL: "GROUPS REQUESTS" of reserves and releases together,
+# from the broker's /metrics.
+group_counts () {
+    curl -s "$1/metrics" | awk '
+        /^vnib_db_groups_total/ { g += $2 }
+        /^vnib_db_group_requests_total/ { r += $2 }
+        END { print g + 0, r + 0 }'
+}
+
+# group_mean "G0 R0" "G1 R1": requests per group between the two counts.
+group_mean () {
+    echo "$1 $2" | awk '{ g = $3 - $1; r = $4 - $2
+        if (g > 0) printf "%.2f\n", r / g; else print "?" }'
+}
+
 compare_scenario () {
-    if ! cp "$TOP/tests/bench/pgbench-pair.sql" "$T/pair.sql"; then
-        compare_not_run "no tests/bench/pgbench-pair.sql"
+    # The groups the broker makes at POOL clients, in a warm-up run.
+    g0=$(group_counts "$BROKER_URL")
+    bench_out "$T/cmp.out" "$BROKER_URL" pairs -c "$POOL" -d 3 -x "cmpwarm-"
+    gm=$(group_mean "$g0" "$(group_counts "$BROKER_URL")")
+    GROUP_N=$(awk -v m="$gm" 'BEGIN { n = int(m + 0.5); print n < 1 ? 1 : n }')
+    if ! sh "$TOP/tests/bench/pgbench-group.sh" "$GROUP_N" >"$T/pair.sql"; then
+        compare_not_run "tests/bench/pgbench-group.sh failed"
         return
     fi
     chmod 644 "$T/pair.sql"
+    row_ref "broker's requests per group, $POOL clients (warm-up)" "${gm%%\?}" \
+        req "pgbench same SQL sends groups of $GROUP_N"
     : >"$T/cmp.largest"
     : >"$T/cmp.ovh"
     : >"$T/cmp.cost"
@@ -348,8 +377,9 @@ compare_scenario () {
     while [ "$r" -lt "$ROUNDS" ]; do
         r=$((r + 1))
         for w in $order; do compare_run "$w" "$r"; done
-        echo "#   round $r ($order): broker $r_broker pair/s, same SQL $r_sql" \
-            "pair/s, INSERT $r_insert tps, broker at $WIDE clients $r_wide pair/s"
+        echo "#   round $r ($order): broker $r_broker pair/s (groups of $g_broker)," \
+            "same SQL $r_sql pair/s, INSERT $r_insert tps," \
+            "broker at $WIDE clients $r_wide pair/s (groups of $g_wide)"
         awk -v b="$r_broker" -v s="$r_sql" -v i="$r_insert" -v w="$r_wide" \
             -v d="$T/cmp" 'BEGIN {
             if (b + 0 > 0 && s + 0 > 0) print b / s >>(d ".ovh")

@@ -1,0 +1,54 @@
+/* Group commit: requests of one kind that arrive while one of them is
+ * being written are gathered and written together, in one call.
+ *
+ * A caller embeds a struct group_item in its own item and submits it; it
+ * returns once the group's `run` callback has processed the item, on this
+ * thread or another.  At most `leaders` groups run at once; a submitter
+ * that finds a free place leads, taking the queued items that `fits`
+ * accepts (up to max_items, in arrival order), so a request that arrives
+ * alone runs alone, at once, and under load the groups grow by themselves.
+ * There is no timer: nothing waits for company.
+ */
+#ifndef VNIB_SERVER_GROUP_H
+#define VNIB_SERVER_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct group_item {
+    struct group_item *next; /* the group's queue */
+    bool done;               /* run() has processed it */
+};
+
+/* May `it` join the items already chosen (items[0..n-1], n >= 1)? */
+typedef bool (*group_fits_f)(void *arg,
+                             struct group_item *const *items,
+                             size_t n,
+                             const struct group_item *it);
+
+/* Process items[0..n-1]: each must carry its outcome when this returns. */
+typedef void (*group_run_f)(void *arg, struct group_item **items, size_t n);
+
+struct group_stats {
+    uint64_t groups; /* run() calls */
+    uint64_t items;  /* items they carried */
+    uint64_t max;    /* the largest group */
+};
+
+struct group;
+
+/* NULL with errno on failure. */
+struct group *group_create(size_t max_items,
+                           unsigned leaders,
+                           group_fits_f fits,
+                           group_run_f run,
+                           void *arg);
+void group_destroy(struct group *g);
+
+/* Run `it` in a group; returns when it is done. */
+void group_submit(struct group *g, struct group_item *it);
+
+void group_get_stats(struct group *g, struct group_stats *st);
+
+#endif
