@@ -28,6 +28,18 @@
 --     is one statement's transaction, committed or rolled back whole.
 -- The caller never puts one job in a group twice (it is refused, 22023).
 --
+-- Plans.  Each statement is planned once per connection (a generic plan,
+-- plan_cache_mode), as a re-plan per call cost more than the statement
+-- itself; and a generic plan must not depend on the statistics of the
+-- moment (a table empty when the plan was made may hold millions of rows
+-- later).  So every function here forbids what a plan for a few items
+-- never needs: sequential scans, hash and merge joins (every join is a
+-- few items against an index), and JIT (which the disabled paths' costs
+-- would otherwise trigger); and each per-item lookup is a LATERAL
+-- subquery with LIMIT, which the planner cannot flatten into a join over
+-- the whole table.  The settings are on the functions a caller calls
+-- (SET clauses cost each call); the helpers they call run within them.
+--
 -- The single-job functions vnib_reserve and vnib_release stay, for
 -- brokers of schema 7 during a rolling upgrade; they take the same locks
 -- and tables, so both kinds can run side by side.
@@ -47,8 +59,7 @@ CREATE TYPE vnib_batch_row AS (
 -- p_id[k] (none when NULL) with its node report counts, in item order.
 CREATE FUNCTION vnib_batch_rows(p_outcome text[], p_id bigint[],
                                 p_detail text[])
-RETURNS SETOF vnib_batch_row LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+RETURNS SETOF vnib_batch_row LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN QUERY
     SELECT o.outcome, r.id, r.job_id, r.state, r.uid, r.username, r.nodes,
@@ -59,7 +70,8 @@ BEGIN
            r.hwcoll_reason, r.fm_job_id, r.addrs_per_job,
            encode(r.session_token, 'hex'), o.detail
       FROM unnest(p_outcome, p_id, p_detail) WITH ORDINALITY o(outcome, id, detail, k)
-      LEFT JOIN LATERAL (SELECT * FROM reservations WHERE id = o.id) r ON true
+      LEFT JOIN LATERAL (SELECT * FROM reservations WHERE id = o.id LIMIT 1) r
+        ON true
       LEFT JOIN LATERAL (
           SELECT count(*) FILTER (WHERE n.cxi = 'creating') || ','
                  || count(*) FILTER (WHERE n.cxi = 'created') || ','
@@ -107,7 +119,8 @@ CREATE FUNCTION vnib_reserve_batch(
     p_hwcoll_reason text[], p_fm_job_id text[], p_addrs integer[],
     p_ticket bigint[], p_wait boolean)
 RETURNS SETOF vnib_batch_row LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
+SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 DECLARE
     n integer := cardinality(p_job);
     -- The tickets come before any wait: a later request gets a higher one.
@@ -146,7 +159,7 @@ BEGIN
            WITH ORDINALITY x(job, uid, usr, nodes, vc, hm, t, got, k)
       LEFT JOIN LATERAL (SELECT * FROM reservations
                           WHERE x.got AND job_id = x.job
-                            AND state = 'active') a ON true
+                            AND state = 'active' LIMIT 1) a ON true
       LEFT JOIN LATERAL (SELECT id FROM reservations
                           WHERE x.got AND job_id = x.job AND id > x.t
                           ORDER BY id DESC LIMIT 1) s ON a.id IS NULL;
@@ -247,8 +260,7 @@ END $$;
 CREATE FUNCTION vnib_end_quarantines(p_id bigint[], p_job text[],
                                      p_actor text, p_action text[],
                                      p_requested boolean[], p_forced boolean)
-RETURNS void LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     WITH freed AS (DELETE FROM vni_holds WHERE reservation_id = ANY (p_id)
                    RETURNING vni, reservation_id),
@@ -283,7 +295,9 @@ CREATE OR REPLACE FUNCTION vnib_end_quarantine(p_id bigint, p_job text,
                                                p_actor text, p_action text,
                                                p_requested boolean,
                                                p_forced boolean)
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS void LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
+SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 BEGIN
     PERFORM vnib_end_quarantines(ARRAY[p_id], ARRAY[p_job], p_actor,
                                  ARRAY[p_action], ARRAY[p_requested], p_forced);
@@ -298,7 +312,8 @@ CREATE FUNCTION vnib_release_batch(p_job text[], p_res bigint[],
                                    p_actor text, p_force boolean,
                                    p_wait boolean)
 RETURNS SETOF vnib_batch_row LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
+SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 DECLARE
     n integer := cardinality(p_job);
     rid bigint[];

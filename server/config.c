@@ -171,7 +171,7 @@ static const struct cfg_row rows[] = {
     INT ("hwcoll.reserve_timeout_ms", hwcoll.reserve_timeout_ms, 100, 60000, 2000,
          "how long a reservation may wait on the Fabric Manager"),
     INT ("hwcoll.request_concurrency", hwcoll.request_concurrency, 0, 256, 0,
-         "reservations that may wait on the Fabric Manager at once in request workers (0: server.threads / 4, at least 1)"),
+         "reservations that may wait on the Fabric Manager at once in request workers (0: hwcoll.fm_concurrency)"),
     INT ("hwcoll.request_timeout_ms", hwcoll.request_timeout_ms, 100, 600000, 10000,
          "timeout of other Fabric Manager calls (releases, lists)"),
     STR ("hwcoll.token_key_file", hwcoll.token_key_file, "", 0,

@@ -1166,9 +1166,12 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
     snprintf(h->replica, sizeof(h->replica), "%s:%ld", host, (long)getpid());
+    /* As many FM calls from requests as the release queue makes: both are
+     * sized to what the FM takes at once.
+     */
     h->max_in_request = cfg->hwcoll.request_concurrency
                             ? (int)cfg->hwcoll.request_concurrency
-                            : (int)(cfg->server.threads / 4);
+                            : (int)cfg->hwcoll.fm_concurrency;
     if (h->max_in_request < 1)
         h->max_in_request = 1;
     int nworkers = (int)cfg->hwcoll.fm_concurrency;

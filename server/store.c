@@ -1530,8 +1530,13 @@ static bool item_may_fail_group(int e)
     return e != EAGAIN && e != ETIMEDOUT && e != ESTALE;
 }
 
-/* An item's answer: 0 with resp, or -1 with err and error. */
+/* What reserve and release items share: the group's link, and the
+ * answer (0 with resp, or -1 with err and error); busy: the job's lock was
+ * held elsewhere and nothing was done.
+ */
 struct item_result {
+    struct group_item gi; /* first: the group sees this */
+    bool busy;
     int rc;
     int err;
     vnib_error_t error;
@@ -1545,13 +1550,64 @@ static void item_fail(struct item_result *ir, int err, const char *text)
     snprintf(ir->error.text, sizeof(ir->error.text), "%s", text);
 }
 
+/* Runs items[0..n-1] as one group (reserve_group, release_group). */
+typedef void (*group_fn)(struct store *s,
+                         struct item_result **items,
+                         size_t n,
+                         bool wait);
+
+/* A group's statement failed with errno e and message text: run each item
+ * alone when one of them may be the cause, else fail them all.
+ */
+static void group_failed(struct store *s,
+                         struct item_result **items,
+                         size_t n,
+                         bool wait,
+                         int e,
+                         const char *text,
+                         group_fn fn)
+{
+    if (n > 1 && item_may_fail_group(e)) {
+        for (size_t i = 0; i < n; i++)
+            fn(s, &items[i], 1, wait);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            item_fail(items[i], e, text);
+    }
+}
+
+/* Submit an item to group g (or run it alone when grouping is off); a
+ * busy item runs again alone, waiting for its lock.  0, or -1 with errno
+ * and errp.
+ */
+static int item_submit(struct store *s,
+                       struct group *g,
+                       struct item_result *it,
+                       group_fn fn,
+                       vnib_error_t *errp)
+{
+    struct item_result *one = it;
+
+    if (g)
+        group_submit(g, &it->gi);
+    else
+        fn(s, &one, 1, true);
+    if (it->busy) {
+        it->busy = false;
+        fn(s, &one, 1, true);
+    }
+    if (it->rc < 0 || it->busy) {
+        errno = it->busy ? EIO : it->err;
+        return errprintf(errp, "%s", it->error.text);
+    }
+    return 0;
+}
+
 struct reserve_item {
-    struct group_item gi; /* first: the group sees this */
+    struct item_result res; /* first */
     const struct store_reserve *a;
     long long ticket; /* kept from a busy first try, else 0 */
-    bool busy;
     bool created;
-    struct item_result res;
 };
 
 /* The outcome of one row for its item. */
@@ -1567,7 +1623,7 @@ static void reserve_finish(struct store *s,
 
     it->res.rc = -1;
     if (!strcmp(outcome, "busy")) {
-        it->busy = true;
+        it->res.busy = true;
         it->ticket = detail ? strtoll(detail, NULL, 10) : 0;
         return;
     }
@@ -1609,12 +1665,15 @@ static void reserve_finish(struct store *s,
     it->res.rc = 0;
 }
 
-/* Run items[0..n-1] as one group; wait: take job locks waiting. */
+/* Run items[0..n-1] (reserve_items) as one group; wait: take job locks
+ * waiting.  A group_fn.
+ */
 static void reserve_group(struct store *s,
-                          struct reserve_item **items,
+                          struct item_result **base,
                           size_t n,
                           bool wait)
 {
+    struct reserve_item **items = (struct reserve_item **)base;
     struct sbuf job = {0}, uid = {0}, user = {0}, nodes = {0}, ncount = {0},
                 vcount = {0}, tcs = {0}, empty = {0}, actor = {0}, hmode = {0},
                 hstate = {0}, hreason = {0}, fm = {0}, addrs = {0},
@@ -1665,7 +1724,7 @@ static void reserve_group(struct store *s,
     }
     if (failed) {
         for (size_t i = 0; i < n; i++)
-            item_fail(&items[i]->res, ENOMEM, "out of memory");
+            item_fail(base[i], ENOMEM, "out of memory");
         goto done;
     }
     const char *params[24] = {
@@ -1684,15 +1743,7 @@ static void reserve_group(struct store *s,
         errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
     }
     if (!r) {
-        int e = errno;
-        if (n > 1 && item_may_fail_group(e)) {
-            /* One item may be what failed the group: each alone. */
-            for (size_t i = 0; i < n; i++)
-                reserve_group(s, &items[i], 1, wait);
-        } else {
-            for (size_t i = 0; i < n; i++)
-                item_fail(&items[i]->res, e, err.text);
-        }
+        group_failed(s, base, n, wait, errno, err.text, reserve_group);
         goto done;
     }
     for (size_t i = 0; i < n; i++)
@@ -1724,7 +1775,7 @@ static bool reserve_fits(void *arg,
 
 static void reserve_run(void *arg, struct group_item **items, size_t n)
 {
-    reserve_group(arg, (struct reserve_item **)items, n, false);
+    reserve_group(arg, (struct item_result **)items, n, false);
 }
 
 int store_reserve(struct store *s,
@@ -1734,20 +1785,9 @@ int store_reserve(struct store *s,
                   vnib_error_t *errp)
 {
     struct reserve_item it = {.a = a};
-    struct reserve_item *one = &it;
 
-    if (s->reserves)
-        group_submit(s->reserves, &it.gi);
-    else
-        reserve_group(s, &one, 1, true);
-    if (it.busy) {
-        it.busy = false;
-        reserve_group(s, &one, 1, true);
-    }
-    if (it.res.rc < 0 || it.busy) {
-        errno = it.busy ? EIO : it.res.err;
-        return errprintf(errp, "%s", it.res.error.text);
-    }
+    if (item_submit(s, s->reserves, &it.res, reserve_group, errp) < 0)
+        return -1;
     *createdp = it.created;
     *resp = it.res.resp;
     return 0;
@@ -1858,14 +1898,12 @@ nomem:
 }
 
 struct release_item {
-    struct group_item gi; /* first: the group sees this */
+    struct item_result res; /* first */
     const char *job_id;
     long long reservation_id; /* 0: the one the job id means */
     const char *actor;
     bool force;
-    bool busy;
     bool done;
-    struct item_result res;
 };
 
 static void release_finish(struct store *s,
@@ -1878,7 +1916,7 @@ static void release_finish(struct store *s,
 
     it->res.rc = -1;
     if (!strcmp(outcome, "busy")) {
-        it->busy = true;
+        it->res.busy = true;
         return;
     }
     if (!strcmp(outcome, "not_found")) {
@@ -1901,12 +1939,15 @@ static void release_finish(struct store *s,
     it->res.rc = 0;
 }
 
-/* Run items[0..n-1], which share actor and force, as one group. */
+/* Run items[0..n-1] (release_items, sharing actor and force) as one
+ * group.  A group_fn.
+ */
 static void release_group(struct store *s,
-                          struct release_item **items,
+                          struct item_result **base,
                           size_t n,
                           bool wait)
 {
+    struct release_item **items = (struct release_item **)base;
     struct sbuf job = {0}, res = {0};
     vnib_error_t err = {{0}};
     PGresult *r = NULL;
@@ -1924,7 +1965,7 @@ static void release_group(struct store *s,
     sb_putc(&res, '}');
     if (job.failed || res.failed) {
         for (size_t i = 0; i < n; i++)
-            item_fail(&items[i]->res, ENOMEM, "out of memory");
+            item_fail(base[i], ENOMEM, "out of memory");
         goto done;
     }
     const char *params[5] = {job.data,
@@ -1940,14 +1981,7 @@ static void release_group(struct store *s,
         errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
     }
     if (!r) {
-        int e = errno;
-        if (n > 1 && item_may_fail_group(e)) {
-            for (size_t i = 0; i < n; i++)
-                release_group(s, &items[i], 1, wait);
-        } else {
-            for (size_t i = 0; i < n; i++)
-                item_fail(&items[i]->res, e, err.text);
-        }
+        group_failed(s, base, n, wait, errno, err.text, release_group);
         goto done;
     }
     for (size_t i = 0; i < n; i++)
@@ -1979,7 +2013,7 @@ static bool release_fits(void *arg,
 
 static void release_run(void *arg, struct group_item **items, size_t n)
 {
-    release_group(arg, (struct release_item **)items, n, false);
+    release_group(arg, (struct item_result **)items, n, false);
 }
 
 int store_release(struct store *s,
@@ -1995,20 +2029,9 @@ int store_release(struct store *s,
                               .reservation_id = reservation_id,
                               .actor = actor,
                               .force = force};
-    struct release_item *one = &it;
 
-    if (s->releases)
-        group_submit(s->releases, &it.gi);
-    else
-        release_group(s, &one, 1, true);
-    if (it.busy) {
-        it.busy = false;
-        release_group(s, &one, 1, true);
-    }
-    if (it.res.rc < 0 || it.busy) {
-        errno = it.busy ? EIO : it.res.err;
-        return errprintf(errp, "%s", it.res.error.text);
-    }
+    if (item_submit(s, s->releases, &it.res, release_group, errp) < 0)
+        return -1;
     *donep = it.done;
     *resp = it.res.resp;
     return 0;

@@ -733,12 +733,19 @@ contention_not_run () {
 FMSLOW_ROW="node fetch p99, FM at 2 s, 32 eligible reserves"
 
 # fm_broker_start NAME MIN_NODES ADDRS [EXTRA-HWCOLL-LINE]: fmsim and a
-# broker with [hwcoll] on it (auth none), files $T/NAME-*; sets fm_url,
-# fm_admin, url, and the pids in FMB_SIM and FMB_PID (both tracked).
-# Returns 1 with why set when either does not start.
+# broker with [hwcoll] on it (auth none), on a database of its own named
+# NAME (so that one scenario's leftover FM work, deferred reserves or
+# queued deletes, is never claimed by the next scenario's broker), files
+# $T/NAME-*; sets fm_url, fm_admin, url, and the pids in FMB_SIM and
+# FMB_PID (both tracked).  Returns 1 with why set when either does not
+# start.
 fm_broker_start () {
     FMB_SIM=""
     FMB_PID=""
+    as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib "$1" 2>/dev/null ||
+        [ "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d "$1" -XAtq \
+            -c 'SELECT 1' 2>/dev/null)" = 1 ] ||
+        { why="cannot create database $1"; return 1; }
     "$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
         --log-level warning >"$T/$1-sim.out" 2>"$T/$1-sim.log" &
     FMB_SIM=$!
@@ -768,8 +775,13 @@ addrs_per_job = $3
 token_key_file = "$T/$1.key"
 ${4:-}
 CONF
+    sed -i -e "s/dbname=vnibroker/dbname=$1/" "$T/$1.toml"
     url=http://127.0.0.1:$PORT
     PORT=$saved_port
+    "$VNIBROKERD" -c "$T/$1.toml" --migrate >>"$T/$1-broker.log" 2>&1 || {
+        why="migrating database $1 failed: $(tail -n 1 "$T/$1-broker.log" | cut -c1-100)"
+        return 1
+    }
     "$VNIBROKERD" -c "$T/$1.toml" >>"$T/$1-broker.log" 2>&1 &
     FMB_PID=$!
     track "$FMB_PID"
@@ -848,6 +860,11 @@ hwcoll_not_run () {
     row_not_run "$HW_P99_ROW" ms "<=" 30 "$1"
 }
 
+# psql_hw SQL: one value from the hw scenario's database.
+psql_hw () {
+    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d hw -XAtq -v ON_ERROR_STOP=1 -c "$1"
+}
+
 hwcoll_scenario () {
     why=""
     rc_line=""
@@ -893,18 +910,18 @@ hwcoll_scenario () {
     else
         row_not_run "$HW_RATIO_ROW" ratio ">=" 0.5 "a pairs run failed"
     fi
-    held=$(psql_q "SELECT count(*) FROM reservations WHERE job_id LIKE 'hwon%' AND hwcoll_state IN ('reserved', 'released')")
+    held=$(psql_hw "SELECT count(*) FROM reservations WHERE job_id LIKE 'hwon%' AND hwcoll_state IN ('reserved', 'released')")
     echo "#   hwcoll jobs that reached the FM: ${held:-?}"
 
     # The pairs' FM deletes drain first (fmsim still answering at once),
     # so that the next run measures job starts, not the drain beside.
     i=0
     while [ "$i" -lt 600 ]; do
-        [ "$(psql_q "SELECT count(*) FROM fm_queue")" = 0 ] && break
+        [ "$(psql_hw "SELECT count(*) FROM fm_queue")" = 0 ] && break
         sleep 0.1
         i=$((i + 1))
     done
-    echo "#   fm_queue drained in $((i / 10)) s: $(psql_q "SELECT count(*) FROM fm_queue") left"
+    echo "#   fm_queue drained in $((i / 10)) s: $(psql_hw "SELECT count(*) FROM fm_queue") left"
     curl -s -o /dev/null --max-time 5 -X POST -d '{"latency_ms":20}' \
         "$fm_admin/fmsim/faults"
     d0=$(curl -s "$url/metrics" | awk '/^vnib_hwcoll_deferred_total/ { print $2 }')
