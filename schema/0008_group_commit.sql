@@ -449,3 +449,14 @@ BEGIN
                                             p_actor, p_force, true);
     RETURN vnib_batch_single(b);
 END $$;
+
+-- ---- the leader's follow-up ---------------------------------------------------
+
+-- The leader looks every few seconds for reserves that timed out (the FM
+-- may have completed them late) and for pending ones nobody completed
+-- (store.c, sql_hwcoll_work).  Without an index that read every
+-- reservation, the history included; this one holds only the few rows it
+-- looks for, in the order it takes them.
+CREATE INDEX reservations_hwcoll_followup ON reservations (id)
+    WHERE (hwcoll_state = 'unavailable' AND hwcoll_reason LIKE 'timed out%')
+       OR (hwcoll_state = 'pending' AND hwcoll_due IS NULL);
