@@ -254,39 +254,62 @@ run: deps all
 
 # ---- install ---------------------------------------------------------------
 
+# Where `make install` puts things; every installed file that names a path
+# (the units, the Slurm hook, the examples) is written from these, so they
+# agree with each other whatever PREFIX and SYSCONFDIR are.  The documents
+# keep the source tree's layout under DOCDIR (README.md, deploy/README.md,
+# deploy/slurm/README.md, agent/README.md), so the paths they cite hold
+# there too.
+BINDIR    := $(PREFIX)/bin
+SBINDIR   := $(PREFIX)/sbin
+PKGLIBDIR := $(PREFIX)/lib/vnibroker
+DOCDIR    := $(PREFIX)/share/doc/vnibroker
+UNITDIR   := $(PREFIX)/lib/systemd/system
+CONFDIR   := $(SYSCONFDIR)/vnibroker
+GEN_DIR   := $(BUILD)/install
+
+# The *.in templates name paths as @BINDIR@, @SBINDIR@, @DOCDIR@, @CONFDIR@,
+# @HOOK@ and @HOOKS_CONF@.  The TOML examples stay valid files in the tree
+# (the tests check them as they are), so in their copies only the default
+# /etc/vnibroker/ becomes CONFDIR.
+SUBST := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SBINDIR@|$(SBINDIR)|g' \
+             -e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g' \
+             -e 's|@HOOK@|$(PKGLIBDIR)/vnib-slurm-hook|g' \
+             -e 's|@HOOKS_CONF@|$(CONFDIR)/slurm-hooks.conf|g'
+SUBST_CONF := sed -e 's|/etc/vnibroker/|$(CONFDIR)/|g'
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin
-	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(PREFIX)/sbin/vnibrokerd
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/vnibctl $(DESTDIR)$(PREFIX)/bin/vnibctl
-	install -m 0755 $(BUILD)/vnib-agent $(DESTDIR)$(PREFIX)/sbin/vnib-agent
-	install -d $(DESTDIR)$(PREFIX)/lib/vnibroker
-	install -m 0755 $(BUILD)/vnib_spank.so $(DESTDIR)$(PREFIX)/lib/vnibroker/vnib_spank.so
-	sed 's|@HOOKS_CONF@|$(SYSCONFDIR)/vnibroker/slurm-hooks.conf|g' \
-	    deploy/slurm/vnib-slurm-hook.in \
-	    > $(DESTDIR)$(PREFIX)/lib/vnibroker/vnib-slurm-hook
-	chmod 0755 $(DESTDIR)$(PREFIX)/lib/vnibroker/vnib-slurm-hook
-	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker
-	install -m 0644 config.example.toml agent/agent.example.toml \
-	    deploy/slurm/hooks.conf.example README.md \
-	    $(DESTDIR)$(PREFIX)/share/doc/vnibroker/
-	install -d $(DESTDIR)$(PREFIX)/share/doc/vnibroker/slurm
-	install -m 0644 deploy/slurm/README.md \
-	    $(DESTDIR)$(PREFIX)/share/doc/vnibroker/slurm/README.md
-	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
-	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' \
-	    -e 's|@DOCDIR@|$(PREFIX)/share/doc/vnibroker|g' \
-	    deploy/systemd/vnibrokerd.service.in \
-	    > $(DESTDIR)$(PREFIX)/lib/systemd/system/vnibrokerd.service
-	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/vnibrokerd.service
-	sed -e 's|@HOOK@|$(PREFIX)/lib/vnibroker/vnib-slurm-hook|g' \
-	    -e 's|@HOOKS_CONF@|$(SYSCONFDIR)/vnibroker/slurm-hooks.conf|g' \
-	    -e 's|@DOCDIR@|$(PREFIX)/share/doc/vnibroker|g' \
-	    deploy/systemd/vnib-slurm-reconcile.service.in \
-	    > $(DESTDIR)$(PREFIX)/lib/systemd/system/vnib-slurm-reconcile.service
-	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/vnib-slurm-reconcile.service
-	install -m 0644 deploy/systemd/vnib-slurm-reconcile.timer \
-	    $(DESTDIR)$(PREFIX)/lib/systemd/system/vnib-slurm-reconcile.timer
+	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
+	$(SUBST) deploy/slurm/vnib-slurm-hook.in > $(GEN_DIR)/vnib-slurm-hook
+	$(SUBST) deploy/slurm/hooks.conf.example.in > $(GEN_DIR)/hooks.conf.example
+	$(SUBST) deploy/systemd/vnibrokerd.service.in > $(GEN_DIR)/vnibrokerd.service
+	$(SUBST) deploy/systemd/vnib-slurm-reconcile.service.in \
+	    > $(GEN_DIR)/vnib-slurm-reconcile.service
+	$(SUBST_CONF) config.example.toml > $(GEN_DIR)/config.example.toml
+	$(SUBST_CONF) agent/agent.example.toml > $(GEN_DIR)/agent.example.toml
+	@if grep -n '@[A-Z_]*@' $(GEN_DIR)/*; then \
+	    echo "install: a placeholder above has no value" >&2; exit 1; fi
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(PKGLIBDIR)
+	install -m 0755 $(BUILD)/vnibctl $(DESTDIR)$(BINDIR)/vnibctl
+	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(SBINDIR)/vnibrokerd
+	install -m 0755 $(BUILD)/vnib-agent $(DESTDIR)$(SBINDIR)/vnib-agent
+	install -m 0755 $(BUILD)/vnib_spank.so $(DESTDIR)$(PKGLIBDIR)/vnib_spank.so
+	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
+	install -d $(DESTDIR)$(DOCDIR)/deploy/slurm $(DESTDIR)$(DOCDIR)/agent \
+	    $(DESTDIR)$(DOCDIR)/server
+	install -m 0644 README.md $(GEN_DIR)/config.example.toml $(DESTDIR)$(DOCDIR)/
+	install -m 0644 deploy/README.md $(DESTDIR)$(DOCDIR)/deploy/README.md
+	install -m 0644 deploy/slurm/README.md $(DESTDIR)$(DOCDIR)/deploy/slurm/README.md
+	install -m 0644 $(GEN_DIR)/hooks.conf.example \
+	    $(DESTDIR)$(DOCDIR)/deploy/slurm/hooks.conf.example
+	install -m 0644 agent/README.md $(DESTDIR)$(DOCDIR)/agent/README.md
+	install -m 0644 $(GEN_DIR)/agent.example.toml \
+	    $(DESTDIR)$(DOCDIR)/agent/agent.example.toml
+	install -m 0644 server/openapi.yaml $(DESTDIR)$(DOCDIR)/server/openapi.yaml
+	install -d $(DESTDIR)$(UNITDIR)
+	install -m 0644 $(GEN_DIR)/vnibrokerd.service \
+	    $(GEN_DIR)/vnib-slurm-reconcile.service \
+	    deploy/systemd/vnib-slurm-reconcile.timer $(DESTDIR)$(UNITDIR)/
 
 # ---- housekeeping ----------------------------------------------------------
 

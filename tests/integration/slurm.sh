@@ -352,8 +352,9 @@ slurm_ctld_start () {
 slurm_hook_setup () {
     local arg
     (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
-    sed "s|@HOOKS_CONF@|$T/hooks.conf|" "$TOP/deploy/slurm/vnib-slurm-hook.in" \
-        >"$T/vnib-slurm-hook" || return 1
+    sed -e "s|@HOOKS_CONF@|$T/hooks.conf|" -e "s|@BINDIR@|$BUILD|" \
+        -e "s|@SBINDIR@|$BUILD|" -e "s|@CONFDIR@|$T|" \
+        "$TOP/deploy/slurm/vnib-slurm-hook.in" >"$T/vnib-slurm-hook" || return 1
     chmod 755 "$T/vnib-slurm-hook"
     VNIB_HOOK=$T/vnib-slurm-hook
     VNIB_SPOOL=$T/spool/release
