@@ -14,7 +14,8 @@
  * interleave are both suppressed.  When the window of a slot with
  * suppressed repeats has passed, the next call (or logger_destroy)
  * writes one "message repeated N more times" line at the message's
- * level.  A mutex guards the slots; lines are still one write(2) each.
+ * level, under the request id of the last repeat (so that the id of a
+ * folded reply still finds the reason, if it was the last).  A mutex guards the slots; lines are still one write(2) each.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +42,7 @@ struct repeat {
     int level;
     int64_t since_ms;    /* when the message was last written */
     unsigned long count; /* repeats suppressed since then */
+    char last_reqid[40]; /* request id of the last repeat ("": none) */
     char text[MSG_MAX];
 };
 
@@ -240,7 +242,8 @@ static void write_summary(const struct logger *log, const struct repeat *r)
              r->count,
              r->count == 1 ? "" : "s",
              (long long)((log->window_ms + 999) / 1000));
-    write_line(log, r->level, NULL, lead, r->text);
+    write_line(
+        log, r->level, r->last_reqid[0] ? r->last_reqid : NULL, lead, r->text);
 }
 
 /* Write the summaries of the slots whose window has passed (all of them
@@ -262,7 +265,10 @@ static void flush_repeats(struct logger *log, int64_t now, bool all)
 /* Decide, with the lock held, whether text is a repeat to count (true)
  * or a line to write (false; it then opens a window of its own).
  */
-static bool count_repeat(struct logger *log, int level, const char *text)
+static bool count_repeat(struct logger *log,
+                         int level,
+                         const char *reqid,
+                         const char *text)
 {
     int64_t now = mono_ms();
     struct repeat *free_slot = NULL;
@@ -278,6 +284,10 @@ static bool count_repeat(struct logger *log, int level, const char *text)
         }
         if (r->level == level && strcmp(r->text, text) == 0) {
             r->count++;
+            snprintf(r->last_reqid,
+                     sizeof(r->last_reqid),
+                     "%s",
+                     reqid ? reqid : "");
             return true;
         }
         if (!oldest || r->since_ms < oldest->since_ms)
@@ -293,6 +303,7 @@ static bool count_repeat(struct logger *log, int level, const char *text)
     free_slot->level = level;
     free_slot->since_ms = now;
     free_slot->count = 0;
+    free_slot->last_reqid[0] = '\0';
     snprintf(free_slot->text, sizeof(free_slot->text), "%s", text);
     return false;
 }
@@ -317,7 +328,7 @@ void logger_printf(
         goto done;
     }
     pthread_mutex_lock(&log->lock);
-    if (log->window_ms == 0 || !count_repeat(log, level, msg))
+    if (log->window_ms == 0 || !count_repeat(log, level, reqid, msg))
         write_line(log, level, reqid, "", msg);
     pthread_mutex_unlock(&log->lock);
 done:

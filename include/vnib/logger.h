@@ -16,7 +16,8 @@
  * compared) written again within a window (10 s by default) is counted,
  * not written; once the window has passed, the next call or
  * logger_destroy writes one "message repeated N more times in 10 s: text"
- * line.  So a database outage makes a few lines, not thousands.
+ * line, under the request id of the last repeat.  So a database outage
+ * makes a few lines, not thousands.
  *
  * Secrets never go through here: callers log token names and masked
  * connection strings, never the values.

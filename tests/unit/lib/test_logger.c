@@ -4,8 +4,8 @@
  * the sd-daemon priority and carries no timestamp of its own; without it
  * the line is unchanged (timestamp, ident[pid], level); the same message
  * repeated within the window is written once and then summarised with
- * its count; different messages, and the same text at another level,
- * are not folded together; control characters cannot forge a line.
+ * its count (under the last repeat's request id); different messages,
+ * and the same text at another level, are not folded together; control characters cannot forge a line.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -166,7 +166,8 @@ static void test_repeats_counted(void **state)
     logger_destroy(log);
     const char *out = drain(s);
     assert_non_null(strstr(out,
-                           "<4>warning: message repeated 167 more times in "
+                           "<4>warning: req=00a7: message repeated 167 more "
+                           "times in "
                            "10 s: database: cannot connect: no such file\n"));
     assert_non_null(strstr(out,
                            "<4>warning: message repeated 83 more times in "
