@@ -15,7 +15,8 @@
  * suppressed repeats has passed, the next call (or logger_destroy)
  * writes one "message repeated N more times" line at the message's
  * level, under the request id of the last repeat (so that the id of a
- * folded reply still finds the reason, if it was the last).  A mutex guards the slots; lines are still one write(2) each.
+ * folded reply still finds the reason, if it was the last).  A mutex guards the
+ * slots; lines are still one write(2) each.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,9 +31,9 @@
 #include "vnib/logger.h"
 
 enum {
-    MSG_MAX = 1024,                 /* formatted text, then truncated */
-    LINE_MAX_ = 1200,               /* one whole line */
-    REPEAT_SLOTS = 16,              /* distinct messages tracked at once */
+    MSG_MAX = 1024,    /* formatted text, then truncated */
+    LINE_MAX_ = 1200,  /* one whole line */
+    REPEAT_SLOTS = 16, /* distinct messages tracked at once */
     REPEAT_WINDOW_MS_DEFAULT = 10000,
 };
 
@@ -47,12 +48,12 @@ struct repeat {
 };
 
 struct logger {
-    char ident[32];   /* program name written on every line */
-    int level;        /* most verbose syslog level written */
-    int fd;           /* destination, borrowed */
-    pid_t pid;        /* written after ident, as syslog does */
-    bool journal;     /* JOURNAL_STREAM was set: "<N>" prefix, no stamp */
-    int64_t window_ms; /* repeat window, 0: every message written */
+    char ident[32];       /* program name written on every line */
+    int level;            /* most verbose syslog level written */
+    int fd;               /* destination, borrowed */
+    pid_t pid;            /* written after ident, as syslog does */
+    bool journal;         /* JOURNAL_STREAM was set: "<N>" prefix, no stamp */
+    int64_t window_ms;    /* repeat window, 0: every message written */
     pthread_mutex_t lock; /* guards slots */
     struct repeat slots[REPEAT_SLOTS];
 };
@@ -181,7 +182,7 @@ static void write_line(const struct logger *log,
     int n;
 
     if (logger_journal(log)) {
-        int prio = level < LOG_EMERG ? LOG_EMERG
+        int prio = level < LOG_EMERG   ? LOG_EMERG
                    : level > LOG_DEBUG ? LOG_DEBUG
                                        : level;
         n = snprintf(line,
@@ -284,10 +285,8 @@ static bool count_repeat(struct logger *log,
         }
         if (r->level == level && strcmp(r->text, text) == 0) {
             r->count++;
-            snprintf(r->last_reqid,
-                     sizeof(r->last_reqid),
-                     "%s",
-                     reqid ? reqid : "");
+            snprintf(
+                r->last_reqid, sizeof(r->last_reqid), "%s", reqid ? reqid : "");
             return true;
         }
         if (!oldest || r->since_ms < oldest->since_ms)

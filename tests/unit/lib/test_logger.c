@@ -5,7 +5,8 @@
  * the line is unchanged (timestamp, ident[pid], level); the same message
  * repeated within the window is written once and then summarised with
  * its count (under the last repeat's request id); different messages,
- * and the same text at another level, are not folded together; control characters cannot forge a line.
+ * and the same text at another level, are not folded together; control
+ * characters cannot forge a line.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -197,8 +198,9 @@ static void test_repeat_window_ends(void **state)
     logger_printf(log, LOG_WARNING, NULL, "flood");
     out = drain(s);
     assert_int_equal(count_lines(out), 2);
-    const char *sum = strstr(out, "warning: message repeated 2 more times in "
-                                  "1 s: flood\n");
+    const char *sum = strstr(out,
+                             "warning: message repeated 2 more times in "
+                             "1 s: flood\n");
     const char *again = strstr(out, "warning: flood\n");
     assert_non_null(sum);
     assert_non_null(again);
