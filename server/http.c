@@ -310,6 +310,64 @@ static enum MHD_Result send_json(struct request *req,
     return send_reply(req, status, body, len, "application/json", allow);
 }
 
+/* The client's address, numeric ("192.0.2.7", "2001:db8::1"), into buf. */
+static void client_address(const struct request *req, char *buf, size_t size)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+    snprintf(buf, size, "unknown");
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET,
+                  &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+                  buf,
+                  (socklen_t)size);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6,
+                  &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                  buf,
+                  (socklen_t)size);
+}
+
+/* Log a refusal (401, 403) at notice, with the client's address and, once
+ * a token was recognised, its name and role; never the token itself.  The
+ * logger folds repeats of the same refusal, so a client retrying a bad
+ * token makes one line per window, not one per request.
+ */
+static void log_refusal(const struct request *req,
+                        int status,
+                        const char *message)
+{
+    char addr[INET6_ADDRSTRLEN];
+
+    if (!logger_enabled(req->broker->log, LOG_NOTICE))
+        return;
+    client_address(req, addr, sizeof(addr));
+    if (req->who.role)
+        logger_printf(req->broker->log,
+                      LOG_NOTICE,
+                      req->id,
+                      "refused %d %s %s from %s token '%s' (%s): %s",
+                      status,
+                      req->method,
+                      req->route ? req->route->pattern : req->path,
+                      addr,
+                      req->who.name,
+                      auth_role_name(req->who.role),
+                      message && *message ? message : "forbidden");
+    else
+        logger_printf(req->broker->log,
+                      LOG_NOTICE,
+                      req->id,
+                      "refused %d %s %s from %s: %s",
+                      status,
+                      req->method,
+                      req->route ? req->route->pattern : req->path,
+                      addr,
+                      message && *message ? message : "unauthorized");
+}
+
 /* Turn errno (and the request's code, if a handler chose one) into the
  * error reply.  Server-side failures get a generic message: the details
  * are in the log, under the request id.
@@ -331,6 +389,8 @@ static enum MHD_Result send_error(struct request *req,
     }
     if (req->error_code)
         code = req->error_code;
+    if (status == 401 || status == 403)
+        log_refusal(req, status, message);
     const char *fixed = store_public_message(message);
     if (fixed) {
         /* libpq's or the server's own words name hosts, sockets, users
@@ -387,14 +447,7 @@ static int authorize(struct request *req, vnib_error_t *errp)
         return -1;
     }
     if (!(req->route->roles & req->who.role)) {
-        logger_printf(req->broker->log,
-                      LOG_NOTICE,
-                      req->id,
-                      "%s %s refused to %s (%s)",
-                      req->method,
-                      req->route->pattern,
-                      req->who.name,
-                      auth_role_name(req->who.role));
+        /* Logged with the reply, by send_error(). */
         errprintf(errp, "this token's role may not use this endpoint");
         errno = EPERM;
         return -1;
@@ -732,7 +785,19 @@ static void on_completed(void *cls,
     if (req->status > 0) {
         metrics_observe(h->broker->metrics, req->route_index, req->status, ns);
         int level = req->status >= 500 ? LOG_WARNING : LOG_DEBUG;
-        if (logger_enabled(h->broker->log, level))
+        /* A 503 is logged without its duration, so that the logger can
+         * fold the same answer repeated (a database outage answers every
+         * /readyz probe 503) into one line and a count.
+         */
+        if (req->status == 503 && level < LOG_DEBUG)
+            logger_printf(h->broker->log,
+                          level,
+                          req->id,
+                          "%s %s %d",
+                          req->method,
+                          req->path,
+                          req->status);
+        else if (logger_enabled(h->broker->log, level))
             logger_printf(h->broker->log,
                           level,
                           req->id,

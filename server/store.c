@@ -494,18 +494,22 @@ static void pq_message(PGconn *pg, char *buf, size_t size)
 }
 
 /* What the server says besides results (NOTICE, WARNING) goes to our log,
- * not to libpq's default of stderr: warnings as warnings, the rest as
- * debug.
+ * in our format, not raw to stderr as libpq's default does: warnings as
+ * warnings, notices as notices, the rest (INFO, LOG, DEBUG) as debug.
  */
 static void conn_notice(void *arg, const PGresult *r)
 {
     struct store *s = arg;
     const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
     const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-    bool warning = sev && !strcmp(sev, "WARNING");
+    int level = LOG_DEBUG;
 
+    if (sev && !strcmp(sev, "WARNING"))
+        level = LOG_WARNING;
+    else if (!sev || !strcmp(sev, "NOTICE"))
+        level = LOG_NOTICE;
     logger_printf(s->log,
-                  warning ? LOG_WARNING : LOG_DEBUG,
+                  level,
                   NULL,
                   "database: %s: %s",
                   sev ? sev : "NOTICE",
@@ -522,6 +526,10 @@ static int conn_open(struct store *s, struct conn *c, vnib_error_t *errp)
     c->pg = PQconnectStartParams(keys, vals, 1);
     if (!c->pg || PQstatus(c->pg) == CONNECTION_BAD)
         goto fail;
+    /* Before the first poll: a notice sent during the handshake would
+     * otherwise go raw to stderr.
+     */
+    (void)PQsetNoticeReceiver(c->pg, conn_notice, s);
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     while (st != PGRES_POLLING_OK) {
         if (st == PGRES_POLLING_FAILED)
@@ -538,7 +546,6 @@ static int conn_open(struct store *s, struct conn *c, vnib_error_t *errp)
     }
     if (PQsetnonblocking(c->pg, 1) < 0)
         goto fail;
-    (void)PQsetNoticeReceiver(c->pg, conn_notice, s);
     pthread_mutex_lock(&s->lock);
     s->stats.open++;
     s->stats.connects++;

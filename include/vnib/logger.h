@@ -7,6 +7,18 @@
  * found together.  Control characters in messages are replaced, so a value
  * taken from a request cannot forge extra log lines.
  *
+ * Under systemd (the environment variable JOURNAL_STREAM set when the
+ * logger is created) each line starts with the sd-daemon(3) priority
+ * "<3>".."<7>" instead of a timestamp, ident and pid, which the journal
+ * records itself; `journalctl -p warning` then filters by level.
+ *
+ * The same message (same level, same text; the request id is not
+ * compared) written again within a window (10 s by default) is counted,
+ * not written; once the window has passed, the next call or
+ * logger_destroy writes one "message repeated N more times in 10 s: text"
+ * line, under the request id of the last repeat.  So a database outage
+ * makes a few lines, not thousands.
+ *
  * Secrets never go through here: callers log token names and masked
  * connection strings, never the values.
  */
@@ -19,13 +31,24 @@
 struct logger;
 
 /* Create a logger writing to fd (not closed by logger_destroy), prefixing
- * lines with ident and dropping messages less severe than level.
+ * lines with ident and dropping messages less severe than level.  The
+ * journal format is chosen here, from JOURNAL_STREAM, once.
  */
 struct logger *logger_create(const char *ident, int level, int fd)
     __attribute__((warn_unused_result));
 
-/* Free the logger (NULL accepted). */
+/* Write pending repeat summaries and free the logger (NULL accepted). */
 void logger_destroy(struct logger *log);
+
+/* Set the repeat window in milliseconds (0: write every message).  Pending
+ * repeat summaries are written first.
+ */
+void logger_set_repeat_window(struct logger *log, long window_ms);
+
+/* True when lines carry the journal's priority prefix (log may be NULL:
+ * then JOURNAL_STREAM is read now).
+ */
+bool logger_journal(const struct logger *log);
 
 /* Log one message.  reqid may be NULL.  log may be NULL (then the message
  * goes to stderr at every level: used before the logger exists).
