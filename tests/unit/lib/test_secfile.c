@@ -149,7 +149,8 @@ static void test_root_reads_other_owner(void **state)
 
 /* Child of test_other_owner_refused: become OTHER_UID + 1 but keep
  * CAP_DAC_READ_SEARCH, so that open() succeeds and the owner check alone
- * decides.  Exit status: 0 refused for the owner, 1 read, 2 setup failed.
+ * decides.  Exit status: 0 refused for the owner, 1 read, 2 setup failed,
+ * 3 refused for another reason.
  */
 static int read_as_other_user(const char *path)
 {
@@ -172,7 +173,7 @@ static int read_as_other_user(const char *path)
         secfile_free(buf, len);
         return 1;
     }
-    return errno == EPERM && strstr(e.text, "owned by uid 65534") ? 0 : 2;
+    return errno == EPERM && strstr(e.text, "owned by uid 65534") ? 0 : 3;
 }
 
 /* A user other than root still may not use another user's file, even one
