@@ -3,7 +3,7 @@
  * TLS keys, token files and shared keys must be readable by their owner
  * only.  secfile_read() opens the file, checks the open descriptor (so the
  * check and the read see the same file), refuses group or other access and
- * foreign owners, and returns the contents.  Callers wipe the buffer with
+ * foreign owners (except to root), and returns the contents.  Callers wipe the buffer with
  * secfile_free() when done.
  */
 #ifndef VNIB_SECFILE_H
@@ -18,7 +18,8 @@
 
 /* Read a whole secret file.  Refused (EPERM) when it is not a regular
  * file, when its mode grants any access to group or others, or when it is
- * owned by neither the effective user nor root.  On success *bufp holds
+ * owned by neither the effective user nor root (root itself, euid 0, may
+ * read a strict file of any owner).  On success *bufp holds
  * *lenp bytes followed by a NUL.  Returns 0 or -1 with errno and errp set.
  */
 int secfile_read(const char *path,

@@ -2,8 +2,9 @@
 # vnibctl without a broker: usage errors exit 2 and name the problem;
 # minted tokens have the formats the broker verifies (checked here against
 # sha256sum and openssl, not against our own code); node keys are created
-# private and never overwritten; unsafe credential files are refused; an
-# unreachable broker exits 3 without leaking the token.
+# private and never overwritten; unsafe credential files are refused (a
+# foreign owner only when not root); an unreachable broker exits 3 without
+# leaking the token.
 . "$(dirname "$0")/lib.sh"
 
 VNIBCTL=$BUILD/vnibctl
@@ -191,6 +192,23 @@ expect_match "... saying why" "$out" "$T/short.key: node key is 16 bytes; at lea
 out=$(vnibctl token node n1 --key-file "$T/missing.key" 2>&1)
 expect_eq "a missing key file: exit 2" "$?" 2
 expect_match "... naming it" "$out" "$T/missing.key: No such file"
+
+# The guide gives node.key to the broker's user; root still mints tokens
+# with it (root reads any file), but the mode rule holds for root too.
+if [ "$(id -u)" -eq 0 ]; then
+    cp "$T/node.key" "$T/other.key"
+    chmod 600 "$T/other.key"
+    chown nobody "$T/other.key"
+    out=$(vnibctl token node n1 --key-file "$T/other.key" 2>&1)
+    expect_eq "root: a 0600 key owned by another user: exit 0" "$?" 0
+    expect_eq "... and the same token" "$out" "$t1"
+    chmod 640 "$T/other.key"
+    out=$(vnibctl token node n1 --key-file "$T/other.key" 2>&1)
+    expect_eq "root: a 0640 key owned by another user is refused: exit 2" "$?" 2
+    expect_match "... naming its mode" "$out" "$T/other.key: mode 0640 is unsafe"
+else
+    ok "# skip root minting with another user's key (not root)"
+fi
 
 # ---- token files ------------------------------------------------------------
 

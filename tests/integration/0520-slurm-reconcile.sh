@@ -79,8 +79,11 @@ expect_eq "both failed releases are spooled, one file each" \
 expect_eq "the spool is root's, mode 0700" "$(stat -c '%U %a' "$VNIB_SPOOL")" "root 700"
 expect_match "the spool file names the job" "$(cat "$VNIB_SPOOL/$end1")" "^job $end1\$"
 expect_match "... and the error" "$(cat "$VNIB_SPOOL/$end1")" "^error .+"
-# slurmctld drops its hooks' output (the hook also writes to syslog): the
-# same epilog by hand, for a job Slurm never had.
+# slurmctld drops its hooks' output; the hook's own log file has it.
+expect_match "slurmctld's EpilogSlurmctld logged RELEASE FAILED in LOG_FILE" \
+    "$(grep "job $end1:" "$VNIB_HOOK_LOG" 2>&1)" \
+    "err vnibroker: epilog_slurmctld job $end1: RELEASE FAILED, spooled as $VNIB_SPOOL/$end1 for 'vnib-slurm-hook reconcile'"
+# The same epilog by hand, for a job Slurm never had.
 out=$(SLURM_SCRIPT_CONTEXT=epilog_slurmctld SLURM_JOB_ID=900003 "$VNIB_HOOK" 2>&1)
 expect_eq "EpilogSlurmctld with the broker down exits 1" "$?" 1
 expect_match "... saying RELEASE FAILED and where it spooled the job" "$out" \

@@ -347,8 +347,9 @@ slurm_ctld_start () {
 # slurm_hook_setup [NAME=VALUE...]: deploy/slurm/vnib-slurm-hook as
 # $T/vnib-slurm-hook (also VNIB_HOOK), reading $T/hooks.conf: the broker
 # at $BROKER_URL with $SCHED_TOKEN (in $T/sched.token), copies of the
-# built vnibctl and vnib-agent, and the release spool in $T/spool/release
-# (VNIB_SPOOL), never the system's.  NAME=VALUE settings are appended.
+# built vnibctl and vnib-agent, the release spool in $T/spool/release
+# (VNIB_SPOOL) and the log file $T/hook.log (VNIB_HOOK_LOG), never the
+# system's.  NAME=VALUE settings are appended.
 slurm_hook_setup () {
     local arg
     (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
@@ -358,6 +359,7 @@ slurm_hook_setup () {
     chmod 755 "$T/vnib-slurm-hook"
     VNIB_HOOK=$T/vnib-slurm-hook
     VNIB_SPOOL=$T/spool/release
+    VNIB_HOOK_LOG=$T/hook.log
     {
         echo "VNIBCTL=$(share "$BUILD/vnibctl")"
         echo "VNIB_AGENT=$(share "$BUILD/vnib-agent")"
@@ -367,6 +369,7 @@ slurm_hook_setup () {
         echo "VNIB_URL=$BROKER_URL"
         echo "VNIB_TOKEN_FILE=$T/sched.token"
         echo "RELEASE_SPOOL=$VNIB_SPOOL"
+        echo "LOG_FILE=$VNIB_HOOK_LOG"
         for arg in "$@"; do
             printf '%s\n' "$arg"
         done

@@ -2,7 +2,9 @@
  *
  * A secret is read only from a regular file that its owner alone may
  * access; anything else at the path (a FIFO, a directory) is refused at
- * once, without blocking start-up, and the message names the path.
+ * once, without blocking start-up, and the message names the path.  A
+ * file of another owner is refused, except to root (which reads any file
+ * anyway), as long as its mode is strict.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <cmocka.h>
 
@@ -113,6 +120,86 @@ static void test_directory_refused(void **state)
     assert_non_null(strstr(e.text, d->file));
 }
 
+/* A uid that owns nothing here (nobody). */
+#define OTHER_UID ((uid_t)65534)
+
+/* As root, a strict file of another owner (the service user's node.key)
+ * is read; its mode is still checked.
+ */
+static void test_root_reads_other_owner(void **state)
+{
+    struct dir *d = *state;
+    vnib_error_t e = {""};
+    char *buf = NULL;
+    size_t len = 0;
+
+    if (geteuid() != 0)
+        skip();
+    write_file(d->file, "s3cret\n", 0600);
+    assert_int_equal(chown(d->file, OTHER_UID, OTHER_UID), 0);
+    assert_int_equal(secfile_read(d->file, &buf, &len, &e), 0);
+    assert_string_equal(buf, "s3cret\n");
+    secfile_free(buf, len);
+
+    assert_int_equal(chmod(d->file, 0640), 0);
+    assert_int_equal(secfile_read(d->file, &buf, &len, &e), -1);
+    assert_int_equal(errno, EPERM);
+    assert_non_null(strstr(e.text, "mode 0640"));
+}
+
+/* Child of test_other_owner_refused: become OTHER_UID + 1 but keep
+ * CAP_DAC_READ_SEARCH, so that open() succeeds and the owner check alone
+ * decides.  Exit status: 0 refused for the owner, 1 read, 2 setup failed,
+ * 3 refused for another reason.
+ */
+static int read_as_other_user(const char *path)
+{
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    vnib_error_t e = {""};
+    char *buf = NULL;
+    size_t len = 0;
+    uint32_t bit = 1u << CAP_DAC_READ_SEARCH;
+
+    if (prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) < 0
+        || setreuid(OTHER_UID + 1, OTHER_UID + 1) < 0)
+        return 2;
+    memset(data, 0, sizeof(data));
+    data[0].permitted = bit;
+    data[0].effective = bit;
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return 2;
+    if (secfile_read(path, &buf, &len, &e) == 0) {
+        secfile_free(buf, len);
+        return 1;
+    }
+    return errno == EPERM && strstr(e.text, "owned by uid 65534") ? 0 : 3;
+}
+
+/* A user other than root still may not use another user's file, even one
+ * it can open.
+ */
+static void test_other_owner_refused(void **state)
+{
+    struct dir *d = *state;
+    int status = 0;
+    pid_t pid;
+
+    if (geteuid() != 0)
+        skip();
+    write_file(d->file, "s3cret\n", 0600);
+    assert_int_equal(chown(d->file, OTHER_UID, OTHER_UID), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(read_as_other_user(d->file));
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 2)
+        skip(); /* no capabilities to give (a restricted container) */
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -121,6 +208,10 @@ int main(void)
             test_fifo_refused_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_directory_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_root_reads_other_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_other_owner_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
