@@ -90,6 +90,24 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
+# The git revision built, for vnib_build_info (only server/ops.c uses it).
+# $(BUILD)/revision is rewritten only when it changes, so that ops.o is
+# rebuilt then and only then.
+VNIB_REVISION := $(shell [ -e .git ] && git describe --always --dirty 2>/dev/null)
+ifeq ($(VNIB_REVISION),)
+VNIB_REVISION := unknown
+endif
+
+$(BUILD)/server/ops.o: ALL_CPPFLAGS += -DVNIB_REVISION='"$(VNIB_REVISION)"'
+$(BUILD)/server/ops.o: $(BUILD)/revision
+
+$(BUILD)/revision: FORCE
+	@mkdir -p $(@D)
+	@echo '$(VNIB_REVISION)' | cmp -s - $@ || echo '$(VNIB_REVISION)' > $@
+
+.PHONY: FORCE
+FORCE:
+
 # The migrations are compiled into the binary, so an installed vnibrokerd
 # never looks for SQL files on disk.
 $(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) deploy/tools/embed-sql.sh

@@ -19,6 +19,7 @@ struct http;
 struct auth;
 struct cache;
 struct hwcoll;
+struct gauges;
 struct ratelimit;
 
 struct broker {
@@ -30,6 +31,7 @@ struct broker {
     struct hwcoll *hwcoll;   /* Fabric Manager reservations */
     struct ratelimit *rl;    /* node reports, per node; NULL: no limit */
     struct metrics *metrics; /* request counters for /metrics */
+    struct gauges *gauges;   /* database figures for /metrics */
     struct http *http;       /* the listener (set once started) */
     time_t start_time;       /* for vnib_process_start_time_seconds */
 };

@@ -1151,17 +1151,24 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
                       "hwcoll: TLS verification of the Fabric Manager is OFF "
                       "(hwcoll.tls_verify = false): anyone on the path can "
                       "impersonate it and read its credentials");
+    /* min_nodes = 0 makes no job eligible by size (hwcoll_decide). */
+    char eligible[64] = "only jobs that ask for hardware collectives";
+    if (cfg->hwcoll.min_nodes)
+        snprintf(eligible,
+                 sizeof(eligible),
+                 "jobs of %ld+ nodes eligible",
+                 cfg->hwcoll.min_nodes);
     logger_printf(
         b->log,
         LOG_NOTICE,
         NULL,
         "hwcoll: Fabric Manager %s (auth %s), %d multicast addresses per "
-        "job%s, jobs of %ld+ nodes eligible, job ids '%s-<job>'",
+        "job%s, %s, job ids '%s-<job>'",
         cfg->hwcoll.fm_url,
         cfg->hwcoll.auth,
         h->addrs_per_job,
         cfg->hwcoll.addrs_per_job ? "" : " (computed: (M / (S / s)) / j)",
-        cfg->hwcoll.min_nodes,
+        eligible,
         h->prefix);
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
@@ -1344,9 +1351,6 @@ void hwcoll_write_metrics(struct hwcoll *h, FILE *f)
         "hwcoll.request_concurrency were waiting on the Fabric Manager.\n"
         "# TYPE vnib_hwcoll_deferred_total counter\n"
         "vnib_hwcoll_deferred_total %llu\n"
-        "# HELP vnib_fm_up Whether the last Fabric Manager call succeeded.\n"
-        "# TYPE vnib_fm_up gauge\n"
-        "vnib_fm_up %d\n"
         "# HELP vnib_fm_leader Whether this replica leads reconciliation.\n"
         "# TYPE vnib_fm_leader gauge\n"
         "vnib_fm_leader %d\n",
@@ -1355,8 +1359,17 @@ void hwcoll_write_metrics(struct hwcoll *h, FILE *f)
         h->lost_total,
         h->reconciles,
         h->deferred_total,
-        h->last_ok ? 1 : 0,
         h->leading ? 1 : 0);
+    /* Unknown until this replica has called the FM (a follower may not
+     * for a long time): absent rather than a 0 that reads as down.
+     */
+    if (h->last_success || h->last_error)
+        fprintf(f,
+                "# HELP vnib_fm_up Whether this replica's last Fabric Manager "
+                "call succeeded (absent before its first call).\n"
+                "# TYPE vnib_fm_up gauge\n"
+                "vnib_fm_up %d\n",
+                h->last_ok ? 1 : 0);
     pthread_mutex_unlock(&h->lock);
 }
 

@@ -26,6 +26,7 @@
 #include "server/broker.h"
 #include "server/cache.h"
 #include "server/config.h"
+#include "server/gauges.h"
 #include "server/http.h"
 #include "server/hwcoll.h"
 #include "server/metrics.h"
@@ -143,8 +144,10 @@ static int run_migrate(struct broker *b)
     return 0;
 }
 
-/* Refuse to serve against a schema older than this binary needs. */
-static int check_schema(struct broker *b)
+/* Refuse to serve against a schema older than this binary needs; the
+ * version read goes to *versionp.
+ */
+static int check_schema(struct broker *b, int *versionp)
 {
     vnib_error_t error = {""};
     int version;
@@ -179,6 +182,7 @@ static int check_schema(struct broker *b)
                       "a newer replica migrated it; upgrade this one soon",
                       version,
                       need);
+    *versionp = version;
     return 0;
 }
 
@@ -262,6 +266,7 @@ int main(int argc, char **argv)
     struct sweeper *sweeper = NULL;
     vnib_error_t error = {""};
     sigset_t sigs;
+    int schema_version = 0;
     int rc = EXIT_RUNTIME;
 
     if (parse_options(argc, argv, &opt) < 0)
@@ -319,7 +324,7 @@ int main(int argc, char **argv)
                       "%s) cross the network in clear",
                       config_insecure_http(cfg),
                       cfg->hwcoll.auth);
-    if (check_schema(&b) < 0 || sync_pool(&b) < 0)
+    if (check_schema(&b, &schema_version) < 0 || sync_pool(&b) < 0)
         goto done;
     if (!(b.hwcoll = hwcoll_create(&b, &error))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
@@ -342,6 +347,10 @@ int main(int argc, char **argv)
     }
     if (!(b.metrics = metrics_create(routes_count))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
+        goto done;
+    }
+    if (!(b.gauges = gauges_create(&b, schema_version, &error))) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
         goto done;
     }
     if (!(b.http = http_create(&b, &error))) {
@@ -375,6 +384,7 @@ int main(int argc, char **argv)
 done:
     sweeper_destroy(sweeper);
     http_destroy(b.http, cfg ? (int)cfg->server.shutdown_timeout_s : 0);
+    gauges_destroy(b.gauges);
     metrics_destroy(b.metrics);
     cache_destroy(b.cache);
     ratelimit_destroy(b.rl);

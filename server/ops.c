@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "server/gauges.h"
 #include "server/http.h"
 #include "server/hwcoll.h"
 #include "server/metrics.h"
@@ -83,16 +84,24 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
 
     if (b->hwcoll)
         hwcoll_write_metrics(b->hwcoll, f);
+    if (b->gauges)
+        gauges_write_metrics(b->gauges, f);
     store_get_stats(b->store, &st);
     fprintf(
         f,
         "# HELP vnib_db_pool_size Configured database connections.\n"
         "# TYPE vnib_db_pool_size gauge\n"
         "vnib_db_pool_size %u\n"
-        "# HELP vnib_db_pool_connections Database connections by state.\n"
+        "# HELP vnib_db_pool_connections Pool connections by state: busy "
+        "(lent to a request), idle (open, not lent).\n"
         "# TYPE vnib_db_pool_connections gauge\n"
         "vnib_db_pool_connections{state=\"busy\"} %u\n"
         "vnib_db_pool_connections{state=\"idle\"} %u\n"
+        "# HELP vnib_db_sessions Database sessions open outside the pool "
+        "(hwcoll): LISTEN, and the leader's advisory lock.\n"
+        "# TYPE vnib_db_sessions gauge\n"
+        "vnib_db_sessions{kind=\"listen\"} %u\n"
+        "vnib_db_sessions{kind=\"leader\"} %u\n"
         "# HELP vnib_db_pool_acquires_total Connections lent to requests.\n"
         "# TYPE vnib_db_pool_acquires_total counter\n"
         "vnib_db_pool_acquires_total %llu\n"
@@ -117,7 +126,9 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
         "vnib_db_errors_total %llu\n",
         st.size,
         st.busy,
-        st.open > st.busy ? st.open - st.busy : 0,
+        st.idle,
+        st.listen_sessions,
+        st.leader_sessions,
         (unsigned long long)st.acquires,
         (unsigned long long)st.waits,
         (unsigned long long)st.acquire_timeouts,
@@ -148,13 +159,15 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
             (unsigned long long)st.releases.max);
     fprintf(
         f,
-        "# HELP vnib_build_info vnibrokerd version and schema version.\n"
+        "# HELP vnib_build_info vnibrokerd version, git revision and schema "
+        "version.\n"
         "# TYPE vnib_build_info gauge\n"
-        "vnib_build_info{version=\"%s\",schema=\"%d\"} 1\n"
+        "vnib_build_info{version=\"%s\",revision=\"%s\",schema=\"%d\"} 1\n"
         "# HELP vnib_process_start_time_seconds Start time since the epoch.\n"
         "# TYPE vnib_process_start_time_seconds gauge\n"
         "vnib_process_start_time_seconds %lld\n",
         VNIB_VERSION,
+        VNIB_REVISION,
         store_required_version(),
         (long long)b->start_time);
     if (fclose(f) != 0 || !buf) {

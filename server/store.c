@@ -326,6 +326,7 @@ struct conn {
     bool busy;         /* lent out */
     uint64_t prepared; /* bit per enum stmt_id prepared on this connection */
     bool fresh;        /* opened by the current borrower */
+    unsigned *count;   /* the open counter in stats; NULL: stats.open */
 };
 
 struct store {
@@ -481,7 +482,7 @@ static void conn_drop(struct store *s, struct conn *c)
     c->pg = NULL;
     c->prepared = 0;
     pthread_mutex_lock(&s->lock);
-    s->stats.open--;
+    (*(c->count ? c->count : &s->stats.open))--;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -547,7 +548,7 @@ static int conn_open(struct store *s, struct conn *c, vnib_error_t *errp)
     if (PQsetnonblocking(c->pg, 1) < 0)
         goto fail;
     pthread_mutex_lock(&s->lock);
-    s->stats.open++;
+    (*(c->count ? c->count : &s->stats.open))++;
     s->stats.connects++;
     pthread_mutex_unlock(&s->lock);
     c->prepared = 0;
@@ -1050,6 +1051,11 @@ void store_get_stats(struct store *s, struct store_stats *st)
 {
     pthread_mutex_lock(&s->lock);
     *st = s->stats;
+    /* A slot not lent out is touched by no one while the lock is held. */
+    st->idle = 0;
+    for (size_t i = 0; i < s->nconns; i++)
+        if (!s->conns[i].busy && s->conns[i].pg)
+            st->idle++;
     pthread_mutex_unlock(&s->lock);
     if (s->reserves)
         group_get_stats(s->reserves, &st->reserves);
@@ -2756,6 +2762,9 @@ struct store_session *store_session_create(struct store *s, const char *channel)
         return NULL;
     ss->s = s;
     snprintf(ss->channel, sizeof(ss->channel), "%s", channel ? channel : "");
+    /* Counted apart from the pool, whose size it is not part of. */
+    ss->c.count =
+        channel ? &s->stats.listen_sessions : &s->stats.leader_sessions;
     return ss;
 }
 

@@ -36,8 +36,11 @@ struct idset;
 /* Pool counters, for /metrics. */
 struct store_stats {
     unsigned size;             /* configured pool size */
-    unsigned open;             /* connections currently open */
-    unsigned busy;             /* connections lent to a request now */
+    unsigned open;             /* pool connections currently open */
+    unsigned busy;             /* pool connections lent to a request now */
+    unsigned idle;             /* open pool connections not lent: <= size */
+    unsigned listen_sessions;  /* open sessions outside the pool: LISTEN */
+    unsigned leader_sessions;  /* and the leader's advisory lock */
     uint64_t acquires;         /* connections lent out, ever */
     uint64_t waits;            /* acquires that had to wait for a free one */
     uint64_t acquire_timeouts; /* acquires that gave up */
