@@ -11,6 +11,7 @@ set -eu
 PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
       libjansson-dev libpq-dev libssl-dev libcmocka-dev postgresql
       postgresql-contrib curl jq openssl util-linux procps iproute2 python3
+      python3-yaml
       slurmctld slurmd slurm-client libslurm-dev"
 if [ "${1:-}" = fuzz ]; then
     PKGS="$PKGS clang libclang-rt-14-dev"
