@@ -68,15 +68,20 @@ static int read_schema(struct gauges *g, vnib_error_t *errp)
     if (store_schema_version(b->store, &version, errp) < 0)
         return -1;
     if (version != g->schema_seen && version > need)
-        logger_printf(b->log,
-                      LOG_WARNING,
-                      NULL,
-                      "database schema %d is newer than this vnibrokerd (%d): "
-                      "a newer replica migrated it; upgrade this one soon",
-                      version,
-                      need);
+        gauges_warn_newer(b->log, version);
     g->schema_seen = version;
     return 0;
+}
+
+void gauges_warn_newer(struct logger *log, int version)
+{
+    logger_printf(log,
+                  LOG_WARNING,
+                  NULL,
+                  "database schema %d is newer than this vnibrokerd (%d): "
+                  "a newer replica migrated it; upgrade this one soon",
+                  version,
+                  store_required_version());
 }
 
 static int read_pool(struct gauges *g, vnib_error_t *errp)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "vnib/error.h"
+#include "vnib/logger.h"
 
 /* Seconds between two readings. */
 #define GAUGES_INTERVAL_S 5
@@ -35,5 +36,10 @@ void gauges_destroy(struct gauges *g);
  * figure never read.
  */
 void gauges_write_metrics(struct gauges *g, FILE *f);
+
+/* Warn that the database schema (version) is newer than this binary's:
+ * at start (main.c) and when the background reading sees it change.
+ */
+void gauges_warn_newer(struct logger *log, int version);
 
 #endif /* !VNIB_SERVER_GAUGES_H */

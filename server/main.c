@@ -175,13 +175,7 @@ static int check_schema(struct broker *b, int *versionp)
         return -1;
     }
     if (version > need)
-        logger_printf(b->log,
-                      LOG_WARNING,
-                      NULL,
-                      "database schema %d is newer than this vnibrokerd (%d): "
-                      "a newer replica migrated it; upgrade this one soon",
-                      version,
-                      need);
+        gauges_warn_newer(b->log, version);
     *versionp = version;
     return 0;
 }
