@@ -303,6 +303,8 @@ install: all
 	$(SUBST) deploy/systemd/vnibrokerd.service.in > $(GEN_DIR)/vnibrokerd.service
 	$(SUBST) deploy/systemd/vnib-slurm-reconcile.service.in \
 	    > $(GEN_DIR)/vnib-slurm-reconcile.service
+	$(SUBST) deploy/systemd/vnib-agent-flush.service.in \
+	    > $(GEN_DIR)/vnib-agent-flush.service
 	$(SUBST_CONF) config.example.toml > $(GEN_DIR)/config.example.toml
 	$(SUBST_CONF) agent/agent.example.toml > $(GEN_DIR)/agent.example.toml
 	@if grep -n '@[A-Z_]*@' $(GEN_DIR)/*; then \
@@ -327,7 +329,9 @@ install: all
 	install -d $(DESTDIR)$(UNITDIR)
 	install -m 0644 $(GEN_DIR)/vnibrokerd.service \
 	    $(GEN_DIR)/vnib-slurm-reconcile.service \
-	    deploy/systemd/vnib-slurm-reconcile.timer $(DESTDIR)$(UNITDIR)/
+	    deploy/systemd/vnib-slurm-reconcile.timer \
+	    $(GEN_DIR)/vnib-agent-flush.service \
+	    deploy/systemd/vnib-agent-flush.timer $(DESTDIR)$(UNITDIR)/
 
 # ---- housekeeping ----------------------------------------------------------
 

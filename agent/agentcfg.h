@@ -22,9 +22,11 @@ struct agentcfg {
     char *cacert;            /* "" = the system store */
     long fetch_timeout_ms;   /* overall deadline of a fetch, with retries */
     long request_timeout_ms; /* one HTTP request */
+    long spool_after_ms;     /* a job-end report's deadline before spooling */
     /* [node] */
     char *name;      /* "" = the name the node token carries */
     char *state_dir; /* "/run/vnibroker": per-job records and env files */
+    char *spool_dir; /* "/var/spool/vnibroker/agent": reports to send */
     /* [nic] */
     char *backend;                   /* "libcxi" or "sim" */
     char *sim_dir;                   /* the sim backend's NIC files */

@@ -1,4 +1,4 @@
-/* Per-job files in STATE_DIR/jobs (see jobstate.h). */
+/* Per-job files in STATE_DIR/jobs, and the report spool (see jobstate.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,11 +54,13 @@ static int make_dirs(const char *dir, vnib_error_t *errp)
     return 0;
 }
 
-/* Write text to path via a temporary file, owned by uid with mode. */
+/* Write text to path via a temporary file, owned by uid with mode; when
+ * durable, on disk (file and directory entry) before returning. */
 static int write_file(const char *path,
                       const char *text,
                       uid_t uid,
                       mode_t mode,
+                      bool durable,
                       vnib_error_t *errp)
 {
     char tmp[4200];
@@ -72,7 +74,7 @@ static int write_file(const char *path,
         return errprintf(errp, "cannot create %s: %s", tmp, strerror(errno));
     if (write(fd, text, len) != (ssize_t)len
         || (uid != geteuid() && fchown(fd, uid, (gid_t)-1) < 0)
-        || fchmod(fd, mode) < 0) {
+        || fchmod(fd, mode) < 0 || (durable && fsync(fd) < 0)) {
         int saved = errno;
         close(fd);
         unlink(tmp);
@@ -86,6 +88,22 @@ static int write_file(const char *path,
         errno = saved;
         return errprintf(
             errp, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    }
+    if (durable) {
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || fsync(dfd) < 0) {
+            int saved = errno;
+            if (dfd >= 0)
+                close(dfd);
+            errno = saved;
+            return errprintf(errp, "cannot sync %s: %s", dir, strerror(errno));
+        }
+        close(dfd);
     }
     return 0;
 }
@@ -106,7 +124,7 @@ int jobstate_save(const char *dir,
         errno = ENOMEM;
         return errprintf(errp, "out of memory");
     }
-    rc = write_file(path, text, geteuid(), 0600, errp);
+    rc = write_file(path, text, geteuid(), 0600, false, errp);
     free(text);
     return rc;
 }
@@ -153,7 +171,7 @@ int jobstate_write_env(const char *dir,
     rc = jobenv_write(env, "slurm-taskprolog", f, errp);
     fclose(f);
     if (rc == 0)
-        rc = write_file(path, text, uid, 0400, errp);
+        rc = write_file(path, text, uid, 0400, false, errp);
     free(text);
     return rc;
 }
@@ -237,4 +255,190 @@ nomem:
     errno = ENOMEM;
     errprintf(errp, "out of memory");
     return NULL;
+}
+
+/* ---- the report spool --------------------------------------------------- */
+
+/* SPOOL_DIR, made 0700 when missing; refused unless it is a directory of
+ * this user that nobody else may write, since every report in it is sent
+ * with the node's token. */
+static int spool_dir_check(const char *dir, bool create, vnib_error_t *errp)
+{
+    struct stat st;
+
+    if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return errprintf(errp, "cannot create %s: %s", dir, strerror(errno));
+    if (lstat(dir, &st) < 0)
+        return errprintf(errp, "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        errno = EPERM;
+        return errprintf(errp,
+                         "%s: refused: the report spool must be a directory "
+                         "of uid %ld that only its owner may write",
+                         dir,
+                         (long)geteuid());
+    }
+    return 0;
+}
+
+static int spool_path(char *buf,
+                      size_t size,
+                      const char *dir,
+                      const char *job_id,
+                      long long res_id,
+                      vnib_error_t *errp)
+{
+    if (!jobstate_job_id_valid(job_id) || res_id < 0) {
+        errno = EINVAL;
+        return errprintf(errp, "job id '%s' cannot name a file", job_id);
+    }
+    if ((size_t)snprintf(buf, size, "%s/%020lld_%s.json", dir, res_id, job_id)
+        >= size) {
+        errno = ENAMETOOLONG;
+        return errprintf(errp, "%s: spool directory path too long", dir);
+    }
+    return 0;
+}
+
+int jobstate_spool_put(const char *dir, json_t *report, vnib_error_t *errp)
+{
+    const char *job_id = json_string_value(json_object_get(report, "job_id"));
+    json_int_t res_id =
+        json_integer_value(json_object_get(report, "reservation_id"));
+    char path[4096];
+    char *text = NULL;
+    int rc;
+
+    if (!job_id) {
+        errno = EINVAL;
+        return errprintf(errp, "a spooled report needs a job id");
+    }
+    if (spool_path(path, sizeof(path), dir, job_id, res_id, errp) < 0
+        || spool_dir_check(dir, true, errp) < 0)
+        return -1;
+    if (!(text = json_dumps(report, JSON_COMPACT | JSON_SORT_KEYS))) {
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    rc = write_file(path, text, geteuid(), 0600, true, errp);
+    free(text);
+    return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One spooled report, refused unless it is a regular file of this user
+ * that nobody else may write. */
+static json_t *spool_read(const char *path, vnib_error_t *errp)
+{
+    json_error_t jerr;
+    struct stat st;
+    json_t *o = NULL;
+    FILE *f = NULL;
+    int fd;
+
+    if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        errprintf(errp, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()
+        || (st.st_mode & 022) || st.st_size > ENV_MAX_SIZE) {
+        close(fd);
+        errno = EPERM;
+        errprintf(errp,
+                  "%s: refused: not a regular file of this user that only "
+                  "its owner may write",
+                  path);
+        return NULL;
+    }
+    if (!(f = fdopen(fd, "r"))) {
+        close(fd);
+        errprintf(errp, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (!(o = json_loadf(f, 0, &jerr)) || !json_is_object(o)
+        || !json_is_string(json_object_get(o, "job_id"))
+        || !json_is_string(json_object_get(o, "cxi"))) {
+        json_decref(o);
+        o = NULL;
+        errno = EINVAL;
+        errprintf(errp, "%s: not a spooled report", path);
+    }
+    fclose(f);
+    return o;
+}
+
+json_t *jobstate_spool_list(const char *dir, json_t *bad, vnib_error_t *errp)
+{
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    json_t *list = NULL;
+    struct dirent *de;
+    DIR *d = NULL;
+
+    if (access(dir, F_OK) < 0 && errno == ENOENT)
+        return json_array(); /* nothing was ever spooled */
+    if (spool_dir_check(dir, false, errp) < 0)
+        return NULL;
+    if (!(d = opendir(dir))) {
+        errprintf(errp, "%s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] == '.' || len <= 5
+            || strcmp(de->d_name + len - 5, ".json") != 0)
+            continue; /* ., .., and temporary files */
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, ncap * sizeof(*names));
+            if (!nn)
+                goto nomem;
+            names = nn;
+            cap = ncap;
+        }
+        if (!(names[n] = strdup(de->d_name)))
+            goto nomem;
+        n++;
+    }
+    if (n)
+        qsort(names, n, sizeof(*names), by_name);
+    if (!(list = json_array()))
+        goto nomem;
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        vnib_error_t rerr = {""};
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        json_t *o = spool_read(path, &rerr);
+        if (o)
+            json_array_append_new(list, o);
+        else if (bad)
+            json_array_append_new(bad, json_string(rerr.text));
+    }
+    goto out;
+nomem:
+    json_decref(list);
+    list = NULL;
+    errno = ENOMEM;
+    errprintf(errp, "out of memory");
+out:
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (d)
+        closedir(d);
+    return list;
+}
+
+void jobstate_spool_remove(const char *dir,
+                           const char *job_id,
+                           long long res_id)
+{
+    char path[4096];
+    vnib_error_t ignore;
+    if (spool_path(path, sizeof(path), dir, job_id, res_id, &ignore) == 0)
+        (void)unlink(path);
 }

@@ -15,6 +15,12 @@
  * sees half a file.  They are not fsynced: STATE_DIR belongs on tmpfs
  * (/run), because what it describes, services on the NICs, does not
  * survive a reboot either; after one, `clean --all` asks the broker.
+ *
+ * The report spool, SPOOL_DIR (on disk, root's, 0700), keeps the job-end
+ * reports the broker could not take (it was down or failing over), one
+ * file per job and reservation, RES_JOB.json, until `vnib-agent flush` or
+ * the agent's next run sends them.  These are fsynced: a "destroyed"
+ * report that a reboot lost would keep the job's VNIs quarantined.
  */
 #ifndef VNIB_AGENT_JOBSTATE_H
 #define VNIB_AGENT_JOBSTATE_H
@@ -60,5 +66,27 @@ void jobstate_remove(const char *dir, const char *job_id, bool record);
 
 /* The job ids that have a record, as a JSON array of strings. */
 json_t *jobstate_list(const char *dir, vnib_error_t *errp);
+
+/* Spool a report (an object with job_id, reservation_id, node, cxi and
+ * optionally services and message), replacing an earlier one of the same
+ * job and reservation.  Makes SPOOL_DIR when missing; refuses (EPERM) one
+ * that is not the caller's or that others may write.
+ */
+int jobstate_spool_put(const char *spool_dir,
+                       json_t *report,
+                       vnib_error_t *errp);
+
+/* The spooled reports, oldest reservation first; an empty array when
+ * SPOOL_DIR does not exist.  A file that is unreadable, malformed or not
+ * safely owned is skipped, its problem appended to bad (when not NULL).
+ */
+json_t *jobstate_spool_list(const char *spool_dir,
+                            json_t *bad,
+                            vnib_error_t *errp);
+
+/* Remove the spooled report of a job and reservation, if any. */
+void jobstate_spool_remove(const char *spool_dir,
+                           const char *job_id,
+                           long long res_id);
 
 #endif /* !VNIB_AGENT_JOBSTATE_H */

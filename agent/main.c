@@ -16,7 +16,8 @@
  *      drain the node
  *   2  usage or configuration error (bad flag, unreadable token or
  *      config)
- *   3  the broker could not be reached before the deadline
+ *   3  the broker could not be reached before the deadline (at job end
+ *      only when the report could not be spooled either)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -65,6 +66,8 @@ static const char usage_text[] =
     "  clean --all [--retry-busy D]             destroy every job service in\n"
     "                                           the broker's pool (after a\n"
     "                                           crash or reboot)\n"
+    "  flush                                    send the reports spooled\n"
+    "                                           while the broker was down\n"
     "  env --job ID [--format export|json|slurm-taskprolog]\n"
     "                                           print the job environment\n"
     "  list                                     services on this node\n"
@@ -341,6 +344,215 @@ static int report(struct agent *a,
     return broker_report(a->client, &r, a->cfg->fetch_timeout_ms, error);
 }
 
+/* ---- the report spool ----------------------------------------------------
+ *
+ * A job ends while the broker is down or failing over: its nodes destroy
+ * their services all the same, and each keeps its report in SPOOL_DIR
+ * instead of failing the epilog (which would drain every node of the job).
+ * The VNIs stay quarantined meanwhile, which is safe.  Every later run of
+ * the agent, and `vnib-agent flush` from a timer, sends what is spooled.
+ */
+
+/* Statuses after which a report is worth keeping to send again: no
+ * answer, an overloaded or failing broker, or credentials it refused
+ * (fixable on the node, and the report is still true then). */
+static bool worth_spooling(int status)
+{
+    return status < 0 || status == 401 || status == 403 || status == 429
+           || status >= 500;
+}
+
+/* Report at job end, within broker.spool_after_ms; spool the report when
+ * the broker could not take it.  Returns 200 (taken), 0 (spooled), the
+ * status of a refusal, or -1 when it was neither taken nor spooled (errp
+ * says why).
+ */
+static int report_or_spool(struct agent *a,
+                           const struct vnib_report *r,
+                           vnib_error_t *errp)
+{
+    vnib_error_t serr = {""};
+    json_t *entry = NULL;
+    int status = broker_report(a->client, r, a->cfg->spool_after_ms, errp);
+
+    if (status == 200)
+        jobstate_spool_remove(a->cfg->spool_dir, r->job_id, r->reservation);
+    if (!worth_spooling(status))
+        return status;
+    if (!(entry = json_pack("{s:s, s:s, s:I, s:s, s:s}",
+                            "job_id",
+                            r->job_id,
+                            "node",
+                            r->node,
+                            "reservation_id",
+                            (json_int_t)r->reservation,
+                            "cxi",
+                            r->cxi,
+                            "error",
+                            errp->text))
+        || (r->services && json_object_set(entry, "services", r->services) < 0)
+        || (r->message
+            && json_object_set_new(entry, "message", json_string(r->message))
+                   < 0)) {
+        json_decref(entry);
+        errno = ENOMEM;
+        snprintf(serr.text, sizeof(serr.text), "out of memory");
+        goto unspooled;
+    }
+    status = jobstate_spool_put(a->cfg->spool_dir, entry, &serr);
+    json_decref(entry);
+    if (status == 0)
+        return 0;
+unspooled:;
+    vnib_error_t why = *errp;
+    return errprintf(errp,
+                     "%s; and the report could not be spooled: %s",
+                     why.text,
+                     serr.text);
+}
+
+struct flushed {
+    int sent, dropped, left;
+};
+
+/* Send the spooled reports, oldest reservation first, until deadline_ms is
+ * spent or the broker cannot take one.  A report the broker refuses is an
+ * answer (the reservation was purged, or the node's state there moved on)
+ * and is dropped with a warning.  Returns 0, or -1 when reports are left
+ * (errp says why).
+ */
+static int flush_spool(struct agent *a,
+                       long deadline_ms,
+                       struct flushed *f,
+                       vnib_error_t *errp)
+{
+    json_t *bad = json_array(), *list = NULL, *e;
+    long end = broker_now_ms() + deadline_ms;
+    size_t i;
+    int rc = 0;
+
+    *f = (struct flushed){0, 0, 0};
+    if (!bad || !(list = jobstate_spool_list(a->cfg->spool_dir, bad, errp))) {
+        rc = -1;
+        goto out;
+    }
+    json_array_foreach (bad, i, e)
+        warn(a, "spool: %s; left in place", json_string_value(e));
+    f->left = (int)json_array_size(bad);
+    json_array_foreach (list, i, e) {
+        vnib_error_t error = {""};
+        struct vnib_report r = {
+            .job_id = json_string_value(json_object_get(e, "job_id")),
+            .node = json_string_value(json_object_get(e, "node")),
+            .cxi = json_string_value(json_object_get(e, "cxi")),
+            .services = json_object_get(e, "services"),
+            .message = json_string_value(json_object_get(e, "message")),
+            .reservation =
+                json_integer_value(json_object_get(e, "reservation_id")),
+        };
+        if (!r.node || strcmp(r.node, a->node) != 0) {
+            warn(a,
+                 "spool: job %s: a report of node %s, not of this node %s; "
+                 "left in place",
+                 r.job_id,
+                 r.node ? r.node : "(none)",
+                 a->node);
+            f->left++;
+            continue;
+        }
+        long left = end - broker_now_ms();
+        int status = rc < 0 ? -1
+                            : broker_report(
+                                a->client, &r, left > 100 ? left : 100, &error);
+        if (rc < 0 || worth_spooling(status)) {
+            if (rc == 0)
+                errprintf(errp, "job %s: %s", r.job_id, error.text);
+            rc = -1;
+            f->left++;
+            continue;
+        }
+        jobstate_spool_remove(a->cfg->spool_dir, r.job_id, r.reservation);
+        if (status == 200)
+            f->sent++;
+        else {
+            f->dropped++;
+            warn(a,
+                 "spool: job %s: the broker refused the spooled %s report "
+                 "of reservation %lld (%s); dropped",
+                 r.job_id,
+                 r.cxi,
+                 r.reservation,
+                 error.text);
+        }
+    }
+    if (rc == 0 && f->left > 0) {
+        errprintf(errp, "%d spooled report(s) cannot be sent", f->left);
+        rc = -1;
+    }
+out:
+    json_decref(bad);
+    json_decref(list);
+    return rc;
+}
+
+/* After a run that reached the broker: send what earlier runs spooled,
+ * briefly, saying only what went wrong. */
+static void flush_quietly(struct agent *a)
+{
+    vnib_error_t error = {""};
+    struct flushed f;
+    if (a->dry_run)
+        return;
+    if (flush_spool(a, a->cfg->spool_after_ms, &f, &error) < 0)
+        warn(a, "spool: %d report(s) still waiting: %s", f.left, error.text);
+}
+
+static int cmd_flush(struct agent *a)
+{
+    vnib_error_t error = {""};
+    struct flushed f = {0, 0, 0};
+    int rc;
+
+    if ((rc = connect_broker(a)) != EXIT_DONE)
+        return rc;
+    if (a->dry_run) {
+        json_t *list = jobstate_spool_list(a->cfg->spool_dir, NULL, &error);
+        if (!list)
+            return fail(EXIT_FAILED, "flush: %s", error.text);
+        f.left = (int)json_array_size(list);
+        json_decref(list);
+    } else if (flush_spool(a, a->cfg->fetch_timeout_ms, &f, &error) < 0)
+        rc = f.left > 0 ? EXIT_UNREACHABLE : EXIT_FAILED;
+    if (a->json) {
+        json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:O, s:b}",
+                              "node",
+                              a->node,
+                              "sent",
+                              f.sent,
+                              "dropped",
+                              f.dropped,
+                              "left",
+                              f.left,
+                              "warnings",
+                              a->warnings,
+                              "dry_run",
+                              a->dry_run);
+        if (o)
+            print_json(o);
+        json_decref(o);
+    } else
+        printf("flush: %d sent, %d dropped, %d %s\n",
+               f.sent,
+               f.dropped,
+               f.left,
+               a->dry_run ? "spooled" : "left");
+    if (rc == EXIT_UNREACHABLE)
+        return fail(rc, "flush: %s", error.text);
+    if (rc != EXIT_DONE)
+        return fail(rc, "flush: %s", error.text);
+    return rc;
+}
+
 /* This node's cores: --ncores, else Slurm's environment, else online CPUs. */
 static int job_cores(struct agent *a, const struct subopts *o, unsigned *np)
 {
@@ -477,6 +689,31 @@ static int cmd_prolog(struct agent *a, const struct subopts *o)
         rc = broker_failure("prolog: report creating", status, &error);
         goto done;
     }
+    /* The record comes before any service, so a node without a record
+     * made none: its epilog needs no broker to know that. */
+    record = json_pack("{s:s, s:I, s:I, s:O, s:[]}",
+                       "job_id",
+                       o->job,
+                       "reservation_id",
+                       (json_int_t)res_id,
+                       "uid",
+                       (json_int_t)job.uid,
+                       "vnis",
+                       json_object_get(res, "vnis"),
+                       "services");
+    if (!record
+        || jobstate_save(a->cfg->state_dir, o->job, record, &error) < 0) {
+        vnib_error_t rerr = {""};
+        char msg[sizeof(error.text) + 32];
+        snprintf(msg, sizeof(msg), "prolog: %s", error.text);
+        if (report(a, o->job, res_id, "failed", NULL, msg, &rerr) != 200)
+            warn(a,
+                 "job %s: the broker did not take the failure report: %s",
+                 o->job,
+                 rerr.text);
+        rc = fail(EXIT_FAILED, "job %s: %s", o->job, error.text);
+        goto done;
+    }
     if (services_create(
             a->nb, a->devs, a->ndev, &job, ids, created, stderr, &error)
         < 0) {
@@ -495,18 +732,8 @@ static int cmd_prolog(struct agent *a, const struct subopts *o)
         goto done;
     }
     svcs = services_list(a->devs, ids, a->ndev);
-    record = json_pack("{s:s, s:I, s:I, s:O, s:O}",
-                       "job_id",
-                       o->job,
-                       "reservation_id",
-                       (json_int_t)res_id,
-                       "uid",
-                       (json_int_t)job.uid,
-                       "vnis",
-                       json_object_get(res, "vnis"),
-                       "services",
-                       svcs);
-    if (jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0 || !record
+    if (jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0 || !svcs
+        || json_object_set(record, "services", svcs) < 0
         || jobstate_save(a->cfg->state_dir, o->job, record, &error) < 0
         || jobstate_write_env(a->cfg->state_dir, o->job, job.uid, &env, &error)
                < 0) {
@@ -537,6 +764,8 @@ static int cmd_prolog(struct agent *a, const struct subopts *o)
              "report (%s); it still counts this node as holding them",
              o->job,
              error.text);
+    else
+        flush_quietly(a);
     if (!a->json) {
         char line[512] = "";
         size_t used = 0;
@@ -591,17 +820,24 @@ done:
     return rc;
 }
 
-/* Epilog and housekeeping: destroy the job's services and say so. */
+/* Epilog and housekeeping: destroy the job's services and say so.
+ *
+ * What to destroy comes from this node's record of what its prolog made;
+ * the broker is asked only when there is none (a prolog that died between
+ * its "creating" report and its record).  The report goes to the broker
+ * within broker.spool_after_ms, or into the spool: a broker outage at job
+ * end neither drains the node nor holds the job back.
+ */
 static int cmd_teardown(struct agent *a, const struct subopts *o, bool final)
 {
     vnib_error_t error = {""};
-    json_t *res = NULL, *record = NULL, *done = json_array(),
+    json_t *res = NULL, *record = NULL, *src = NULL, *done = json_array(),
            *left = json_array();
     const char *what = final ? "housekeeping" : "epilog";
+    const char *outcome = "none";
     struct services_job job;
     long long res_id = 0;
-    bool reach = true;
-    int rc, status;
+    int rc, status, n = 0;
 
     if (!done || !left) {
         rc = fail(EXIT_FAILED, "out of memory");
@@ -612,31 +848,27 @@ static int cmd_teardown(struct agent *a, const struct subopts *o, bool final)
     long retry = o->retry_ms >= 0 ? o->retry_ms
                  : final          ? a->cfg->housekeeping_retry_busy_ms
                                   : a->cfg->epilog_retry_busy_ms;
-    status =
-        broker_fetch(a->client, o->job, a->cfg->fetch_timeout_ms, &res, &error);
-    record = jobstate_load(a->cfg->state_dir, o->job, &error);
-    json_t *src = NULL;
-    if (status == 200)
-        src = res;
-    else if (record) {
-        /* The broker could not tell (unreachable, or the reservation is
-         * gone): what this node made is in its own record. */
+    if ((record = jobstate_load(a->cfg->state_dir, o->job, &error)))
         src = record;
-        if (status < 0)
-            reach = false;
-        warn(a,
-             "job %s: %s; using this node's record",
-             o->job,
-             status < 0 ? "broker unreachable" : "broker has no reservation");
-    } else if (status < 0) {
-        rc = broker_failure(what, status, &error);
-        goto out;
-    } else {
-        if (!a->json)
-            printf("job %s: no reservation here; nothing to destroy\n", o->job);
-        jobstate_remove(a->cfg->state_dir, o->job, false);
-        rc = EXIT_DONE;
-        goto out;
+    else {
+        status = broker_fetch(
+            a->client, o->job, a->cfg->spool_after_ms, &res, &error);
+        if (status != 200) {
+            if (status < 0)
+                warn(a,
+                     "job %s: no record on this node, so its prolog made no "
+                     "service; the broker could not confirm (%s)",
+                     o->job,
+                     error.text);
+            else if (!a->json)
+                printf("job %s: no reservation here; nothing to destroy\n",
+                       o->job);
+            if (!a->dry_run)
+                jobstate_remove(a->cfg->state_dir, o->job, false);
+            rc = EXIT_DONE;
+            goto out;
+        }
+        src = res;
     }
     res_id = json_integer_value(
         json_object_get(src, src == res ? "id" : "reservation_id"));
@@ -654,16 +886,16 @@ static int cmd_teardown(struct agent *a, const struct subopts *o, bool final)
     }
     if ((rc = open_nics(a)) != EXIT_DONE)
         goto out;
-    int n = services_destroy(a->nb,
-                             a->devs,
-                             a->ndev,
-                             services_match,
-                             &job,
-                             retry,
-                             a->dry_run,
-                             done,
-                             left,
-                             &error);
+    n = services_destroy(a->nb,
+                         a->devs,
+                         a->ndev,
+                         services_match,
+                         &job,
+                         retry,
+                         a->dry_run,
+                         done,
+                         left,
+                         &error);
     if (n < 0) {
         rc = fail(EXIT_FAILED, "job %s: %s", o->job, error.text);
         goto out;
@@ -689,37 +921,46 @@ static int cmd_teardown(struct agent *a, const struct subopts *o, bool final)
         rc = EXIT_DONE;
         goto print;
     }
-    if (reach) {
-        char note[sizeof(msg) + 96];
-        snprintf(note,
-                 sizeof(note),
-                 "%s: %d service(s) remain after %ld ms: %s",
-                 what,
-                 n,
-                 retry,
-                 msg);
-        json_t *held = n ? report_services(left) : NULL;
-        status = report(a,
-                        o->job,
-                        res_id,
-                        n ? "failed" : "destroyed",
-                        held,
-                        n ? note : NULL,
-                        &error);
-        json_decref(held);
-        if (status != 200) {
-            if (status < 0 || status >= 500)
-                reach = false;
-            warn(a,
-                 "job %s: the broker did not take the report: %s",
-                 o->job,
-                 error.text);
-        }
+    char note[sizeof(msg) + 96];
+    snprintf(note,
+             sizeof(note),
+             "%s: %d service(s) remain after %ld ms: %s",
+             what,
+             n,
+             retry,
+             msg);
+    json_t *held = n ? report_services(left) : NULL;
+    struct vnib_report r = {
+        .job_id = o->job,
+        .node = a->node,
+        .cxi = n ? "failed" : "destroyed",
+        .services = held,
+        .message = n ? note : NULL,
+        .reservation = res_id,
+    };
+    status = report_or_spool(a, &r, &error);
+    json_decref(held);
+    if (status == 200) {
+        outcome = "sent";
+        flush_quietly(a);
+    } else if (status == 0) {
+        outcome = "spooled";
+        warn(a,
+             "job %s: the broker did not take the report (%s); spooled in "
+             "%s for 'vnib-agent flush'",
+             o->job,
+             error.text,
+             a->cfg->spool_dir);
+    } else {
+        outcome = status < 0 ? "lost" : "refused";
+        warn(a,
+             "job %s: the broker did not take the report: %s",
+             o->job,
+             error.text);
     }
-    if (n == 0 && reach)
-        jobstate_remove(a->cfg->state_dir, o->job, true);
-    else
-        jobstate_remove(a->cfg->state_dir, o->job, false);
+    /* The record goes once the services are gone and the broker has the
+     * report, or will have it from the spool. */
+    jobstate_remove(a->cfg->state_dir, o->job, n == 0 && status >= 0);
     if (n > 0) {
         if (final)
             rc = fail(EXIT_FAILED,
@@ -738,15 +979,20 @@ static int cmd_teardown(struct agent *a, const struct subopts *o, bool final)
                  msg);
             rc = EXIT_DONE;
         }
-    } else if (!reach && final)
+    } else if (status < 0 && final)
         rc = fail(EXIT_UNREACHABLE,
                   "job %s: services destroyed, but the broker was not told",
                   o->job);
     else
         rc = EXIT_DONE;
 print:
+    if (!a->json && n == 0)
+        printf("job %s: %s %zu service(s)\n",
+               o->job,
+               a->dry_run ? "would destroy" : "destroyed",
+               json_array_size(done));
     if (a->json) {
-        json_t *o2 = json_pack("{s:s, s:s, s:I, s:O, s:O, s:O, s:b}",
+        json_t *o2 = json_pack("{s:s, s:s, s:I, s:O, s:O, s:s, s:O, s:b}",
                                "job_id",
                                o->job,
                                "node",
@@ -757,6 +1003,8 @@ print:
                                done,
                                "remaining",
                                left,
+                               "report",
+                               outcome,
                                "warnings",
                                a->warnings,
                                "dry_run",
@@ -764,11 +1012,7 @@ print:
         if (o2)
             print_json(o2);
         json_decref(o2);
-    } else if (n == 0)
-        printf("job %s: %s %zu service(s)\n",
-               o->job,
-               a->dry_run ? "would destroy" : "destroyed",
-               json_array_size(done));
+    }
 out:
     json_decref(res);
     json_decref(record);
@@ -901,9 +1145,15 @@ static int cmd_clean(struct agent *a, const struct subopts *o)
                  "job %s: the broker did not take the report: %s",
                  job_id,
                  error.text);
-        else if (!stuck)
-            jobstate_remove(a->cfg->state_dir, job_id, true);
+        else {
+            /* What this run reported supersedes what an earlier one
+             * spooled for the same reservation. */
+            jobstate_spool_remove(a->cfg->spool_dir, job_id, res_id);
+            if (!stuck)
+                jobstate_remove(a->cfg->state_dir, job_id, true);
+        }
     }
+    flush_quietly(a);
     if (a->json) {
         json_t *out = json_pack("{s:s, s:O, s:O, s:O, s:O, s:b}",
                                 "node",
@@ -1075,6 +1325,7 @@ static const char *const commands[] = {"prolog",
                                        "epilog",
                                        "housekeeping",
                                        "clean",
+                                       "flush",
                                        "env",
                                        "list",
                                        "sim-init",
@@ -1164,8 +1415,8 @@ static int parse_subopts(
     if (optind < argc)
         return fail(
             EXIT_USAGE, "%s: unexpected argument '%s'", cmd, argv[optind]);
-    bool needs_job =
-        strcmp(cmd, "clean") && strcmp(cmd, "list") && strcmp(cmd, "sim-init");
+    bool needs_job = strcmp(cmd, "clean") && strcmp(cmd, "flush")
+                     && strcmp(cmd, "list") && strcmp(cmd, "sim-init");
     if (needs_job && !o->job)
         return fail(EXIT_USAGE, "%s: --job ID is required", cmd);
     if (o->job && !jobstate_job_id_valid(o->job))
@@ -1273,6 +1524,8 @@ int main(int argc, char **argv)
         rc = cmd_teardown(&a, &o, true);
     else if (!strcmp(cmd, "clean"))
         rc = cmd_clean(&a, &o);
+    else if (!strcmp(cmd, "flush"))
+        rc = cmd_flush(&a);
     else if (!strcmp(cmd, "env"))
         rc = cmd_env(&a, &o);
     else if (!strcmp(cmd, "list"))

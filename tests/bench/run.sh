@@ -656,6 +656,7 @@ token_file = "$a/token"
 
 [node]
 state_dir = "$a/state"
+spool_dir = "$a/spool"
 
 [nic]
 backend = "sim"

@@ -6,8 +6,10 @@
 # concurrent jobs get different VNIs; --network-vnis=0 clears everything;
 # hardware collectives follow min_nodes; everything is released and
 # destroyed after the jobs, also after scancel; a stopped broker refuses
-# new jobs (fail closed) until it returns; a stuck CXI service keeps its
-# VNI quarantined and drains its node until an admin cleans it.
+# new jobs (fail closed) until it returns; a job that ends while the
+# broker is down drains no node (the agents spool their reports); a stuck
+# CXI service keeps its VNI quarantined and drains its node until an admin
+# cleans it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
@@ -166,6 +168,33 @@ released () {
 }
 wait_for 20 released "$job3"
 expect_json "scancel released it" .state released
+
+# ---- a job ends while the broker is down: no node drained, reports spooled ------
+spooled () { ls "$T/$1/spool" 2>/dev/null | grep -c '\.json$'; }
+timeout 90 srun -N2 -w n1,n3 sleep 6 >"$T/outage.out" 2>&1 &
+outage_srun=$!
+_running_on () { [ "$(sim_count "$1" cxi0)" = 1 ]; }
+wait_for 30 _running_on n1 && wait_for 30 _running_on n3
+outage_job=$(timeout 5 squeue -h -t running -o '%i' | sort -n | tail -n 1)
+broker_stop
+wait "$outage_srun"
+expect_eq "a job whose end falls in a broker outage completes" "$?" 0
+_spooled_both () { [ "$(spooled n1)$(spooled n3)" = 11 ]; }
+wait_for 30 _spooled_both
+expect_eq "n1's and n3's Epilogs spooled their reports" "$(spooled n1)$(spooled n3)" 11
+expect_eq "... having destroyed the services" "$(sim_count n1 cxi0)$(sim_count n3 cxi0)" 00
+expect_eq "no node is drained (n1 n3)" "$(slurm_node_state n1) $(slurm_node_state n3)" "idle idle"
+expect_match "the hook's log says the report was spooled" "$(cat "$VNIB_HOOK_LOG")" \
+    "warning vnibroker: epilog_slurmd job $outage_job: the broker did not take the report .*spooled in $T/n1/spool"
+broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
+TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$outage_job"
+expect_json "the reservation is still active (EpilogSlurmctld spooled the release)" .state active
+for n in n1 n3; do # what vnib-agent-flush.timer runs
+    "$BUILD/vnib-agent" --config "$T/$n/agent.toml" flush >"$T/flush.out" 2>&1
+    expect_match "vnib-agent flush on $n sends its report" "$(cat "$T/flush.out")" "flush: 1 sent, 0 dropped, 0 left"
+done
+TOKEN=$SCHED_TOKEN http DELETE "/v1/reservations/$outage_job"
+expect_json "the release (the reconcile's) needs no quarantine: both nodes confirmed" .state released
 
 # ---- the broker stopped: new jobs are refused; back, they run -------------------
 broker_stop

@@ -124,6 +124,17 @@ stray=$(grep -rIEn '(^|[^a-z/])/(usr/(s?bin/vnib|lib/vnib|share/doc/vnib)|etc/vn
             "$OPT/opt/vnib/share/doc/vnibroker/agent/agent.example.toml")
 expect_eq "no unit, hook or example names the default paths" "$stray" ""
 
+# The node side's timer that sends spooled reports (agent/README.md).
+for f in vnib-agent-flush.service vnib-agent-flush.timer; do
+    if [ -s "$UNITS/$f" ]; then ok "$f is installed"; else not_ok "$f is installed"; fi
+done
+flush=$(cat "$UNITS/vnib-agent-flush.service" 2>&1)
+expect_match "vnib-agent-flush.service runs the installed agent with /etc's config" "$flush" \
+    '^ExecStart=/usr/sbin/vnib-agent --config /etc/vnibroker/agent.toml flush$'
+doc=$(sed -n 's|^Documentation=file://||p' "$UNITS/vnib-agent-flush.service")
+if [ -n "$doc" ] && [ -f "$ROOT$doc" ]; then ok "vnib-agent-flush.service's Documentation= exists"
+else not_ok "vnib-agent-flush.service's Documentation= exists ($doc)"; fi
+
 # The hardening, as systemd rates it, against what deploy/README.md states.
 if ! command -v systemd-analyze >/dev/null 2>&1; then
     echo "ok $((PASSED + FAILED + 1)) # skip systemd-analyze is not installed"

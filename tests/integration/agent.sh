@@ -1,7 +1,8 @@
 # Helpers for tests of the node agent, sourced after lib.sh.
 #
 # Each simulated node NODE lives in $T/NODE: its agent.toml (sim backend,
-# NIC files in $T/NODE/sim, state in $T/NODE/state), and its node token
+# NIC files in $T/NODE/sim, state in $T/NODE/state, the report spool in
+# $T/NODE/spool), and its node token
 # (mode 0600).  The broker must be started first (BROKER_URL is written
 # into the config).
 
@@ -17,9 +18,11 @@ url = "$BROKER_URL"
 token_file = "$T/$1/token"
 fetch_timeout_ms = 2000
 request_timeout_ms = 1000
+spool_after_ms = 500
 
 [node]
 state_dir = "$T/$1/state"
+spool_dir = "$T/$1/spool"
 
 [nic]
 backend = "sim"

@@ -11,11 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
 
 #include "agent/jobenv.h"
+#include "agent/jobstate.h"
 #include "agent/limits.h"
 #include "agent/slurmcpus.h"
 
@@ -226,6 +229,112 @@ static void test_slurmcpus(void **state)
     assert_int_equal(slurmcpus_for_node("a", "n1", "n1", &n, &e), -1);
 }
 
+/* The report spool: one file per job and reservation, oldest reservation
+ * first, a newer report of the same pair replacing the older, unsafe
+ * files skipped and named, an unsafe directory refused. */
+static void test_spool(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/vnib-spool-XXXXXX";
+    char spool[64], path[128];
+    vnib_error_t error = {""};
+    json_t *list, *bad;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(spool, sizeof(spool), "%s/spool", dir);
+    list = jobstate_spool_list(spool, NULL, &error);
+    assert_non_null(list); /* no spool yet: nothing spooled */
+    assert_int_equal(json_array_size(list), 0);
+    json_decref(list);
+
+    const long long ids[] = {100, 9, 100};
+    const char *cxi[] = {"failed", "destroyed", "destroyed"};
+    for (int i = 0; i < 3; i++) {
+        json_t *r = json_pack("{s:s, s:s, s:I, s:s}",
+                              "job_id",
+                              i == 1 ? "7.batch" : "42",
+                              "node",
+                              "n1",
+                              "reservation_id",
+                              (json_int_t)ids[i],
+                              "cxi",
+                              cxi[i]);
+        assert_int_equal(jobstate_spool_put(spool, r, &error), 0);
+        json_decref(r);
+    }
+    struct stat st;
+    assert_int_equal(stat(spool, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    list = jobstate_spool_list(spool, NULL, &error);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 2);
+    /* 9 before 100: ordered as numbers, not as text. */
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(list, 0), "job_id")),
+        "7.batch");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(list, 1), "cxi")),
+        "destroyed");
+    json_decref(list);
+
+    /* A file others may write is skipped and named; so is garbage. */
+    snprintf(path, sizeof(path), "%s/00000000000000000001_x.json", spool);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"job_id\":\"x\",\"cxi\":\"destroyed\"}", f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0666), 0);
+    snprintf(path, sizeof(path), "%s/00000000000000000002_y.json", spool);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("not json", f);
+    fclose(f);
+    bad = json_array();
+    list = jobstate_spool_list(spool, bad, &error);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 2);
+    assert_int_equal(json_array_size(bad), 2);
+    assert_non_null(strstr(json_string_value(json_array_get(bad, 0)),
+                           "only its owner may write"));
+    assert_non_null(
+        strstr(json_string_value(json_array_get(bad, 1)), "not a spooled"));
+    json_decref(list);
+    json_decref(bad);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/00000000000000000001_x.json", spool);
+    unlink(path);
+
+    jobstate_spool_remove(spool, "42", 100);
+    jobstate_spool_remove(spool, "42", 100); /* absent: fine */
+    list = jobstate_spool_list(spool, NULL, &error);
+    assert_int_equal(json_array_size(list), 1);
+    json_decref(list);
+
+    /* A directory others may write is refused, for reading and writing. */
+    assert_int_equal(chmod(spool, 0777), 0);
+    assert_null(jobstate_spool_list(spool, NULL, &error));
+    assert_int_equal(errno, EPERM);
+    json_t *r = json_pack("{s:s, s:I, s:s}",
+                          "job_id",
+                          "1",
+                          "reservation_id",
+                          (json_int_t)1,
+                          "cxi",
+                          "destroyed");
+    assert_int_equal(jobstate_spool_put(spool, r, &error), -1);
+    assert_non_null(strstr(error.text, "only its owner may write"));
+    /* A job id that cannot name a file is refused. */
+    assert_int_equal(chmod(spool, 0700), 0);
+    json_object_set_new(r, "job_id", json_string("../x"));
+    assert_int_equal(jobstate_spool_put(spool, r, &error), -1);
+    assert_int_equal(errno, EINVAL);
+    json_decref(r);
+
+    jobstate_spool_remove(spool, "7.batch", 9);
+    assert_int_equal(rmdir(spool), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_scale_back),
         cmocka_unit_test(test_jobenv),
         cmocka_unit_test(test_slurmcpus),
+        cmocka_unit_test(test_spool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
