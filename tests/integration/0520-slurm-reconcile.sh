@@ -50,6 +50,12 @@ vnibctl () {
     "$BUILD/vnibctl" --url "$BROKER_URL" --token-file "$T/sched.token" "$@"
 }
 
+# ---- no spool yet: reconcile does not make it (the SlurmUser's to make) -----
+reconcile
+expect_eq "a reconcile before anything was spooled exits 0" "$RC" 0
+expect_eq "... and leaves the spool unmade (root's would lock out the SlurmUser)" \
+    "$([ -e "$VNIB_SPOOL" ] && echo made || echo absent)" absent
+
 # ---- a job that ends with the broker up spools nothing ----------------------
 timeout 60 srun -N1 true
 expect_eq "srun runs" "$?" 0
