@@ -33,6 +33,8 @@
 
 /* Work items taken per worker pass. */
 #define WORK_BATCH 32
+/* Queued operations a release-queue worker claims per pass. */
+#define CLAIM_BATCH 4
 
 /* What a reservation says while a worker, not the request, reserves. */
 #define DEFERRED_REASON                                                \
@@ -517,10 +519,11 @@ static int work_one(struct hwcoll *h, json_t *w)
          * longer of the two timeouts after the time-out); the release
          * of a job whose reservation lands later still finds it then.
          */
-        double grace = 2e-3 * (double)(h->b->cfg->hwcoll.request_timeout_ms
-                                           > h->b->cfg->hwcoll.reserve_timeout_ms
-                                       ? h->b->cfg->hwcoll.request_timeout_ms
-                                       : h->b->cfg->hwcoll.reserve_timeout_ms);
+        double grace = 2e-3
+                       * (double)(h->b->cfg->hwcoll.request_timeout_ms
+                                          > h->b->cfg->hwcoll.reserve_timeout_ms
+                                      ? h->b->cfg->hwcoll.request_timeout_ms
+                                      : h->b->cfg->hwcoll.reserve_timeout_ms);
         if (!strcmp(st, "unavailable")
             && json_real_value(json_object_get(w, "age_s")) < grace)
             return 0;
@@ -620,8 +623,7 @@ static int deferred_one(struct hwcoll *h, json_t *w)
         && errno != ENOENT)
         goto failed;
     if (!token
-        && fmc_job_create(
-               h->fmc, fm, h->addrs_per_job, timeout, &token, &error)
+        && fmc_job_create(h->fmc, fm, h->addrs_per_job, timeout, &token, &error)
                < 0)
         goto failed;
     note_result(h, 0, "reserve", "");
@@ -717,7 +719,10 @@ static double backoff_s(struct hwcoll *h, int attempts)
                     / 1000.0);
 }
 
-/* Run one queued operation.  Returns 0, or -1 with the FM unreachable. */
+/* Run one queued operation.  Returns 1 when the FM confirmed it (the
+ * caller marks it done, with the rest of its pass), 0 when it failed and
+ * is due again later, or -1 with the FM unreachable.
+ */
 static int queue_op(struct hwcoll *h, json_t *op)
 {
     long long id = json_integer_value(json_object_get(op, "id"));
@@ -735,11 +740,6 @@ static int queue_op(struct hwcoll *h, json_t *op)
         rc = fmc_job_delete(h->fmc, fm, &error);
     if (rc == 0) {
         note_result(h, 0, kind, "");
-        if (store_fm_done(h->b->store, id, "fm-queue", &ignore) == 0) {
-            pthread_mutex_lock(&h->lock);
-            h->ops_done++;
-            pthread_mutex_unlock(&h->lock);
-        }
         logger_printf(h->b->log,
                       LOG_DEBUG,
                       NULL,
@@ -748,7 +748,7 @@ static int queue_op(struct hwcoll *h, json_t *op)
                       fm,
                       step ? " step " : "",
                       step ? step : "");
-        return 0;
+        return 1;
     }
     int e = errno;
     note_result(h, -1, kind, error.text);
@@ -775,6 +775,8 @@ static int queue_op(struct hwcoll *h, json_t *op)
 static void *queue_main(void *arg)
 {
     struct hwcoll *h = arg;
+    unsigned long long seen_deferred = 0;
+    int64_t next_deferred_look = 0;
 
     pthread_mutex_lock(&h->lock);
     while (!h->stop) {
@@ -788,10 +790,13 @@ static void *queue_main(void *arg)
         vnib_error_t error = {""};
         json_t *ops = NULL;
         int unreachable = 0;
-        size_t n = 0;
-        /* The lease outlives one FM call, so a live worker keeps it. */
+        size_t n = 0, ndone = 0;
+        long long done[CLAIM_BATCH];
+        /* The lease outlives one FM call, so a live worker keeps it (an
+         * operation claimed again after it is repeated, harmlessly). */
         int lease_s = (int)(h->b->cfg->hwcoll.request_timeout_ms / 1000) + 5;
-        if (store_fm_claim(h->b->store, 4, lease_s, &ops, &error) == 0) {
+        if (store_fm_claim(h->b->store, CLAIM_BATCH, lease_s, &ops, &error)
+            == 0) {
             size_t i;
             json_t *op;
             n = json_array_size(ops);
@@ -808,16 +813,51 @@ static void *queue_main(void *arg)
                         "postponed: the Fabric Manager is unreachable",
                         1.0,
                         &ignore);
-                } else if (queue_op(h, op) < 0)
-                    unreachable = 1;
+                } else {
+                    int rc = queue_op(h, op);
+                    if (rc < 0)
+                        unreachable = 1;
+                    else if (rc > 0 && ndone < CLAIM_BATCH)
+                        done[ndone++] =
+                            json_integer_value(json_object_get(op, "id"));
+                }
             }
             json_decref(ops);
         }
+        /* What the FM confirmed in this pass, in one transaction; if that
+         * fails the operations come due again after their lease, and a
+         * repeated delete is harmless (the FM's 404 counts as done).
+         */
+        if (ndone > 0) {
+            vnib_error_t derr = {""};
+            if (store_fm_done(h->b->store, done, ndone, "fm-queue", &derr)
+                == 0) {
+                pthread_mutex_lock(&h->lock);
+                h->ops_done += ndone;
+                pthread_mutex_unlock(&h->lock);
+            } else
+                logger_printf(h->b->log,
+                              LOG_WARNING,
+                              NULL,
+                              "hwcoll: cannot record %zu FM operation(s) "
+                              "done (they run again after their lease): %s",
+                              ndone,
+                              derr.text);
+        }
         /* One deferred reserve per worker and pass, so that the workers
-         * make them side by side.
+         * make them side by side.  Deferrals are rare (the request slots
+         * ran out), so the workers look for them only when this replica
+         * deferred one since, or once a second for other replicas'.
          */
         json_t *def = NULL;
-        if (!unreachable
+        pthread_mutex_lock(&h->lock);
+        bool look = h->deferred_total != seen_deferred
+                    || mono_ms() >= next_deferred_look;
+        seen_deferred = h->deferred_total;
+        pthread_mutex_unlock(&h->lock);
+        if (look)
+            next_deferred_look = mono_ms() + 1000;
+        if (!unreachable && look
             && store_hwcoll_claim(h->b->store, 1, 2 * lease_s, &def, &error)
                    == 0) {
             size_t i;
@@ -827,6 +867,8 @@ static void *queue_main(void *arg)
                 if (deferred_one(h, w) < 0)
                     unreachable = 1;
             }
+            if (json_array_size(def) > 0)
+                next_deferred_look = 0; /* there may be more */
             json_decref(def);
         }
         pthread_mutex_lock(&h->lock);

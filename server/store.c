@@ -157,7 +157,7 @@ static const char sql_hwcoll_claim[] =
     "FROM vnib_hwcoll_claim($1::integer, $2::integer)";
 static const char sql_fm_claim[] =
     "SELECT * FROM vnib_fm_claim($1::integer, $2::integer)";
-static const char sql_fm_done[] = "SELECT vnib_fm_done($1::bigint, $2)";
+static const char sql_fm_done[] = "SELECT vnib_fm_done_many($1::bigint[], $2)";
 static const char sql_fm_retry[] =
     "SELECT vnib_fm_retry($1::bigint, $2, $3::double precision)";
 static const char sql_step_release[] = "SELECT vnib_step_release($1, $2, $3)";
@@ -398,8 +398,10 @@ struct store *store_create(const struct config *cfg,
     if (cfg->database.group_max > 1) {
         size_t max = (size_t)cfg->database.group_max;
         unsigned leaders = (unsigned)cfg->database.group_leaders;
-        if (!(s->reserves = group_create(max, leaders, reserve_fits, reserve_run, s))
-            || !(s->releases = group_create(max, leaders, release_fits, release_run, s))) {
+        if (!(s->reserves =
+                  group_create(max, leaders, reserve_fits, reserve_run, s))
+            || !(s->releases = group_create(
+                     max, leaders, release_fits, release_run, s))) {
             group_destroy(s->reserves);
             pthread_cond_destroy(&s->cond);
             pthread_mutex_destroy(&s->lock);
@@ -778,8 +780,7 @@ static PGresult *conn_wait_result(struct store *s,
         /* Expected under load, not a database fault (vnib_reserve of
          * schema 7, kept for brokers of that schema).
          */
-        exhausted_error(
-            errp, PQresultErrorField(last, PG_DIAG_MESSAGE_DETAIL));
+        exhausted_error(errp, PQresultErrorField(last, PG_DIAG_MESSAGE_DETAIL));
         PQclear(last);
         errno = e;
         return NULL;
@@ -1326,11 +1327,8 @@ nomem:
 }
 
 /* The reservation of row `row` of a result, or -1 with errp. */
-static int result_row(struct store *s,
-                      PGresult *r,
-                      int row,
-                      json_t **resp,
-                      vnib_error_t *errp)
+static int result_row(
+    struct store *s, PGresult *r, int row, json_t **resp, vnib_error_t *errp)
 {
     if (!(*resp = row_reservation(s->cfg, r, row))) {
         errno = EIO;
@@ -1691,9 +1689,21 @@ static void reserve_group(struct store *s,
                 vcount = {0}, tcs = {0}, empty = {0}, actor = {0}, hmode = {0},
                 hstate = {0}, hreason = {0}, fm = {0}, addrs = {0},
                 ticket = {0}, plo = {0}, phi = {0};
-    struct sbuf *all[] = {&job, &uid, &user, &nodes, &ncount, &vcount,
-                          &tcs, &empty, &actor, &hmode, &hstate, &hreason,
-                          &fm, &addrs, &ticket};
+    struct sbuf *all[] = {&job,
+                          &uid,
+                          &user,
+                          &nodes,
+                          &ncount,
+                          &vcount,
+                          &tcs,
+                          &empty,
+                          &actor,
+                          &hmode,
+                          &hstate,
+                          &hreason,
+                          &fm,
+                          &addrs,
+                          &ticket};
     const size_t nall = sizeof(all) / sizeof(all[0]);
     struct ranges g;
     bool tickets = false;
@@ -1729,8 +1739,8 @@ static void reserve_group(struct store *s,
             sb_elem(&ticket, i, NULL);
         ranges_add(&g, a->hosts, (int)i + 1);
     }
-    bool failed = ranges_close(&g) < 0
-                  || pool_arrays(items[0]->a->pool, &plo, &phi) < 0;
+    bool failed =
+        ranges_close(&g) < 0 || pool_arrays(items[0]->a->pool, &plo, &phi) < 0;
     for (size_t i = 0; i < nall; i++) {
         sb_putc(all[i], '}');
         failed = failed || all[i]->failed;
@@ -1741,11 +1751,29 @@ static void reserve_group(struct store *s,
         goto done;
     }
     const char *params[24] = {
-        job.data,     uid.data,     user.data,    nodes.data,   ncount.data,
-        vcount.data,  tcs.data,     empty.data,   actor.data,   plo.data,
-        phi.data,     g.item.data,  g.prefix.data, g.suffix.data, g.width.data,
-        g.lo.data,    g.hi.data,    hmode.data,   hstate.data,  hreason.data,
-        fm.data,      addrs.data,   tickets ? ticket.data : NULL,
+        job.data,
+        uid.data,
+        user.data,
+        nodes.data,
+        ncount.data,
+        vcount.data,
+        tcs.data,
+        empty.data,
+        actor.data,
+        plo.data,
+        phi.data,
+        g.item.data,
+        g.prefix.data,
+        g.suffix.data,
+        g.width.data,
+        g.lo.data,
+        g.hi.data,
+        hmode.data,
+        hstate.data,
+        hreason.data,
+        fm.data,
+        addrs.data,
+        tickets ? ticket.data : NULL,
         wait ? "true" : "false",
     };
     r = run(s, STMT_RESERVE, params, &err);
@@ -2609,13 +2637,27 @@ int store_fm_claim(
 }
 
 int store_fm_done(struct store *s,
-                  long long id,
+                  const long long *ids,
+                  size_t n,
                   const char *actor,
                   vnib_error_t *errp)
 {
-    char i[24];
-    snprintf(i, sizeof(i), "%lld", id);
-    const char *params[2] = {i, actor};
+    char list[STORE_FM_DONE_MAX * 22 + 3];
+    size_t used = 0;
+
+    if (n == 0)
+        return 0;
+    if (n > STORE_FM_DONE_MAX) {
+        errno = EINVAL;
+        return errprintf(
+            errp, "at most %d operations at once", STORE_FM_DONE_MAX);
+    }
+    list[used++] = '{';
+    for (size_t k = 0; k < n; k++)
+        used += (size_t)snprintf(
+            list + used, sizeof(list) - used, "%s%lld", k ? "," : "", ids[k]);
+    snprintf(list + used, sizeof(list) - used, "}");
+    const char *params[2] = {list, actor};
     PGresult *r = run(s, STMT_FM_DONE, params, errp);
     if (!r)
         return -1;

@@ -35,19 +35,19 @@ struct idset;
 
 /* Pool counters, for /metrics. */
 struct store_stats {
-    unsigned size;             /* configured pool size */
-    unsigned open;             /* pool connections currently open */
-    unsigned busy;             /* pool connections lent to a request now */
-    unsigned idle;             /* open pool connections not lent: <= size */
-    unsigned listen_sessions;  /* open sessions outside the pool: LISTEN */
-    unsigned leader_sessions;  /* and the leader's advisory lock */
-    uint64_t acquires;         /* connections lent out, ever */
-    uint64_t waits;            /* acquires that had to wait for a free one */
-    uint64_t acquire_timeouts; /* acquires that gave up */
-    uint64_t connects;         /* successful connection attempts */
-    uint64_t connect_failures; /* failed connection attempts */
-    uint64_t query_timeouts;   /* statements cancelled for time */
-    uint64_t errors;           /* statements that failed otherwise */
+    unsigned size;               /* configured pool size */
+    unsigned open;               /* pool connections currently open */
+    unsigned busy;               /* pool connections lent to a request now */
+    unsigned idle;               /* open pool connections not lent: <= size */
+    unsigned listen_sessions;    /* open sessions outside the pool: LISTEN */
+    unsigned leader_sessions;    /* and the leader's advisory lock */
+    uint64_t acquires;           /* connections lent out, ever */
+    uint64_t waits;              /* acquires that had to wait for a free one */
+    uint64_t acquire_timeouts;   /* acquires that gave up */
+    uint64_t connects;           /* successful connection attempts */
+    uint64_t connect_failures;   /* failed connection attempts */
+    uint64_t query_timeouts;     /* statements cancelled for time */
+    uint64_t errors;             /* statements that failed otherwise */
     struct group_stats reserves; /* reserve groups (group commit) */
     struct group_stats releases; /* release groups */
 };
@@ -326,11 +326,14 @@ int store_purge(
 int store_fm_claim(
     struct store *s, int limit, int lease_s, json_t **opsp, vnib_error_t *errp);
 
-/* The FM confirmed operation id (a deleted job's reservation becomes
- * hwcoll released).
+/* The FM confirmed operations ids[0..n-1] (n <= STORE_FM_DONE_MAX), in
+ * one transaction: each is forgotten, and a deleted job's reservation
+ * becomes hwcoll released.
  */
+#define STORE_FM_DONE_MAX 64
 int store_fm_done(struct store *s,
-                  long long id,
+                  const long long *ids,
+                  size_t n,
                   const char *actor,
                   vnib_error_t *errp);
 
