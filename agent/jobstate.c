@@ -259,15 +259,33 @@ nomem:
 
 /* ---- the report spool --------------------------------------------------- */
 
-/* SPOOL_DIR, made 0700 when missing; refused unless it is a directory of
- * this user that nobody else may write, since every report in it is sent
- * with the node's token. */
+/* SPOOL_DIR, made 0700 when missing (and its missing parents 0755, as
+ * /var/spool/vnibroker on a fresh node); refused unless it is a directory
+ * of this user that nobody else may write, since every report in it is
+ * sent with the node's token. */
 static int spool_dir_check(const char *dir, bool create, vnib_error_t *errp)
 {
     struct stat st;
 
-    if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
-        return errprintf(errp, "cannot create %s: %s", dir, strerror(errno));
+    if (create && mkdir(dir, 0700) < 0) {
+        if (errno != ENOENT && errno != EEXIST)
+            return errprintf(
+                errp, "cannot create %s: %s", dir, strerror(errno));
+        if (errno == ENOENT) {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s", dir);
+            for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+                *p = '\0';
+                if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                    return errprintf(
+                        errp, "cannot create %s: %s", path, strerror(errno));
+                *p = '/';
+            }
+            if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return errprintf(
+                    errp, "cannot create %s: %s", dir, strerror(errno));
+        }
+    }
     if (lstat(dir, &st) < 0)
         return errprintf(errp, "%s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {

@@ -240,8 +240,10 @@ static void test_spool(void **state)
     vnib_error_t error = {""};
     json_t *list, *bad;
 
+    mode_t umask_was = umask(022); /* as slurmd runs its Prolog */
     assert_non_null(mkdtemp(dir));
-    snprintf(spool, sizeof(spool), "%s/spool", dir);
+    /* Its parent is missing too, as /var/spool/vnibroker on a new node. */
+    snprintf(spool, sizeof(spool), "%s/v/spool", dir);
     list = jobstate_spool_list(spool, NULL, &error);
     assert_non_null(list); /* no spool yet: nothing spooled */
     assert_int_equal(json_array_size(list), 0);
@@ -265,6 +267,9 @@ static void test_spool(void **state)
     struct stat st;
     assert_int_equal(stat(spool, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0700);
+    snprintf(path, sizeof(path), "%s/v", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0755);
     list = jobstate_spool_list(spool, NULL, &error);
     assert_non_null(list);
     assert_int_equal(json_array_size(list), 2);
@@ -332,7 +337,10 @@ static void test_spool(void **state)
 
     jobstate_spool_remove(spool, "7.batch", 9);
     assert_int_equal(rmdir(spool), 0);
+    snprintf(path, sizeof(path), "%s/v", dir);
+    assert_int_equal(rmdir(path), 0);
     assert_int_equal(rmdir(dir), 0);
+    umask(umask_was);
 }
 
 int main(void)
