@@ -578,6 +578,26 @@ static int job_cores(struct agent *a, const struct subopts *o, unsigned *np)
     return 0;
 }
 
+/* The prolog failed before it made any service (or after destroying what
+ * it made): report "failed", which drains the node in the broker and
+ * records why, and exit 1.
+ */
+static int prolog_failed(struct agent *a,
+                         const char *job_id,
+                         long long res_id,
+                         const vnib_error_t *error)
+{
+    vnib_error_t rerr = {""};
+    char msg[sizeof(error->text) + 32];
+    snprintf(msg, sizeof(msg), "prolog: %s", error->text);
+    if (report(a, job_id, res_id, "failed", NULL, msg, &rerr) != 200)
+        warn(a,
+             "job %s: the broker did not take the failure report: %s",
+             job_id,
+             rerr.text);
+    return fail(EXIT_FAILED, "job %s: %s", job_id, error->text);
+}
+
 static int cmd_prolog(struct agent *a, const struct subopts *o)
 {
     vnib_error_t error = {""};
@@ -703,32 +723,15 @@ static int cmd_prolog(struct agent *a, const struct subopts *o)
                        "services");
     if (!record
         || jobstate_save(a->cfg->state_dir, o->job, record, &error) < 0) {
-        vnib_error_t rerr = {""};
-        char msg[sizeof(error.text) + 32];
-        snprintf(msg, sizeof(msg), "prolog: %s", error.text);
-        if (report(a, o->job, res_id, "failed", NULL, msg, &rerr) != 200)
-            warn(a,
-                 "job %s: the broker did not take the failure report: %s",
-                 o->job,
-                 rerr.text);
-        rc = fail(EXIT_FAILED, "job %s: %s", o->job, error.text);
+        rc = prolog_failed(a, o->job, res_id, &error);
         goto done;
     }
     if (services_create(
             a->nb, a->devs, a->ndev, &job, ids, created, stderr, &error)
         < 0) {
-        /* services_create destroyed what it made; the failed report
-         * drains the node in the broker and records why.  The epilog (or
-         * clean --all) later reports the node clean. */
-        vnib_error_t rerr = {""};
-        char msg[sizeof(error.text) + 32];
-        snprintf(msg, sizeof(msg), "prolog: %s", error.text);
-        if (report(a, o->job, res_id, "failed", NULL, msg, &rerr) != 200)
-            warn(a,
-                 "job %s: the broker did not take the failure report: %s",
-                 o->job,
-                 rerr.text);
-        rc = fail(EXIT_FAILED, "job %s: %s", o->job, error.text);
+        /* services_create destroyed what it made.  The epilog (or clean
+         * --all) later reports the node clean. */
+        rc = prolog_failed(a, o->job, res_id, &error);
         goto done;
     }
     svcs = services_list(a->devs, ids, a->ndev);
