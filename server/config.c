@@ -111,7 +111,7 @@ static const struct cfg_row rows[] = {
     INT ("database.acquire_timeout_ms", database.acquire_timeout_ms, 10, 600000, 2000,
          "how long a request waits for a free pooled connection (503 after)"),
     INT ("database.group_max", database.group_max, 1, 1024, 32,
-         "most reserves (or releases) written in one transaction; 1: each alone"),
+         "most reserves (releases, FM answers) written in one transaction; 1: each alone"),
     INT ("database.group_leaders", database.group_leaders, 1, 1024, 1,
          "reserve (and release) groups written at once, each on a connection"),
     STR ("auth.tokens_file", auth.tokens_file, "/etc/vnibroker/tokens", 0,

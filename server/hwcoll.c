@@ -3,11 +3,14 @@
  * The request thread makes the reserve call itself, under its own short
  * timeout, so that a scheduler's reply carries the outcome; but only
  * hwcoll.request_concurrency of them at once, and past that the queue
- * workers make the call (a deferred reserve).  Everything
- * that may take longer or must be retried (releases, and checking reserves
- * that timed out) belongs to one worker thread, which takes its work from
- * the database and so loses nothing across crashes and restarts.  The
- * worker backs off while the FM is failing instead of spinning.
+ * workers make the call (a deferred reserve).  What may take longer or
+ * must be retried (releases, deferred reserves) belongs to the
+ * hwcoll.fm_concurrency release-queue workers, which take their work from
+ * the database and so lose nothing across crashes and restarts; they back
+ * off while the FM is failing instead of spinning.  One listener thread
+ * wakes them when another transaction queues work, and one leader thread
+ * (on the replica holding the leader lock) reconciles with the FM and
+ * checks the reserves that timed out.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +37,14 @@
 /* Work items taken per worker pass. */
 #define WORK_BATCH 32
 /* Queued operations a release-queue worker claims per pass. */
-#define CLAIM_BATCH 4
+#define CLAIM_BATCH 8
+/* A worker whose claim came back short waits this long before its next
+ * claim, so that claims take several operations, not one each: a release
+ * is asynchronous, and a few milliseconds more before the FM hears of it
+ * cost nobody, while a claim per operation was the queue's largest cost
+ * per job (schema/0012).
+ */
+#define LINGER_MS 20
 
 /* What a reservation says while a worker, not the request, reserves. */
 #define DEFERRED_REASON                                                \
@@ -52,9 +62,12 @@ struct hwcoll {
     pthread_t *threads; /* queue workers, then listener, then leader */
     int nthreads;
     pthread_mutex_t lock;
-    pthread_cond_t cond;  /* queue work may be due */
+    pthread_cond_t cond;  /* the leader's: something changed */
+    pthread_cond_t qcond; /* the queue workers': work may be due */
     bool stop;            /* under lock */
     unsigned generation;  /* bumped by each wake-up */
+    bool claim_woken;     /* a worker was woken to claim, has not yet */
+    int active;           /* queue workers in a pass or lingering */
     int64_t paused_until; /* FM unreachable: no calls before (mono ms) */
     long pause_ms;        /* the current pause, doubling */
     bool reconcile_now;   /* the FM came back, or just elected */
@@ -410,24 +423,26 @@ void hwcoll_kick(struct hwcoll *h)
     pthread_mutex_lock(&h->lock);
     h->generation++;
     pthread_cond_broadcast(&h->cond);
+    pthread_cond_broadcast(&h->qcond);
     pthread_mutex_unlock(&h->lock);
 }
 
-/* Wake n threads, not all: one queued operation needs one worker, and
- * waking every worker for it would make each of them claim from the
- * database for nothing.  The others see the new generation when their
- * own nap ends.
+/* New queue work was committed: wake one worker to claim it, unless a
+ * worker is at work (it claims again when its pass ends, and sees this
+ * work then) or one was woken already and has not claimed yet.  Waking a
+ * worker per committed release made each claim find one operation.  A
+ * worker whose claim came back full wakes the next with force, so that
+ * under a backlog the workers call the FM side by side.  Called without
+ * the lock.
  */
-static void wake_some(struct hwcoll *h, int n)
+static void wake_claimer(struct hwcoll *h, bool force)
 {
-    if (n >= h->nthreads) {
-        hwcoll_kick(h);
-        return;
-    }
     pthread_mutex_lock(&h->lock);
     h->generation++;
-    for (int i = 0; i < n; i++)
-        pthread_cond_signal(&h->cond);
+    if (force || (!h->claim_woken && h->active == 0)) {
+        h->claim_woken = true;
+        pthread_cond_signal(&h->qcond);
+    }
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -438,13 +453,12 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Sleep on the condition until woken or ms pass; false when stopping.
- * Called with the lock held.
+/* Sleep on cond until a wake-up after generation gen, or ms pass; false
+ * when stopping.  Called with the lock held.
  */
-static bool nap(struct hwcoll *h, long ms)
+static bool nap(struct hwcoll *h, pthread_cond_t *cond, unsigned gen, long ms)
 {
     struct timespec ts;
-    unsigned gen = h->generation;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_sec += ms / 1000;
     ts.tv_nsec += (ms % 1000) * 1000000;
@@ -453,7 +467,7 @@ static bool nap(struct hwcoll *h, long ms)
         ts.tv_nsec -= 1000000000;
     }
     while (!h->stop && h->generation == gen
-           && pthread_cond_timedwait(&h->cond, &h->lock, &ts) != ETIMEDOUT)
+           && pthread_cond_timedwait(cond, &h->lock, &ts) != ETIMEDOUT)
         ;
     return !h->stop;
 }
@@ -768,82 +782,97 @@ static int queue_op(struct hwcoll *h, json_t *op)
     return e == ECONNREFUSED || e == ETIMEDOUT ? -1 : 0;
 }
 
-/* A release-queue worker: claims due operations and runs them.  While
- * the FM is unreachable every worker waits out a pause that doubles up
- * to 30 s, so an outage costs one probe per pause, not a busy loop.
+/* A release-queue worker: claims due operations and runs them.  What
+ * the FM confirmed in one pass is recorded with the next pass's claim, in
+ * one transaction (store_fm_next); if that fails the operations come due
+ * again after their lease, and a repeated delete is harmless (the FM's
+ * 404 counts as done).  While the FM is unreachable every worker waits
+ * out a pause that doubles up to 30 s, so an outage costs one probe per
+ * pause, not a busy loop.
  */
 static void *queue_main(void *arg)
 {
     struct hwcoll *h = arg;
     unsigned long long seen_deferred = 0;
     int64_t next_deferred_look = 0;
+    long long done[CLAIM_BATCH];
+    size_t ndone = 0;
+    bool stopping = false;
+    bool counted = false; /* in h->active */
 
+    _Static_assert(CLAIM_BATCH <= STORE_FM_DONE_MAX, "done fits one call");
     pthread_mutex_lock(&h->lock);
-    while (!h->stop) {
+    while (!stopping) {
         int64_t wait = h->paused_until - mono_ms();
-        if (wait > 0) {
-            if (!nap(h, (long)wait))
-                break;
-            continue;
+        bool paused = wait > 0 || h->stop;
+        unsigned gen = h->generation;
+        if (!paused) {
+            h->claim_woken = false; /* this pass's claim sees it all */
+            if (!counted)
+                h->active++;
+            counted = true;
         }
         pthread_mutex_unlock(&h->lock);
         vnib_error_t error = {""};
         json_t *ops = NULL;
         int unreachable = 0;
-        size_t n = 0, ndone = 0;
-        long long done[CLAIM_BATCH];
+        size_t n = 0;
         /* The lease outlives one FM call, so a live worker keeps it (an
          * operation claimed again after it is repeated, harmlessly). */
         int lease_s = (int)(h->b->cfg->hwcoll.request_timeout_ms / 1000) + 5;
-        if (store_fm_claim(h->b->store, CLAIM_BATCH, lease_s, &ops, &error)
+        if (paused && ndone == 0)
+            goto sleep;
+        if (store_fm_next(h->b->store,
+                          done,
+                          ndone,
+                          "fm-queue",
+                          paused ? 0 : CLAIM_BATCH,
+                          lease_s,
+                          &ops,
+                          &error)
             == 0) {
-            size_t i;
-            json_t *op;
-            n = json_array_size(ops);
-            json_array_foreach (ops, i, op) {
-                if (unreachable) {
-                    /* Hand back what this worker will not try now, so
-                     * that it is due again when the FM returns rather
-                     * than when its lease ends.
-                     */
-                    vnib_error_t ignore;
-                    (void)store_fm_retry(
-                        h->b->store,
-                        json_integer_value(json_object_get(op, "id")),
-                        "postponed: the Fabric Manager is unreachable",
-                        1.0,
-                        &ignore);
-                } else {
-                    int rc = queue_op(h, op);
-                    if (rc < 0)
-                        unreachable = 1;
-                    else if (rc > 0 && ndone < CLAIM_BATCH)
-                        done[ndone++] =
-                            json_integer_value(json_object_get(op, "id"));
-                }
+            pthread_mutex_lock(&h->lock);
+            h->ops_done += ndone;
+            pthread_mutex_unlock(&h->lock);
+        } else if (ndone > 0)
+            logger_printf(h->b->log,
+                          LOG_WARNING,
+                          NULL,
+                          "hwcoll: cannot record %zu FM operation(s) "
+                          "done (they run again after their lease): %s",
+                          ndone,
+                          error.text);
+        ndone = 0;
+        if (paused)
+            goto sleep;
+        n = json_array_size(ops);
+        if (n == CLAIM_BATCH)
+            wake_claimer(h, true); /* there may be more: share them */
+        size_t i;
+        json_t *op;
+        json_array_foreach (ops, i, op) {
+            if (unreachable) {
+                /* Hand back what this worker will not try now, so that
+                 * it is due again when the FM returns rather than when
+                 * its lease ends.
+                 */
+                vnib_error_t ignore;
+                (void)store_fm_retry(
+                    h->b->store,
+                    json_integer_value(json_object_get(op, "id")),
+                    "postponed: the Fabric Manager is unreachable",
+                    1.0,
+                    &ignore);
+            } else {
+                int rc = queue_op(h, op);
+                if (rc < 0)
+                    unreachable = 1;
+                else if (rc > 0)
+                    done[ndone++] =
+                        json_integer_value(json_object_get(op, "id"));
             }
-            json_decref(ops);
         }
-        /* What the FM confirmed in this pass, in one transaction; if that
-         * fails the operations come due again after their lease, and a
-         * repeated delete is harmless (the FM's 404 counts as done).
-         */
-        if (ndone > 0) {
-            vnib_error_t derr = {""};
-            if (store_fm_done(h->b->store, done, ndone, "fm-queue", &derr)
-                == 0) {
-                pthread_mutex_lock(&h->lock);
-                h->ops_done += ndone;
-                pthread_mutex_unlock(&h->lock);
-            } else
-                logger_printf(h->b->log,
-                              LOG_WARNING,
-                              NULL,
-                              "hwcoll: cannot record %zu FM operation(s) "
-                              "done (they run again after their lease): %s",
-                              ndone,
-                              derr.text);
-        }
+        json_decref(ops);
         /* One deferred reserve per worker and pass, so that the workers
          * make them side by side.  Deferrals are rare (the request slots
          * ran out), so the workers look for them only when this replica
@@ -860,7 +889,6 @@ static void *queue_main(void *arg)
         if (!unreachable && look
             && store_hwcoll_claim(h->b->store, 1, 2 * lease_s, &def, &error)
                    == 0) {
-            size_t i;
             json_t *w;
             n += json_array_size(def);
             json_array_foreach (def, i, w) {
@@ -871,6 +899,7 @@ static void *queue_main(void *arg)
                 next_deferred_look = 0; /* there may be more */
             json_decref(def);
         }
+    sleep:
         pthread_mutex_lock(&h->lock);
         if (unreachable) {
             h->pause_ms = h->pause_ms ? h->pause_ms * 2 : 1000;
@@ -879,10 +908,36 @@ static void *queue_main(void *arg)
             h->paused_until = mono_ms() + h->pause_ms;
         } else if (n > 0)
             h->pause_ms = 0;
-        /* More may be due at once; otherwise sleep until woken. */
-        if (n == 0 && !nap(h, 1000))
-            break;
+        if (h->stop)
+            stopping = ndone == 0; /* record what is done first */
+        else if (n >= CLAIM_BATCH)
+            continue; /* confirm it; more may be due at once */
+        else if (ndone > 0 || n > 0) {
+            /* A short claim: confirm it with the next one, after a
+             * while (a wake-up with force ends the wait early). */
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += LINGER_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            (void)pthread_cond_timedwait(&h->qcond, &h->lock, &ts);
+            continue;
+        }
+        if (counted) {
+            h->active--;
+            counted = false;
+        }
+        if (h->stop)
+            ;
+        else if (paused)
+            nap(h, &h->qcond, gen, (long)wait);
+        else
+            nap(h, &h->qcond, gen, 1000);
     }
+    if (counted)
+        h->active--;
     pthread_mutex_unlock(&h->lock);
     return NULL;
 }
@@ -897,7 +952,7 @@ static void *listen_main(void *arg)
     while (ss && !stop) {
         int rc = store_session_wait(ss, 500);
         if (rc > 0)
-            wake_some(h, rc); /* one worker per committed notification */
+            wake_claimer(h, false);
         else if (rc < 0) {
             struct timespec ts = {1, 0};
             nanosleep(&ts, NULL);
@@ -1108,7 +1163,7 @@ static void *leader_main(void *arg)
             follow_up_timeouts(h);
             pthread_mutex_lock(&h->lock);
         }
-        if (!nap(h, 2000))
+        if (!nap(h, &h->cond, h->generation, 2000))
             break;
     }
     pthread_mutex_unlock(&h->lock);
@@ -1153,6 +1208,7 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&h->cond, &attr);
+    pthread_cond_init(&h->qcond, &attr);
     pthread_condattr_destroy(&attr);
     snprintf(
         h->prefix,
@@ -1252,6 +1308,7 @@ void hwcoll_destroy(struct hwcoll *h)
             pthread_mutex_lock(&h->lock);
             h->stop = true;
             pthread_cond_broadcast(&h->cond);
+            pthread_cond_broadcast(&h->qcond);
             pthread_mutex_unlock(&h->lock);
             for (int i = 0; i < h->nthreads; i++)
                 pthread_join(h->threads[i], NULL);
@@ -1260,6 +1317,7 @@ void hwcoll_destroy(struct hwcoll *h)
         fmc_destroy(h->fmc);
         vnib_memburn(h->key, sizeof(h->key));
         pthread_cond_destroy(&h->cond);
+        pthread_cond_destroy(&h->qcond);
         pthread_mutex_destroy(&h->lock);
         free(h);
     }

@@ -136,27 +136,43 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
         (unsigned long long)st.connect_failures,
         (unsigned long long)st.query_timeouts,
         (unsigned long long)st.errors);
+    /* Group commit, per kind of write: reserves, releases, and the FM
+     * outcomes of reserves with hardware collectives.
+     */
+    const struct {
+        const char *op;
+        const struct group_stats *g;
+    } kinds[] = {{"reserve", &st.reserves},
+                 {"release", &st.releases},
+                 {"hwcoll", &st.hwsets}};
+    const size_t nkinds = sizeof(kinds) / sizeof(kinds[0]);
     fprintf(f,
-            "# HELP vnib_db_groups_total Reserve (release) transactions, each "
-            "carrying one or more requests (group commit).\n"
-            "# TYPE vnib_db_groups_total counter\n"
-            "vnib_db_groups_total{op=\"reserve\"} %llu\n"
-            "vnib_db_groups_total{op=\"release\"} %llu\n"
+            "# HELP vnib_db_groups_total Transactions of reserves, releases "
+            "or FM outcomes (op), each carrying one or more requests (group "
+            "commit).\n"
+            "# TYPE vnib_db_groups_total counter\n");
+    for (size_t i = 0; i < nkinds; i++)
+        fprintf(f,
+                "vnib_db_groups_total{op=\"%s\"} %llu\n",
+                kinds[i].op,
+                (unsigned long long)kinds[i].g->groups);
+    fprintf(f,
             "# HELP vnib_db_group_requests_total Requests those transactions "
             "carried.\n"
-            "# TYPE vnib_db_group_requests_total counter\n"
-            "vnib_db_group_requests_total{op=\"reserve\"} %llu\n"
-            "vnib_db_group_requests_total{op=\"release\"} %llu\n"
+            "# TYPE vnib_db_group_requests_total counter\n");
+    for (size_t i = 0; i < nkinds; i++)
+        fprintf(f,
+                "vnib_db_group_requests_total{op=\"%s\"} %llu\n",
+                kinds[i].op,
+                (unsigned long long)kinds[i].g->items);
+    fprintf(f,
             "# HELP vnib_db_group_largest Most requests one of them carried.\n"
-            "# TYPE vnib_db_group_largest gauge\n"
-            "vnib_db_group_largest{op=\"reserve\"} %llu\n"
-            "vnib_db_group_largest{op=\"release\"} %llu\n",
-            (unsigned long long)st.reserves.groups,
-            (unsigned long long)st.releases.groups,
-            (unsigned long long)st.reserves.items,
-            (unsigned long long)st.releases.items,
-            (unsigned long long)st.reserves.max,
-            (unsigned long long)st.releases.max);
+            "# TYPE vnib_db_group_largest gauge\n");
+    for (size_t i = 0; i < nkinds; i++)
+        fprintf(f,
+                "vnib_db_group_largest{op=\"%s\"} %llu\n",
+                kinds[i].op,
+                (unsigned long long)kinds[i].g->max);
     fprintf(
         f,
         "# HELP vnib_build_info vnibrokerd version, git revision and schema "

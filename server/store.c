@@ -51,13 +51,12 @@ enum stmt_id {
     STMT_EVENTS,
     STMT_SWEEP,
     STMT_PURGE,
-    STMT_HWCOLL_SET,
+    STMT_HWCOLL_SET_MANY,
     STMT_HWCOLL_WORK,
     STMT_HWCOLL_DEFER,
     STMT_HWCOLL_CLAIM,
     STMT_HWCOLL_COUNTS,
-    STMT_FM_CLAIM,
-    STMT_FM_DONE,
+    STMT_FM_NEXT,
     STMT_FM_RETRY,
     STMT_STEP_RELEASE,
     STMT_RECONCILE,
@@ -135,9 +134,9 @@ static const char sql_reserve[] =
     "$13::text[], $14::text[], $15::smallint[], $16::bigint[], "
     "$17::bigint[], $18::text[], $19::text[], $20::text[], $21::text[], "
     "$22::integer[], $23::bigint[], $24::boolean)";
-static const char sql_hwcoll_set[] =
-    "SELECT * FROM vnib_hwcoll_set($1::bigint, $2, $3, "
-    "decode($4, 'hex'), $5)";
+static const char sql_hwcoll_set_many[] =
+    "SELECT * FROM vnib_hwcoll_set_many($1::bigint[], $2::text[], "
+    "$3::text[], $4::text[], $5::text[])";
 /* Fabric Manager work: releases to make, and reserves that timed out,
  * which the Fabric Manager may have completed late.  Deferred reserves
  * (hwcoll_due set) are the claim's (schema/0005), not this check's.
@@ -155,9 +154,8 @@ static const char sql_hwcoll_defer[] =
 static const char sql_hwcoll_claim[] =
     "SELECT id, fm_job_id, active, attempts "
     "FROM vnib_hwcoll_claim($1::integer, $2::integer)";
-static const char sql_fm_claim[] =
-    "SELECT * FROM vnib_fm_claim($1::integer, $2::integer)";
-static const char sql_fm_done[] = "SELECT vnib_fm_done_many($1::bigint[], $2)";
+static const char sql_fm_next[] =
+    "SELECT * FROM vnib_fm_next($1::bigint[], $2, $3::integer, $4::integer)";
 static const char sql_fm_retry[] =
     "SELECT vnib_fm_retry($1::bigint, $2, $3::double precision)";
 static const char sql_step_release[] = "SELECT vnib_step_release($1, $2, $3)";
@@ -299,13 +297,12 @@ static const struct {
     [STMT_EVENTS] = {"events", sql_events, 3},
     [STMT_SWEEP] = {"sweep", sql_sweep, 1},
     [STMT_PURGE] = {"purge", sql_purge, 2},
-    [STMT_HWCOLL_SET] = {"hwcoll_set", sql_hwcoll_set, 5},
+    [STMT_HWCOLL_SET_MANY] = {"hwcoll_set_many", sql_hwcoll_set_many, 5},
     [STMT_HWCOLL_WORK] = {"hwcoll_work", sql_hwcoll_work, 1},
     [STMT_HWCOLL_DEFER] = {"hwcoll_defer", sql_hwcoll_defer, 3},
     [STMT_HWCOLL_CLAIM] = {"hwcoll_claim", sql_hwcoll_claim, 2},
     [STMT_HWCOLL_COUNTS] = {"hwcoll_counts", sql_hwcoll_counts, 0},
-    [STMT_FM_CLAIM] = {"fm_claim", sql_fm_claim, 2},
-    [STMT_FM_DONE] = {"fm_done", sql_fm_done, 2},
+    [STMT_FM_NEXT] = {"fm_next", sql_fm_next, 4},
     [STMT_FM_RETRY] = {"fm_retry", sql_fm_retry, 3},
     [STMT_STEP_RELEASE] = {"step_release", sql_step_release, 3},
     [STMT_RECONCILE] = {"reconcile", sql_reconcile, 3},
@@ -339,6 +336,7 @@ struct store {
     struct store_stats stats; /* under lock */
     struct group *reserves;   /* NULL: database.group_max is 1 */
     struct group *releases;
+    struct group *hwsets; /* FM outcomes of reserves */
 };
 
 /* The groups' callbacks (below, with reserves and releases). */
@@ -352,6 +350,11 @@ static bool release_fits(void *arg,
                          size_t n,
                          const struct group_item *gi);
 static void release_run(void *arg, struct group_item **items, size_t n);
+static bool hwset_fits(void *arg,
+                       struct group_item *const *items,
+                       size_t n,
+                       const struct group_item *gi);
+static void hwset_run(void *arg, struct group_item **items, size_t n);
 
 /* Migrations may rebuild tables; give them far longer than a request. */
 #define MIGRATE_TIMEOUT_MS (30 * 60 * 1000)
@@ -400,9 +403,12 @@ struct store *store_create(const struct config *cfg,
         unsigned leaders = (unsigned)cfg->database.group_leaders;
         if (!(s->reserves =
                   group_create(max, leaders, reserve_fits, reserve_run, s))
-            || !(s->releases = group_create(
-                     max, leaders, release_fits, release_run, s))) {
+            || !(s->releases =
+                     group_create(max, leaders, release_fits, release_run, s))
+            || !(s->hwsets =
+                     group_create(max, leaders, hwset_fits, hwset_run, s))) {
             group_destroy(s->reserves);
+            group_destroy(s->releases);
             pthread_cond_destroy(&s->cond);
             pthread_mutex_destroy(&s->lock);
             goto nomem;
@@ -428,6 +434,7 @@ void store_destroy(struct store *s)
         free(s->conns);
         group_destroy(s->reserves);
         group_destroy(s->releases);
+        group_destroy(s->hwsets);
         pthread_cond_destroy(&s->cond);
         pthread_mutex_destroy(&s->lock);
         free(s);
@@ -1062,6 +1069,8 @@ void store_get_stats(struct store *s, struct store_stats *st)
         group_get_stats(s->reserves, &st->reserves);
     if (s->releases)
         group_get_stats(s->releases, &st->releases);
+    if (s->hwsets)
+        group_get_stats(s->hwsets, &st->hwsets);
 }
 
 /* ---- text buffers for parameters ------------------------------------------
@@ -2455,6 +2464,103 @@ int store_purge(
     return 0;
 }
 
+/* A reservation's FM outcome, grouped with those of concurrent reserves
+ * (schema/0012 vnib_hwcoll_set_many): outcome ok, not_active or unchanged.
+ */
+struct hwset_item {
+    struct item_result res; /* first */
+    long long id;
+    const char *state;
+    const char *reason;
+    const char *sealed_hex;
+    const char *actor;
+    bool want_resp;
+    char outcome[32];
+};
+
+/* Run items[0..n-1] (hwset_items) as one group.  A group_fn; there are no
+ * job locks to wait for.
+ */
+static void hwset_group(struct store *s,
+                        struct item_result **base,
+                        size_t n,
+                        bool wait)
+{
+    struct hwset_item **items = (struct hwset_item **)base;
+    struct sbuf ids = {0}, states = {0}, reasons = {0}, tokens = {0},
+                actors = {0};
+    struct sbuf *all[] = {&ids, &states, &reasons, &tokens, &actors};
+    const size_t nall = sizeof(all) / sizeof(all[0]);
+    vnib_error_t err = {{0}};
+    PGresult *r = NULL;
+    bool failed = false;
+
+    for (size_t i = 0; i < nall; i++)
+        sb_putc(all[i], '{');
+    for (size_t i = 0; i < n; i++) {
+        sb_elem_num(&ids, i, items[i]->id);
+        sb_elem(&states, i, items[i]->state);
+        sb_elem(&reasons, i, items[i]->reason);
+        sb_elem(&tokens, i, items[i]->sealed_hex);
+        sb_elem(&actors, i, items[i]->actor);
+    }
+    for (size_t i = 0; i < nall; i++) {
+        sb_putc(all[i], '}');
+        failed = failed || all[i]->failed;
+    }
+    if (failed) {
+        for (size_t i = 0; i < n; i++)
+            item_fail(base[i], ENOMEM, "out of memory");
+        goto done;
+    }
+    const char *params[5] = {
+        ids.data, states.data, reasons.data, tokens.data, actors.data};
+    r = run(s, STMT_HWCOLL_SET_MANY, params, &err);
+    if (r && PQntuples(r) != (int)n) {
+        PQclear(r);
+        r = NULL;
+        errno = EIO;
+        errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
+    }
+    if (!r) {
+        group_failed(s, base, n, wait, errno, err.text, hwset_group);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct hwset_item *it = items[i];
+        snprintf(it->outcome, sizeof(it->outcome), "%s", col(r, (int)i, 0));
+        it->res.rc = 0;
+        if (it->want_resp
+            && result_row(s, r, (int)i, &it->res.resp, &it->res.error) < 0) {
+            it->res.rc = -1;
+            it->res.err = errno ? errno : EIO;
+        }
+    }
+done:
+    PQclear(r);
+    for (size_t i = 0; i < nall; i++)
+        free(all[i]->data);
+}
+
+/* group_fits_f: each reservation once. */
+static bool hwset_fits(void *arg,
+                       struct group_item *const *items,
+                       size_t n,
+                       const struct group_item *gi)
+{
+    const struct hwset_item *it = (const struct hwset_item *)gi;
+    (void)arg;
+    for (size_t i = 0; i < n; i++)
+        if (((const struct hwset_item *)items[i])->id == it->id)
+            return false;
+    return true;
+}
+
+static void hwset_run(void *arg, struct group_item **items, size_t n)
+{
+    hwset_group(arg, (struct item_result **)items, n, false);
+}
+
 int store_hwcoll_set(struct store *s,
                      long long id,
                      const char *state,
@@ -2466,18 +2572,19 @@ int store_hwcoll_set(struct store *s,
                      size_t outcome_size,
                      vnib_error_t *errp)
 {
-    char idbuf[24];
-    snprintf(idbuf, sizeof(idbuf), "%lld", id);
-    const char *params[5] = {idbuf, state, reason, sealed_hex, actor};
-    PGresult *r = run_one(s, STMT_HWCOLL_SET, params, "no answer", errp);
-    int rc = 0;
-    if (!r)
+    struct hwset_item it = {.id = id,
+                            .state = state,
+                            .reason = reason,
+                            .sealed_hex = sealed_hex,
+                            .actor = actor,
+                            .want_resp = resp != NULL};
+
+    if (item_submit(s, s->hwsets, &it.res, hwset_group, errp) < 0)
         return -1;
-    snprintf(outcome, outcome_size, "%s", col(r, 0, ROW_OUTCOME));
+    snprintf(outcome, outcome_size, "%s", it.outcome);
     if (resp)
-        rc = result_reservation(s, r, resp, errp);
-    PQclear(r);
-    return rc;
+        *resp = it.res.resp;
+    return 0;
 }
 
 int store_hwcoll_defer(struct store *s,
@@ -2595,17 +2702,40 @@ int store_hwcoll_counts(struct store *s, json_t **countsp, vnib_error_t *errp)
 /* ---- the Fabric Manager queue and leadership ------------------------------
  */
 
-int store_fm_claim(
-    struct store *s, int limit, int lease_s, json_t **opsp, vnib_error_t *errp)
+int store_fm_next(struct store *s,
+                  const long long *done,
+                  size_t ndone,
+                  const char *actor,
+                  int limit,
+                  int lease_s,
+                  json_t **opsp,
+                  vnib_error_t *errp)
 {
+    char list[STORE_FM_DONE_MAX * 22 + 3];
     char l[16], t[16];
+    size_t used = 0;
+    json_t *ops = NULL;
+
+    if (ndone > STORE_FM_DONE_MAX) {
+        errno = EINVAL;
+        return errprintf(
+            errp, "at most %d operations at once", STORE_FM_DONE_MAX);
+    }
+    list[used++] = '{';
+    for (size_t k = 0; k < ndone; k++)
+        used += (size_t)snprintf(
+            list + used, sizeof(list) - used, "%s%lld", k ? "," : "", done[k]);
+    snprintf(list + used, sizeof(list) - used, "}");
     snprintf(l, sizeof(l), "%d", limit);
     snprintf(t, sizeof(t), "%d", lease_s);
-    const char *params[2] = {l, t};
-    json_t *list = json_array();
-    PGresult *r = list ? run(s, STMT_FM_CLAIM, params, errp) : NULL;
+    const char *params[4] = {list, actor, l, t};
+    if (!(ops = json_array())) {
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    PGresult *r = run(s, STMT_FM_NEXT, params, errp);
     if (!r) {
-        json_decref(list);
+        json_decref(ops);
         return -1;
     }
     for (int i = 0; i < PQntuples(r); i++) {
@@ -2624,44 +2754,15 @@ int store_fm_claim(
                       col(r, i, 4),
                       "attempts",
                       (int)col_ll(r, i, 5));
-        if (!op || json_array_append_new(list, op) < 0) {
+        if (!op || json_array_append_new(ops, op) < 0) {
             PQclear(r);
-            json_decref(list);
+            json_decref(ops);
             errno = ENOMEM;
             return errprintf(errp, "out of memory");
         }
     }
     PQclear(r);
-    *opsp = list;
-    return 0;
-}
-
-int store_fm_done(struct store *s,
-                  const long long *ids,
-                  size_t n,
-                  const char *actor,
-                  vnib_error_t *errp)
-{
-    char list[STORE_FM_DONE_MAX * 22 + 3];
-    size_t used = 0;
-
-    if (n == 0)
-        return 0;
-    if (n > STORE_FM_DONE_MAX) {
-        errno = EINVAL;
-        return errprintf(
-            errp, "at most %d operations at once", STORE_FM_DONE_MAX);
-    }
-    list[used++] = '{';
-    for (size_t k = 0; k < n; k++)
-        used += (size_t)snprintf(
-            list + used, sizeof(list) - used, "%s%lld", k ? "," : "", ids[k]);
-    snprintf(list + used, sizeof(list) - used, "}");
-    const char *params[2] = {list, actor};
-    PGresult *r = run(s, STMT_FM_DONE, params, errp);
-    if (!r)
-        return -1;
-    PQclear(r);
+    *opsp = ops;
     return 0;
 }
 

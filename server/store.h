@@ -50,6 +50,7 @@ struct store_stats {
     uint64_t errors;             /* statements that failed otherwise */
     struct group_stats reserves; /* reserve groups (group commit) */
     struct group_stats releases; /* release groups */
+    struct group_stats hwsets;   /* groups of FM outcomes (hwcoll_set) */
 };
 
 /* Create the pool (connections are opened on demand).  cfg and log are
@@ -159,7 +160,8 @@ int store_get(struct store *s,
 /* Record the Fabric Manager's answer (see vnib_hwcoll_set in schema/0002):
  * state reserved (sealed_hex: the sealed token), unavailable, released or
  * lost.  *outcomep: "ok", "not_active" (the job ended: delete the FM job)
- * or "unchanged".  resp (may be NULL) receives the reservation.
+ * or "unchanged".  resp (may be NULL) receives the reservation.  Answers
+ * recorded at the same time commit together (database.group_max).
  */
 int store_hwcoll_set(struct store *s,
                      long long id,
@@ -318,23 +320,22 @@ int store_purge(
 
 /* ---- the Fabric Manager queue (schema/0003) ----------------------------- */
 
-/* Claim up to `limit` due queued operations for lease_s seconds: each
- * {"id", "reservation_id", "fm_job_id", "op" (delete_job, release_step),
- * "step_id", "attempts"}.  Another worker may claim one again only after
- * the lease.
- */
-int store_fm_claim(
-    struct store *s, int limit, int lease_s, json_t **opsp, vnib_error_t *errp);
-
-/* The FM confirmed operations ids[0..n-1] (n <= STORE_FM_DONE_MAX), in
- * one transaction: each is forgotten, and a deleted job's reservation
- * becomes hwcoll released.
+/* Confirm what the FM did and claim what is next, in one transaction.
+ * done[0..ndone-1] (ndone <= STORE_FM_DONE_MAX) are operations the FM
+ * confirmed: each is forgotten, and a deleted job's reservation becomes
+ * hwcoll released.  Then up to `limit` (0: none) due operations are
+ * claimed for lease_s seconds into *opsp, each {"id", "reservation_id",
+ * "fm_job_id", "op" (delete_job, release_step), "step_id", "attempts"};
+ * another worker may claim one again only after the lease.
  */
 #define STORE_FM_DONE_MAX 64
-int store_fm_done(struct store *s,
-                  const long long *ids,
-                  size_t n,
+int store_fm_next(struct store *s,
+                  const long long *done,
+                  size_t ndone,
                   const char *actor,
+                  int limit,
+                  int lease_s,
+                  json_t **opsp,
                   vnib_error_t *errp);
 
 /* Operation id failed: due again after delay_s. */

@@ -34,65 +34,19 @@ printf '%s' "$SCHED_TOKEN" >"$T/sched.token"
 printf '%s' "$ADMIN_TOKEN" >"$T/admin.token"
 umask 022
 
-# Fixed ports, so that a restarted replica comes back on the same URL.
-# They are drawn below the kernel's ephemeral range, which the clients'
-# own connections use, and must not be listened on already.
-read -r EPH_LO _ </proc/sys/net/ipv4/ip_local_port_range
-PORT_LO=$((EPH_LO > 12000 ? EPH_LO - 10000 : 20000))
-pick_port () {
-    for _ in $(seq 1 50); do
-        p=$((PORT_LO + $(od -An -N2 -tu2 /dev/urandom) % 9000))
-        ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
-    done
-    return 1
-}
-
-# replica_config NAME PORT: lib.sh's config on a fixed port, with this
-# test's pool, quieter logs and a longer wait for a pooled connection.
-# Each client thread runs hundreds of jobs a second on the same two
-# nodes, far past any real node's report rate: no report limit here
-# (0215 tests it).
+# replica_config NAME: lib.sh's config with this test's pool, quieter
+# logs and a longer wait for a pooled connection.  Each client thread runs
+# hundreds of jobs a second on the same two nodes, far past any real
+# node's report rate: no report limit here (0215 tests it).
 replica_config () {
     broker_config "$T/$1.toml" 'report_rate = 0'
-    sed -i -e "s/^port = 0/port = $2/" \
-        -e 's/^acquire_timeout_ms = .*/acquire_timeout_ms = 2000/' \
+    sed -i -e 's/^acquire_timeout_ms = .*/acquire_timeout_ms = 2000/' \
         -e 's/^level = .*/level = "notice"/' "$T/$1.toml"
     printf '\n[vni]\npool = "%s"\n' "$POOL" >>"$T/$1.toml"
 }
 
-# replica_start NAME: start it from its config; sets PID_<NAME>.  Fails
-# when it does not listen within 10 s (a taken port: it exits).
-STARTS=0
-replica_start () {
-    STARTS=$((STARTS + 1))
-    log=$T/broker-$1.$STARTS.log
-    "$VNIBROKERD" -c "$T/$1.toml" >"$log" 2>&1 &
-    pid=$!
-    track "$pid"
-    eval "PID_$1=$pid"
-    wait_for 10 sh -c "grep -q 'listening on' '$log' || ! kill -0 $pid"
-    grep -q 'listening on' "$log" && return 0
-    echo "# replica $1 did not start:"
-    sed 's/^/#   /' "$log" | tail -n 5
-    kill -KILL "$pid" 2>/dev/null
-    { wait "$pid"; } 2>/dev/null
-    return 1
-}
-
-# replica_first NAME: a fresh port (again if it was taken meanwhile).
-replica_first () {
-    for _ in 1 2 3 4 5; do
-        port=$(pick_port) || break
-        replica_config "$1" "$port"
-        if replica_start "$1"; then
-            eval "URL_$1=http://127.0.0.1:$port"
-            return 0
-        fi
-    done
-    return 1
-}
-
-replica_config A 0
+replica_config A
+replica_config B
 broker_migrate "$T/A.toml" || { not_ok "migrate"; finish; }
 replica_first A || { not_ok "replica A starts"; finish; }
 replica_first B || { not_ok "replica B starts"; finish; }
@@ -108,31 +62,12 @@ track "$HPID"
 
 # SIGKILL one replica, then the other, every KILL_EVERY seconds while the
 # clients run; each comes back on its port half a second later.
-kills=0
-restarts=0
-victim=A
-elapsed=0
-while [ $((elapsed + KILL_EVERY + 2)) -lt "$SECONDS_RUN" ]; do
-    sleep "$KILL_EVERY"
-    elapsed=$((elapsed + KILL_EVERY))
-    eval "pid=\$PID_$victim"
-    kill -KILL "$pid" 2>/dev/null && kills=$((kills + 1))
-    { wait "$pid"; } 2>/dev/null
-    sleep 0.5
-    for _ in 1 2 3 4 5; do
-        if replica_start "$victim"; then
-            restarts=$((restarts + 1))
-            break
-        fi
-        sleep 0.5
-    done
-    if [ "$victim" = A ]; then victim=B; else victim=A; fi
-done
+kill_replicas_during "$HPID" "$SECONDS_RUN" "$KILL_EVERY" A B
 wait "$HPID"
 hrc=$?
 sed 's/^/# /' "$T/history.out"
-expect_match "replicas were killed mid-load ($kills) and restarted on their ports ($restarts)" \
-    "$kills $restarts" '^([1-9][0-9]*) \1$'
+expect_match "replicas were killed mid-load ($KILLS) and restarted on their ports ($RESTARTS)" \
+    "$KILLS $RESTARTS" '^([1-9][0-9]*) \1$'
 expect_eq "the history checker found every invariant held (exit status)" "$hrc" 0
 expect_match "... and said so" "$(tail -n 1 "$T/history.out")" '^history: PASS'
 

@@ -344,6 +344,84 @@ broker_stop () {
     wait "$BROKER_PID"
 }
 
+# ---- replicas on fixed ports ----------------------------------------------
+#
+# A replica killed with SIGKILL comes back on the same URL, as a load
+# balancer would expect.  The ports are drawn below the kernel's ephemeral
+# range, which the clients' own connections use, and must not be listened
+# on already.
+
+# pick_port: print a free TCP port below the ephemeral range.
+pick_port () {
+    read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range
+    port_lo=$((eph_lo > 12000 ? eph_lo - 10000 : 20000))
+    for _ in $(seq 1 50); do
+        p=$((port_lo + $(od -An -N2 -tu2 /dev/urandom) % 9000))
+        ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+# replica_start NAME: start vnibrokerd on $T/NAME.toml; sets PID_<NAME>.
+# Fails when it does not listen within 10 s (a taken port: it exits).
+REPLICA_STARTS=0
+replica_start () {
+    REPLICA_STARTS=$((REPLICA_STARTS + 1))
+    log=$T/broker-$1.$REPLICA_STARTS.log
+    "$VNIBROKERD" -c "$T/$1.toml" >"$log" 2>&1 &
+    pid=$!
+    track "$pid"
+    eval "PID_$1=$pid"
+    wait_for 10 sh -c "grep -q 'listening on' '$log' || ! kill -0 $pid"
+    grep -q 'listening on' "$log" && return 0
+    echo "# replica $1 did not start:"
+    sed 's/^/#   /' "$log" | tail -n 5
+    kill -KILL "$pid" 2>/dev/null
+    { wait "$pid"; } 2>/dev/null
+    return 1
+}
+
+# replica_first NAME: give $T/NAME.toml (a broker_config) a fresh fixed
+# port, again if it was taken meanwhile, and start it; sets URL_<NAME>.
+replica_first () {
+    for _ in 1 2 3 4 5; do
+        port=$(pick_port) || break
+        sed -i "0,/^port = [0-9]*/s//port = $port/" "$T/$1.toml"
+        if replica_start "$1"; then
+            eval "URL_$1=http://127.0.0.1:$port"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# kill_replicas_during PID SECONDS EVERY A B: while process PID (a load
+# client running SECONDS) runs, SIGKILL replica A, then B, then A ...
+# every EVERY seconds, each restarted on its port half a second later.
+# Sets KILLS and RESTARTS.
+kill_replicas_during () {
+    KILLS=0
+    RESTARTS=0
+    victim=$4
+    elapsed=0
+    while [ $((elapsed + $3 + 2)) -lt "$2" ] && kill -0 "$1" 2>/dev/null; do
+        sleep "$3"
+        elapsed=$((elapsed + $3))
+        eval "pid=\$PID_$victim"
+        kill -KILL "$pid" 2>/dev/null && KILLS=$((KILLS + 1))
+        { wait "$pid"; } 2>/dev/null
+        sleep 0.5
+        for _ in 1 2 3 4 5; do
+            if replica_start "$victim"; then
+                RESTARTS=$((RESTARTS + 1))
+                break
+            fi
+            sleep 0.5
+        done
+        if [ "$victim" = "$4" ]; then victim=$5; else victim=$4; fi
+    done
+}
+
 # http METHOD PATH [CURL-ARGS...]: sets HTTP_STATUS; body in $T/http.body,
 # headers in $T/http.headers.  The URL defaults to $BROKER_URL.  With TOKEN
 # set (TOKEN=$SCHED_TOKEN http ...), the request carries it as a bearer.

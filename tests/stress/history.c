@@ -17,7 +17,9 @@
  * 2: usage or set-up error).  With --bench it prints `make bench` rows
  * instead (pairs/s, reserve p99, 503s and deadlocks beside their targets)
  * with the invariants as "#" detail lines, and exits 0 unless the harness
- * broke.  --log writes the whole history as JSON lines.
+ * broke.  --log writes the whole history as JSON lines.  With --hwcoll
+ * the jobs ask for hardware collectives, and every session token a reserve
+ * reports is read back and compared with what the broker keeps.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -64,6 +66,7 @@ struct run {
     double settle;
     int attempts; /* per request, across the replicas */
     bool reports; /* the created and destroyed reports */
+    bool hwcoll;  /* jobs ask for hardware collectives (two nodes each) */
     bool bench;
     int64_t start_mono, stop_mono;
 };
@@ -82,6 +85,12 @@ struct client {
     int64_t end_mono; /* when the thread's last job ended */
     uint64_t pairs;   /* jobs reserved and released */
     int failed;       /* out of memory or curl set-up */
+    /* --hwcoll: reserves answered hwcoll "reserved", those read back with
+     * GET, and those whose read-back state or session token differed
+     * (the first such job in hw_bad).
+     */
+    uint64_t hw_told, hw_checked, hw_mismatch;
+    char hw_bad[160];
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -302,6 +311,49 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
+static json_t *get_json(struct client *c, const char *path, const char *tok);
+
+/* --hwcoll: the reserve reply in c->buf told the scheduler its multicast
+ * reservation; when it said "reserved", what the broker keeps (read back
+ * with GET, from any replica) must be the same session token.  A reply
+ * that said "reserved" without a token is a mismatch too.
+ */
+static void check_hwcoll(struct client *c, const char *job, const char *path)
+{
+    json_t *told = json_loadb(c->buf ? c->buf : "", c->len, 0, NULL);
+    json_t *hw = json_object_get(told, "hwcoll");
+    const char *state = json_string_value(json_object_get(hw, "state"));
+    const char *token = json_string_value(json_object_get(hw, "session_token"));
+    char *want = token ? strdup(token) : NULL;
+    const char *why = NULL;
+
+    if (!state || strcmp(state, "reserved"))
+        goto done;
+    c->hw_told++;
+    if (!want) {
+        why = "replied reserved without a session token";
+        goto done;
+    }
+    json_t *got = get_json(c, path, c->run->sched);
+    if (!got)
+        goto done; /* not read back: counted as told, not checked */
+    c->hw_checked++;
+    json_t *ghw = json_object_get(got, "hwcoll");
+    const char *gstate = json_string_value(json_object_get(ghw, "state"));
+    const char *gtoken =
+        json_string_value(json_object_get(ghw, "session_token"));
+    if (!gstate || strcmp(gstate, "reserved"))
+        why = "read back in another hwcoll state";
+    else if (!gtoken || strcmp(gtoken, want))
+        why = "read back with another session token";
+    json_decref(got);
+done:
+    if (why && c->hw_mismatch++ == 0)
+        snprintf(c->hw_bad, sizeof(c->hw_bad), "%s: %s", job, why);
+    free(want);
+    json_decref(told);
+}
+
 /* Reserve, report created, release, report destroyed.  Returns -1 only
  * when the client itself broke (out of memory).
  */
@@ -324,7 +376,9 @@ static int run_job(struct client *c, uint64_t seq)
     j->thread = c->index;
     j->vni_count = run->vni_count ? run->vni_count
                                   : 1 + (int)(rng_next(&c->rng) % 4);
-    j->nnodes = run->reports ? 1 + (int)(rng_next(&c->rng) % 2) : 1;
+    j->nnodes = run->hwcoll    ? 2
+                : run->reports ? 1 + (int)(rng_next(&c->rng) % 2)
+                               : 1;
     j->live_until = INT64_MAX;
     int base = c->index * HREC_MAX_NODES;
     for (int i = 0; i < j->nnodes; i++) {
@@ -341,8 +395,8 @@ static int run_job(struct client *c, uint64_t seq)
                  base, base + 1);
     snprintf(body, sizeof(body),
              "{\"job_id\":\"%s\",\"uid\":1000,\"user\":\"history\","
-             "\"nodes\":\"%s\",\"vni_count\":%d,\"hwcoll\":\"off\"}",
-             j->job, hostlist, j->vni_count);
+             "\"nodes\":\"%s\",\"vni_count\":%d,\"hwcoll\":\"%s\"}",
+             j->job, hostlist, j->vni_count, run->hwcoll ? "on" : "off");
     char job[HREC_JOB_SIZE];
     snprintf(job, sizeof(job), "%s", j->job);
     st = request(c, ji, HREC_RESERVE, NULL, "POST", "/v1/reservations", body,
@@ -371,6 +425,8 @@ static int run_job(struct client *c, uint64_t seq)
     parse_reservation(c->buf, &j->resv_id, j->vnis, &j->nvnis);
     long long rid = j->resv_id;
     int nnodes = j->nnodes;
+    if (run->hwcoll)
+        check_hwcoll(c, job, path);
 
     for (int i = 0; run->reports && i < nnodes; i++) {
         char npath[256];
@@ -619,9 +675,12 @@ static void usage(FILE *f)
         "               [--admin-token-file FILE] [--node-key-file FILE]\n"
         "               [--threads N] [--seconds S] [--vni-count N]\n"
         "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
-        "               [--attempts N] [--no-reports] [--bench] [--log FILE]\n"
+        "               [--attempts N] [--no-reports] [--hwcoll] [--bench]\n"
+        "               [--log FILE]\n"
         "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
         "  the node reports (release is then immediate; no key needed).\n"
+        "  --hwcoll: two-node jobs with hardware collectives, and every\n"
+        "  session token a reserve reports is read back and compared.\n"
         "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n");
 }
 
@@ -664,6 +723,7 @@ static int parse_args(int argc, char **argv, struct run *run)
         {"settle", required_argument, NULL, 'w'},
         {"attempts", required_argument, NULL, 'a'},
         {"no-reports", no_argument, NULL, 'R'},
+        {"hwcoll", no_argument, NULL, 'H'},
         {"bench", no_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -724,6 +784,9 @@ static int parse_args(int argc, char **argv, struct run *run)
                 break;
             case 'R':
                 run->reports = false;
+                break;
+            case 'H':
+                run->hwcoll = true;
                 break;
             case 'B':
                 run->bench = true;
@@ -854,6 +917,25 @@ int main(int argc, char **argv)
                               .prefix = run.bench ? "#   " : ""};
     int failed = hcheck_run(&in, &tally);
     free(logs);
+    if (run.hwcoll && failed >= 0) {
+        uint64_t told = 0, checked = 0, bad = 0;
+        const char *example = "";
+        for (int i = 0; i < run.threads; i++) {
+            told += cs[i].hw_told;
+            checked += cs[i].hw_checked;
+            bad += cs[i].hw_mismatch;
+            if (cs[i].hw_mismatch && !*example)
+                example = cs[i].hw_bad;
+        }
+        /* Nothing checked proves nothing: that fails too. */
+        bool pass = bad == 0 && checked > 0;
+        printf("%s%s hwcoll: every session token a reserve reported is the "
+               "one the broker keeps (told %" PRIu64 ", read back %" PRIu64
+               ", differed %" PRIu64 "%s%s)\n",
+               run.bench ? "#   " : "", pass ? "PASS" : "FAIL", told, checked,
+               bad, *example ? "; first: " : "", example);
+        failed += !pass;
+    }
     if (run.log_path && write_log(&run, cs) < 0)
         failed = failed < 0 ? failed : failed + 1;
     if (failed < 0)
