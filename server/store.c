@@ -405,8 +405,11 @@ struct store *store_create(const struct config *cfg,
                   group_create(max, leaders, reserve_fits, reserve_run, s))
             || !(s->releases =
                      group_create(max, leaders, release_fits, release_run, s))
-            || !(s->hwsets =
-                     group_create(max, leaders, hwset_fits, hwset_run, s))) {
+            /* One leader more: an FM answer waits on the request's
+             * thread with the scheduler's reply, and at a moderate rate
+             * must not queue behind a group already being written. */
+            || !(s->hwsets = group_create(
+                     max, leaders + 1, hwset_fits, hwset_run, s))) {
             group_destroy(s->reserves);
             group_destroy(s->releases);
             pthread_cond_destroy(&s->cond);
