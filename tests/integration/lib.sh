@@ -146,19 +146,19 @@ cleanup () {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
+# wait_for SECONDS COMMAND...: poll until COMMAND succeeds, for at most
+# SECONDS of wall-clock time however long each try of COMMAND takes (a
+# count of tries would not bound it), and one last try at the deadline.
 wait_for () {
-    limit=$1
+    deadline=$(($(date +%s%N) / 1000000 + $1 * 1000))
     shift
-    i=0
-    while [ "$i" -lt $((limit * 20)) ]; do
+    while [ "$(($(date +%s%N) / 1000000))" -lt "$deadline" ]; do
         if "$@" >/dev/null 2>&1; then
             return 0
         fi
         sleep 0.05
-        i=$((i + 1))
     done
-    return 1
+    "$@" >/dev/null 2>&1
 }
 
 # ---- PostgreSQL -------------------------------------------------------------
