@@ -174,6 +174,10 @@ static int check_schema(struct broker *b, int *versionp)
                       b->cfg->path);
         return -1;
     }
+    if (store_check_migrations(b->store, &error) < 0) {
+        logger_printf(b->log, LOG_ERR, NULL, "cannot start: %s", error.text);
+        return -1;
+    }
     if (version > need)
         gauges_warn_newer(b->log, version);
     *versionp = version;

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include <libpq-fe.h>
+#include <openssl/sha.h>
 
 #include "vnib/hostlist.h"
 #include "vnib/idset.h"
@@ -36,6 +37,8 @@ enum stmt_id {
     STMT_SCHEMA_VERSION,
     STMT_SCHEMA_RECORD,
     STMT_MIGRATE_LOCK,
+    STMT_SCHEMA_DIGESTS,
+    STMT_SCHEMA_DIGEST_SET,
     STMT_SET_TIMEOUT,
     STMT_RESERVE,
     STMT_RES_GET,
@@ -80,6 +83,15 @@ static const char sql_schema_record[] =
     "INSERT INTO schema_version (version, name) VALUES ($1::integer, $2)";
 static const char sql_migrate_lock[] =
     "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")";
+/* Migration digests (schema/0013). */
+static const char sql_schema_digests[] =
+    "SELECT version, name, sha256 FROM schema_version "
+    "WHERE sha256 IS NOT NULL ORDER BY version";
+static const char sql_schema_digest_set[] =
+    "UPDATE schema_version SET sha256 = $2 "
+    "WHERE version = $1::integer AND sha256 IS NULL";
+/* The first schema that records digests. */
+#define SCHEMA_DIGESTS_VERSION 13
 
 /* The server ends a statement at the timeout the client gives up at, and
  * (PostgreSQL 14 and later) checks every second whether the client is
@@ -282,6 +294,8 @@ static const struct {
     [STMT_SCHEMA_VERSION] = {"schema_version", sql_schema_version, 0},
     [STMT_SCHEMA_RECORD] = {"schema_record", sql_schema_record, 2},
     [STMT_MIGRATE_LOCK] = {"migrate_lock", sql_migrate_lock, 0},
+    [STMT_SCHEMA_DIGESTS] = {"schema_digests", sql_schema_digests, 0},
+    [STMT_SCHEMA_DIGEST_SET] = {"schema_digest_set", sql_schema_digest_set, 2},
     [STMT_SET_TIMEOUT] = {"set_timeout", sql_set_timeout, 1},
     [STMT_RESERVE] = {"reserve", sql_reserve, 24},
     [STMT_RES_GET] = {"res_get", sql_res_get, 6},
@@ -954,6 +968,76 @@ int store_schema_version(struct store *s, int *versionp, vnib_error_t *errp)
     return 0;
 }
 
+/* The SHA-256 of migration m's text, in hex. */
+static void migration_digest(const struct schema_migration *m, char hex[65])
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+
+    SHA256((const unsigned char *)m->sql, strlen(m->sql), md);
+    for (size_t i = 0; i < sizeof(md); i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+/* r holds (version, name, sha256) of applied migrations: -1 with ESTALE
+ * and errp naming the file when one of those this binary carries differs
+ * from the text it carries.  Versions newer than the binary's are another
+ * binary's to check.
+ */
+static int digests_match(const PGresult *r, vnib_error_t *errp)
+{
+    for (int i = 0; i < PQntuples(r); i++) {
+        long v = strtol(PQgetvalue(r, i, 0), NULL, 10);
+        const char *name = PQgetvalue(r, i, 1);
+        const char *recorded = PQgetvalue(r, i, 2);
+        char hex[65];
+
+        if (v < 1 || (size_t)v > schema_migrations_count)
+            continue;
+        const struct schema_migration *m = &schema_migrations[v - 1];
+        migration_digest(m, hex);
+        if (strcmp(name, m->name) != 0) {
+            errno = ESTALE;
+            return errprintf(errp,
+                             "migration %ld was applied as %s, but this "
+                             "vnibrokerd carries %s under that number: "
+                             "applied migrations must never be renamed",
+                             v,
+                             name,
+                             m->name);
+        }
+        if (strcmp(recorded, hex) != 0) {
+            errno = ESTALE;
+            return errprintf(errp,
+                             "migration %s differs from the one applied to "
+                             "this database (SHA-256 recorded %.12s..., this "
+                             "vnibrokerd's %.12s...): an applied migration "
+                             "must never change; restore the file as it was "
+                             "and put the change in a new migration",
+                             m->name,
+                             recorded,
+                             hex);
+        }
+    }
+    return 0;
+}
+
+int store_check_migrations(struct store *s, vnib_error_t *errp)
+{
+    int version;
+    int rc;
+
+    if (store_schema_version(s, &version, errp) < 0)
+        return -1;
+    if (version < SCHEMA_DIGESTS_VERSION)
+        return 0;
+    PGresult *r = run(s, STMT_SCHEMA_DIGESTS, NULL, errp);
+    if (!r)
+        return -1;
+    rc = digests_match(r, errp);
+    PQclear(r);
+    return rc;
+}
+
 int store_check_ready(struct store *s, vnib_error_t *errp)
 {
     int version;
@@ -1003,6 +1087,17 @@ int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp)
         PQclear(r);
     }
     *fromp = version;
+    if (version >= SCHEMA_DIGESTS_VERSION) {
+        /* Never build on a migration that changed after it was applied. */
+        if (!(r = conn_exec(
+                  s, c, STMT_SCHEMA_DIGESTS, NULL, MIGRATE_TIMEOUT_MS, errp)))
+            goto done;
+        int match = digests_match(r, errp);
+        PQclear(r);
+        r = NULL;
+        if (match < 0)
+            goto done;
+    }
     if (version > store_required_version()) {
         logger_printf(s->log,
                       LOG_WARNING,
@@ -1035,6 +1130,29 @@ int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp)
         PQclear(r);
         version = m->version;
     }
+    /* Record the digests of what was applied now, and once of what was
+     * applied before digests were kept. */
+    for (size_t i = 0;
+         version >= SCHEMA_DIGESTS_VERSION && i < schema_migrations_count;
+         i++) {
+        const struct schema_migration *m = &schema_migrations[i];
+        char vbuf[16], hex[65];
+        const char *params[2] = {vbuf, hex};
+
+        if (m->version > version)
+            break;
+        snprintf(vbuf, sizeof(vbuf), "%d", m->version);
+        migration_digest(m, hex);
+        if (!(r = conn_exec(s,
+                            c,
+                            STMT_SCHEMA_DIGEST_SET,
+                            params,
+                            MIGRATE_TIMEOUT_MS,
+                            errp)))
+            goto done;
+        PQclear(r);
+    }
+    r = NULL;
     if (conn_exec_script(s, c, "COMMIT", "commit", MIGRATE_TIMEOUT_MS, errp)
         < 0)
         goto done;

@@ -83,6 +83,12 @@ int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp);
  * the one this binary needs.  Returns 0, or -1 with EAGAIN (unreachable)
  * or ESTALE (schema missing or older; the message says how to migrate).
  */
+/* Compare the applied migrations' recorded SHA-256 (schema/0013) with the
+ * texts this binary carries: -1 with ESTALE, errp naming the file, when
+ * one differs; 0 also for a schema too old to record them.
+ */
+int store_check_migrations(struct store *s, vnib_error_t *errp);
+
 int store_check_ready(struct store *s, vnib_error_t *errp);
 
 /* Messages that carry the database's own words (libpq's connection

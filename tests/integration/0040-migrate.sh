@@ -20,6 +20,17 @@ expect_eq "a second --migrate succeeds" "$?" 0
 expect_match "... as a no-op" "$out" "schema is current \\(version $SCHEMA_VERSION\\)"
 expect_eq "... adding no rows" "$(psql_q 'SELECT count(*) FROM schema_version')" "$SCHEMA_VERSION"
 
+# Each applied migration's SHA-256 is recorded (schema/0013): the texts
+# compiled into the binary are the files of this checkout.
+digests () {
+    for f in "$TOP"/schema/[0-9][0-9][0-9][0-9]_*.sql; do
+        printf '%s %s\n' "$(basename "$f")" "$(sha256sum <"$f" | cut -d' ' -f1)"
+    done
+}
+expect_eq "every applied migration's SHA-256 is recorded, as the files' own" \
+    "$(psql_q "SELECT string_agg(name || ' ' || sha256, E'\n' ORDER BY version) FROM schema_version")" \
+    "$(digests)"
+
 # Two replicas migrating a fresh database at once.
 as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib race
 sed "s/dbname=vnibroker/dbname=race/" "$T/b.toml" >"$T/race.toml"
@@ -57,6 +68,29 @@ broker_start "$T/b.toml"
 expect_eq "the broker serves once migrated" "$?" 0
 http GET /readyz
 expect_status "ready" 200
+
+expect_eq "digests recorded before 0013 are filled in by the first migrate that knows them" \
+    "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d old -XAtq -c 'SELECT count(*) FROM schema_version WHERE sha256 IS NULL')" 0
+
+# An applied migration whose text changed (here: its recorded digest) is
+# refused at start and by --migrate, naming the file; so is a renamed one.
+broker_stop
+good=$(psql_q "SELECT sha256 FROM schema_version WHERE version = 4")
+psql_q "UPDATE schema_version SET sha256 = repeat('0', 64) WHERE version = 4"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
+expect_eq "a changed migration stops the broker (exit 1)" "$?" 1
+expect_match "... naming the file" "$out" 'migration 0004_contention.sql differs from the one applied'
+out=$("$VNIBROKERD" -c "$T/b.toml" --migrate 2>&1)
+expect_eq "--migrate refuses it too" "$?" 1
+expect_match "... naming the file" "$out" '0004_contention.sql differs'
+psql_q "UPDATE schema_version SET sha256 = '$good' WHERE version = 4"
+psql_q "UPDATE schema_version SET name = '0004_renamed.sql' WHERE version = 4"
+out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
+expect_match "a renamed migration is refused, naming both names" "$out" \
+    'migration 4 was applied as 0004_renamed.sql, but this vnibrokerd carries 0004_contention.sql'
+psql_q "UPDATE schema_version SET name = '0004_contention.sql' WHERE version = 4"
+broker_start "$T/b.toml"
+expect_eq "restored, the broker starts again" "$?" 0
 
 # A database migrated by a newer release still serves (with a warning).
 broker_stop
