@@ -128,6 +128,7 @@ static const struct {
     {EAGAIN, 503, "unavailable"},
     {ETIMEDOUT, 503, "unavailable"},
     {ESTALE, 503, "schema_outdated"},
+    {EDQUOT, 503, "database_full"},
     {EPROTONOSUPPORT, 415, "unsupported_media_type"},
     {EOVERFLOW, 431, "header_fields_too_large"},
 };
@@ -1072,9 +1073,8 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
     }
 
     h->nworkers = http_workers(broker);
-    if (!(h->workers = workers_create(h->nworkers,
-                                      http_queue_limit(cfg),
-                                      errp)))
+    if (!(h->workers =
+              workers_create(h->nworkers, http_queue_limit(cfg), errp)))
         goto error;
 
     struct MHD_OptionItem tls_opts[] = {

@@ -34,7 +34,7 @@ int ops_readyz(struct request *req, json_t **out, vnib_error_t *errp)
 
     if (store_check_ready(store, &why) < 0) {
         int e = errno;
-        /* Both outcomes are 503 for the prober; the code says which.  The
+        /* Every outcome is 503 for the prober; the code says which.  The
          * probe is public: the reason (libpq's text names the socket, the
          * host, the port, the login) goes to the log under the request
          * id, the reply says only which of the two it is.
@@ -44,15 +44,25 @@ int ops_readyz(struct request *req, json_t **out, vnib_error_t *errp)
                       req->id,
                       "readyz: not ready: %s",
                       why.text);
-        return request_fail(
-            req,
-            e == ESTALE ? ESTALE : EAGAIN,
-            e == ESTALE ? "schema_outdated" : "database_unavailable",
-            errp,
-            "%s",
-            e == ESTALE ? "not ready: the database schema is not the one "
-                          "this broker needs"
-                        : "not ready: database unavailable");
+        if (e == ESTALE)
+            return request_fail(req,
+                                ESTALE,
+                                "schema_outdated",
+                                errp,
+                                "not ready: the database schema is not the "
+                                "one this broker needs");
+        if (e == EDQUOT)
+            return request_fail(req,
+                                EDQUOT,
+                                "database_full",
+                                errp,
+                                "not ready: the database cannot write (out "
+                                "of disk space or another resource)");
+        return request_fail(req,
+                            EAGAIN,
+                            "database_unavailable",
+                            errp,
+                            "not ready: database unavailable");
     }
     if (!(*out = json_pack("{s:s, s:i}",
                            "status",

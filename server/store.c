@@ -69,6 +69,7 @@ enum stmt_id {
     STMT_LEADER_SET,
     STMT_LEADER_GET,
     STMT_PING,
+    STMT_WRITE_PROBE,
     STMT_COUNT
 };
 
@@ -177,6 +178,8 @@ static const char sql_fm_queue_stats[] =
     "SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0) "
     "FROM fm_queue";
 static const char sql_db_now[] = "SELECT now()";
+/* /readyz's write while writes are failing for lack of a resource. */
+static const char sql_write_probe[] = "SELECT vnib_write_probe()";
 /* Key of the advisory lock whose holder leads ("vnibfmld"). */
 static const char sql_leader_try[] =
     "SELECT pg_try_advisory_lock(8534447410148076652)";
@@ -326,6 +329,7 @@ static const struct {
     [STMT_LEADER_SET] = {"leader_set", sql_leader_set, 1},
     [STMT_LEADER_GET] = {"leader_get", sql_leader_get, 0},
     [STMT_PING] = {"ping", sql_ping, 0},
+    [STMT_WRITE_PROBE] = {"write_probe", sql_write_probe, 0},
 };
 
 _Static_assert(STMT_COUNT <= 64, "prepared-statement bitmask is 64 bits");
@@ -351,6 +355,9 @@ struct store {
     struct group *reserves;   /* NULL: database.group_max is 1 */
     struct group *releases;
     struct group *hwsets; /* FM outcomes of reserves */
+    /* A write failed for lack of a resource (disk full) and none has
+     * succeeded since: /readyz is not ready.  Under lock. */
+    bool writes_failing;
 };
 
 /* The groups' callbacks (below, with reserves and releases). */
@@ -694,7 +701,8 @@ static void conn_release(struct store *s, struct conn *c)
 
 const char *store_public_message(const char *message)
 {
-    static const char *const fixed[] = {STORE_MSG_ERROR, STORE_MSG_UNAVAILABLE};
+    static const char *const fixed[] = {
+        STORE_MSG_ERROR, STORE_MSG_UNAVAILABLE, STORE_MSG_FULL};
 
     if (!message)
         return NULL;
@@ -725,6 +733,8 @@ static int sqlstate_errno(const char *state)
         return ESTALE; /* a table or function this binary needs is missing */
     if (!strcmp(state, "VN001"))
         return ENOSPC; /* vnib_alloc: the VNI pool is exhausted */
+    if (!strncmp(state, "53", 2) || !strcmp(state, "58030"))
+        return EDQUOT; /* disk full, or another resource, or I/O error */
     return EIO;
 }
 
@@ -817,7 +827,15 @@ static PGresult *conn_wait_result(struct store *s,
                   primary ? primary : "error",
                   state ? state : "none");
     stat_add(s, &s->stats.errors);
-    errprintf(errp, STORE_MSG_ERROR ": %s", primary ? primary : "unknown");
+    if (e == EDQUOT) {
+        pthread_mutex_lock(&s->lock);
+        s->writes_failing = true;
+        pthread_mutex_unlock(&s->lock);
+    }
+    errprintf(errp,
+              "%s: %s",
+              e == EDQUOT ? STORE_MSG_FULL : STORE_MSG_ERROR,
+              primary ? primary : "unknown");
     PQclear(last); /* primary pointed into it */
     if (PQstatus(c->pg) == CONNECTION_BAD)
         conn_drop(s, c);
@@ -907,6 +925,13 @@ static int conn_exec_script(struct store *s,
  * while the server restarted fails on first use: that is retried once on
  * a fresh connection, since these queries are read-only.
  */
+/* Statements whose success shows that the database takes writes again. */
+static bool stmt_writes(enum stmt_id id)
+{
+    return id == STMT_RESERVE || id == STMT_RELEASE || id == STMT_REPORT
+           || id == STMT_HWCOLL_SET_MANY || id == STMT_WRITE_PROBE;
+}
+
 static PGresult *run(struct store *s,
                      enum stmt_id id,
                      const char *const *params,
@@ -930,8 +955,14 @@ static PGresult *run(struct store *s,
         errno = e;
         if (retry)
             continue;
-        if (r)
+        if (r) {
             vnib_error_clear(errp);
+            if (stmt_writes(id)) {
+                pthread_mutex_lock(&s->lock);
+                s->writes_failing = false;
+                pthread_mutex_unlock(&s->lock);
+            }
+        }
         return r;
     }
     return NULL;
@@ -1052,6 +1083,17 @@ int store_check_ready(struct store *s, vnib_error_t *errp)
                          "needs %d: run 'vnibrokerd --migrate'",
                          version,
                          need);
+    }
+    /* Writes failed for lack of a resource: ready again only once one
+     * succeeds, this probe's or a request's. */
+    pthread_mutex_lock(&s->lock);
+    bool failing = s->writes_failing;
+    pthread_mutex_unlock(&s->lock);
+    if (failing) {
+        PGresult *r = run(s, STMT_WRITE_PROBE, NULL, errp);
+        if (!r)
+            return -1; /* EDQUOT still, or unavailable: errno says */
+        PQclear(r);
     }
     return 0;
 }
@@ -1668,7 +1710,7 @@ static void sb_elem_num(struct sbuf *b, size_t i, long long v)
  */
 static bool item_may_fail_group(int e)
 {
-    return e != EAGAIN && e != ETIMEDOUT && e != ESTALE;
+    return e != EAGAIN && e != ETIMEDOUT && e != ESTALE && e != EDQUOT;
 }
 
 /* What reserve and release items share: the group's link, and the

@@ -79,17 +79,19 @@ int store_schema_version(struct store *s, int *versionp, vnib_error_t *errp);
  */
 int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp);
 
-/* Readiness: the database answers within the timeouts and its schema is
- * the one this binary needs.  Returns 0, or -1 with EAGAIN (unreachable)
- * or ESTALE (schema missing or older; the message says how to migrate).
+/* Readiness: the database answers within the timeouts, its schema is the
+ * one this binary needs, and, after a write failed for lack of a
+ * resource, a write succeeds again (a probe row in write_probe).  Returns
+ * 0, or -1 with EAGAIN (unreachable), ESTALE (schema missing or older;
+ * the message says how to migrate) or EDQUOT (writes still fail).
  */
+int store_check_ready(struct store *s, vnib_error_t *errp);
+
 /* Compare the applied migrations' recorded SHA-256 (schema/0013) with the
  * texts this binary carries: -1 with ESTALE, errp naming the file, when
  * one differs; 0 also for a schema too old to record them.
  */
 int store_check_migrations(struct store *s, vnib_error_t *errp);
-
-int store_check_ready(struct store *s, vnib_error_t *errp);
 
 /* Messages that carry the database's own words (libpq's connection
  * errors: socket paths, host names, ports, login failures; the server's
@@ -98,9 +100,13 @@ int store_check_ready(struct store *s, vnib_error_t *errp);
  */
 #define STORE_MSG_ERROR "database error"
 #define STORE_MSG_UNAVAILABLE "database unavailable"
+#define STORE_MSG_FULL                                                  \
+    "the database cannot write: out of disk space or another resource " \
+    "(see the broker log)"
 
 /* The fixed text a client may see in place of message when message
- * carries database text (STORE_MSG_ERROR or STORE_MSG_UNAVAILABLE); NULL
+ * carries database text (STORE_MSG_ERROR, STORE_MSG_UNAVAILABLE or
+ * STORE_MSG_FULL); NULL
  * when message is the broker's own (pool exhausted, timeouts, conflicts).
  */
 const char *store_public_message(const char *message);
