@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "vnib/error.h"
 
@@ -69,6 +70,8 @@ struct config {
     struct {
         char *tokens_file;   /* "ROLE NAME SHA256HEX" lines; "" = none */
         char *node_key_file; /* node-token key; "" = no node tokens */
+        char *node_key_previous_file;  /* the key before a rotation */
+        char *node_key_previous_until; /* RFC 3339 UTC end of its overlap */
     } auth;
 
     struct {
@@ -108,6 +111,7 @@ struct config {
         long request_concurrency;  /* such calls at once; 0 = threads / 4 */
         long request_timeout_ms;   /* other FM calls */
         char *token_key_file;      /* seals session tokens at rest */
+        char *token_key_previous_file; /* before a rotation: opens only */
         long fm_concurrency;       /* release-queue calls at once */
         long retry_max_s;          /* back-off cap */
         long reconcile_interval_s; /* leader's reconciliation period */
@@ -129,6 +133,8 @@ struct config {
     int log_level;          /* log.level, parsed */
     struct idset *vni_pool; /* vni.pool, parsed */
     unsigned tcs_mask;      /* vni.traffic_classes as TCLASS_* bits */
+    time_t node_key_previous_until; /* auth.node_key_previous_until, parsed
+                                       (0 when no previous key) */
 };
 
 /* Load and validate a configuration file.  Keys absent from the file take
