@@ -623,8 +623,9 @@ static int check_auth(struct config *cfg,
                          "auth.node_key_previous_until must be set together "
                          "(%s is missing)",
                          path,
-                         key_line(lines, file[0] ? "auth.node_key_previous_file"
-                                                 : "auth.node_key_previous_until"),
+                         key_line(lines,
+                                  file[0] ? "auth.node_key_previous_file"
+                                          : "auth.node_key_previous_until"),
                          key);
     if (!cfg->auth.node_key_file[0])
         return errprintf(errp,

@@ -55,10 +55,11 @@ struct hwcoll {
     struct broker *b;
     struct fmc *fmc;                 /* NULL when disabled */
     unsigned char key[SEAL_KEY_LEN]; /* seals session tokens */
-    unsigned char prev_key[SEAL_KEY_LEN]; /* opens them after a rotation */
-    bool has_prev_key;
     int addrs_per_job;               /* configured or computed */
     char prefix[128]; /* FM job ids are "<prefix>-<job>-r<reservation>" */
+    /* After a rotation, the key before it: opens, never seals. */
+    unsigned char prev_key[SEAL_KEY_LEN];
+    bool has_prev_key;
 
     char replica[300];  /* host:pid, as fm_leader says */
     pthread_t *threads; /* queue workers, then listener, then leader */

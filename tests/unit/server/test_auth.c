@@ -214,8 +214,10 @@ static void test_config_errors(void **state)
     static const struct {
         const char *prev, *until, *want;
     } cases[] = {
-        {"P", "", "must be set together (auth.node_key_previous_until is "
-                  "missing)"},
+        {"P",
+         "",
+         "must be set together (auth.node_key_previous_until is "
+         "missing)"},
         {"", "2030-01-01T00:00:00Z", "must be set together"},
         {"P", "2030-01-01 00:00:00", "is not an RFC 3339 UTC time"},
         {"P", "2030-01-01T00:00:00+01:00", "is not an RFC 3339 UTC time"},
