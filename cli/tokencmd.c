@@ -34,7 +34,8 @@ static const char usage_token[] =
     "  node NAME       the token of node NAME, derived from the cluster's\n"
     "                  node key (--key-file, mode 0600)\n"
     "  key --out FILE  write 32 random bytes to FILE (mode 0600) as a new\n"
-    "                  node key; an existing FILE is never overwritten\n"
+    "                  node key or FM token key (hwcoll.token_key_file);\n"
+    "                  an existing FILE is never overwritten\n"
     "Options:\n"
     "  --json          print one JSON object\n"
     "  -h, --help      this text\n";
@@ -234,8 +235,8 @@ static int cmd_key(int argc, char **argv, bool json)
     if (fd < 0) {
         if (errno == EEXIST)
             ctl_fail(rc,
-                     "%s: file exists; refusing to overwrite a node key "
-                     "(every node token derives from it)",
+                     "%s: file exists; refusing to overwrite a key (every "
+                     "node token, or sealed session token, depends on it)",
                      out);
         else
             ctl_fail(rc, "%s: %s", out, strerror(errno));
@@ -260,7 +261,7 @@ static int cmd_key(int argc, char **argv, bool json)
         rc = o ? ctl_print_json(o) : ctl_fail(CTL_EXIT_FAILED, "out of memory");
         json_decref(o);
     } else {
-        printf("wrote a new %zu-byte node key to %s\n", sizeof(key), out);
+        printf("wrote a new %zu-byte key to %s\n", sizeof(key), out);
         rc = CTL_EXIT_OK;
     }
 done:

@@ -4,9 +4,12 @@
  * binary search: the digest of a guess reveals nothing about stored ones,
  * so the search needs no constant-time care, and the broker never holds a
  * named token in memory.  Node tokens are verified by recomputing their
- * HMAC with the node key and comparing in constant time.
+ * HMAC with the node key and comparing in constant time; during a key
+ * rotation, a token the current key refuses is tried with the previous
+ * key, until auth.node_key_previous_until.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 
 #include <openssl/sha.h>
 
+#include "vnib/logger.h"
 #include "vnib/secfile.h"
 #include "server/auth.h"
 #include "server/config.h"
@@ -31,6 +35,12 @@ struct auth {
     size_t ntokens;
     unsigned char *node_key; /* NULL: node tokens disabled */
     size_t node_key_len;
+    unsigned char *prev_key; /* NULL: no rotation under way */
+    size_t prev_key_len;
+    time_t prev_until; /* the previous key is refused from then on */
+    char prev_until_text[32];
+    struct logger *log;
+    atomic_bool prev_warned; /* the end of the overlap was logged */
 };
 
 static const struct {
@@ -171,35 +181,78 @@ done:
     return rc;
 }
 
-struct auth *auth_create(const struct config *cfg, vnib_error_t *errp)
+/* Read a node key file of at least TOKEN_KEY_MIN bytes. */
+static int load_node_key(const char *path,
+                         unsigned char **keyp,
+                         size_t *lenp,
+                         vnib_error_t *errp)
 {
-    struct auth *a = calloc(1, sizeof(*a));
     char *key = NULL;
     size_t keylen = 0;
+
+    if (secfile_read(path, &key, &keylen, errp) < 0)
+        return -1;
+    if (keylen < TOKEN_KEY_MIN) {
+        secfile_free(key, keylen);
+        errno = EINVAL;
+        return errprintf(errp,
+                         "%s: the node key has %zu bytes; at least %d are "
+                         "needed ('vnibctl token key --out FILE' makes one)",
+                         path,
+                         keylen,
+                         TOKEN_KEY_MIN);
+    }
+    *keyp = (unsigned char *)key;
+    *lenp = keylen;
+    return 0;
+}
+
+struct auth *auth_create(const struct config *cfg,
+                         struct logger *log,
+                         vnib_error_t *errp)
+{
+    struct auth *a = calloc(1, sizeof(*a));
 
     if (!a) {
         errprintf(errp, "out of memory");
         return NULL;
     }
+    a->log = log;
+    atomic_init(&a->prev_warned, false);
     if (cfg->auth.tokens_file[0]
         && load_tokens(a, cfg->auth.tokens_file, errp) < 0)
         goto error;
-    if (cfg->auth.node_key_file[0]) {
-        if (secfile_read(cfg->auth.node_key_file, &key, &keylen, errp) < 0)
+    if (cfg->auth.node_key_file[0]
+        && load_node_key(
+               cfg->auth.node_key_file, &a->node_key, &a->node_key_len, errp)
+               < 0)
+        goto error;
+    if (cfg->auth.node_key_previous_file[0]) {
+        if (load_node_key(cfg->auth.node_key_previous_file,
+                          &a->prev_key,
+                          &a->prev_key_len,
+                          errp)
+            < 0)
             goto error;
-        if (keylen < TOKEN_KEY_MIN) {
-            errno = EINVAL;
-            errprintf(errp,
-                      "%s: the node key has %zu bytes; at least %d are needed "
-                      "('vnibctl token key --out FILE' makes one)",
-                      cfg->auth.node_key_file,
-                      keylen,
-                      TOKEN_KEY_MIN);
-            secfile_free(key, keylen);
-            goto error;
-        }
-        a->node_key = (unsigned char *)key;
-        a->node_key_len = keylen;
+        a->prev_until = cfg->node_key_previous_until;
+        snprintf(a->prev_until_text,
+                 sizeof(a->prev_until_text),
+                 "%s",
+                 cfg->auth.node_key_previous_until);
+        bool over = time(NULL) >= a->prev_until;
+        if (over)
+            atomic_store(&a->prev_warned, true);
+        logger_printf(log,
+                      over ? LOG_WARNING : LOG_NOTICE,
+                      NULL,
+                      "auth: node tokens of the previous key (%s) %s until "
+                      "%s%s",
+                      cfg->auth.node_key_previous_file,
+                      over ? "were accepted" : "are accepted",
+                      a->prev_until_text,
+                      over ? ", and are refused now: remove "
+                             "auth.node_key_previous_file"
+                           : "");
     }
     return a;
 error:
@@ -212,6 +265,7 @@ void auth_destroy(struct auth *a)
     int saved_errno = errno;
     if (a) {
         secfile_free((char *)a->node_key, a->node_key_len);
+        secfile_free((char *)a->prev_key, a->prev_key_len);
         free(a->tokens);
         free(a);
     }
@@ -228,10 +282,48 @@ int auth_nodes_enabled(const struct auth *a)
     return a->node_key != NULL;
 }
 
-int auth_check(const struct auth *a,
+/* Verify a node token with the previous key, while its overlap lasts.
+ * After it, the first such token is logged (once per process: a node
+ * still holding one needs a new token), and all are refused.
+ */
+static bool previous_verifies(struct auth *a,
+                              const char *token,
+                              time_t now,
+                              struct identity *who)
+{
+    if (!a->prev_key
+        || !token_node_verify(
+            a->prev_key, a->prev_key_len, token, who->node, sizeof(who->node)))
+        return false;
+    if (now < a->prev_until)
+        return true;
+    if (!atomic_exchange(&a->prev_warned, true))
+        logger_printf(a->log,
+                      LOG_WARNING,
+                      NULL,
+                      "auth: node '%s' presented a token of the previous node "
+                      "key, whose overlap ended at %s: refused (it needs a "
+                      "token of the current key; further ones are refused "
+                      "without a log line)",
+                      who->node,
+                      a->prev_until_text);
+    who->node[0] = '\0';
+    return false;
+}
+
+int auth_check(struct auth *a,
                const char *header,
                struct identity *who,
                vnib_error_t *errp)
+{
+    return auth_check_at(a, header, time(NULL), who, errp);
+}
+
+int auth_check_at(struct auth *a,
+                  const char *header,
+                  time_t now,
+                  struct identity *who,
+                  vnib_error_t *errp)
 {
     errno = EACCES;
     if (!header)
@@ -256,7 +348,8 @@ int auth_check(const struct auth *a,
                                a->node_key_len,
                                token,
                                who->node,
-                               sizeof(who->node)))
+                               sizeof(who->node))
+            && !previous_verifies(a, token, now, who))
             return errprintf(errp, "invalid token");
         who->role = ROLE_NODE;
         snprintf(who->name, sizeof(who->name), "node:%.60s", who->node);

@@ -2,7 +2,9 @@
  *
  * Named tokens (admin, scheduler, monitor) are listed in auth.tokens_file
  * by their SHA-256 only; node tokens are recomputed from the node name
- * they carry and the key in auth.node_key_file (see include/vnib/token.h).
+ * they carry and the key in auth.node_key_file (see include/vnib/token.h),
+ * or, during a rotation and until auth.node_key_previous_until, with the
+ * key in auth.node_key_previous_file.  Keys are read only at start.
  * Both files must be private to the broker's user (mode 0600) or the
  * broker refuses to start.  Nothing here logs or returns a token.
  */
@@ -10,11 +12,13 @@
 #define VNIB_SERVER_AUTH_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include "vnib/error.h"
 #include "vnib/token.h"
 
 struct config;
+struct logger;
 
 /* The authenticated caller of one request. */
 struct identity {
@@ -26,11 +30,15 @@ struct identity {
 
 struct auth;
 
-/* Load the tokens file and node key named by cfg.  Returns NULL with errp
- * set: EPERM for unsafe permissions, ENOENT for a missing file, EINVAL for
- * a malformed line ("FILE:LINE: ...").
+/* Load the tokens file and node keys (current, previous) named by cfg;
+ * log (may be NULL) receives the overlap's notice and its end's warning.
+ * Returns NULL with errp set: EPERM for unsafe permissions, ENOENT for a
+ * missing file, EINVAL for a malformed line ("FILE:LINE: ...") or a short
+ * key.
  */
-struct auth *auth_create(const struct config *cfg, vnib_error_t *errp)
+struct auth *auth_create(const struct config *cfg,
+                         struct logger *log,
+                         vnib_error_t *errp)
     __attribute__((warn_unused_result));
 
 /* Free, wiping the node key (NULL accepted). */
@@ -40,10 +48,17 @@ void auth_destroy(struct auth *a);
  * fills *who, or -1 with errno EACCES and a message that never contains
  * the token.
  */
-int auth_check(const struct auth *a,
+int auth_check(struct auth *a,
                const char *header,
                struct identity *who,
                vnib_error_t *errp);
+
+/* auth_check() as at time now (for tests of the overlap's end). */
+int auth_check_at(struct auth *a,
+                  const char *header,
+                  time_t now,
+                  struct identity *who,
+                  vnib_error_t *errp);
 
 /* Named tokens loaded, and whether node tokens are enabled (for logs). */
 size_t auth_token_count(const struct auth *a);

@@ -118,6 +118,10 @@ static const struct cfg_row rows[] = {
          "lines 'ROLE NAME SHA256HEX' (vnibctl token new); mode 0600; \"\" = none"),
     STR ("auth.node_key_file", auth.node_key_file, "/etc/vnibroker/node.key", 0,
          "key for node tokens (vnibctl token key); mode 0600; \"\" = no node tokens"),
+    STR ("auth.node_key_previous_file", auth.node_key_previous_file, "", 0,
+         "the node key before a rotation, still accepted until node_key_previous_until; mode 0600"),
+    STR ("auth.node_key_previous_until", auth.node_key_previous_until, "", 0,
+         "end of the overlap, RFC 3339 UTC (\"2026-12-01T00:00:00Z\"); then old node tokens get 401"),
     STR ("vni.pool", vni.pool, "1024-65535", 0,
          "VNIs handed out, as ranges; never 1 or 10 (the default CXI service)"),
     INT ("vni.per_job_default", vni.per_job_default, 0, 4, 1,
@@ -176,6 +180,8 @@ static const struct cfg_row rows[] = {
          "timeout of other Fabric Manager calls (releases, lists)"),
     STR ("hwcoll.token_key_file", hwcoll.token_key_file, "", 0,
          "32-byte key sealing session tokens in the database (AES-256-GCM; mode 0600)"),
+    STR ("hwcoll.token_key_previous_file", hwcoll.token_key_previous_file, "", 0,
+         "the sealing key before a rotation: still opens tokens sealed with it; mode 0600"),
     INT ("hwcoll.fm_concurrency", hwcoll.fm_concurrency, 1, 64, 8,
          "Fabric Manager calls the release queue makes at once"),
     INT ("hwcoll.retry_max_s", hwcoll.retry_max_s, 1, 86400, 300,
@@ -566,6 +572,77 @@ static int check_hwcoll(const struct config *cfg,
     return 0;
 }
 
+/* "YYYY-MM-DDTHH:MM:SSZ" (RFC 3339 in UTC, no fraction) into *t. */
+static int parse_utc(const char *text, time_t *t)
+{
+    struct tm tm = {0};
+    int n = 0;
+
+    if (sscanf(text,
+               "%4d-%2d-%2dT%2d:%2d:%2dZ%n",
+               &tm.tm_year,
+               &tm.tm_mon,
+               &tm.tm_mday,
+               &tm.tm_hour,
+               &tm.tm_min,
+               &tm.tm_sec,
+               &n)
+            != 6
+        || n == 0 || text[n] != '\0' || strlen(text) != 20)
+        return -1;
+    if (tm.tm_year < 1970 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1
+        || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59
+        || tm.tm_sec > 60)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    struct tm check = tm;
+    *t = timegm(&tm);
+    /* timegm normalises 31 February into March: refuse such dates. */
+    return *t == (time_t)-1 || tm.tm_mday != check.tm_mday ? -1 : 0;
+}
+
+/* [auth]: a previous node key comes with the end of its overlap. */
+static int check_auth(struct config *cfg,
+                      const char *path,
+                      json_t *lines,
+                      vnib_error_t *errp)
+{
+    const char *file = cfg->auth.node_key_previous_file;
+    const char *until = cfg->auth.node_key_previous_until;
+    const char *key = file[0] ? "auth.node_key_previous_until"
+                              : "auth.node_key_previous_file";
+
+    cfg->node_key_previous_until = 0;
+    if (!file[0] && !until[0])
+        return 0;
+    errno = EINVAL;
+    if (!file[0] || !until[0])
+        return errprintf(errp,
+                         "%s:%d: auth.node_key_previous_file and "
+                         "auth.node_key_previous_until must be set together "
+                         "(%s is missing)",
+                         path,
+                         key_line(lines,
+                                  file[0] ? "auth.node_key_previous_file"
+                                          : "auth.node_key_previous_until"),
+                         key);
+    if (!cfg->auth.node_key_file[0])
+        return errprintf(errp,
+                         "%s:%d: auth.node_key_previous_file is set but "
+                         "auth.node_key_file is not",
+                         path,
+                         key_line(lines, "auth.node_key_previous_file"));
+    if (parse_utc(until, &cfg->node_key_previous_until) < 0)
+        return errprintf(errp,
+                         "%s:%d: auth.node_key_previous_until: '%.40s' is not "
+                         "an RFC 3339 UTC time such as 2026-12-01T00:00:00Z",
+                         path,
+                         key_line(lines, "auth.node_key_previous_until"),
+                         until);
+    return 0;
+}
+
 /* Rules that involve more than one key, or a value's content. */
 static int check_semantics(struct config *cfg,
                            const char *path,
@@ -610,6 +687,8 @@ static int check_semantics(struct config *cfg,
         < 0)
         return -1;
     if (check_hwcoll(cfg, path, lines, errp) < 0)
+        return -1;
+    if (check_auth(cfg, path, lines, errp) < 0)
         return -1;
     if (cfg->server.max_connections < cfg->server.threads) {
         errno = EINVAL;

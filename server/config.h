@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "vnib/error.h"
 
@@ -69,6 +70,10 @@ struct config {
     struct {
         char *tokens_file;   /* "ROLE NAME SHA256HEX" lines; "" = none */
         char *node_key_file; /* node-token key; "" = no node tokens */
+        /* During a rotation: the node key before it, and the end of its
+         * overlap (RFC 3339 UTC); "" = none. */
+        char *node_key_previous_file;
+        char *node_key_previous_until;
     } auth;
 
     struct {
@@ -111,6 +116,8 @@ struct config {
         long fm_concurrency;       /* release-queue calls at once */
         long retry_max_s;          /* back-off cap */
         long reconcile_interval_s; /* leader's reconciliation period */
+        /* The key before a rotation: opens, never seals; "" = none. */
+        char *token_key_previous_file;
     } hwcoll;
 
     struct {
@@ -129,6 +136,8 @@ struct config {
     int log_level;          /* log.level, parsed */
     struct idset *vni_pool; /* vni.pool, parsed */
     unsigned tcs_mask;      /* vni.traffic_classes as TCLASS_* bits */
+    /* auth.node_key_previous_until, parsed (0 when no previous key). */
+    time_t node_key_previous_until;
 };
 
 /* Load and validate a configuration file.  Keys absent from the file take

@@ -57,6 +57,9 @@ struct hwcoll {
     unsigned char key[SEAL_KEY_LEN]; /* seals session tokens */
     int addrs_per_job;               /* configured or computed */
     char prefix[128]; /* FM job ids are "<prefix>-<job>-r<reservation>" */
+    /* After a rotation, the key before it: opens, never seals. */
+    unsigned char prev_key[SEAL_KEY_LEN];
+    bool has_prev_key;
 
     char replica[300];  /* host:pid, as fm_leader says */
     pthread_t *threads; /* queue workers, then listener, then leader */
@@ -135,7 +138,10 @@ static void note_result(struct hwcoll *h,
     pthread_mutex_unlock(&h->lock);
 }
 
-/* Seal a token for reservation id; hex into *hexp (caller frees). */
+/* Seal a token for reservation id; hex into *hexp (caller frees).  Always
+ * with the current key: a value sealed with the previous one is left as it
+ * is (open_hex reads it), and goes with its reservation.
+ */
 static int seal_hex(struct hwcoll *h,
                     long long id,
                     const char *token,
@@ -161,6 +167,9 @@ static int seal_hex(struct hwcoll *h,
     return 0;
 }
 
+/* Open what seal_hex made: with the current key, or failing that with the
+ * previous one (hwcoll.token_key_previous_file) during a rotation.
+ */
 static int open_hex(struct hwcoll *h,
                     long long id,
                     const char *hex,
@@ -184,6 +193,9 @@ static int open_hex(struct hwcoll *h,
     }
     snprintf(aad, sizeof(aad), "%lld", id);
     rc = seal_decrypt(h->key, raw, n, aad, strlen(aad), tokenp, &plen, NULL);
+    if (rc < 0 && h->has_prev_key)
+        rc = seal_decrypt(
+            h->prev_key, raw, n, aad, strlen(aad), tokenp, &plen, NULL);
     free(raw);
     return rc;
 }
@@ -1171,7 +1183,9 @@ static void *leader_main(void *arg)
     return NULL;
 }
 
-static int load_key(struct hwcoll *h, const char *path, vnib_error_t *errp)
+static int load_key(const char *path,
+                    unsigned char key[SEAL_KEY_LEN],
+                    vnib_error_t *errp)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -1188,7 +1202,7 @@ static int load_key(struct hwcoll *h, const char *path, vnib_error_t *errp)
             SEAL_KEY_LEN,
             len);
     }
-    memcpy(h->key, buf, SEAL_KEY_LEN);
+    memcpy(key, buf, SEAL_KEY_LEN);
     secfile_free(buf, len);
     return 0;
 }
@@ -1224,8 +1238,21 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
                                                (int)cfg->hwcoll.system_size,
                                                (int)cfg->hwcoll.min_job_size,
                                                (int)cfg->hwcoll.jobs_per_node);
-    if (load_key(h, cfg->hwcoll.token_key_file, errp) < 0)
+    if (load_key(cfg->hwcoll.token_key_file, h->key, errp) < 0)
         goto error;
+    if (cfg->hwcoll.token_key_previous_file[0]) {
+        if (load_key(cfg->hwcoll.token_key_previous_file, h->prev_key, errp)
+            < 0)
+            goto error;
+        h->has_prev_key = true;
+        logger_printf(b->log,
+                      LOG_NOTICE,
+                      NULL,
+                      "hwcoll: session tokens sealed with the previous key "
+                      "(%s) are still opened; new ones are sealed with %s",
+                      cfg->hwcoll.token_key_previous_file,
+                      cfg->hwcoll.token_key_file);
+    }
     struct fmc_config fc = {
         .url = cfg->hwcoll.fm_url,
         .auth = cfg->hwcoll.auth,
@@ -1316,6 +1343,7 @@ void hwcoll_destroy(struct hwcoll *h)
         free(h->threads);
         fmc_destroy(h->fmc);
         vnib_memburn(h->key, sizeof(h->key));
+        vnib_memburn(h->prev_key, sizeof(h->prev_key));
         pthread_cond_destroy(&h->cond);
         pthread_cond_destroy(&h->qcond);
         pthread_mutex_destroy(&h->lock);

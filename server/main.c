@@ -301,7 +301,7 @@ int main(int argc, char **argv)
         rc = run_migrate(&b);
         goto done;
     }
-    if (!(b.auth = auth_create(cfg, &error))) {
+    if (!(b.auth = auth_create(cfg, b.log, &error))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
         rc = errno == EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
         goto done;
