@@ -541,34 +541,37 @@ static PGconn *conn_try(struct store *s,
 {
     int64_t deadline = now_ms() + s->cfg->database.connect_timeout_ms;
     PGconn *pg = PQconnectStartParams(keys, vals, expand);
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 
-    if (!pg || PQstatus(pg) == CONNECTION_BAD)
-        goto fail;
+    if (!pg || PQstatus(pg) == CONNECTION_BAD) {
+        pq_message(pg, msg, size);
+        goto cleanup;
+    }
     /* Before the first poll: a notice sent during the handshake would
      * otherwise go raw to stderr.
      */
     (void)PQsetNoticeReceiver(pg, conn_notice, s);
-    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     while (st != PGRES_POLLING_OK) {
-        if (st == PGRES_POLLING_FAILED)
-            goto fail;
+        if (st == PGRES_POLLING_FAILED) {
+            pq_message(pg, msg, size);
+            goto cleanup;
+        }
         short ev = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
         if (wait_socket(pg, ev, deadline) < 0) {
             snprintf(msg,
                      size,
                      "connection attempt timed out after %ld ms",
                      s->cfg->database.connect_timeout_ms);
-            PQfinish(pg);
-            return NULL;
+            goto cleanup;
         }
         st = PQconnectPoll(pg);
     }
-    return pg;
-fail:
-    pq_message(pg, msg, size);
-    if (pg)
+cleanup:
+    if (pg && st != PGRES_POLLING_OK) {
         PQfinish(pg);
-    return NULL;
+        pg = NULL;
+    }
+    return pg;
 }
 
 /* Entries in a libpq comma-separated list ("" or NULL: none). */
@@ -596,6 +599,14 @@ static char *list_item(const char *list, size_t i)
     return item;
 }
 
+/* What names one host of a list in messages. */
+static const char *host_name(const char *host, const char *hostaddr)
+{
+    if (host && *host)
+        return host;
+    return hostaddr && *hostaddr ? hostaddr : "(default)";
+}
+
 /* The hosts a conninfo lists, each tried alone with a deadline of its own
  * (libpq's non-blocking connect ignores connect_timeout, so one deadline
  * over a host list lets a host that never answers use up the time of the
@@ -615,6 +626,8 @@ static PGconn *conn_try_hosts(struct store *s, char *msg, size_t size)
     PQconninfoOption *opts = NULL;
     char *perr = NULL;
     char one[256];
+    const char *skeys[] = {"dbname", "fallback_application_name", NULL};
+    const char *svals[] = {s->cfg->database.conninfo, "vnibrokerd", NULL};
     PGconn *pg = NULL;
     size_t nopts = 0, nhosts = 0, used = 0, k = 0;
     bool fallback = true;
@@ -678,23 +691,28 @@ static PGconn *conn_try_hosts(struct store *s, char *msg, size_t size)
         keys[k] = vals[k] = NULL;
         pg = conn_try(s, keys, vals, 0, one, sizeof(one));
         if (!pg) {
-            const char *name = item[HOST] && *item[HOST] ? item[HOST]
-                               : item[HOSTADDR]          ? item[HOSTADDR]
-                                                         : "(default)";
             int n = snprintf(msg + used,
                              size - used,
                              "%shost %s: %s",
                              used ? "; " : "",
-                             name,
+                             host_name(item[HOST], item[HOSTADDR]),
                              one);
             if (n > 0)
                 used += (size_t)n < size - used ? (size_t)n : size - used - 1;
         }
     }
+    /* A host passed over is worth knowing even when a later one answers:
+     * a hung host costs every new connection its timeout.
+     */
+    if (pg && used)
+        logger_printf(s->log,
+                      LOG_NOTICE,
+                      NULL,
+                      "database: connected to host %s after %s",
+                      host_name(item[HOST], item[HOSTADDR]),
+                      msg);
     goto cleanup;
-single:;
-    const char *skeys[] = {"dbname", "fallback_application_name", NULL};
-    const char *svals[] = {s->cfg->database.conninfo, "vnibrokerd", NULL};
+single:
     pg = conn_try(s, skeys, svals, 1, msg, size);
 cleanup:
     for (size_t l = 0; l < NLISTS; l++)

@@ -60,20 +60,20 @@ probe () {
 # one_run kill|freeze
 one_run () {
     mode=$1
-    a=${mode}A
-    b=${mode}B
+    rep_a=${mode}A
+    rep_b=${mode}B
     pg_primary_start "$mode-pg1" || { not_ok "$mode: primary starts"; return; }
     old_dir=$PGDIR
     pg_standby_start "$mode-pg2" || { not_ok "$mode: standby streams"; return; }
     pg_sync_standby "$mode-pg2" || { not_ok "$mode: standby synchronous"; return; }
     ok "$mode: the primary streams to the standby, synchronously"
 
-    replica_config "$a" "$T/$mode-pg1.sock,$T/$mode-pg2.sock"
-    replica_config "$b" "$T/$mode-pg1.sock,$T/$mode-pg2.sock"
-    broker_migrate "$T/$a.toml" || { not_ok "$mode: migrate"; return; }
-    replica_first "$a" || { not_ok "$mode: replica $a starts"; return; }
-    replica_first "$b" || { not_ok "$mode: replica $b starts"; return; }
-    eval "url_a=\$URL_$a url_b=\$URL_$b pid_a=\$PID_$a pid_b=\$PID_$b"
+    replica_config "$rep_a" "$T/$mode-pg1.sock,$T/$mode-pg2.sock"
+    replica_config "$rep_b" "$T/$mode-pg1.sock,$T/$mode-pg2.sock"
+    broker_migrate "$T/$rep_a.toml" || { not_ok "$mode: migrate"; return; }
+    replica_first "$rep_a" || { not_ok "$mode: replica $rep_a starts"; return; }
+    replica_first "$rep_b" || { not_ok "$mode: replica $rep_b starts"; return; }
+    eval "url_a=\$URL_$rep_a url_b=\$URL_$rep_b pid_a=\$PID_$rep_a pid_b=\$PID_$rep_b"
 
     "$HISTORY" --url "$url_a" --url "$url_b" --threads "$THREADS" \
         --seconds "$SECONDS_RUN" --nodes-prefix "h$mode" --outage \
@@ -116,6 +116,14 @@ one_run () {
         ok "$mode: both replicas reserve on the new primary"
     else
         not_ok "$mode: both replicas reserve on the new primary"
+    fi
+
+    if [ "$mode" = freeze ]; then
+        # The frozen primary was given up after its own connect timeout
+        # and the next host tried (store.c logs a host passed over).
+        expect_match "$mode: the brokers passed over the hung primary after its own timeout" \
+            "$(cat "$T"/broker-"$rep_a".*.log "$T"/broker-"$rep_b".*.log)" \
+            "connected to host [^ ]*/$mode-pg2\\.sock after host [^ ]*/$mode-pg1\\.sock: connection attempt timed out after 1000 ms"
     fi
 
     wait "$hpid"
