@@ -105,7 +105,7 @@ static const struct cfg_row rows[] = {
     INT ("database.pool_size", database.pool_size, 1, 1024, 8,
          "database connections kept open"),
     INT ("database.connect_timeout_ms", database.connect_timeout_ms, 100, 600000, 2000,
-         "how long one connection attempt may take"),
+         "how long connecting to one host may take (each host of a multi-host conninfo in turn)"),
     INT ("database.query_timeout_ms", database.query_timeout_ms, 100, 600000, 5000,
          "how long one statement may take before the request gets 503"),
     INT ("database.acquire_timeout_ms", database.acquire_timeout_ms, 10, 600000, 2000,

@@ -550,36 +550,218 @@ static void conn_notice(void *arg, const PGresult *r)
                   msg ? msg : "");
 }
 
-static int conn_open(struct store *s, struct conn *c, vnib_error_t *errp)
+/* One connection attempt to what keys/vals name, within connect_timeout_ms.
+ * Returns the connection, or NULL with the reason in msg.
+ */
+static PGconn *conn_try(struct store *s,
+                        const char *const *keys,
+                        const char *const *vals,
+                        int expand,
+                        char *msg,
+                        size_t size)
 {
-    const char *keys[] = {"dbname", "fallback_application_name", NULL};
-    const char *vals[] = {s->cfg->database.conninfo, "vnibrokerd", NULL};
     int64_t deadline = now_ms() + s->cfg->database.connect_timeout_ms;
-    char msg[256];
+    PGconn *pg = PQconnectStartParams(keys, vals, expand);
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 
-    c->pg = PQconnectStartParams(keys, vals, 1);
-    if (!c->pg || PQstatus(c->pg) == CONNECTION_BAD)
-        goto fail;
+    if (!pg || PQstatus(pg) == CONNECTION_BAD) {
+        pq_message(pg, msg, size);
+        goto cleanup;
+    }
     /* Before the first poll: a notice sent during the handshake would
      * otherwise go raw to stderr.
      */
-    (void)PQsetNoticeReceiver(c->pg, conn_notice, s);
-    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    (void)PQsetNoticeReceiver(pg, conn_notice, s);
     while (st != PGRES_POLLING_OK) {
-        if (st == PGRES_POLLING_FAILED)
-            goto fail;
+        if (st == PGRES_POLLING_FAILED) {
+            pq_message(pg, msg, size);
+            goto cleanup;
+        }
         short ev = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
-        if (wait_socket(c->pg, ev, deadline) < 0) {
+        if (wait_socket(pg, ev, deadline) < 0) {
             snprintf(msg,
-                     sizeof(msg),
+                     size,
                      "connection attempt timed out after %ld ms",
                      s->cfg->database.connect_timeout_ms);
-            goto fail_msg;
+            goto cleanup;
         }
-        st = PQconnectPoll(c->pg);
+        st = PQconnectPoll(pg);
     }
-    if (PQsetnonblocking(c->pg, 1) < 0)
+cleanup:
+    if (pg && st != PGRES_POLLING_OK) {
+        PQfinish(pg);
+        pg = NULL;
+    }
+    return pg;
+}
+
+/* Entries in a libpq comma-separated list ("" or NULL: none). */
+static size_t list_count(const char *list)
+{
+    size_t n = 1;
+    if (!list || !*list)
+        return 0;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    return n;
+}
+
+/* Entry i of a comma-separated list, in a new string (NULL: no memory). */
+static char *list_item(const char *list, size_t i)
+{
+    while (i-- > 0)
+        list = strchr(list, ',') + 1;
+    size_t len = strcspn(list, ",");
+    char *item = malloc(len + 1);
+    if (item) {
+        memcpy(item, list, len);
+        item[len] = '\0';
+    }
+    return item;
+}
+
+/* What names one host of a list in messages. */
+static const char *host_name(const char *host, const char *hostaddr)
+{
+    if (host && *host)
+        return host;
+    return hostaddr && *hostaddr ? hostaddr : "(default)";
+}
+
+/* The hosts a conninfo lists, each tried alone with a deadline of its own
+ * (libpq's non-blocking connect ignores connect_timeout, so one deadline
+ * over a host list lets a host that never answers use up the time of the
+ * hosts after it).  Host i goes with port i (or the only port), and every
+ * other keyword, target_session_attrs included, goes with each; a standby
+ * refused for a read-write session passes to the next host, as libpq
+ * does.  Returns the connection, or NULL with each host's reason in msg.
+ */
+static PGconn *conn_try_hosts(struct store *s, char *msg, size_t size)
+{
+    static const char *const list_keys[] = {"host", "hostaddr", "port"};
+    enum { HOST, HOSTADDR, PORT, NLISTS };
+    const char *lists[NLISTS] = {NULL, NULL, NULL};
+    char *item[NLISTS] = {NULL, NULL, NULL};
+    const char **keys = NULL;
+    const char **vals = NULL;
+    PQconninfoOption *opts = NULL;
+    char *perr = NULL;
+    char one[256];
+    const char *skeys[] = {"dbname", "fallback_application_name", NULL};
+    const char *svals[] = {s->cfg->database.conninfo, "vnibrokerd", NULL};
+    PGconn *pg = NULL;
+    size_t nopts = 0, nhosts = 0, used = 0, k = 0;
+    bool fallback = true;
+
+    opts = PQconninfoParse(s->cfg->database.conninfo, &perr);
+    PQfreemem(perr); /* the single attempt below reports it */
+    if (!opts)
+        goto single;
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        nopts++;
+        for (size_t l = 0; l < NLISTS; l++)
+            if (o->val && !strcmp(o->keyword, list_keys[l]))
+                lists[l] = o->val;
+        if (o->val && !strcmp(o->keyword, "fallback_application_name"))
+            fallback = false;
+    }
+    nhosts = list_count(lists[HOST]);
+    if (list_count(lists[HOSTADDR]) > nhosts)
+        nhosts = list_count(lists[HOSTADDR]);
+    /* One host, or lists libpq itself would refuse: one attempt, as
+     * written, so that libpq's own message names the fault.
+     */
+    if (nhosts < 2
+        || (lists[HOST] && list_count(lists[HOST]) != nhosts)
+        || (lists[HOSTADDR] && list_count(lists[HOSTADDR]) != nhosts)
+        || (lists[PORT] && list_count(lists[PORT]) != 1
+            && list_count(lists[PORT]) != nhosts))
+        goto single;
+    if (!(keys = calloc(nopts + 2, sizeof(*keys)))
+        || !(vals = calloc(nopts + 2, sizeof(*vals)))) {
+        snprintf(msg, size, "out of memory");
+        goto cleanup;
+    }
+    msg[0] = '\0';
+    for (size_t i = 0; i < nhosts && !pg; i++) {
+        k = 0;
+        for (size_t l = 0; l < NLISTS; l++) {
+            free(item[l]);
+            item[l] = NULL;
+            if (!lists[l])
+                continue;
+            size_t at = list_count(lists[l]) == 1 ? 0 : i;
+            if (!(item[l] = list_item(lists[l], at))) {
+                snprintf(msg, size, "out of memory");
+                goto cleanup;
+            }
+        }
+        if (fallback) {
+            keys[k] = "fallback_application_name";
+            vals[k++] = "vnibrokerd";
+        }
+        for (PQconninfoOption *o = opts; o->keyword; o++) {
+            if (!o->val)
+                continue;
+            size_t l = 0;
+            while (l < NLISTS && strcmp(o->keyword, list_keys[l]))
+                l++;
+            keys[k] = o->keyword;
+            vals[k++] = l < NLISTS ? item[l] : o->val;
+        }
+        keys[k] = vals[k] = NULL;
+        pg = conn_try(s, keys, vals, 0, one, sizeof(one));
+        if (!pg) {
+            int n = snprintf(msg + used,
+                             size - used,
+                             "%shost %s: %s",
+                             used ? "; " : "",
+                             host_name(item[HOST], item[HOSTADDR]),
+                             one);
+            if (n > 0)
+                used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+        }
+    }
+    /* A host passed over is worth knowing even when a later one answers:
+     * a hung host costs every new connection its timeout.
+     */
+    if (pg && used)
+        logger_printf(s->log,
+                      LOG_NOTICE,
+                      NULL,
+                      "database: connected to host %s after %s",
+                      host_name(item[HOST], item[HOSTADDR]),
+                      msg);
+    goto cleanup;
+single:
+    pg = conn_try(s, skeys, svals, 1, msg, size);
+cleanup:
+    for (size_t l = 0; l < NLISTS; l++)
+        free(item[l]);
+    free(keys);
+    free(vals);
+    if (opts) {
+        for (PQconninfoOption *o = opts; o->keyword; o++)
+            if (o->val && o->dispchar[0] == '*')
+                vnib_memburn(o->val, strlen(o->val));
+        PQconninfoFree(opts);
+    }
+    return pg;
+}
+
+static int conn_open(struct store *s, struct conn *c, vnib_error_t *errp)
+{
+    char msg[768];
+
+    c->pg = conn_try_hosts(s, msg, sizeof(msg));
+    if (!c->pg)
         goto fail;
+    if (PQsetnonblocking(c->pg, 1) < 0) {
+        pq_message(c->pg, msg, sizeof(msg));
+        PQfinish(c->pg);
+        c->pg = NULL;
+        goto fail;
+    }
     pthread_mutex_lock(&s->lock);
     (*(c->count ? c->count : &s->stats.open))++;
     s->stats.connects++;
@@ -587,11 +769,6 @@ static int conn_open(struct store *s, struct conn *c, vnib_error_t *errp)
     c->prepared = 0;
     return 0;
 fail:
-    pq_message(c->pg, msg, sizeof(msg));
-fail_msg:
-    if (c->pg)
-        PQfinish(c->pg);
-    c->pg = NULL;
     stat_add(s, &s->stats.connect_failures);
     logger_printf(
         s->log, LOG_WARNING, NULL, "database: cannot connect: %s", msg);

@@ -30,8 +30,8 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz compare openloop bigjob populate nodeview rss storm drain
-# agent fmslow hwcoll slowclients contention history; pairs is compare), the
-# rounds of the alternated comparisons (compare, history),
+# agent fmslow hwcoll slowclients contention history failover; pairs is
+# compare), the rounds of the alternated comparisons (compare, history),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
 FM_CONCURRENCY=${BENCH_FM_CONCURRENCY:-12}
@@ -1424,6 +1424,43 @@ if wanted history; then
         history_not_run "$why_not"
     elif ! history_scenario; then
         history_not_run "$why"
+    fi
+fi
+
+# ---- failover: promote to the first successful reserve ---------------------
+#
+# tests/integration/0420-failover.sh, run as it is in `make check` (its own
+# primary, synchronous streaming standby and two replicas with a multi-host
+# conninfo, under the history client's load): the primary is killed
+# (pg_ctl stop -m immediate) in one run and frozen (SIGSTOP) in another,
+# the standby promoted, and the test prints the seconds from the promote
+# to the first reserve acknowledged.  Target 10 s each; the test's own
+# verdict (history check, database checks) follows as a "#" line.
+FAILOVER_ROW="failover: promote to first reserve"
+
+failover_scenario () {
+    VNIB_BUILD=$BUILD timeout -k 5 300 bash "$TOP/tests/integration/0420-failover.sh" \
+        >"$T/failover.out" 2>&1
+    frc=$?
+    for mode in kill freeze; do
+        fig=$(sed -n "s/^# $mode: promote to first successful reserve: \([0-9.]*\) s$/\1/p" \
+            "$T/failover.out" | head -n 1)
+        if [ -n "$fig" ]; then
+            row_cmp "$FAILOVER_ROW ($mode)" "$fig" s "<=" 10
+        else
+            row_not_run "$FAILOVER_ROW ($mode)" s "<=" 10 "no reserve after the promote"
+        fi
+    done
+    echo "#   0420-failover.sh: exit $frc, $(grep -m1 '^# counts:' "$T/failover.out" | sed 's/^# //')"
+    grep '^not ok' "$T/failover.out" | head -n 5 | sed 's/^/#   /'
+}
+
+if wanted failover; then
+    if [ ! -x "$BUILD/tests/stress/history" ]; then
+        row_not_run "$FAILOVER_ROW (kill)" s "<=" 10 "no history client"
+        row_not_run "$FAILOVER_ROW (freeze)" s "<=" 10 "no history client"
+    else
+        failover_scenario
     fi
 fi
 

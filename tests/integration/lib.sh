@@ -36,6 +36,9 @@ FAILED=0
 STARTED_PIDS=""
 PGDIR=""
 PGSOCK=""
+PGLOG=""
+PG_OPTS=""
+PG_CLUSTERS=""
 BROKER_PID=""
 BROKER_URL=""
 BROKER_LOG=""
@@ -129,10 +132,12 @@ cleanup () {
         kill -CONT "$pid" 2>/dev/null
         kill -TERM "$pid" 2>/dev/null
     done
-    if [ -n "$PGDIR" ] && [ -f "$PGDIR/postmaster.pid" ]; then
-        pg_resume
-        as_pg_user "$PG_BIN/pg_ctl" -D "$PGDIR" -m immediate -w stop >/dev/null 2>&1
-    fi
+    for d in $PG_CLUSTERS $PGDIR; do
+        if [ -f "$d/postmaster.pid" ]; then
+            pg_resume "$d"
+            as_pg_user "$PG_BIN/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1
+        fi
+    done
     sleep 0.2
     for pid in $STARTED_PIDS; do
         kill -KILL "$pid" 2>/dev/null
@@ -211,11 +216,19 @@ pg_start () {
     as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib vnibroker
 }
 
+# pg_resume_start: start $PGDIR again, on $PGSOCK, logging to $PGLOG
+# (default $T/pglog/pg.log), with $PG_OPTS (server -c options) besides.
 pg_resume_start () {
-    as_pg_user "$PG_BIN/pg_ctl" -D "$PGDIR" -l "$T/pglog/pg.log" -w -t 30 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$PGSOCK' -c fsync=on -c max_connections=200 -c autovacuum_naptime=10s" \
+    pg_ctl_start "$PGDIR" "$PGSOCK" "${PGLOG:-$T/pglog/pg.log}" "$PG_OPTS"
+}
+
+# pg_ctl_start DIR SOCKET LOG [OPTIONS]: start the cluster in DIR with the
+# settings every test server has, and OPTIONS (server -c options) besides.
+pg_ctl_start () {
+    as_pg_user "$PG_BIN/pg_ctl" -D "$1" -l "$3" -w -t 30 \
+        -o "-c listen_addresses='' -c unix_socket_directories='$2' -c fsync=on -c max_connections=200 -c autovacuum_naptime=10s ${4:-}" \
         start >/dev/null || {
-        cat "$T/pglog/pg.log" >&2
+        cat "$3" >&2
         return 1
     }
 }
@@ -230,19 +243,103 @@ pg_restart () {
 
 # Freeze and thaw every PostgreSQL process: a database that accepts
 # connections but never answers.
+# Both take a cluster directory, $PGDIR by default.
 pg_freeze () {
-    for pid in $(pg_pids); do kill -STOP "$pid"; done
+    for pid in $(pg_pids "${1:-$PGDIR}"); do kill -STOP "$pid"; done
 }
 
 pg_resume () {
-    for pid in $(pg_pids); do kill -CONT "$pid" 2>/dev/null; done
+    for pid in $(pg_pids "${1:-$PGDIR}"); do kill -CONT "$pid" 2>/dev/null; done
 }
 
+# pg_pids [DIR]: the postmaster of DIR ($PGDIR) and its children.
 pg_pids () {
-    [ -f "$PGDIR/postmaster.pid" ] || return 0
-    master=$(head -n 1 "$PGDIR/postmaster.pid")
+    pp_dir=${1:-$PGDIR}
+    [ -f "$pp_dir/postmaster.pid" ] || return 0
+    master=$(head -n 1 "$pp_dir/postmaster.pid")
     echo "$master"
     pgrep -P "$master" 2>/dev/null
+}
+
+# ---- streaming replication ---------------------------------------------------
+#
+# A primary and a streaming standby, each with its own data directory,
+# socket directory and log under $T, run as postgres like pg_start's
+# server.  The template's trust authentication on the Unix socket covers
+# replication connections too (initdb's pg_hba.conf has a `local
+# replication all` line), and the template's superuser vnib may replicate.
+
+# pg_primary_start NAME: a fresh server in $T/NAME (socket $T/NAME.sock,
+# log $T/pglog/NAME.log) ready to stream to standbys, with database
+# vnibroker; it becomes $PGDIR/$PGSOCK (what psql_q and pg_freeze use).
+pg_primary_start () {
+    tpl=$(pg_template) || return 1
+    PGDIR=$T/$1
+    PGSOCK=$T/$1.sock
+    PGLOG=$T/pglog/$1.log
+    PG_OPTS="-c wal_level=replica -c max_wal_senders=5 -c wal_keep_size=64MB -c hot_standby=on"
+    PG_CLUSTERS="$PG_CLUSTERS $PGDIR"
+    cp -a "$tpl" "$PGDIR"
+    mkdir -p "$PGSOCK" "$T/pglog"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown -R postgres "$PGDIR" "$PGSOCK" "$T/pglog"
+    fi
+    chmod 700 "$PGDIR"
+    pg_resume_start || return 1
+    as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib vnibroker
+}
+
+# pg_standby_start NAME: a streaming standby of the current primary
+# ($PGSOCK), made with pg_basebackup -R in $T/NAME (socket $T/NAME.sock,
+# log $T/pglog/NAME.log), whose walreceiver is named NAME (cluster_name)
+# for synchronous_standby_names.  Waits until the primary sees it stream.
+pg_standby_start () {
+    sb_dir=$T/$1
+    sb_sock=$T/$1.sock
+    mkdir -p "$sb_sock" "$sb_dir"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown postgres "$sb_sock" "$sb_dir"
+    fi
+    chmod 700 "$sb_dir"
+    as_pg_user "$PG_BIN/pg_basebackup" -h "$PGSOCK" -U vnib -D "$sb_dir" -R \
+        -X stream -c fast --no-sync >"$T/pglog/$1.basebackup.log" 2>&1 || {
+        cat "$T/pglog/$1.basebackup.log" >&2
+        return 1
+    }
+    PG_CLUSTERS="$PG_CLUSTERS $sb_dir"
+    pg_ctl_start "$sb_dir" "$sb_sock" "$T/pglog/$1.log" \
+        "$PG_OPTS -c cluster_name=$1" || return 1
+    wait_for 15 pg_streaming "$1"
+}
+
+# pg_streaming NAME: the current primary streams to standby NAME.
+pg_streaming () {
+    [ "$(psql_q "SELECT count(*) FROM pg_stat_replication
+                  WHERE application_name = '$1' AND state = 'streaming'")" = 1 ]
+}
+
+# pg_sync_standby NAME: commits on the primary wait for standby NAME
+# (synchronous_standby_names, synchronous_commit = on); waits until the
+# primary reports it synchronous.
+pg_sync_standby () {
+    psql_q "ALTER SYSTEM SET synchronous_standby_names = '\"$1\"'" &&
+        psql_q "ALTER SYSTEM SET synchronous_commit = 'on'" &&
+        psql_q "SELECT pg_reload_conf()" >/dev/null &&
+        wait_for 15 pg_is_sync "$1"
+}
+
+pg_is_sync () {
+    [ "$(psql_q "SELECT sync_state FROM pg_stat_replication
+                  WHERE application_name = '$1'")" = sync ]
+}
+
+# pg_promote NAME: promote standby $T/NAME and wait until it accepts
+# writes; it becomes $PGDIR/$PGSOCK.
+pg_promote () {
+    as_pg_user "$PG_BIN/pg_ctl" -D "$T/$1" -w -t 30 promote >/dev/null || return 1
+    PGDIR=$T/$1
+    PGSOCK=$T/$1.sock
+    PGLOG=$T/pglog/$1.log
 }
 
 psql_q () {

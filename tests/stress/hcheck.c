@@ -162,8 +162,11 @@ void hcheck_tally(const struct hrec_log *logs, int nlogs,
                     t->other5xx++;
                 else if (strcmp(r->code, "vni_pool_exhausted") == 0)
                     t->s503++, t->exhausted++;
-                else
+                else {
                     t->s503++, t->bad503++;
+                    if (strcmp(r->code, "unavailable") == 0)
+                        t->unavailable++;
+                }
             } else if (!expected_refusal(r))
                 t->unexpected++;
         }
@@ -570,10 +573,19 @@ int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
     else
         verdict(&o, false, "end state: listing the live reservations failed");
 
-    verdict(&o, t->bad503 == 0,
-            "no 503 but vni_pool_exhausted: %" PRIu64 " (of %" PRIu64
-            " 503s; %" PRIu64 " vni_pool_exhausted are legitimate)",
-            t->bad503, t->s503, t->exhausted);
+    if (in->outage)
+        verdict(&o, t->bad503 == t->unavailable,
+                "no 503 but vni_pool_exhausted and unavailable (a database"
+                " failover): %" PRIu64 " (of %" PRIu64 " 503s; %" PRIu64
+                " vni_pool_exhausted and %" PRIu64 " unavailable are"
+                " legitimate)",
+                t->bad503 - t->unavailable, t->s503, t->exhausted,
+                t->unavailable);
+    else
+        verdict(&o, t->bad503 == 0,
+                "no 503 but vni_pool_exhausted: %" PRIu64 " (of %" PRIu64
+                " 503s; %" PRIu64 " vni_pool_exhausted are legitimate)",
+                t->bad503, t->s503, t->exhausted);
     verdict(&o, t->deadlock == 0,
             "no reply mentions a deadlock: %" PRIu64, t->deadlock);
     verdict(&o, t->other5xx == 0,

@@ -35,6 +35,7 @@ struct hcheck_tally {
     uint64_t s503;        /* 503, whatever the code */
     uint64_t exhausted;   /* 503 vni_pool_exhausted (legitimate) */
     uint64_t bad503;      /* 503 with any other code */
+    uint64_t unavailable; /* of those, 503 unavailable (no database) */
     uint64_t deadlock;    /* replies whose message mentions "deadlock" */
     uint64_t other5xx;    /* 5xx but 503 */
     uint64_t unexpected;  /* 4xx that the workload never provokes */
@@ -59,6 +60,8 @@ struct hcheck_input {
     hcheck_get_f get;     /* for acknowledged jobs missing from events */
     void *get_arg;
     const char *prefix;   /* printed before every line ("" or "#   ") */
+    bool outage;          /* the database fails over during the run: 503
+                           * unavailable is legitimate too */
 };
 
 /* Count the attempts of every log. */

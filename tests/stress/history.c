@@ -68,6 +68,7 @@ struct run {
     bool reports; /* the created and destroyed reports */
     bool hwcoll;  /* jobs ask for hardware collectives (two nodes each) */
     bool bench;
+    bool outage; /* 503 unavailable is legitimate (a database failover) */
     int64_t start_mono, stop_mono;
 };
 
@@ -676,11 +677,14 @@ static void usage(FILE *f)
         "               [--threads N] [--seconds S] [--vni-count N]\n"
         "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
         "               [--attempts N] [--no-reports] [--hwcoll] [--bench]\n"
-        "               [--log FILE]\n"
+        "               [--outage] [--log FILE]\n"
         "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
         "  the node reports (release is then immediate; no key needed).\n"
         "  --hwcoll: two-node jobs with hardware collectives, and every\n"
         "  session token a reserve reports is read back and compared.\n"
+        "  --outage: the database fails over during the run, so 503\n"
+        "  unavailable is legitimate (retried like any 5xx; raise\n"
+        "  --attempts to outlast the failover).\n"
         "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n");
 }
 
@@ -725,6 +729,7 @@ static int parse_args(int argc, char **argv, struct run *run)
         {"no-reports", no_argument, NULL, 'R'},
         {"hwcoll", no_argument, NULL, 'H'},
         {"bench", no_argument, NULL, 'B'},
+        {"outage", no_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     bool bad = false;
@@ -790,6 +795,9 @@ static int parse_args(int argc, char **argv, struct run *run)
                 break;
             case 'B':
                 run->bench = true;
+                break;
+            case 'O':
+                run->outage = true;
                 break;
             case 'h':
                 usage(stdout);
@@ -914,7 +922,8 @@ int main(int argc, char **argv)
                               .pool = pool,
                               .get = get_one,
                               .get_arg = &final,
-                              .prefix = run.bench ? "#   " : ""};
+                              .prefix = run.bench ? "#   " : "",
+                              .outage = run.outage};
     int failed = hcheck_run(&in, &tally);
     free(logs);
     if (run.hwcoll && failed >= 0) {
