@@ -11,6 +11,31 @@
 -- queue's own bookkeeping, committed asynchronously as 0011 explains).
 -- vnib_fm_claim and vnib_fm_done_many stay for brokers of schema 11
 -- during a rolling upgrade.
+-- A claim took "WHERE id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)",
+-- and one was seen to lease more than n operations (tests/integration/
+-- 0400, a database restart mid-queue, workers claiming side by side):
+-- nothing stops the executor from running such a subquery more than once,
+-- each run skipping what the last one locked.  The claimed ids are now
+-- taken once, in a materialised CTE (and the worker never trusts the
+-- count either).
+CREATE OR REPLACE FUNCTION vnib_fm_claim(p_limit integer, p_lease_s integer)
+RETURNS TABLE (q_id bigint, q_reservation bigint, q_fm_job_id text, q_op text,
+               q_step text, q_attempts integer)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN QUERY
+    WITH c AS MATERIALIZED (
+        SELECT d.id FROM fm_queue d WHERE d.not_before <= now()
+         ORDER BY d.not_before, d.id LIMIT p_limit
+         FOR UPDATE SKIP LOCKED)
+    UPDATE fm_queue q
+       SET not_before = now() + make_interval(secs => p_lease_s)
+      FROM c
+     WHERE q.id = c.id
+    RETURNING q.id, q.reservation_id, q.fm_job_id, q.op, q.step_id, q.attempts;
+END $$;
+
 CREATE FUNCTION vnib_fm_next(p_done bigint[], p_actor text, p_limit integer,
                              p_lease_s integer)
 RETURNS TABLE (q_id bigint, q_reservation bigint, q_fm_job_id text, q_op text,

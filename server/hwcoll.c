@@ -879,7 +879,9 @@ static void *queue_main(void *arg)
                 int rc = queue_op(h, op);
                 if (rc < 0)
                     unreachable = 1;
-                else if (rc > 0)
+                else if (rc > 0 && ndone < CLAIM_BATCH)
+                    /* (More than were asked for cannot come back; if
+                     * they did, the rest run again after their lease.) */
                     done[ndone++] =
                         json_integer_value(json_object_get(op, "id"));
             }
