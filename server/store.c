@@ -671,8 +671,7 @@ static PGconn *conn_try_hosts(struct store *s, char *msg, size_t size)
     /* One host, or lists libpq itself would refuse: one attempt, as
      * written, so that libpq's own message names the fault.
      */
-    if (nhosts < 2
-        || (lists[HOST] && list_count(lists[HOST]) != nhosts)
+    if (nhosts < 2 || (lists[HOST] && list_count(lists[HOST]) != nhosts)
         || (lists[HOSTADDR] && list_count(lists[HOSTADDR]) != nhosts)
         || (lists[PORT] && list_count(lists[PORT]) != 1
             && list_count(lists[PORT]) != nhosts))
@@ -1936,6 +1935,31 @@ static void group_failed(struct store *s,
     }
 }
 
+/* Run a group's statement: its result, one row per item in order, or
+ * NULL when it failed and every item has its answer (group_failed).
+ */
+static PGresult *group_exec(struct store *s,
+                            enum stmt_id id,
+                            const char *const *params,
+                            struct item_result **base,
+                            size_t n,
+                            bool wait,
+                            group_fn fn)
+{
+    vnib_error_t err = {{0}};
+    PGresult *r = run(s, id, params, &err);
+
+    if (r && PQntuples(r) != (int)n) {
+        PQclear(r);
+        r = NULL;
+        errno = EIO;
+        errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
+    }
+    if (!r)
+        group_failed(s, base, n, wait, errno, err.text, fn);
+    return r;
+}
+
 /* Submit an item to group g (or run it alone when grouping is off); a
  * busy item runs again alone, waiting for its lock.  0, or -1 with errno
  * and errp.
@@ -2056,7 +2080,6 @@ static void reserve_group(struct store *s,
     const size_t nall = sizeof(all) / sizeof(all[0]);
     struct ranges g;
     bool tickets = false;
-    vnib_error_t err = {{0}};
     PGresult *r = NULL;
 
     ranges_open(&g);
@@ -2125,17 +2148,9 @@ static void reserve_group(struct store *s,
         tickets ? ticket.data : NULL,
         wait ? "true" : "false",
     };
-    r = run(s, STMT_RESERVE, params, &err);
-    if (r && PQntuples(r) != (int)n) {
-        PQclear(r);
-        r = NULL;
-        errno = EIO;
-        errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
-    }
-    if (!r) {
-        group_failed(s, base, n, wait, errno, err.text, reserve_group);
+    if (!(r = group_exec(
+              s, STMT_RESERVE, params, base, n, wait, reserve_group)))
         goto done;
-    }
     for (size_t i = 0; i < n; i++)
         reserve_finish(s, r, (int)i, items[i]);
 done:
@@ -2339,7 +2354,6 @@ static void release_group(struct store *s,
 {
     struct release_item **items = (struct release_item **)base;
     struct sbuf job = {0}, res = {0};
-    vnib_error_t err = {{0}};
     PGresult *r = NULL;
 
     sb_putc(&job, '{');
@@ -2363,17 +2377,9 @@ static void release_group(struct store *s,
                              items[0]->actor,
                              items[0]->force ? "true" : "false",
                              wait ? "true" : "false"};
-    r = run(s, STMT_RELEASE, params, &err);
-    if (r && PQntuples(r) != (int)n) {
-        PQclear(r);
-        r = NULL;
-        errno = EIO;
-        errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
-    }
-    if (!r) {
-        group_failed(s, base, n, wait, errno, err.text, release_group);
+    if (!(r = group_exec(
+              s, STMT_RELEASE, params, base, n, wait, release_group)))
         goto done;
-    }
     for (size_t i = 0; i < n; i++)
         release_finish(s, r, (int)i, items[i]);
 done:
@@ -2831,7 +2837,6 @@ static void hwset_group(struct store *s,
                 actors = {0};
     struct sbuf *all[] = {&ids, &states, &reasons, &tokens, &actors};
     const size_t nall = sizeof(all) / sizeof(all[0]);
-    vnib_error_t err = {{0}};
     PGresult *r = NULL;
     bool failed = false;
 
@@ -2855,17 +2860,9 @@ static void hwset_group(struct store *s,
     }
     const char *params[5] = {
         ids.data, states.data, reasons.data, tokens.data, actors.data};
-    r = run(s, STMT_HWCOLL_SET_MANY, params, &err);
-    if (r && PQntuples(r) != (int)n) {
-        PQclear(r);
-        r = NULL;
-        errno = EIO;
-        errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
-    }
-    if (!r) {
-        group_failed(s, base, n, wait, errno, err.text, hwset_group);
+    if (!(r = group_exec(
+              s, STMT_HWCOLL_SET_MANY, params, base, n, wait, hwset_group)))
         goto done;
-    }
     for (size_t i = 0; i < n; i++) {
         struct hwset_item *it = items[i];
         snprintf(it->outcome, sizeof(it->outcome), "%s", col(r, (int)i, 0));

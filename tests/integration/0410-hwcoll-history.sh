@@ -87,6 +87,7 @@ expect_eq "every FM release the queue confirmed has its event" \
                       SELECT 1 FROM events e WHERE e.reservation_id = r.id
                          AND e.action = 'hwcoll'
                          AND e.detail->>'state' = 'released')")" 0
+expect_db_consistent
 deadlocks=$(grep -c 'deadlock detected' "$T/pglog/pg.log")
 expect_eq "PostgreSQL detected no deadlock" "$deadlocks" 0
 finish

@@ -441,6 +441,29 @@ broker_stop () {
     wait "$BROKER_PID"
 }
 
+# expect_db_consistent [LABEL]: what the database must hold after any
+# load, whatever the history: vni_holds are exactly the VNIs of the live
+# reservations, at most one live reservation per job, and no VNI in two
+# live reservations.  LABEL (with ": ") prefixes each check's name.
+expect_db_consistent () {
+    p=${1:+$1: }
+    expect_eq "${p}vni_holds are exactly the VNIs of the live reservations" \
+        "$(psql_q "SELECT (SELECT count(*) FROM (
+                              SELECT vni, reservation_id FROM vni_holds
+                              EXCEPT SELECT x, id FROM reservations, unnest(vnis) x
+                                      WHERE state <> 'released') d)
+                        + (SELECT count(*) FROM (
+                              SELECT x, id FROM reservations, unnest(vnis) x
+                               WHERE state <> 'released'
+                              EXCEPT SELECT vni, reservation_id FROM vni_holds) e)")" 0
+    expect_eq "${p}at most one live reservation per job" \
+        "$(psql_q "SELECT count(*) FROM (SELECT job_id FROM reservations
+                    WHERE state <> 'released' GROUP BY job_id HAVING count(*) > 1) d")" 0
+    expect_eq "${p}no VNI in two live reservations" \
+        "$(psql_q "SELECT count(*) FROM (SELECT x FROM reservations, unnest(vnis) x
+                    WHERE state <> 'released' GROUP BY x HAVING count(*) > 1) d")" 0
+}
+
 # ---- replicas on fixed ports ----------------------------------------------
 #
 # A replica killed with SIGKILL comes back on the same URL, as a load
