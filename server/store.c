@@ -1935,6 +1935,25 @@ static void group_failed(struct store *s,
     }
 }
 
+/* Close a group's array literals all[0..nall-1].  When one of them (or
+ * the caller, with failed) ran out of memory every item fails, and false
+ * is returned.
+ */
+static bool arrays_close(struct sbuf *const *all,
+                         size_t nall,
+                         bool failed,
+                         struct item_result **base,
+                         size_t n)
+{
+    for (size_t i = 0; i < nall; i++) {
+        sb_putc(all[i], '}');
+        failed = failed || all[i]->failed;
+    }
+    for (size_t i = 0; failed && i < n; i++)
+        item_fail(base[i], ENOMEM, "out of memory");
+    return !failed;
+}
+
 /* Run a group's statement: its result, one row per item in order, or
  * NULL when it failed and every item has its answer (group_failed).
  */
@@ -2113,15 +2132,8 @@ static void reserve_group(struct store *s,
     }
     bool failed =
         ranges_close(&g) < 0 || pool_arrays(items[0]->a->pool, &plo, &phi) < 0;
-    for (size_t i = 0; i < nall; i++) {
-        sb_putc(all[i], '}');
-        failed = failed || all[i]->failed;
-    }
-    if (failed) {
-        for (size_t i = 0; i < n; i++)
-            item_fail(base[i], ENOMEM, "out of memory");
+    if (!arrays_close(all, nall, failed, base, n))
         goto done;
-    }
     const char *params[24] = {
         job.data,
         uid.data,
@@ -2365,13 +2377,9 @@ static void release_group(struct store *s,
         else
             sb_elem(&res, i, NULL);
     }
-    sb_putc(&job, '}');
-    sb_putc(&res, '}');
-    if (job.failed || res.failed) {
-        for (size_t i = 0; i < n; i++)
-            item_fail(base[i], ENOMEM, "out of memory");
+    struct sbuf *all[] = {&job, &res};
+    if (!arrays_close(all, 2, false, base, n))
         goto done;
-    }
     const char *params[5] = {job.data,
                              res.data,
                              items[0]->actor,
@@ -2838,7 +2846,6 @@ static void hwset_group(struct store *s,
     struct sbuf *all[] = {&ids, &states, &reasons, &tokens, &actors};
     const size_t nall = sizeof(all) / sizeof(all[0]);
     PGresult *r = NULL;
-    bool failed = false;
 
     for (size_t i = 0; i < nall; i++)
         sb_putc(all[i], '{');
@@ -2849,15 +2856,8 @@ static void hwset_group(struct store *s,
         sb_elem(&tokens, i, items[i]->sealed_hex);
         sb_elem(&actors, i, items[i]->actor);
     }
-    for (size_t i = 0; i < nall; i++) {
-        sb_putc(all[i], '}');
-        failed = failed || all[i]->failed;
-    }
-    if (failed) {
-        for (size_t i = 0; i < n; i++)
-            item_fail(base[i], ENOMEM, "out of memory");
+    if (!arrays_close(all, nall, false, base, n))
         goto done;
-    }
     const char *params[5] = {
         ids.data, states.data, reasons.data, tokens.data, actors.data};
     if (!(r = group_exec(
