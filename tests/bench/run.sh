@@ -109,12 +109,30 @@ umask 022
 
 # ---- PostgreSQL and pgbench -----------------------------------------------
 
+# The server runs as one that has been up a while, not as a new one.  A
+# new cluster makes each WAL segment it moves into: 16 MB of zeros and an
+# fsync, under the WAL write lock, so every commit in flight waits for it
+# (50-65 ms here, every 3-4 s at 1,500 pairs/s: the largest requests of
+# the pairs runs, traced to the segment switches).  An older one renames
+# the segments a checkpoint no longer needs into the next ones
+# (min_wal_size, deploy/README.md 3.2).  So BENCH_WAL_SEGMENTS (64, as
+# many as min_wal_size keeps) segments are filled and recycled before any
+# run.
+PG_OPTS="-c min_wal_size=1GB -c max_wal_size=4GB"
 pg_start || fail_setup "PostgreSQL does not start"
 as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib pgbench ||
     fail_setup "cannot create the pgbench database"
 as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pgbench -XAtq \
     -v ON_ERROR_STOP=1 -c 'CREATE TABLE t (v integer)' >/dev/null ||
     fail_setup "cannot create the pgbench table"
+WAL_SEGMENTS=${BENCH_WAL_SEGMENTS:-64}
+as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pgbench -XAtq \
+    -v ON_ERROR_STOP=1 \
+    -c "DO \$\$ BEGIN FOR i IN 1 .. $WAL_SEGMENTS LOOP
+            INSERT INTO t VALUES (i); PERFORM pg_switch_wal();
+        END LOOP; END \$\$" \
+    -c 'CHECKPOINT' -c 'TRUNCATE t' >/dev/null ||
+    fail_setup "cannot fill and recycle the WAL segments"
 echo 'INSERT INTO t (v) VALUES (1);' >"$T/insert.sql"
 chmod 644 "$T/insert.sql"
 
@@ -429,6 +447,7 @@ compare_scenario () {
 }
 
 echo "== API ($(nproc) cores; broker threads $THREADS, database pool $POOL; ${SECS} s runs)"
+echo "# PostgreSQL: $WAL_SEGMENTS WAL segments filled and recycled before the runs, as on a server in steady state (deploy/README.md 3.2)"
 printf '%-52s %12s %-6s %2s %10s  %s\n' scenario figure unit "" target result
 api healthz -c 32 -d 3
 api healthz -c 16 -r 2000 -d 3
