@@ -12,6 +12,9 @@
 #include "vnib/error.h"
 
 static void verrfmt(vnib_error_t *errp, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void verrfmt(vnib_error_t *errp, const char *fmt, va_list ap)
 {
     int n = vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
     if (n < 0)
