@@ -41,8 +41,17 @@ else
 CPPFLAGS_BASE += -D_FORTIFY_SOURCE=2
 endif
 
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# The packages' flags are asked of pkg-config once, when a recipe first
+# needs them: after `deps` has run for the goals that run it first (check,
+# run, bench, fuzz), and never for deps, clean or format.  A missing .pc
+# stops make, naming it.
+PKG_MISSING = $(foreach p,$(PKGS),\
+                  $(if $(shell pkg-config --exists $(p) && echo y),,$(p).pc))
+pkg_config  = $(if $(strip $(PKG_MISSING)),$(error pkg-config finds no \
+                  $(strip $(PKG_MISSING)): `make deps` installs the packages),\
+                  $(shell pkg-config $(1) $(PKGS)))
+PKG_CFLAGS  = $(eval PKG_CFLAGS := $$(call pkg_config,--cflags))$(PKG_CFLAGS)
+PKG_LIBS    = $(eval PKG_LIBS := $$(call pkg_config,--libs))$(PKG_LIBS)
 
 ALL_CPPFLAGS = $(CPPFLAGS_BASE) $(PKG_CFLAGS) $(CPPFLAGS)
 ALL_CFLAGS   = $(CFLAGS_BASE) $(CFLAGS)
@@ -253,7 +262,7 @@ unit: tests
 integration: tests
 	sh tests/run-all.sh --integration-only $(BUILD)
 
-FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+FUZZ_FLAGS  = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
               $(CPPFLAGS_BASE) $(PKG_CFLAGS)
 # FUZZ_ONLY="request toml" limits `make fuzz` to those targets.
 FUZZ_ONLY  ?=
