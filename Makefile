@@ -8,6 +8,7 @@
 #   make fuzz       run each libFuzzer target for FUZZ_SECONDS (clang)
 #   make bench      benchmarks with figures and targets
 #   make install    honours PREFIX and DESTDIR
+#   make scan       clang's static analyzer (scan-build) over a fresh build
 #
 # CI adds WERROR=1.  Sources are found by wildcard, so a new file in lib/,
 # server/ or tests/unit/ needs no edit here.
@@ -106,7 +107,7 @@ SLURM_SKIPPED := slurm-skipped
 endif
 
 .PHONY: all tests check unit integration run deps deps-fuzz fuzz bench bench-bins \
-        install clean format format-check slurm-skipped
+        install clean format format-check scan slurm-skipped
 .DEFAULT_GOAL := all
 
 all: $(BINS) $(PLUGINS) $(SLURM_SKIPPED)
@@ -366,6 +367,18 @@ install: all
 	    deploy/systemd/vnib-slurm-reconcile.timer \
 	    $(GEN_DIR)/vnib-agent-flush.service \
 	    deploy/systemd/vnib-agent-flush.timer $(DESTDIR)$(UNITDIR)/
+
+# ---- static analysis -------------------------------------------------------
+
+# clang's static analyzer over a fresh build of everything `make tests`
+# builds, into build/scan/ (HTML reports in build/scan/report/); any report
+# fails the target.
+SCAN_BUILD := build/scan
+
+scan:
+	rm -rf $(SCAN_BUILD)
+	scan-build --status-bugs --use-cc=clang -o $(SCAN_BUILD)/report \
+	    $(MAKE) --no-print-directory BUILD=$(SCAN_BUILD) all tests
 
 # ---- housekeeping ----------------------------------------------------------
 
