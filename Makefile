@@ -1,12 +1,14 @@
 # vnibroker build: one GNU Makefile, no autotools.
 #
-#   make            build every binary into build/
+#   make            build every binary into build/ (without the Slurm
+#                   plugin where <slurm/spank.h> is missing)
 #   make check      install missing packages, build with ASan+UBSan into
 #                   build/san/, run unit, fuzz-regression and integration tests
 #   make run        the embedded default: private PostgreSQL + vnibrokerd
 #   make fuzz       run each libFuzzer target for FUZZ_SECONDS (clang)
 #   make bench      benchmarks with figures and targets
 #   make install    honours PREFIX and DESTDIR
+#   make scan       clang's static analyzer (scan-build) over a fresh build
 #
 # CI adds WERROR=1.  Sources are found by wildcard, so a new file in lib/,
 # server/ or tests/unit/ needs no edit here.
@@ -40,8 +42,17 @@ else
 CPPFLAGS_BASE += -D_FORTIFY_SOURCE=2
 endif
 
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# The packages' flags are asked of pkg-config once, when a recipe first
+# needs them: after `deps` has run for the goals that run it first (check,
+# run, bench, fuzz), and never for deps, clean or format.  A missing .pc
+# stops make, naming it.
+PKG_MISSING = $(foreach p,$(PKGS),\
+                  $(if $(shell pkg-config --exists $(p) && echo y),,$(p).pc))
+pkg_config  = $(if $(strip $(PKG_MISSING)),$(error pkg-config finds no \
+                  $(strip $(PKG_MISSING)): `make deps` installs the packages),\
+                  $(shell pkg-config $(1) $(PKGS)))
+PKG_CFLAGS  = $(eval PKG_CFLAGS := $$(call pkg_config,--cflags))$(PKG_CFLAGS)
+PKG_LIBS    = $(eval PKG_LIBS := $$(call pkg_config,--libs))$(PKG_LIBS)
 
 ALL_CPPFLAGS = $(CPPFLAGS_BASE) $(PKG_CFLAGS) $(CPPFLAGS)
 ALL_CFLAGS   = $(CFLAGS_BASE) $(CFLAGS)
@@ -78,13 +89,35 @@ BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim \
                 $(BUILD)/vnib-agent
 PLUGINS      := $(BUILD)/vnib_spank.so
 
+# The Slurm-dependent artifacts (the SPANK plugin, and the fuzz target that
+# compiles it) are built only where <slurm/spank.h> is found under
+# SLURM_INCLUDE, so that a broker-only host can run `make`; `make check`
+# requires them (SLURM_REQUIRED=1).
+SLURM_INCLUDE  ?= /usr/include
+SLURM_REQUIRED ?= 0
+HAVE_SLURM     := $(if $(wildcard $(SLURM_INCLUDE)/slurm/spank.h),1,0)
+SLURM_CPPFLAGS := $(if $(filter-out /usr/include,$(SLURM_INCLUDE)),-I$(SLURM_INCLUDE))
+ifeq ($(HAVE_SLURM),0)
+ifeq ($(SLURM_REQUIRED),1)
+$(error <slurm/spank.h> is not under $(SLURM_INCLUDE): the tests need the Slurm headers; `make deps` installs libslurm-dev (as root))
+endif
+PLUGINS      :=
+REPLAY_BINS  := $(filter-out %/replay_spank_env,$(REPLAY_BINS))
+SLURM_SKIPPED := slurm-skipped
+endif
+
 .PHONY: all tests check unit integration run deps deps-fuzz fuzz bench bench-bins \
-        install clean format format-check
+        install clean format format-check scan slurm-skipped
 .DEFAULT_GOAL := all
 
-all: $(BINS) $(PLUGINS)
+all: $(BINS) $(PLUGINS) $(SLURM_SKIPPED)
 
-tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(REPLAY_BINS) $(STRESS_BINS)
+tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(REPLAY_BINS) $(STRESS_BINS) \
+       $(SLURM_SKIPPED)
+
+# One line, however many goals asked for the Slurm artifacts.
+slurm-skipped:
+	@echo 'make: skipped vnib_spank.so and replay_spank_env (no slurm/spank.h under $(SLURM_INCLUDE)): `make deps` as root, or apt-get install libslurm-dev, builds them'
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -154,7 +187,8 @@ SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
 $(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared -MMD -MP -o $@ $<
+	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
+	    -MMD -MP -o $@ $<
 
 # The Fabric Manager simulator, for tests and `make run` (not the client).
 $(BUILD)/fmsim: $(FMSIM_OBJS) $(LIBVNIB)
@@ -197,12 +231,13 @@ FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
 FUZZ_CSRCS_request  := $(filter-out server/reservations.c,$(SERVER_SRCS)) \
                        fmclient/fmclient.c $(BUILD)/gen/schema_sql.c
 FUZZ_LDLIBS_spank_env := -lslurm
+FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 
 $(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
 
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
+	$(CC) $(ALL_CPPFLAGS) $(FUZZ_CPPFLAGS_$*) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(FUZZ_LIBS_$*) $(LIBVNIB) \
 	    $(LIBS_BASE) $(FUZZ_LDLIBS_$*)
 
@@ -219,7 +254,7 @@ deps-fuzz:
 # ---- tests -----------------------------------------------------------------
 
 check: deps
-	$(MAKE) --no-print-directory SAN=1 BUILD=build/san tests
+	$(MAKE) --no-print-directory SLURM_REQUIRED=1 SAN=1 BUILD=build/san tests
 	sh tests/run-all.sh build/san
 
 unit: tests
@@ -228,7 +263,7 @@ unit: tests
 integration: tests
 	sh tests/run-all.sh --integration-only $(BUILD)
 
-FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+FUZZ_FLAGS  = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
               $(CPPFLAGS_BASE) $(PKG_CFLAGS)
 # FUZZ_ONLY="request toml" limits `make fuzz` to those targets.
 FUZZ_ONLY  ?=
@@ -240,7 +275,7 @@ FUZZ_BINS  := $(FUZZ_RUN:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 .SECONDEXPANSION:
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $$(FUZZ_CSRCS_$$*)
 	@mkdir -p $(@D)
-	clang $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(FUZZ_CSRCS_$*) \
+	clang $(FUZZ_FLAGS) $(FUZZ_CPPFLAGS_$*) -o $@ $< $(LIB_SRCS) $(FUZZ_CSRCS_$*) \
 	    $(PKG_LIBS) -lpthread $(FUZZ_LDLIBS_$*)
 
 fuzz: deps-fuzz
@@ -313,7 +348,7 @@ install: all
 	install -m 0755 $(BUILD)/vnibctl $(DESTDIR)$(BINDIR)/vnibctl
 	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(SBINDIR)/vnibrokerd
 	install -m 0755 $(BUILD)/vnib-agent $(DESTDIR)$(SBINDIR)/vnib-agent
-	install -m 0755 $(BUILD)/vnib_spank.so $(DESTDIR)$(PKGLIBDIR)/vnib_spank.so
+	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PKGLIBDIR)/)
 	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
 	install -d $(DESTDIR)$(DOCDIR)/deploy/slurm $(DESTDIR)$(DOCDIR)/agent \
 	    $(DESTDIR)$(DOCDIR)/server
@@ -333,13 +368,29 @@ install: all
 	    $(GEN_DIR)/vnib-agent-flush.service \
 	    deploy/systemd/vnib-agent-flush.timer $(DESTDIR)$(UNITDIR)/
 
+# ---- static analysis -------------------------------------------------------
+
+# clang's static analyzer over a fresh build of everything `make tests`
+# builds, into build/scan/ (HTML reports in build/scan/report/); any report
+# fails the target.
+SCAN_BUILD := build/scan
+
+scan:
+	rm -rf $(SCAN_BUILD)
+	scan-build --status-bugs --use-cc=clang -o $(SCAN_BUILD)/report \
+	    $(MAKE) --no-print-directory BUILD=$(SCAN_BUILD) all tests
+
 # ---- housekeeping ----------------------------------------------------------
 
+# The C sources under git, except tests/stress/, which is deliberately
+# not clang-formatted.
+FORMAT_SRCS = $$(git ls-files '*.c' '*.h' ':!:tests/stress/*')
+
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $(FORMAT_SRCS)
 
 format-check:
-	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+	clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 clean:
 	rm -rf build

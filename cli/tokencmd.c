@@ -77,6 +77,8 @@ static int parse(int argc,
                 fputs(usage_token, stdout);
                 return CTL_EXIT_OK;
             case 'k':
+                if (!key_val) /* only the with_key table has it */
+                    return CTL_EXIT_USAGE;
                 *key_val = optarg;
                 break;
             default:

@@ -1220,7 +1220,11 @@ static void on_completed(void *cls,
     *req_cls = NULL;
 }
 
-/* libmicrohttpd's own diagnostics into our log. */
+/* libmicrohttpd's own diagnostics into our log (a vprintf-style
+ * callback: the format and its arguments come from libmicrohttpd). */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct fmsim_http *h = cls;

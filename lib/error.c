@@ -12,6 +12,9 @@
 #include "vnib/error.h"
 
 static void verrfmt(vnib_error_t *errp, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void verrfmt(vnib_error_t *errp, const char *fmt, va_list ap)
 {
     int n = vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
     if (n < 0)
@@ -20,7 +23,8 @@ static void verrfmt(vnib_error_t *errp, const char *fmt, va_list ap)
         errp->text[sizeof(errp->text) - 2] = '+';
 }
 
-int errprintf(vnib_error_t *errp, const char *fmt, ...)
+/* The names are in parentheses, as error.h also defines them as macros. */
+int(errprintf)(vnib_error_t *errp, const char *fmt, ...)
 {
     int saved_errno = errno;
     if (errp) {
@@ -33,7 +37,7 @@ int errprintf(vnib_error_t *errp, const char *fmt, ...)
     return -1;
 }
 
-int errprintf_first(vnib_error_t *errp, const char *fmt, ...)
+int(errprintf_first)(vnib_error_t *errp, const char *fmt, ...)
 {
     int saved_errno = errno;
     /* An empty buffer is the only one written: the first error wins. */

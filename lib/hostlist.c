@@ -423,8 +423,13 @@ static int scan_number(struct hl_scan *sc, uint64_t *valp, size_t *ndigp)
     size_t start = sc->pos;
     uint64_t v = 0;
 
-    if (!is_digit(sc->expr[sc->pos]))
-        return bracket_error(sc, sc->pos, "a number");
+    /* The -1 is spelt out: clang's analyzer, this deep in calls, no longer
+     * follows bracket_error to see that *valp is set whenever 0 is returned.
+     */
+    if (!is_digit(sc->expr[sc->pos])) {
+        bracket_error(sc, sc->pos, "a number");
+        return -1;
+    }
     while (is_digit(sc->expr[sc->pos])) {
         if (sc->pos - start == HL_MAX_DIGITS) {
             errno = EINVAL;
@@ -460,7 +465,6 @@ static int scan_bracket(struct hl_scan *sc,
     }
     for (;;) {
         size_t lo_off = sc->pos;
-        size_t hi_off;
         size_t lo_dig;
         size_t hi_dig;
         uint64_t lo;
@@ -469,10 +473,9 @@ static int scan_bracket(struct hl_scan *sc,
         if (scan_number(sc, &lo, &lo_dig) < 0)
             return -1;
         hi = lo;
-        hi_off = lo_off;
         hi_dig = lo_dig;
         if (sc->expr[sc->pos] == '-') {
-            hi_off = ++sc->pos;
+            size_t hi_off = ++sc->pos;
             if (scan_number(sc, &hi, &hi_dig) < 0)
                 return -1;
             if (lo > hi) {

@@ -89,8 +89,7 @@ static int read_checked(const char *path,
      * given to the broker's user, as the guide says to.  The mode rule
      * above still holds for root.
      */
-    if (secret && st.st_uid != geteuid() && st.st_uid != 0
-        && geteuid() != 0) {
+    if (secret && st.st_uid != geteuid() && st.st_uid != 0 && geteuid() != 0) {
         errno = EPERM;
         errprintf(errp,
                   "%s: owned by uid %u: a credential file must belong to "

@@ -926,6 +926,11 @@ static void *reaper_main(void *arg)
  */
 #define MHD_LOG_BURST 10
 
+/* The format is libmicrohttpd's: the attribute checks the arguments it
+ * passes with it, as for any vprintf-style function. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct http *h = cls;

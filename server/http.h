@@ -50,15 +50,15 @@ struct request {
     /* The handler's outcome, kept from the worker that ran it to the
      * libmicrohttpd thread that sends it (see http.c, "Suspension").
      */
-    int queued;           /* REQ_* state of the hand-off to a worker */
-    int result;           /* handler's status, or -1 */
-    int result_errno;     /* errno of a failure */
-    json_t *out;          /* JSON reply (owned), or NULL */
-    vnib_error_t error;   /* message of a failure */
-    int status;               /* status sent */
-    bool responded;           /* a reply is queued */
-    int refused;              /* errno of a refusal made mid-upload */
-    size_t discarded;         /* body bytes thrown away after it */
+    int queued;         /* REQ_* state of the hand-off to a worker */
+    int result;         /* handler's status, or -1 */
+    int result_errno;   /* errno of a failure */
+    json_t *out;        /* JSON reply (owned), or NULL */
+    vnib_error_t error; /* message of a failure */
+    int status;         /* status sent */
+    bool responded;     /* a reply is queued */
+    int refused;        /* errno of a refusal made mid-upload */
+    size_t discarded;   /* body bytes thrown away after it */
     size_t body_cap;
 };
 

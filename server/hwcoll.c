@@ -1007,6 +1007,8 @@ static void run_lost_hook(struct hwcoll *h,
         argc++;
     }
     argv[argc] = NULL;
+    if (argc == 0) /* the command was only separators */
+        goto done;
     int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);

@@ -49,7 +49,7 @@ struct histogram {
 
 struct metrics {
     size_t nroutes;
-    struct route_slot *slots; /* nroutes + 1 */
+    struct route_slot *slots;    /* nroutes + 1 */
     struct histogram queue_wait; /* time requests waited for a worker */
 };
 
@@ -101,7 +101,8 @@ void metrics_observe_queue_wait(struct metrics *m, int64_t ns)
     size_t b = 0;
     while (b < NBUCKETS && secs > buckets[b])
         b++;
-    atomic_fetch_add_explicit(&m->queue_wait.bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(
+        &m->queue_wait.bucket[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->queue_wait.sum_ns,
                               (uint_fast64_t)(ns > 0 ? ns : 0),
                               memory_order_relaxed);
@@ -133,11 +134,12 @@ void metrics_write_queue(const struct metrics *m, long depth, FILE *out)
                     "vnib_http_queue_wait_seconds_bucket{le=\"+Inf\"} %llu\n",
                     (unsigned long long)cum);
     }
+    uint_fast64_t sum_ns =
+        atomic_load_explicit(&q->sum_ns, memory_order_relaxed);
     fprintf(out,
             "vnib_http_queue_wait_seconds_sum %.9f\n"
             "vnib_http_queue_wait_seconds_count %llu\n",
-            (double)atomic_load_explicit(&q->sum_ns, memory_order_relaxed)
-                / 1e9,
+            (double)sum_ns / 1e9,
             (unsigned long long)cum);
 }
 

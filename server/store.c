@@ -1637,7 +1637,7 @@ static json_t *row_reservation(const struct config *cfg,
                o, "empty_reason", str_or_null(col(r, row, ROW_EMPTY_REASON)))
                < 0)
         goto nomem;
-    if (row_hwcoll(cfg, r, row, o, v = col(r, row, ROW_VNIS), tcs) < 0)
+    if (row_hwcoll(cfg, r, row, o, col(r, row, ROW_VNIS), tcs) < 0)
         goto nomem;
     if ((v = col(r, row, ROW_COUNTS))) {
         long long creating, created, destroyed, failed;

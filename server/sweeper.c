@@ -74,6 +74,8 @@ static void purge(struct sweeper *sw)
         total += purged;
         batches++;
     } while (purged >= PURGE_BATCH && mono_ms() < until && !stopping(sw));
+    const char *more =
+        purged >= PURGE_BATCH ? "; more are left for the next run" : "";
     if (total > 0)
         logger_printf(b->log,
                       LOG_INFO,
@@ -84,8 +86,7 @@ static void purge(struct sweeper *sw)
                       b->cfg->vni.retain_days,
                       batches,
                       batches == 1 ? "" : "es",
-                      purged >= PURGE_BATCH ? "; more are left for the next run"
-                                            : "");
+                      more);
 }
 
 static void *sweeper_main(void *arg)

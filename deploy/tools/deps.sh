@@ -3,6 +3,9 @@
 #
 #   sh deploy/tools/deps.sh          build, test and `make run` packages
 #   sh deploy/tools/deps.sh fuzz     plus clang and libFuzzer for `make fuzz`
+#   sh deploy/tools/deps.sh ci       plus what .ci/run needs beyond `make
+#                                    check`: clang, scan-build (`make scan`)
+#                                    and clang-format (`make format-check`)
 #
 # Only missing packages are installed, so a second run is quick and quiet.
 # As root it runs apt-get; otherwise it prints the exact command to run.
@@ -13,9 +16,16 @@ PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
       postgresql-contrib curl jq openssl util-linux procps iproute2 python3
       python3-yaml
       slurmctld slurmd slurm-client libslurm-dev"
-if [ "${1:-}" = fuzz ]; then
-    PKGS="$PKGS clang libclang-rt-14-dev"
-fi
+case "${1:-}" in
+    "") ;;
+    fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
+    # clang-tools, not clang-tools-14, is the package of /usr/bin/scan-build.
+    ci) PKGS="$PKGS clang clang-tools clang-format" ;;
+    *)
+        echo "deps: unknown argument '$1' (want none, fuzz or ci)" >&2
+        exit 2
+        ;;
+esac
 
 missing=""
 for p in $PKGS; do

@@ -28,6 +28,21 @@ int errprintf(vnib_error_t *errp, const char *fmt, ...)
 int errprintf_first(vnib_error_t *errp, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Both are also macros that make the -1 visible where they are called:
+ * clang's static analyzer looks at one file at a time and does not follow
+ * variadic calls, so without them it would take `if (f (..., errp) < 0)`
+ * as possibly false after f returned errprintf's value, and f's results
+ * as set when they were not.  The functions are still what is called
+ * (and what checks the format).
+ */
+static inline int vnib_error_ret(int rc)
+{
+    (void)rc;
+    return -1;
+}
+#define errprintf(...) vnib_error_ret(errprintf(__VA_ARGS__))
+#define errprintf_first(...) vnib_error_ret(errprintf_first(__VA_ARGS__))
+
 /* Reset errp to the empty message (errp may be NULL). */
 void vnib_error_clear(vnib_error_t *errp);
 

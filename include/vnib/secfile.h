@@ -3,8 +3,8 @@
  * TLS keys, token files and shared keys must be readable by their owner
  * only.  secfile_read() opens the file, checks the open descriptor (so the
  * check and the read see the same file), refuses group or other access and
- * foreign owners (except to root), and returns the contents.  Callers wipe the buffer with
- * secfile_free() when done.
+ * foreign owners (except to root), and returns the contents.  Callers wipe the
+ * buffer with secfile_free() when done.
  */
 #ifndef VNIB_SECFILE_H
 #define VNIB_SECFILE_H

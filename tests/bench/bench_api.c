@@ -48,13 +48,13 @@ struct bench {
     size_t token_size;
     unsigned char *key; /* node key (secfile buffer) */
     size_t key_len;
-    int conns;             /* -c, 0: the scenario's default */
-    double duration;       /* -d, 0: the scenario's default */
-    double rate;           /* -r, 0: the scenario's default */
-    long count;            /* -n, 0: the scenario's default */
-    long pid;              /* -p: the broker, for rss */
-    double pg_tps;         /* -P: pgbench tps at the same clients */
-    const char *stop_file; /* -S: drain-load stops once this exists */
+    int conns;              /* -c, 0: the scenario's default */
+    double duration;        /* -d, 0: the scenario's default */
+    double rate;            /* -r, 0: the scenario's default */
+    long count;             /* -n, 0: the scenario's default */
+    long pid;               /* -p: the broker, for rss */
+    double pg_tps;          /* -P: pgbench tps at the same clients */
+    const char *stop_file;  /* -S: drain-load stops once this exists */
     const char *job_prefix; /* -x: pairs' job id prefix (runs that repeat) */
     const char *hwcoll_opt; /* -H: "on"/"off" in pairs and openloop reserves */
 
@@ -979,7 +979,9 @@ struct scenario {
 
 static const struct scenario scenarios[] = {
     {"healthz", sc_healthz, "GET /healthz rate, -c 32 -d 3 (-r: p99 at rate)"},
-    {"pairs", sc_pairs, "reserve+release pairs/s, -c 8 -d 10 [-P TPS] [-x PFX]"},
+    {"pairs",
+     sc_pairs,
+     "reserve+release pairs/s, -c 8 -d 10 [-P TPS] [-x PFX]"},
     {"openloop", sc_openloop, "reserve p99 at -r 1000/s for -d 10, released"},
     {"bigjob", sc_bigjob, "-n 50 reserve+release cycles of 11,136 nodes"},
     {"populate", sc_populate, "create -n 10000 reservations a<k> on n[k-k+3]"},

@@ -236,7 +236,7 @@ static long check_replies(const struct hcheck_input *in, struct out *o,
     if (n)
         qsort(s, n, sizeof(*s), span_cmp);
     for (size_t i = 0; i < n;) {
-        size_t k = i;
+        size_t k;
         const struct span *longest = &s[i];
         for (k = i + 1; k < n && s[k].vni == s[i].vni; k++) {
             if (s[k].from < longest->until

@@ -521,7 +521,7 @@ static void *worker(void *arg)
 /* GET path (on any replica) and parse the reply; NULL on failure. */
 static json_t *get_json(struct client *c, const char *path, const char *tok)
 {
-    struct hrec r;
+    struct hrec r = {0}; /* what the message shows after 0 attempts */
 
     for (int a = 0; a < c->run->attempts; a++) {
         memset(&r, 0, sizeof(r));

@@ -448,7 +448,8 @@ static int parse_env_file(char *buf,
             (unsigned)job_id);
         return -1;
     }
-    if (max > 0 && !(lines = calloc(max, sizeof(*lines)))) {
+    /* max >= 1 here: the last byte is a newline. */
+    if (!(lines = calloc(max, sizeof(*lines)))) {
         slurm_error("vnib: job %u: out of memory", (unsigned)job_id);
         return -1;
     }

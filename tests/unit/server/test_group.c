@@ -28,9 +28,9 @@ struct item {
 struct ctx {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    bool gated;      /* the first group waits for gate_open */
+    bool gated; /* the first group waits for gate_open */
     bool gate_open;
-    int running;     /* groups in run() now */
+    int running; /* groups in run() now */
     int most_running;
     int groups;
     size_t sizes[NITEMS];
@@ -97,7 +97,8 @@ static void run(void *arg, struct group_item **items, size_t n)
     for (size_t i = 0; i < n; i++) {
         ((struct item *)items[i])->processed++;
         for (size_t j = 0; j < i; j++)
-            if (((struct item *)items[j])->key == ((struct item *)items[i])->key)
+            if (((struct item *)items[j])->key
+                == ((struct item *)items[i])->key)
                 c->mixed_keys = true;
     }
     c->running++;
