@@ -34,7 +34,7 @@ struct broker;
 struct store_reserve;
 struct hwcoll;
 
-/* Create the FM client (when hwcoll.enabled) and start its threads: the
+/* When hwcoll.enabled, create the FM client and start the threads: the
  * release-queue workers, the NOTIFY listener and the leader (hwcoll.c).
  * The FM is not contacted: the broker starts and serves VNIs while the FM
  * is unreachable.
