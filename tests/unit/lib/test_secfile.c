@@ -200,7 +200,8 @@ static void test_other_owner_refused(void **state)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
     if (WEXITSTATUS(status) == 2) {
-        print_message("skip: no capabilities to give (a restricted container)\n");
+        print_message(
+            "skip: no capabilities to give (a restricted container)\n");
         skip();
     }
     assert_int_equal(WEXITSTATUS(status), 0);
