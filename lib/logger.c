@@ -16,7 +16,8 @@
  * writes one "message repeated N more times" line at the message's
  * level, under the request id of the last repeat (so that the id of a
  * folded reply still finds the reason, if it was the last).  A mutex guards the
- * slots; lines are still one write(2) each.
+ * slots; lines are still one write(2) each, made under that mutex, so a
+ * slow reader of the descriptor slows every thread that logs (write_line).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -226,8 +227,12 @@ static void write_line(const struct logger *log,
         n = sizeof(line) - 1;
         line[n - 1] = '\n';
     }
-    /* One write per line keeps concurrent lines whole; a short write to a
-     * full pipe is not retried: logging must never block a request.
+    /* One write per line keeps concurrent lines whole.  The descriptor is
+     * left blocking: when its reader is slow (a full pipe to the journal,
+     * a stalled terminal) write(2) waits, with the logger's lock held, so
+     * every thread that logs waits with it, requests included.  A short
+     * write (interrupted, or a non-blocking descriptor it was given) is
+     * not retried: the rest of that line is lost, never repeated.
      */
     ssize_t w = write(log ? log->fd : STDERR_FILENO, line, (size_t)n);
     (void)w;

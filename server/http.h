@@ -2,8 +2,9 @@
  *
  * This is the only module that includes microhttpd.h.  Each request runs
  * through the same stages: match a route (404, or 405 with Allow), check
- * the body size as it arrives (413), authenticate and authorise (later),
- * call the handler, and render its JSON, or its error as
+ * the body size as it arrives (413), authenticate (401) and authorise the
+ * route's role (403, server/auth.h), call the handler, and render its
+ * JSON, or its error as
  * {"error": {"code": "...", "message": "...", "request_id": "..."}} with
  * the HTTP status taken from errno in one table.  Every request gets an id
  * (returned in X-Request-Id and written on every log line about it).

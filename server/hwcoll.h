@@ -34,14 +34,15 @@ struct broker;
 struct store_reserve;
 struct hwcoll;
 
-/* Create the FM client (when hwcoll.enabled) and start the worker.  The
- * FM is not contacted: the broker starts and serves VNIs while the FM is
- * unreachable.
+/* When hwcoll.enabled, create the FM client and start the threads: the
+ * release-queue workers, the NOTIFY listener and the leader (hwcoll.c).
+ * The FM is not contacted: the broker starts and serves VNIs while the FM
+ * is unreachable.
  */
 struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
     __attribute__((warn_unused_result));
 
-/* Stop the worker and free (NULL accepted). */
+/* Stop those threads and free (NULL accepted). */
 void hwcoll_destroy(struct hwcoll *h);
 
 /* Decide what a new reservation gets, from the request's mode ("auto",

@@ -11,7 +11,16 @@
 # replays every committed corpus and crash input through the sanitizer
 # build; integration tests are tests/integration/NNNN-*.sh, each against a
 # throwaway PostgreSQL and the real vnibrokerd.  The last line is
-# "check: N passed, N failed" and the exit status is non-zero on failure.
+# "check: N passed, N failed, N skipped" and the exit status is non-zero on
+# failure.  A skip (a check that cannot run here: cmocka's skip(), an
+# integration script's "ok N # skip REASON") is not a pass; each is listed,
+# with its test and reason, before that line.  An integration script's
+# "# counts: PASSED FAILED SKIPPED" line may omit SKIPPED (0).
+#
+#   VNIB_REQUIRE_SLURM=1  the Slurm tests (those using
+#                         tests/integration/slurm.sh, 0530, 0590) fail
+#                         instead of skipping when they cannot run (not
+#                         root): set where Slurm must be tested, as in CI.
 set -u
 
 mode=all
@@ -32,12 +41,20 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 passed=0
 failed=0
+skipped=0
 failures=""
 log=$(mktemp -d "${TMPDIR:-/tmp}/vnib-check.XXXXXX")
 
 note_fail () {
     failed=$((failed + ${2:-1}))
     failures="$failures $1"
+}
+
+# note_skips NAME N LINES: N skips of test NAME, LINES their reasons (one
+# per line), kept in $log/skips for the list before the summary.
+note_skips () {
+    skipped=$((skipped + $2))
+    printf '%s\n' "$3" | sed "/^\$/d; s|^|    $1: |" >>"$log/skips"
 }
 
 run_unit () {
@@ -49,18 +66,29 @@ run_unit () {
         rc=$?
         p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
         f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
+        s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
         p=${p:-0}
         f=${f:-0}
+        s=${s:-0}
         if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
             f=1 # crashed or a sanitizer stopped it
         fi
         passed=$((passed + p))
+        # A test's reason is a "skip: REASON" line it printed before skip().
+        [ "$s" -eq 0 ] || note_skips "$name" "$s" "$(awk '
+            /^\[ RUN      \] / { t = substr($0, 14); why = "" }
+            /^skip: / { why = substr($0, 7) }
+            /^\[  SKIPPED \] / && !/test\(s\)/ && t != "" {
+                print t ": " (why != "" ? why : "(no reason given)"); t = ""
+            }' "$out")"
         if [ "$f" -gt 0 ]; then
             note_fail "$name" "$f"
             echo "FAIL unit $name ($p passed, $f failed)"
             sed 's/^/    /' "$out" | tail -n 40
         else
-            echo "ok   unit $name ($p tests)"
+            sk=""
+            [ "$s" -eq 0 ] || sk=", $s skipped"
+            echo "ok   unit $name ($p tests$sk)"
         fi
     done
 }
@@ -92,19 +120,24 @@ run_integration () {
         start=$(date +%s)
         bash "$t" >"$out" 2>&1
         rc=$?
+        # "# counts: PASSED FAILED SKIPPED"; an older script's line has
+        # no SKIPPED.  No line at all is a failure.
         counts=$(sed -n 's/^# counts: //p' "$out" | tail -n 1)
-        p=${counts% *}
-        f=${counts#* }
-        [ -n "$counts" ] || { p=0; f=1; }
+        set -- $counts
+        p=${1:-0} f=${2:-1} s=${3:-0}
         [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
         passed=$((passed + p))
+        [ "$s" -eq 0 ] || note_skips "$name" "$s" \
+            "$(sed -n 's/^ok [0-9]* # skip //p' "$out")"
         secs=$(($(date +%s) - start))
+        sk=""
+        [ "$s" -eq 0 ] || sk=", $s skipped"
         if [ "$f" -gt 0 ]; then
             note_fail "$name" "$f"
-            echo "FAIL integration $name ($p passed, $f failed, ${secs}s)"
+            echo "FAIL integration $name ($p passed, $f failed$sk, ${secs}s)"
             grep -v '^ok ' "$out" | sed 's/^/    /' | tail -n 60
         else
-            echo "ok   integration $name ($p checks, ${secs}s)"
+            echo "ok   integration $name ($p checks$sk, ${secs}s)"
         fi
     done
 }
@@ -115,7 +148,11 @@ case $mode in
     all) run_unit; run_fuzz_regressions; run_integration ;;
 esac
 
+if [ -s "$log/skips" ]; then
+    echo "skipped:"
+    cat "$log/skips"
+fi
 rm -rf "$log"
 [ -z "$failures" ] || echo "failed:$failures"
-echo "check: $passed passed, $failed failed"
+echo "check: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

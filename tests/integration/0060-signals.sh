@@ -16,7 +16,13 @@ pg_freeze
 curl -sS -o "$T/inflight.body" -w '%{http_code}' --max-time 20 "$BROKER_URL/readyz" \
     >"$T/inflight.status" 2>&1 &
 curl_pid=$!
-sleep 0.5
+# In flight once the broker counts it: it and the /metrics request asking.
+readyz_in_flight () {
+    [ "$(curl -sS --max-time 5 "$BROKER_URL/metrics" |
+        sed -n 's/^vnib_http_requests_in_flight //p')" -ge 2 ] 2>/dev/null
+}
+wait_for 10 readyz_in_flight
+expect_eq "the readiness request is in flight before SIGTERM" "$?" 0
 kill -TERM "$BROKER_PID"
 wait "$curl_pid"
 pg_resume
@@ -39,10 +45,13 @@ out=$(timeout 20 "$VNIBROKERD" -c "$T/same.toml" 2>&1)
 expect_eq "a port in use stops the start (exit 1)" "$?" 1
 expect_match "... with a clear message" "$out" 'cannot listen on 127.0.0.1 port'
 kill -HUP "$BROKER_PID"
-sleep 0.2
+# Handled once it is logged; then the broker must still run and answer.
+wait_for 10 grep -q 'SIGHUP: ' "$BROKER_LOG"
+expect_match "the broker logs the SIGHUP: a restart applies changes" "$(cat "$BROKER_LOG")" 'SIGHUP: .*restart'
 kill -0 "$BROKER_PID"
 expect_eq "SIGHUP does not stop the broker" "$?" 0
-expect_match "... it explains that a restart applies changes" "$(cat "$BROKER_LOG")" 'SIGHUP'
+http GET /healthz
+expect_status "... it still answers" 200
 broker_stop
 expect_eq "clean exit" "$?" 0
 finish

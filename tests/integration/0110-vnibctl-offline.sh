@@ -207,7 +207,7 @@ if [ "$(id -u)" -eq 0 ]; then
     expect_eq "root: a 0640 key owned by another user is refused: exit 2" "$?" 2
     expect_match "... naming its mode" "$out" "$T/other.key: mode 0640 is unsafe"
 else
-    ok "# skip root minting with another user's key (not root)"
+    skip "root minting with another user's key (not root)"
 fi
 
 # ---- token files ------------------------------------------------------------

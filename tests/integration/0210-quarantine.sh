@@ -4,6 +4,8 @@
 # forces it; node reports, their transitions, drains and the node view.
 . "$(dirname "$0")/lib.sh"
 
+# PostgreSQL logs every statement, so that the test sees the sweeper run.
+PG_OPTS="-c log_statement=all"
 pg_start || exit 1
 broker_config "$T/b.toml" '
 [vni]
@@ -77,7 +79,17 @@ expect_json "the node is marked drained" .drained true
 expect_json "... with the reason" .drained_reason 'cxil_destroy_svc: EBUSY after 5s'
 TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/q2
 expect_status "releasing a job with a failed node is 202" 202
-sleep 2.5
+# The sweeper's runs, each one statement, one at a time.  A run that
+# starts after the release sees it; once the next one starts, it is over.
+sweeps () {
+    grep -c 'execute [^:]*: SELECT vnib_sweep(' "$T/pglog/pg.log"
+}
+sweeps_since_release=$(($(sweeps) + 2))
+sweeper_ran () {
+    [ "$(sweeps)" -ge "$sweeps_since_release" ]
+}
+wait_for 15 sweeper_ran
+expect_eq "the sweeper ran since the release (PostgreSQL's log)" "$?" 0
 TOKEN=$SCHED_TOKEN http GET /v1/reservations/q2
 expect_json "the sweeper leaves it quarantined while n3 may hold a service" .state releasing
 

@@ -29,7 +29,11 @@ expect_eq "broker B may answer from its cache for a moment" "$(state_via "$URL_B
 BROKER_URL=$URL_B TOKEN=$N1 http PUT /v1/reservations/c1/nodes/n1 -d "{\"cxi\":\"creating\",\"reservation_id\":$id}"
 expect_status "but the report a node must make before touching its NIC is refused" 409
 expect_json "... the job is no longer active" .error.code job_not_active
-sleep 1.6
+# Its cache entry ages out (node_cache_ms, 1.5 s): wait for that, bounded.
+b_sees_release () {
+    [ "$(state_via "$URL_B" c1)" = released ]
+}
+wait_for 10 b_sees_release
 expect_eq "after node_cache_ms broker B sees the release" "$(state_via "$URL_B" c1)" released
 
 # A broker's own writes invalidate its cache.

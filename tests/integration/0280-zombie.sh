@@ -30,6 +30,21 @@ lock_waiters () {
     [ "$(psql_q "SELECT count(*) FROM pg_locks WHERE NOT granted")" -ge "$1" ]
 }
 
+# The sessions where A's reserve waits for the lock; whether there are
+# any; whether those found before (backend_a) have all ended.
+a_backends () {
+    psql_q "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity
+             WHERE wait_event_type = 'Lock' AND query LIKE '%vnib_reserve%'"
+}
+a_backends_found () {
+    [ -n "$(a_backends)" ]
+}
+a_backends_gone () {
+    [ -n "$backend_a" ] &&
+        [ "$(psql_q "SELECT count(*) FROM pg_stat_activity
+                      WHERE pid IN ($(echo $backend_a | tr ' ' ','))")" = 0 ]
+}
+
 # zombie_round JOB FREEZE: a background session holds a lock that makes
 # reserves wait in PostgreSQL (6 s); a reserve of JOB sent to replica A
 # waits, and A is killed; the scheduler retries on replica B, then
@@ -56,9 +71,8 @@ zombie_round () {
         >"$T/a.code" 2>/dev/null &
     curl_a=$!
     wait_for 5 lock_waiters 1 || not_ok "A's reserve waits on the lock"
-    sleep 0.5
-    backend_a=$(psql_q "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity
-                         WHERE wait_event_type = 'Lock' AND query LIKE '%vnib_reserve%'")
+    wait_for 5 a_backends_found || not_ok "A's reserve waits in a session of its own"
+    backend_a=$(a_backends)
     [ "$freeze" = 1 ] && for p in $backend_a; do kill -STOP "$p"; done
     kill -KILL "$pid_a"
     wait "$pid_a" 2>/dev/null
@@ -92,8 +106,10 @@ zombie_round () {
         released=$HTTP_STATUS
     fi
     expect_eq "$job: release via B: released at once (no node reported)" "$released" 200
-    # Whatever A's orphaned session could still do, it has done in 3 s.
-    sleep 3
+    # Whatever A's orphaned session could still do, it has done once it
+    # has ended (it finds its client gone when it answers).
+    wait_for 20 a_backends_gone
+    expect_eq "$job: A's orphaned database session has ended" "$?" 0
     expect_eq "D2 $job: no zombie: the job has no reservation that is not released" \
         "$(psql_q "SELECT count(*) FROM reservations WHERE job_id = '$job' AND state <> 'released'")" 0
     expect_eq "D2 $job: no zombie: no VNI is held" "$(psql_q 'SELECT count(*) FROM vni_holds')" 0

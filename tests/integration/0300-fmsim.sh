@@ -552,7 +552,11 @@ get_token
 expect_json "--token-ttl sets expires_in" .expires_in 1
 TOKEN=$AT http GET /fabric/collectives/jobs/
 expect_status "... valid at first" 200
-sleep 1.2
+token_refused () {
+    TOKEN=$AT http GET /fabric/collectives/jobs/
+    [ "$HTTP_STATUS" = 401 ]
+}
+wait_for 10 token_refused
 TOKEN=$AT http GET /fabric/collectives/jobs/
 expect_status "... 401 once it has expired" 401
 fmsim_stop

@@ -9,11 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm.sh"
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "ok 1 # skip the Slurm harness runs slurmctld and slurmd as root"
-    echo "# counts: 1 0"
-    exit 0
-fi
 [ -f "$BUILD/vnib_spank.so" ] || { not_ok "the SPANK plugin is built ($BUILD/vnib_spank.so)"; finish; }
 # sbatch, as the job's user, loads the plugin: a copy, not the checkout's.
 SPANK=$(share "$BUILD/vnib_spank.so")

@@ -145,7 +145,25 @@ psql_q "INSERT INTO schema_version (version, name) VALUES (999, '0999-future.sql
 wait_for 15 grep -q 'database schema 999 is newer than this vnibrokerd' "$BROKER_LOG"
 expect_eq "a schema migrated past this binary is warned about while running" \
     "$(grep -c 'database schema 999 is newer' "$BROKER_LOG")" 1
-sleep 6
+# The gauges thread reads the schema version, then the pool figures, at
+# every reading: each time the figures' age falls back, it has read the
+# version again.  Two falls: the second reading started after the warning.
+pool_age_ms () {
+    curl -s --max-time 5 "$BROKER_URL/metrics" |
+        sed -n 's/^vnib_db_figures_age_seconds{figures="vni_pool"} //p' |
+        awk '{ printf "%d\n", $1 * 1000 }'
+}
+last_age=$(pool_age_ms)
+readings=0
+read_twice_more () {
+    age=$(pool_age_ms)
+    [ -n "$age" ] || return 1
+    [ -n "$last_age" ] && [ "$age" -lt "$last_age" ] && readings=$((readings + 1))
+    last_age=$age
+    [ "$readings" -ge 2 ]
+}
+wait_for 30 read_twice_more
+expect_eq "the broker read the schema version twice more since" "$?" 0
 expect_eq "... once per change, not at every reading" \
     "$(grep -c 'database schema 999 is newer' "$BROKER_LOG")" 1
 http GET /readyz

@@ -14,8 +14,12 @@
 # from the checkout.  Files the tests make are world-readable (umask 022)
 # for the same reason, whatever umask the caller has.
 #
-# Each script ends with `finish`, which prints "# counts: PASSED FAILED"
-# for tests/run-all.sh and exits non-zero when anything failed.
+# Each script ends with `finish`, which prints "# counts: PASSED FAILED
+# SKIPPED" for tests/run-all.sh and exits non-zero when anything failed.
+# A check that cannot run here is a `skip REASON`, counted apart from the
+# passes; a script that cannot run at all ends with `skip_all REASON`, or
+# `skip_slurm REASON` when it needs the Slurm harness (a failure instead
+# under VNIB_REQUIRE_SLURM=1).
 
 set -u
 
@@ -33,6 +37,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/vnib-$TEST_NAME.XXXXXX")
 chmod 755 "$T"
 PASSED=0
 FAILED=0
+SKIPPED=0
 STARTED_PIDS=""
 PGDIR=""
 PGSOCK=""
@@ -47,12 +52,37 @@ BROKER_LOG=""
 
 ok () {
     PASSED=$((PASSED + 1))
-    echo "ok $((PASSED + FAILED)) - $*"
+    echo "ok $((PASSED + FAILED + SKIPPED)) - $*"
 }
 
 not_ok () {
     FAILED=$((FAILED + 1))
-    echo "not ok $((PASSED + FAILED)) - $*"
+    echo "not ok $((PASSED + FAILED + SKIPPED)) - $*"
+}
+
+# skip REASON: a check that cannot run here (TAP "# skip"), counted apart
+# from the passes; tests/run-all.sh lists each with its reason.
+skip () {
+    SKIPPED=$((SKIPPED + 1))
+    echo "ok $((PASSED + FAILED + SKIPPED)) # skip $*"
+}
+
+# skip_all REASON: nothing of this script can run here; skip and finish.
+skip_all () {
+    skip "$@"
+    finish
+}
+
+# skip_slurm REASON: the script needs the Slurm harness (slurm.sh: root,
+# the Slurm daemons) or root's Slurm hook set-up, which this run lacks.
+# A skip, unless VNIB_REQUIRE_SLURM=1 (CI, where Slurm must run), which
+# makes it a failure with the same reason.  Finishes the script.
+skip_slurm () {
+    if [ "${VNIB_REQUIRE_SLURM:-0}" = 1 ]; then
+        not_ok "VNIB_REQUIRE_SLURM=1 but the Slurm test cannot run: $*"
+        finish
+    fi
+    skip_all "$@"
 }
 
 # expect_eq DESCRIPTION GOT WANT
@@ -104,7 +134,7 @@ expect_json () {
 }
 
 finish () {
-    echo "# counts: $PASSED $FAILED"
+    echo "# counts: $PASSED $FAILED $SKIPPED"
     [ "$FAILED" -eq 0 ]
     exit $?
 }

@@ -44,8 +44,9 @@
 # still listening under DIR.  It also runs from the EXIT trap, before
 # lib.sh's cleanup, so a failing test leaves nothing running.  Slurm runs
 # as root here (SlurmUser=root, SlurmdUser=root, no munged: auth/none and
-# cred/none); slurm_start refuses to run as anyone else.  Job ids start at
-# 1 in every cluster.
+# cred/none): sourced by anyone else, this file skips the whole script
+# (lib.sh's skip_slurm, a failure under VNIB_REQUIRE_SLURM=1).  Job ids
+# start at 1 in every cluster.
 #
 # ---- Slurm 22.05.8 (Debian 12) facts, as observed with this harness ------
 #
@@ -107,6 +108,10 @@
 #   "error: Invalid --network-vnis argument: 7".
 # Debian's MPI plugins log "can not load PMIx library" errors at start;
 #   harmless with MpiDefault=none.
+
+if [ "$(id -u)" -ne 0 ]; then
+    skip_slurm "the Slurm harness runs slurmctld and slurmd as root"
+fi
 
 VNIB_SLURM_DIR=""
 VNIB_SLURM_LOGS=""

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,11 +57,12 @@ struct server {
     pthread_t thread;                 /* serves the connections */
     struct canned canned[MAX_CANNED]; /* answers, first match wins */
     int ncanned;
-    int expect;                   /* requests to answer, then stop */
+    atomic_int expect;            /* requests to answer, then stop */
     size_t big_body;              /* size of a NULL reply's body */
     int accepted;                 /* connections accepted */
     int unmatched;                /* requests no canned reply fit */
-    int nrequests;                /* requests received */
+    atomic_int nrequests;         /* requests received (the test may
+                                     read it while the server runs) */
     char *requests[MAX_REQUESTS]; /* each request, in order */
 };
 
@@ -1626,10 +1628,18 @@ static void test_oauth_refresh_fails(void **state)
     free(denied);
 }
 
+/* Monotonic milliseconds, for the bounded wait below. */
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void test_oauth_expiry(void **state)
 {
-    char *tok1 = reply_json(200, "{\"access_token\":\"AT1\",\"expires_in\":1}");
-    char *tok2 = reply_json(200, "{\"access_token\":\"AT2\",\"expires_in\":1}");
+    char *tok1 = reply_json(200, "{\"access_token\":\"AT1\",\"expires_in\":2}");
+    char *tok2 = reply_json(200, "{\"access_token\":\"AT2\",\"expires_in\":2}");
     char *found = reply_json(200, "{\"sessionToken\":\"st\"}");
     char url[64];
     char token_url[64];
@@ -1638,29 +1648,43 @@ static void test_oauth_expiry(void **state)
     (void)state;
 
     tmpdir_init(&t);
-    struct server *s = server_new(5);
+    /* How many requests come is known only at the end (expect below). */
+    struct server *s = server_new(MAX_REQUESTS);
     server_add(s, token_post, tok1, 1);
     server_add(s, token_post, tok2, 1);
     server_add(s, job_c1, found, -1);
     server_run(s);
     struct fmc_config cfg = oauth_config(s, &t, url, token_url);
     struct fmc *c = create_ok(&cfg);
-    /* A 1 s token is reused for half its life, then refreshed. */
+    /* A 2 s token is reused for half its life, then refreshed. */
     assert_int_equal(fmc_job_get(c, "c-1", &token, NULL), 0);
     fmc_free_secret(token);
     assert_int_equal(fmc_job_get(c, "c-1", &token, NULL), 0);
     fmc_free_secret(token);
-    usleep(700 * 1000);
-    assert_int_equal(fmc_job_get(c, "c-1", &token, NULL), 0);
-    fmc_free_secret(token);
+    int calls = 2;
+    assert_int_equal(s->nrequests, calls + 1); /* one token, two jobs */
+    /* Ask again every 50 ms until a call fetches a new token first (the
+     * server has then seen two requests more than calls), for at most
+     * 10 s of wall-clock time.
+     */
+    long long deadline = mono_ms() + 10000;
+    while (s->nrequests == calls + 1 && mono_ms() < deadline) {
+        usleep(50 * 1000);
+        assert_int_equal(fmc_job_get(c, "c-1", &token, NULL), 0);
+        fmc_free_secret(token);
+        calls++;
+    }
+    assert_int_equal(s->nrequests, calls + 2); /* refreshed, within 10 s */
+    assert_true(calls + 2 <= MAX_REQUESTS);
+    s->expect = calls + 2;
     fmc_destroy(c);
     server_join(s);
-    assert_int_equal(s->nrequests, 5);
+    assert_int_equal(s->nrequests, calls + 2);
     assert_prefix(request(s, 0), "POST /token ");
-    assert_contains(request(s, 1), "\r\nAuthorization: Bearer AT1\r\n");
-    assert_contains(request(s, 2), "\r\nAuthorization: Bearer AT1\r\n");
-    assert_prefix(request(s, 3), "POST /token ");
-    assert_contains(request(s, 4), "\r\nAuthorization: Bearer AT2\r\n");
+    for (int i = 1; i < calls; i++)
+        assert_contains(request(s, i), "\r\nAuthorization: Bearer AT1\r\n");
+    assert_prefix(request(s, calls), "POST /token ");
+    assert_contains(request(s, calls + 1), "\r\nAuthorization: Bearer AT2\r\n");
     server_free(s);
     tmpdir_cleanup(&t);
     free(tok1);

@@ -133,8 +133,10 @@ static void test_root_reads_other_owner(void **state)
     char *buf = NULL;
     size_t len = 0;
 
-    if (geteuid() != 0)
+    if (geteuid() != 0) {
+        print_message("skip: needs root (a file owned by another user)\n");
         skip();
+    }
     write_file(d->file, "s3cret\n", 0600);
     assert_int_equal(chown(d->file, OTHER_UID, OTHER_UID), 0);
     assert_int_equal(secfile_read(d->file, &buf, &len, &e), 0);
@@ -185,8 +187,10 @@ static void test_other_owner_refused(void **state)
     int status = 0;
     pid_t pid;
 
-    if (geteuid() != 0)
+    if (geteuid() != 0) {
+        print_message("skip: needs root (a file owned by another user)\n");
         skip();
+    }
     write_file(d->file, "s3cret\n", 0600);
     assert_int_equal(chown(d->file, OTHER_UID, OTHER_UID), 0);
     pid = fork();
@@ -195,8 +199,11 @@ static void test_other_owner_refused(void **state)
         _exit(read_as_other_user(d->file));
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
-    if (WEXITSTATUS(status) == 2)
-        skip(); /* no capabilities to give (a restricted container) */
+    if (WEXITSTATUS(status) == 2) {
+        print_message(
+            "skip: no capabilities to give (a restricted container)\n");
+        skip();
+    }
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
