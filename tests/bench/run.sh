@@ -50,6 +50,31 @@ row_not_run () {
     printf '%-52s %12s %-6s %s %10.3f  not run (%s)\n' "$1" n/a "$2" "$3" "$4" "$5"
 }
 
+# steal_mark and steal_note WHAT: a "#" line with the share of CPU time
+# that the virtual machine's host took (steal, /proc/stat) between the two.
+# Every figure here assumes the cores are ours; with more than 2% taken,
+# latency tails and ratios are the host's, not the broker's.
+steal_mark () {
+    STEAL0=$(steal_counters)
+}
+
+steal_counters () {
+    awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' \
+        /proc/stat 2>/dev/null
+}
+
+steal_note () {
+    [ -n "${STEAL0:-}" ] || return 0
+    # shellcheck disable=SC2086
+    set -- "$1" $STEAL0 $(steal_counters)
+    [ $# -eq 5 ] || return 0
+    awk -v w="$1" -v s0="$2" -v t0="$3" -v s1="$4" -v t1="$5" 'BEGIN {
+        if (t1 <= t0) exit
+        p = 100 * (s1 - s0) / (t1 - t0)
+        printf "#   %s: the VM host took %.1f%% of the CPU time (steal)%s\n", w, p,
+            (p > 2 ? "; over 2%, figures are not comparable with a quiet machine" : "") }'
+}
+
 # wanted SCENARIO: true unless BENCH_ONLY leaves it out.
 wanted () {
     [ -z "$ONLY" ] && return 0
@@ -455,13 +480,17 @@ api healthz -c 16 -r 2000 -d 3
 compare_wanted=0
 { wanted compare || wanted pairs; } && compare_wanted=1
 if [ "$compare_wanted" = 1 ] && [ "$api_ready" = 1 ]; then
+    steal_mark
     compare_scenario
+    steal_note "compare"
 elif [ "$compare_wanted" = 1 ]; then
     compare_not_run "$why_not"
 fi
 
 if [ "$api_ready" = 1 ]; then
+    steal_mark
     api openloop -r 1000 -d "$SECS"
+    wanted openloop && steal_note "openloop"
     api bigjob -n 50
     api populate -n 10000
     api nodeview -n 10000 -d 5
@@ -963,8 +992,10 @@ if wanted hwcoll; then
     HW_SIM=""
     if [ "$api_ready" != 1 ]; then
         hwcoll_not_run "$why_not"
-    elif ! hwcoll_scenario; then
-        hwcoll_not_run "$why"
+    else
+        steal_mark
+        hwcoll_scenario || hwcoll_not_run "$why"
+        steal_note "hwcoll"
     fi
     for pid in $HW_PID $HW_SIM; do
         kill -TERM "$pid" 2>/dev/null
@@ -1441,8 +1472,10 @@ history_scenario () {
 if wanted history; then
     if [ "$api_ready" != 1 ]; then
         history_not_run "$why_not"
-    elif ! history_scenario; then
-        history_not_run "$why"
+    else
+        steal_mark
+        history_scenario || history_not_run "$why"
+        steal_note "history"
     fi
 fi
 
