@@ -72,6 +72,8 @@ load () {
         else
             echo "$phase node-get $s notoken"
         fi
+        # what a refused fetch was told, for the failure report below
+        [ "$s" = 200 ] || echo "# $phase node-get L$i: $(head -c 300 "$T/load.body")"
         s=$(req "$first" "$other" "$ntok" PUT "/v1/reservations/L$i/nodes/n1" -d '{"cxi":"created"}')
         echo "$phase node-report $s"
         s=$(req "$other" "$first" "$SCHED_TOKEN" DELETE "/v1/reservations/L$i")
@@ -231,8 +233,12 @@ for p in before stage overlap reissued; do
 done
 expect_eq "no request of the load was refused (401)" \
     "$(awk '$3 == 401' "$T/load.log" | wc -l)" 0
-expect_eq "every node fetch answered 200 with a session token" \
-    "$(awk '$2 == "node-get" && ($3 != 200 || $4 != "token")' "$T/load.log" | head -n 3)" ""
+bad=$(awk '$2 == "node-get" && ($3 != 200 || $4 != "token")' "$T/load.log" | head -n 3)
+expect_eq "every node fetch answered 200 with a session token" "$bad" ""
+if [ -n "$bad" ]; then
+    grep '^# .* node-get ' "$T/load.log" | head -n 3
+    grep -h -i 'error\|warn\| 5[0-9][0-9] ' "$T"/broker-*.log | tail -n 15 | sed 's/^/#   /'
+fi
 expect_eq "every node report answered 200" \
     "$(awk '$2 == "node-report" && $3 != 200' "$T/load.log" | head -n 3)" ""
 expect_eq "every reserve answered 201 (or 200 for a retry)" \
