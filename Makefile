@@ -9,6 +9,7 @@
 #   make bench      benchmarks with figures and targets
 #   make install    honours PREFIX and DESTDIR
 #   make scan       clang's static analyzer (scan-build) over a fresh build
+#   make lint       source checks no compiler makes (jansson references)
 #
 # CI adds WERROR=1.  Sources are found by wildcard, so a new file in lib/,
 # server/ or tests/unit/ needs no edit here.
@@ -107,7 +108,7 @@ SLURM_SKIPPED := slurm-skipped
 endif
 
 .PHONY: all tests check unit integration run deps deps-fuzz fuzz bench bench-bins \
-        install clean format format-check scan slurm-skipped
+        install clean format format-check scan lint slurm-skipped
 .DEFAULT_GOAL := all
 
 all: $(BINS) $(PLUGINS) $(SLURM_SKIPPED)
@@ -255,7 +256,12 @@ deps-fuzz:
 
 check: deps
 	$(MAKE) --no-print-directory SLURM_REQUIRED=1 SAN=1 BUILD=build/san tests
+	sh tests/lint/run.sh
 	sh tests/run-all.sh build/san
+
+# Source checks no compiler makes (tests/lint/): jansson reference steals.
+lint:
+	sh tests/lint/run.sh
 
 unit: tests
 	sh tests/run-all.sh --unit-only $(BUILD)
