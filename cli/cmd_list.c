@@ -1,0 +1,275 @@
+/* vnibctl's listings, a page at a time: list (reservations, every page
+ * with --all) and events (the audit trail), each a table for cli/opts.c
+ * and a handler.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "vnib/client.h"
+#include "cli/cmd_list.h"
+#include "cli/ctl.h"
+#include "cli/opts.h"
+#include "cli/print.h"
+
+/* ---- list ------------------------------------------------------------- */
+
+static const char help_list[] =
+    "Usage: vnibctl list [--state STATE] [--node NAME] [--uid N] [--limit N]\n"
+    "                    [--after CURSOR] [--all]\n"
+    "List reservations, oldest first (roles: scheduler, admin, monitor).\n"
+    "  --state STATE    active, releasing or released\n"
+    "  --node NAME      only reservations that include this node\n"
+    "  --uid N          only this user's (0-4294967294)\n"
+    "  --limit N        reservations per page (1-1000; default 100)\n"
+    "  --after CURSOR   start after this cursor (a page's `next`)\n"
+    "  --all            fetch every page\n"
+    "  --json           print the page (with --all: every reservation) as "
+    "JSON\n"
+    "Columns: JOB_ID STATE UID USER NODES VNIS CREATED.\n";
+
+/* One page of the list: GET, append its reservations to `all`, and return
+ * its `next` cursor (a new string, or NULL on the last page) in *nextp.
+ */
+static int list_page(struct ctl *ctl,
+                     const char *const *params,
+                     const char *after,
+                     json_t *all,
+                     char **nextp,
+                     json_t **pagep)
+{
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
+    struct ctl_query q;
+    char *path = NULL;
+    int rc;
+
+    *nextp = NULL;
+    *pagep = NULL;
+    if (ctl_query_open(&q, "/v1/reservations") < 0)
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    for (size_t i = 0; params[i]; i += 2)
+        ctl_query_add(&q, params[i], params[i + 1]);
+    ctl_query_add(&q, "after", after);
+    if (!(path = ctl_query_close(&q)))
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    int status =
+        vnib_client_request(ctl->client, "GET", path, NULL, &reply, &error);
+    free(path);
+    if ((rc = ctl_outcome(ctl, status, reply, &error)) != CTL_EXIT_OK)
+        goto done;
+    json_t *rows = json_object_get(reply, "reservations");
+    if (!json_is_array(rows)) {
+        rc = ctl_fail(CTL_EXIT_UNREACHABLE,
+                      "the broker's reply has no reservations list");
+        goto done;
+    }
+    if (json_array_extend(all, rows) < 0) {
+        rc = ctl_fail(CTL_EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    const char *next = print_str(reply, "next");
+    if (next && !(*nextp = strdup(next))) {
+        rc = ctl_fail(CTL_EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    *pagep = reply;
+    reply = NULL;
+done:
+    json_decref(reply);
+    return rc;
+}
+
+struct list_args {
+    const char *state;
+    const char *node;
+    struct opts_uint uid;
+    struct opts_uint limit;
+    const char *after;
+    bool all;
+};
+
+static int run_list(struct ctl *ctl, void *args, char **pos)
+{
+    static const char *const headers[] = {
+        "JOB_ID", "STATE", "UID", "USER", "NODES", "VNIS", "CREATED"};
+    static const char *const keys[] = {
+        "job_id", "state", "uid", "user", "nodes", "vnis", "created_at"};
+    const struct list_args *a = args;
+    json_t *all = NULL;
+    json_t *page = NULL;
+    char *next = NULL;
+    char *cursor = NULL;
+    int rc;
+
+    (void)pos;
+    if ((rc = ctl_connect(ctl)) != 0)
+        return rc;
+    const char *const params[] = {"state",
+                                  a->state,
+                                  "node",
+                                  a->node,
+                                  "uid",
+                                  a->uid.text,
+                                  "limit",
+                                  a->limit.text,
+                                  NULL};
+    if (!(all = json_array()))
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    for (;;) {
+        json_decref(page);
+        rc = list_page(
+            ctl, params, cursor ? cursor : a->after, all, &next, &page);
+        if (rc != CTL_EXIT_OK || !a->all || !next)
+            break;
+        /* A cursor that does not move would loop forever. */
+        if (cursor && strcmp(cursor, next) == 0) {
+            rc = ctl_fail(CTL_EXIT_FAILED,
+                          "the broker returned the same cursor twice");
+            break;
+        }
+        free(cursor);
+        cursor = next;
+        next = NULL;
+    }
+    if (rc != CTL_EXIT_OK)
+        goto done;
+    if (ctl->json && !a->all) {
+        rc = ctl_print_json(page);
+    } else if (ctl->json) {
+        json_t *o = json_pack("{s:O, s:n}", "reservations", all, "next");
+        rc = o ? ctl_print_json(o) : ctl_fail(CTL_EXIT_FAILED, "out of memory");
+        json_decref(o);
+    } else {
+        rc = print_table(all, 7, headers, keys);
+        fflush(stdout); /* the table before the hint, also in a pipe */
+        if (rc == CTL_EXIT_OK && next)
+            fprintf(stderr,
+                    "vnibctl: more reservations follow: --after %s (or "
+                    "--all)\n",
+                    next);
+    }
+done:
+    json_decref(page);
+    json_decref(all);
+    free(next);
+    free(cursor);
+    return rc;
+}
+
+static const char *const list_states[] = {
+    "active", "releasing", "released", NULL};
+
+/* clang-format off */
+static const struct opts_option list_options[] = {
+    {"state", 's', OPTS_CHOICE, offsetof(struct list_args, state),
+     OPTS_LATE, "STATE", 0, 0, list_states, "active, releasing or released",
+     NULL, NULL},
+    {"node", 'n', OPTS_STRING, offsetof(struct list_args, node),
+     OPTS_LATE, "NAME", 0, 0, NULL, NULL, ctl_check_node, NULL},
+    {"uid", 'u', OPTS_UINT, offsetof(struct list_args, uid),
+     0, "N", 0, 4294967294ull, NULL, NULL, NULL, NULL},
+    {"limit", 'l', OPTS_UINT, offsetof(struct list_args, limit),
+     0, "N", 1, 1000, NULL, NULL, NULL, NULL},
+    {"after", 'a', OPTS_STRING, offsetof(struct list_args, after),
+     0, "CURSOR", 0, 0, NULL, NULL, NULL, NULL},
+    {"all", 'A', OPTS_FLAG, offsetof(struct list_args, all),
+     0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+/* clang-format on */
+
+/* ---- events ----------------------------------------------------------- */
+
+static const char help_events[] =
+    "Usage: vnibctl events [--job JOB_ID] [--limit N] [--after CURSOR]\n"
+    "Show the audit trail of state changes, oldest first (admin).\n"
+    "  --job JOB_ID     only this job's events\n"
+    "  --limit N        events per page (1-1000; default 100)\n"
+    "  --after CURSOR   start after this cursor (a page's `next`)\n"
+    "  --json           print the page as JSON\n"
+    "Columns: ID TIME JOB_ID NODE ACTOR ACTION DETAIL.\n";
+
+struct events_args {
+    const char *job;
+    struct opts_uint limit;
+    const char *after;
+};
+
+static int run_events(struct ctl *ctl, void *args, char **pos)
+{
+    static const char *const headers[] = {
+        "ID", "TIME", "JOB_ID", "NODE", "ACTOR", "ACTION", "DETAIL"};
+    static const char *const keys[] = {
+        "id", "time", "job_id", "node", "actor", "action", "detail"};
+    const struct events_args *a = args;
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
+    struct ctl_query q;
+    char *path = NULL;
+    int rc;
+
+    (void)pos;
+    if ((rc = ctl_connect(ctl)) != 0)
+        return rc;
+    if (ctl_query_open(&q, "/v1/events") < 0)
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    ctl_query_add(&q, "job_id", a->job);
+    ctl_query_add(&q, "limit", a->limit.text);
+    ctl_query_add(&q, "after", a->after);
+    if (!(path = ctl_query_close(&q)))
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    int status =
+        vnib_client_request(ctl->client, "GET", path, NULL, &reply, &error);
+    free(path);
+    if ((rc = ctl_outcome(ctl, status, reply, &error)) != CTL_EXIT_OK)
+        goto done;
+    if (ctl->json) {
+        rc = ctl_print_json(reply);
+        goto done;
+    }
+    rc = print_table(json_object_get(reply, "events"), 7, headers, keys);
+    fflush(stdout); /* the table before the hint, also in a pipe */
+    if (rc == CTL_EXIT_OK && print_str(reply, "next"))
+        fprintf(stderr,
+                "vnibctl: more events follow: --after %s\n",
+                print_str(reply, "next"));
+done:
+    json_decref(reply);
+    return rc;
+}
+
+/* clang-format off */
+static const struct opts_option events_options[] = {
+    {"job", 'J', OPTS_STRING, offsetof(struct events_args, job),
+     0, "JOB_ID", 0, 0, NULL, NULL, ctl_check_job_id, NULL},
+    {"limit", 'l', OPTS_UINT, offsetof(struct events_args, limit),
+     0, "N", 1, 1000, NULL, NULL, NULL, NULL},
+    {"after", 'a', OPTS_STRING, offsetof(struct events_args, after),
+     0, "CURSOR", 0, 0, NULL, NULL, NULL, NULL},
+    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+/* clang-format on */
+
+/* ---- the group -------------------------------------------------------- */
+
+const struct opts_command cmd_list_commands[] = {
+    {.name = "list",
+     .help = help_list,
+     .nargs = 0,
+     .args_text = "",
+     .options = list_options,
+     .args_size = sizeof(struct list_args),
+     .run = run_list},
+    {.name = "events",
+     .help = help_events,
+     .nargs = 0,
+     .args_text = "",
+     .options = events_options,
+     .args_size = sizeof(struct events_args),
+     .run = run_events},
+    {.name = NULL},
+};

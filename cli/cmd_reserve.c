@@ -1,0 +1,363 @@
+/* vnibctl's commands on one job's reservation: reserve, release, show and
+ * report, each a table for cli/opts.c and a handler making one REST call
+ * through lib/client.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "vnib/client.h"
+#include "vnib/hostlist.h"
+#include "cli/cmd_reserve.h"
+#include "cli/ctl.h"
+#include "cli/opts.h"
+#include "cli/print.h"
+
+/* ---- reserve ---------------------------------------------------------- */
+
+static const char help_reserve[] =
+    "Usage: vnibctl reserve JOB_ID --uid N --user NAME --nodes HOSTLIST "
+    "[--vnis N]\n"
+    "                      [--hwcoll on|off|auto]\n"
+    "Reserve VNIs for a job (roles: scheduler, admin).  Repeating the same\n"
+    "reservation is harmless and prints it again; different parameters for\n"
+    "an active job are refused (reservation_conflict).\n"
+    "  --uid N           the job's user id (0-4294967294)\n"
+    "  --user NAME       the job's user name\n"
+    "  --nodes HOSTLIST  the job's nodes, e.g. tux[0-63]\n"
+    "  --vnis N          VNIs to reserve (0-4; default: the broker's)\n"
+    "  --hwcoll MODE     hardware collectives: on, off or auto (the\n"
+    "                    broker's rule by node count; the default)\n"
+    "  --json            print the reservation as JSON\n";
+
+struct reserve_args {
+    struct opts_uint uid;
+    const char *user;
+    const char *nodes;
+    struct opts_uint vnis;
+    const char *hwcoll;
+};
+
+static int check_user(const char *cmd, const char *user)
+{
+    if (!user[0] || strlen(user) > 64)
+        return ctl_usage_error(cmd, "--user must be 1-64 bytes");
+    return 0;
+}
+
+static int check_nodes(const char *cmd, const char *nodes)
+{
+    vnib_error_t error = {""};
+    size_t count = 0;
+
+    if (hostlist_count_expr(nodes, HOSTLIST_DEFAULT_MAX_NAMES, &count, &error)
+        < 0)
+        return ctl_usage_error(cmd, "--nodes '%s': %s", nodes, error.text);
+    return 0;
+}
+
+static int run_reserve(struct ctl *ctl, void *args, char **pos)
+{
+    const struct reserve_args *a = args;
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
+    int rc;
+
+    if ((rc = ctl_connect(ctl)) != 0)
+        return rc;
+    struct vnib_reserve r = {
+        .job_id = pos[0],
+        .uid = (uint32_t)a->uid.value,
+        .user = a->user,
+        .nodes = a->nodes,
+        .vni_count = a->vnis.text ? (int)a->vnis.value : -1,
+        .hwcoll = a->hwcoll,
+    };
+    int status = vnib_client_reserve(ctl->client, &r, &reply, &error);
+    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
+        rc = print_reservation(ctl, reply);
+    json_decref(reply);
+    return rc;
+}
+
+static const char *const hwcoll_modes[] = {"on", "off", "auto", NULL};
+
+/* clang-format off */
+static const struct opts_option reserve_options[] = {
+    {"uid", 'u', OPTS_UINT, offsetof(struct reserve_args, uid),
+     OPTS_REQUIRED | OPTS_LATE, "N", 0, 4294967294ull, NULL, NULL, NULL, NULL},
+    {"user", 'U', OPTS_STRING, offsetof(struct reserve_args, user),
+     OPTS_REQUIRED | OPTS_LATE, "NAME", 0, 0, NULL, NULL, check_user, NULL},
+    {"nodes", 'n', OPTS_STRING, offsetof(struct reserve_args, nodes),
+     OPTS_REQUIRED | OPTS_LATE, "HOSTLIST", 0, 0, NULL, NULL, check_nodes, NULL},
+    {"vnis", 'v', OPTS_UINT, offsetof(struct reserve_args, vnis),
+     0, "N", 0, 4, NULL, NULL, NULL, NULL},
+    {"hwcoll", 'H', OPTS_CHOICE, offsetof(struct reserve_args, hwcoll),
+     0, "MODE", 0, 0, hwcoll_modes, "on, off or auto", NULL, NULL},
+    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+/* clang-format on */
+
+/* ---- release ---------------------------------------------------------- */
+
+static const char help_release[] =
+    "Usage: vnibctl release JOB_ID [--force] [--reservation ID]\n"
+    "Release a job's VNIs (roles: scheduler, admin).  They stay quarantined\n"
+    "until every node that created CXI services reports them destroyed.\n"
+    "Repeating the call is harmless.\n"
+    "  --force            end the quarantine now (admin only; recorded)\n"
+    "  --reservation ID   that reservation of the job and no other (not a\n"
+    "                     requeued job's newer one); default: the active\n"
+    "                     one, else the newest\n"
+    "  --json             print the reservation as JSON\n";
+
+struct release_args {
+    bool force;
+    long long reservation;
+};
+
+static int release_reservation(void *args, const char *cmd, const char *arg)
+{
+    struct release_args *a = args;
+    char *end = NULL;
+
+    errno = 0;
+    a->reservation = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || a->reservation < 1) {
+        fprintf(stderr,
+                "vnibctl %s: --reservation: '%s' is not a "
+                "reservation id (a positive integer)\n",
+                cmd,
+                arg);
+        return CTL_EXIT_USAGE;
+    }
+    return OPTS_GO_ON;
+}
+
+static int run_release(struct ctl *ctl, void *args, char **pos)
+{
+    const struct release_args *a = args;
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
+    int rc;
+
+    if ((rc = ctl_connect(ctl)) != 0)
+        return rc;
+    int status = vnib_client_release(
+        ctl->client, pos[0], a->reservation, a->force, &reply, &error);
+    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
+        rc = print_reservation(ctl, reply);
+    json_decref(reply);
+    return rc;
+}
+
+/* clang-format off */
+static const struct opts_option release_options[] = {
+    {"force", 'f', OPTS_FLAG, offsetof(struct release_args, force),
+     0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    {"reservation", 'r', OPTS_CALL, 0,
+     0, "ID", 0, 0, NULL, NULL, NULL, release_reservation},
+    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+/* clang-format on */
+
+/* ---- show ------------------------------------------------------------- */
+
+static const char help_show[] =
+    "Usage: vnibctl show JOB_ID\n"
+    "Show the newest reservation of a job, with its VNIs and how many nodes\n"
+    "have cleaned up (roles: scheduler, admin, monitor, a node of the "
+    "job).\n"
+    "  --json    print the reservation as JSON\n";
+
+static int run_show(struct ctl *ctl, void *args, char **pos)
+{
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
+    int rc;
+
+    (void)args;
+    if ((rc = ctl_connect(ctl)) != 0)
+        return rc;
+    int status =
+        vnib_client_get_reservation(ctl->client, pos[0], &reply, &error);
+    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
+        rc = print_reservation(ctl, reply);
+    json_decref(reply);
+    return rc;
+}
+
+/* ---- report ----------------------------------------------------------- */
+
+static const char help_report[] =
+    "Usage: vnibctl report JOB_ID NODE --cxi STATE [--service DEV:SVCID]...\n"
+    "                      [--message TEXT] [--reservation ID]\n"
+    "Record what a node did with a job's CXI services (roles: admin, the\n"
+    "node itself).  Normally the node agent reports; admins use this after\n"
+    "cleaning a node by hand.\n"
+    "  --cxi STATE           creating, created, destroyed or failed\n"
+    "  --service DEV:SVCID   a CXI service on device DEV (e.g. cxi0:5);\n"
+    "                        repeatable, at most 64\n"
+    "  --message TEXT        a note for the audit trail (at most 1024 "
+    "bytes)\n"
+    "  --reservation ID      the reservation acted on: refused (409\n"
+    "                        stale_reservation) when the job has a newer one\n"
+    "  --json                print the reservation as JSON\n";
+
+struct report_args {
+    const char *cxi;
+    json_t *services; /* created by the first --service */
+    const char *message;
+    long long reservation;
+};
+
+/* Parse DEV:SVCID into a {"device", "svc_id"} object appended to list. */
+static int add_service(json_t *list, const char *arg)
+{
+    const char *colon = strrchr(arg, ':');
+    unsigned long long id;
+    char dev[33];
+
+    if (!colon || colon == arg || (size_t)(colon - arg) >= sizeof(dev)
+        || strspn(arg,
+                  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789_.-")
+               != (size_t)(colon - arg))
+        return ctl_usage_error("report",
+                               "--service '%s' is not DEV:SVCID (DEV: 1-32 "
+                               "of letters, digits and _.-)",
+                               arg);
+    if (ctl_parse_uint(
+            "report", "--service SVCID", colon + 1, 0, 4294967295ull, &id)
+        < 0)
+        return CTL_EXIT_USAGE;
+    if (json_array_size(list) >= 64)
+        return ctl_usage_error("report", "at most 64 --service options");
+    memcpy(dev, arg, (size_t)(colon - arg));
+    dev[colon - arg] = '\0';
+    if (json_array_append_new(
+            list,
+            json_pack("{s:s, s:I}", "device", dev, "svc_id", (json_int_t)id))
+        < 0)
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    return 0;
+}
+
+static int report_service(void *args, const char *cmd, const char *arg)
+{
+    struct report_args *a = args;
+    int rc;
+
+    (void)cmd;
+    if (!a->services && !(a->services = json_array()))
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    rc = add_service(a->services, arg);
+    return rc != 0 ? rc : OPTS_GO_ON;
+}
+
+static int report_reservation(void *args, const char *cmd, const char *arg)
+{
+    struct report_args *a = args;
+    char *end;
+
+    errno = 0;
+    a->reservation = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || a->reservation <= 0)
+        return ctl_usage_error(
+            cmd, "--reservation '%s' is not a positive integer", arg);
+    return OPTS_GO_ON;
+}
+
+static int check_message(const char *cmd, const char *message)
+{
+    if (strlen(message) > 1024)
+        return ctl_usage_error(cmd, "--message is longer than 1024 bytes");
+    return 0;
+}
+
+static int run_report(struct ctl *ctl, void *args, char **pos)
+{
+    const struct report_args *a = args;
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
+    int rc;
+
+    if ((rc = ctl_connect(ctl)) != 0)
+        return rc;
+    struct vnib_report r = {
+        .job_id = pos[0],
+        .node = pos[1],
+        .cxi = a->cxi,
+        .services = json_array_size(a->services) ? a->services : NULL,
+        .message = a->message,
+        .reservation = a->reservation,
+    };
+    int status = vnib_client_report(ctl->client, &r, &reply, &error);
+    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
+        rc = print_reservation(ctl, reply);
+    json_decref(reply);
+    return rc;
+}
+
+static void report_cleanup(void *args)
+{
+    json_decref(((struct report_args *)args)->services);
+}
+
+static const char *const cxi_states[] = {
+    "creating", "created", "destroyed", "failed", NULL};
+
+/* clang-format off */
+static const struct opts_option report_options[] = {
+    {"cxi", 'c', OPTS_CHOICE, offsetof(struct report_args, cxi),
+     OPTS_REQUIRED | OPTS_LATE, "STATE", 0, 0, cxi_states,
+     "creating, created, destroyed or failed", NULL, NULL},
+    {"service", 's', OPTS_CALL, 0,
+     0, "DEV:SVCID", 0, 0, NULL, NULL, NULL, report_service},
+    {"message", 'm', OPTS_STRING, offsetof(struct report_args, message),
+     OPTS_LATE, "TEXT", 0, 0, NULL, NULL, check_message, NULL},
+    {"reservation", 'r', OPTS_CALL, 0,
+     0, "ID", 0, 0, NULL, NULL, NULL, report_reservation},
+    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+/* clang-format on */
+
+/* ---- the group -------------------------------------------------------- */
+
+const struct opts_command cmd_reserve_commands[] = {
+    {.name = "reserve",
+     .help = help_reserve,
+     .nargs = 1,
+     .args_text = "JOB_ID",
+     .arg_check = {ctl_check_job_id},
+     .options = reserve_options,
+     .args_size = sizeof(struct reserve_args),
+     .run = run_reserve},
+    {.name = "release",
+     .help = help_release,
+     .nargs = 1,
+     .args_text = "JOB_ID",
+     .arg_check = {ctl_check_job_id},
+     .options = release_options,
+     .args_size = sizeof(struct release_args),
+     .run = run_release},
+    {.name = "show",
+     .help = help_show,
+     .nargs = 1,
+     .args_text = "JOB_ID",
+     .arg_check = {ctl_check_job_id},
+     .run = run_show},
+    {.name = "report",
+     .help = help_report,
+     .nargs = 2,
+     .args_text = "JOB_ID and NODE",
+     .arg_check = {ctl_check_job_id, ctl_check_node},
+     .options = report_options,
+     .args_size = sizeof(struct report_args),
+     .run = run_report,
+     .cleanup = report_cleanup},
+    {.name = NULL},
+};
