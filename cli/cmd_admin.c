@@ -41,15 +41,10 @@ static int get_and_print(struct ctl *ctl,
                          const char *path,
                          int (*print)(json_t *reply))
 {
-    vnib_error_t error = {""};
     json_t *reply = NULL;
-    int rc;
+    int rc = ctl_call(ctl, method, path, NULL, &reply);
 
-    if ((rc = ctl_connect(ctl)) != 0)
-        return rc;
-    int status =
-        vnib_client_request(ctl->client, method, path, NULL, &reply, &error);
-    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
+    if (rc == CTL_EXIT_OK)
         rc = ctl->json ? ctl_print_json(reply) : print(reply);
     json_decref(reply);
     return rc;
@@ -57,18 +52,22 @@ static int get_and_print(struct ctl *ctl,
 
 /* ---- pool ------------------------------------------------------------- */
 
+/* The pool's keys in the order people read them. */
+static const char *const pool_order[] = {
+    "ranges",
+    "total",
+    "free",
+    "active",
+    "quarantined",
+    "outside_pool",
+    "cursor",
+    "per_job_default",
+    NULL,
+};
+
 static int print_pool(json_t *reply)
 {
-    static const char *const order[] = {"ranges",
-                                        "total",
-                                        "free",
-                                        "active",
-                                        "quarantined",
-                                        "outside_pool",
-                                        "cursor",
-                                        "per_job_default",
-                                        NULL};
-    return print_kv(reply, order, NULL);
+    return print_kv(reply, pool_order, NULL);
 }
 
 static int run_pool(struct ctl *ctl, void *args, char **pos)
@@ -154,21 +153,25 @@ static char *services_text(json_t *services)
     return s;
 }
 
+/* A node's keys in the order people read them. */
+static const char *const node_order[] = {
+    "node",
+    "drained",
+    "drained_reason",
+    "drained_at",
+    "cleanup_needed",
+    NULL,
+};
+
 static int print_node(json_t *reply)
 {
-    static const char *const order[] = {"node",
-                                        "drained",
-                                        "drained_reason",
-                                        "drained_at",
-                                        "cleanup_needed",
-                                        NULL};
     static const char *const skip[] = {"reservations", NULL};
     static const char *const headers[] = {
         "JOB_ID", "STATE", "UID", "VNIS", "CXI", "SERVICES", "CLEANUP"};
     static const char *const keys[] = {
         "job_id", "state", "uid", "vnis", "cxi", "services", "cleanup_needed"};
     json_t *rows = json_object_get(reply, "reservations");
-    int rc = print_kv(reply, order, skip);
+    int rc = print_kv(reply, node_order, skip);
 
     if (rc != CTL_EXIT_OK || !json_is_array(rows))
         return rc;
@@ -217,33 +220,18 @@ static int run_node(struct ctl *ctl, void *args, char **pos)
 
 /* clang-format off */
 static const struct opts_option node_options[] = {
-    {"undrain", 'U', OPTS_FLAG, offsetof(struct node_args, undrain),
-     0, NULL, 0, 0, NULL, NULL, NULL, NULL},
-    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    OPTS_ROW_FLAG("undrain", 'U', struct node_args, undrain),
+    OPTS_ROW_END,
 };
 /* clang-format on */
 
 /* ---- the group -------------------------------------------------------- */
 
+/* clang-format off */
 const struct opts_command cmd_admin_commands[] = {
-    {.name = "pool",
-     .help = help_pool,
-     .nargs = 0,
-     .args_text = "",
-     .run = run_pool},
-    {.name = "vni",
-     .help = help_vni,
-     .nargs = 1,
-     .args_text = "N",
-     .arg_check = {check_vni},
-     .run = run_vni},
-    {.name = "node",
-     .help = help_node,
-     .nargs = 1,
-     .args_text = "NAME",
-     .arg_check = {ctl_check_node},
-     .options = node_options,
-     .args_size = sizeof(struct node_args),
-     .run = run_node},
+    {"pool", help_pool, false, 0, "", {NULL, NULL}, NULL, 0, run_pool, NULL},
+    {"vni", help_vni, false, 1, "N", {check_vni, NULL}, NULL, 0, run_vni, NULL},
+    {"node", help_node, false, 1, "NAME", {ctl_check_node, NULL}, node_options, sizeof(struct node_args), run_node, NULL},
     {.name = NULL},
 };
+/* clang-format on */

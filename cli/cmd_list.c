@@ -31,35 +31,23 @@ static const char help_list[] =
     "JSON\n"
     "Columns: JOB_ID STATE UID USER NODES VNIS CREATED.\n";
 
-/* One page of the list: GET, append its reservations to `all`, and return
- * its `next` cursor (a new string, or NULL on the last page) in *nextp.
+/* One page of the list (params include the cursor): GET, append its
+ * reservations to `all`, and return its `next` cursor (a new string, or NULL on
+ * the last page) in *nextp.
  */
 static int list_page(struct ctl *ctl,
                      const char *const *params,
-                     const char *after,
                      json_t *all,
                      char **nextp,
                      json_t **pagep)
 {
-    vnib_error_t error = {""};
     json_t *reply = NULL;
-    struct ctl_query q;
-    char *path = NULL;
     int rc;
 
     *nextp = NULL;
     *pagep = NULL;
-    if (ctl_query_open(&q, "/v1/reservations") < 0)
-        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
-    for (size_t i = 0; params[i]; i += 2)
-        ctl_query_add(&q, params[i], params[i + 1]);
-    ctl_query_add(&q, "after", after);
-    if (!(path = ctl_query_close(&q)))
-        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
-    int status =
-        vnib_client_request(ctl->client, "GET", path, NULL, &reply, &error);
-    free(path);
-    if ((rc = ctl_outcome(ctl, status, reply, &error)) != CTL_EXIT_OK)
+    rc = ctl_call(ctl, "GET", "/v1/reservations", params, &reply);
+    if (rc != CTL_EXIT_OK)
         goto done;
     json_t *rows = json_object_get(reply, "reservations");
     if (!json_is_array(rows)) {
@@ -92,12 +80,14 @@ struct list_args {
     bool all;
 };
 
+/* The table's columns: headers, then the keys of the reply's objects. */
+static const char *const list_columns[2][7] = {
+    {"JOB_ID", "STATE", "UID", "USER", "NODES", "VNIS", "CREATED"},
+    {"job_id", "state", "uid", "user", "nodes", "vnis", "created_at"},
+};
+
 static int run_list(struct ctl *ctl, void *args, char **pos)
 {
-    static const char *const headers[] = {
-        "JOB_ID", "STATE", "UID", "USER", "NODES", "VNIS", "CREATED"};
-    static const char *const keys[] = {
-        "job_id", "state", "uid", "user", "nodes", "vnis", "created_at"};
     const struct list_args *a = args;
     json_t *all = NULL;
     json_t *page = NULL;
@@ -106,23 +96,25 @@ static int run_list(struct ctl *ctl, void *args, char **pos)
     int rc;
 
     (void)pos;
-    if ((rc = ctl_connect(ctl)) != 0)
-        return rc;
-    const char *const params[] = {"state",
-                                  a->state,
-                                  "node",
-                                  a->node,
-                                  "uid",
-                                  a->uid.text,
-                                  "limit",
-                                  a->limit.text,
-                                  NULL};
+    /* The cursor, params[9], moves with each page. */
+    const char *params[] = {"state",
+                            a->state,
+                            "node",
+                            a->node,
+                            "uid",
+                            a->uid.text,
+                            "limit",
+                            a->limit.text,
+                            "after",
+                            a->after,
+                            NULL};
+
     if (!(all = json_array()))
         return ctl_fail(CTL_EXIT_FAILED, "out of memory");
     for (;;) {
         json_decref(page);
-        rc = list_page(
-            ctl, params, cursor ? cursor : a->after, all, &next, &page);
+        params[9] = cursor ? cursor : a->after;
+        rc = list_page(ctl, params, all, &next, &page);
         if (rc != CTL_EXIT_OK || !a->all || !next)
             break;
         /* A cursor that does not move would loop forever. */
@@ -144,7 +136,7 @@ static int run_list(struct ctl *ctl, void *args, char **pos)
         rc = o ? ctl_print_json(o) : ctl_fail(CTL_EXIT_FAILED, "out of memory");
         json_decref(o);
     } else {
-        rc = print_table(all, 7, headers, keys);
+        rc = print_table(all, 7, list_columns[0], list_columns[1]);
         fflush(stdout); /* the table before the hint, also in a pipe */
         if (rc == CTL_EXIT_OK && next)
             fprintf(stderr,
@@ -165,20 +157,13 @@ static const char *const list_states[] = {
 
 /* clang-format off */
 static const struct opts_option list_options[] = {
-    {"state", 's', OPTS_CHOICE, offsetof(struct list_args, state),
-     OPTS_LATE, "STATE", 0, 0, list_states, "active, releasing or released",
-     NULL, NULL},
-    {"node", 'n', OPTS_STRING, offsetof(struct list_args, node),
-     OPTS_LATE, "NAME", 0, 0, NULL, NULL, ctl_check_node, NULL},
-    {"uid", 'u', OPTS_UINT, offsetof(struct list_args, uid),
-     0, "N", 0, 4294967294ull, NULL, NULL, NULL, NULL},
-    {"limit", 'l', OPTS_UINT, offsetof(struct list_args, limit),
-     0, "N", 1, 1000, NULL, NULL, NULL, NULL},
-    {"after", 'a', OPTS_STRING, offsetof(struct list_args, after),
-     0, "CURSOR", 0, 0, NULL, NULL, NULL, NULL},
-    {"all", 'A', OPTS_FLAG, offsetof(struct list_args, all),
-     0, NULL, 0, 0, NULL, NULL, NULL, NULL},
-    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    OPTS_ROW_CHOICE("state", 's', struct list_args, state, OPTS_LATE, "STATE", list_states, "active, releasing or released"),
+    OPTS_ROW_STRING("node", 'n', struct list_args, node, OPTS_LATE, "NAME", ctl_check_node),
+    OPTS_ROW_UINT("uid", 'u', struct list_args, uid, 0, "N", 0, 4294967294ull),
+    OPTS_ROW_UINT("limit", 'l', struct list_args, limit, 0, "N", 1, 1000),
+    OPTS_ROW_STRING("after", 'a', struct list_args, after, 0, "CURSOR", NULL),
+    OPTS_ROW_FLAG("all", 'A', struct list_args, all),
+    OPTS_ROW_END,
 };
 /* clang-format on */
 
@@ -199,39 +184,32 @@ struct events_args {
     const char *after;
 };
 
+/* The table's columns: headers, then the keys of the events. */
+static const char *const events_columns[2][7] = {
+    {"ID", "TIME", "JOB_ID", "NODE", "ACTOR", "ACTION", "DETAIL"},
+    {"id", "time", "job_id", "node", "actor", "action", "detail"},
+};
+
 static int run_events(struct ctl *ctl, void *args, char **pos)
 {
-    static const char *const headers[] = {
-        "ID", "TIME", "JOB_ID", "NODE", "ACTOR", "ACTION", "DETAIL"};
-    static const char *const keys[] = {
-        "id", "time", "job_id", "node", "actor", "action", "detail"};
     const struct events_args *a = args;
-    vnib_error_t error = {""};
+    const char *const params[] = {
+        "job_id", a->job, "limit", a->limit.text, "after", a->after, NULL};
     json_t *reply = NULL;
-    struct ctl_query q;
-    char *path = NULL;
     int rc;
 
     (void)pos;
-    if ((rc = ctl_connect(ctl)) != 0)
-        return rc;
-    if (ctl_query_open(&q, "/v1/events") < 0)
-        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
-    ctl_query_add(&q, "job_id", a->job);
-    ctl_query_add(&q, "limit", a->limit.text);
-    ctl_query_add(&q, "after", a->after);
-    if (!(path = ctl_query_close(&q)))
-        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
-    int status =
-        vnib_client_request(ctl->client, "GET", path, NULL, &reply, &error);
-    free(path);
-    if ((rc = ctl_outcome(ctl, status, reply, &error)) != CTL_EXIT_OK)
+    if ((rc = ctl_call(ctl, "GET", "/v1/events", params, &reply))
+        != CTL_EXIT_OK)
         goto done;
     if (ctl->json) {
         rc = ctl_print_json(reply);
         goto done;
     }
-    rc = print_table(json_object_get(reply, "events"), 7, headers, keys);
+    rc = print_table(json_object_get(reply, "events"),
+                     7,
+                     events_columns[0],
+                     events_columns[1]);
     fflush(stdout); /* the table before the hint, also in a pipe */
     if (rc == CTL_EXIT_OK && print_str(reply, "next"))
         fprintf(stderr,
@@ -244,32 +222,19 @@ done:
 
 /* clang-format off */
 static const struct opts_option events_options[] = {
-    {"job", 'J', OPTS_STRING, offsetof(struct events_args, job),
-     0, "JOB_ID", 0, 0, NULL, NULL, ctl_check_job_id, NULL},
-    {"limit", 'l', OPTS_UINT, offsetof(struct events_args, limit),
-     0, "N", 1, 1000, NULL, NULL, NULL, NULL},
-    {"after", 'a', OPTS_STRING, offsetof(struct events_args, after),
-     0, "CURSOR", 0, 0, NULL, NULL, NULL, NULL},
-    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    OPTS_ROW_STRING("job", 'J', struct events_args, job, 0, "JOB_ID", ctl_check_job_id),
+    OPTS_ROW_UINT("limit", 'l', struct events_args, limit, 0, "N", 1, 1000),
+    OPTS_ROW_STRING("after", 'a', struct events_args, after, 0, "CURSOR", NULL),
+    OPTS_ROW_END,
 };
 /* clang-format on */
 
 /* ---- the group -------------------------------------------------------- */
 
+/* clang-format off */
 const struct opts_command cmd_list_commands[] = {
-    {.name = "list",
-     .help = help_list,
-     .nargs = 0,
-     .args_text = "",
-     .options = list_options,
-     .args_size = sizeof(struct list_args),
-     .run = run_list},
-    {.name = "events",
-     .help = help_events,
-     .nargs = 0,
-     .args_text = "",
-     .options = events_options,
-     .args_size = sizeof(struct events_args),
-     .run = run_events},
+    {"list", help_list, false, 0, "", {NULL, NULL}, list_options, sizeof(struct list_args), run_list, NULL},
+    {"events", help_events, false, 0, "", {NULL, NULL}, events_options, sizeof(struct events_args), run_events, NULL},
     {.name = NULL},
 };
+/* clang-format on */

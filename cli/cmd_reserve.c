@@ -16,6 +16,22 @@
 #include "cli/opts.h"
 #include "cli/print.h"
 
+/* The end of every command here: the outcome of the call and the
+ * reservation the broker answered with.  Consumes reply.
+ */
+static int reservation_reply(const struct ctl *ctl,
+                             int status,
+                             json_t *reply,
+                             const vnib_error_t *error)
+{
+    int rc = ctl_outcome(ctl, status, reply, error);
+
+    if (rc == CTL_EXIT_OK)
+        rc = print_reservation(ctl, reply);
+    json_decref(reply);
+    return rc;
+}
+
 /* ---- reserve ---------------------------------------------------------- */
 
 static const char help_reserve[] =
@@ -62,13 +78,7 @@ static int check_nodes(const char *cmd, const char *nodes)
 static int run_reserve(struct ctl *ctl, void *args, char **pos)
 {
     const struct reserve_args *a = args;
-    vnib_error_t error = {""};
-    json_t *reply = NULL;
-    int rc;
-
-    if ((rc = ctl_connect(ctl)) != 0)
-        return rc;
-    struct vnib_reserve r = {
+    const struct vnib_reserve r = {
         .job_id = pos[0],
         .uid = (uint32_t)a->uid.value,
         .user = a->user,
@@ -76,28 +86,22 @@ static int run_reserve(struct ctl *ctl, void *args, char **pos)
         .vni_count = a->vnis.text ? (int)a->vnis.value : -1,
         .hwcoll = a->hwcoll,
     };
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
     int status = vnib_client_reserve(ctl->client, &r, &reply, &error);
-    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
-        rc = print_reservation(ctl, reply);
-    json_decref(reply);
-    return rc;
+    return reservation_reply(ctl, status, reply, &error);
 }
 
 static const char *const hwcoll_modes[] = {"on", "off", "auto", NULL};
 
 /* clang-format off */
 static const struct opts_option reserve_options[] = {
-    {"uid", 'u', OPTS_UINT, offsetof(struct reserve_args, uid),
-     OPTS_REQUIRED | OPTS_LATE, "N", 0, 4294967294ull, NULL, NULL, NULL, NULL},
-    {"user", 'U', OPTS_STRING, offsetof(struct reserve_args, user),
-     OPTS_REQUIRED | OPTS_LATE, "NAME", 0, 0, NULL, NULL, check_user, NULL},
-    {"nodes", 'n', OPTS_STRING, offsetof(struct reserve_args, nodes),
-     OPTS_REQUIRED | OPTS_LATE, "HOSTLIST", 0, 0, NULL, NULL, check_nodes, NULL},
-    {"vnis", 'v', OPTS_UINT, offsetof(struct reserve_args, vnis),
-     0, "N", 0, 4, NULL, NULL, NULL, NULL},
-    {"hwcoll", 'H', OPTS_CHOICE, offsetof(struct reserve_args, hwcoll),
-     0, "MODE", 0, 0, hwcoll_modes, "on, off or auto", NULL, NULL},
-    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    OPTS_ROW_UINT("uid", 'u', struct reserve_args, uid, OPTS_REQUIRED | OPTS_LATE, "N", 0, 4294967294ull),
+    OPTS_ROW_STRING("user", 'U', struct reserve_args, user, OPTS_REQUIRED | OPTS_LATE, "NAME", check_user),
+    OPTS_ROW_STRING("nodes", 'n', struct reserve_args, nodes, OPTS_REQUIRED | OPTS_LATE, "HOSTLIST", check_nodes),
+    OPTS_ROW_UINT("vnis", 'v', struct reserve_args, vnis, 0, "N", 0, 4),
+    OPTS_ROW_CHOICE("hwcoll", 'H', struct reserve_args, hwcoll, 0, "MODE", hwcoll_modes, "on, off or auto"),
+    OPTS_ROW_END,
 };
 /* clang-format on */
 
@@ -142,25 +146,16 @@ static int run_release(struct ctl *ctl, void *args, char **pos)
     const struct release_args *a = args;
     vnib_error_t error = {""};
     json_t *reply = NULL;
-    int rc;
-
-    if ((rc = ctl_connect(ctl)) != 0)
-        return rc;
     int status = vnib_client_release(
         ctl->client, pos[0], a->reservation, a->force, &reply, &error);
-    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
-        rc = print_reservation(ctl, reply);
-    json_decref(reply);
-    return rc;
+    return reservation_reply(ctl, status, reply, &error);
 }
 
 /* clang-format off */
 static const struct opts_option release_options[] = {
-    {"force", 'f', OPTS_FLAG, offsetof(struct release_args, force),
-     0, NULL, 0, 0, NULL, NULL, NULL, NULL},
-    {"reservation", 'r', OPTS_CALL, 0,
-     0, "ID", 0, 0, NULL, NULL, NULL, release_reservation},
-    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    OPTS_ROW_FLAG("force", 'f', struct release_args, force),
+    OPTS_ROW_CALL("reservation", 'r', "ID", release_reservation),
+    OPTS_ROW_END,
 };
 /* clang-format on */
 
@@ -177,17 +172,11 @@ static int run_show(struct ctl *ctl, void *args, char **pos)
 {
     vnib_error_t error = {""};
     json_t *reply = NULL;
-    int rc;
-
-    (void)args;
-    if ((rc = ctl_connect(ctl)) != 0)
-        return rc;
     int status =
         vnib_client_get_reservation(ctl->client, pos[0], &reply, &error);
-    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
-        rc = print_reservation(ctl, reply);
-    json_decref(reply);
-    return rc;
+
+    (void)args;
+    return reservation_reply(ctl, status, reply, &error);
 }
 
 /* ---- report ----------------------------------------------------------- */
@@ -281,13 +270,7 @@ static int check_message(const char *cmd, const char *message)
 static int run_report(struct ctl *ctl, void *args, char **pos)
 {
     const struct report_args *a = args;
-    vnib_error_t error = {""};
-    json_t *reply = NULL;
-    int rc;
-
-    if ((rc = ctl_connect(ctl)) != 0)
-        return rc;
-    struct vnib_report r = {
+    const struct vnib_report r = {
         .job_id = pos[0],
         .node = pos[1],
         .cxi = a->cxi,
@@ -295,11 +278,10 @@ static int run_report(struct ctl *ctl, void *args, char **pos)
         .message = a->message,
         .reservation = a->reservation,
     };
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
     int status = vnib_client_report(ctl->client, &r, &reply, &error);
-    if ((rc = ctl_outcome(ctl, status, reply, &error)) == CTL_EXIT_OK)
-        rc = print_reservation(ctl, reply);
-    json_decref(reply);
-    return rc;
+    return reservation_reply(ctl, status, reply, &error);
 }
 
 static void report_cleanup(void *args)
@@ -312,52 +294,22 @@ static const char *const cxi_states[] = {
 
 /* clang-format off */
 static const struct opts_option report_options[] = {
-    {"cxi", 'c', OPTS_CHOICE, offsetof(struct report_args, cxi),
-     OPTS_REQUIRED | OPTS_LATE, "STATE", 0, 0, cxi_states,
-     "creating, created, destroyed or failed", NULL, NULL},
-    {"service", 's', OPTS_CALL, 0,
-     0, "DEV:SVCID", 0, 0, NULL, NULL, NULL, report_service},
-    {"message", 'm', OPTS_STRING, offsetof(struct report_args, message),
-     OPTS_LATE, "TEXT", 0, 0, NULL, NULL, check_message, NULL},
-    {"reservation", 'r', OPTS_CALL, 0,
-     0, "ID", 0, 0, NULL, NULL, NULL, report_reservation},
-    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    OPTS_ROW_CHOICE("cxi", 'c', struct report_args, cxi, OPTS_REQUIRED | OPTS_LATE, "STATE", cxi_states, "creating, created, destroyed or failed"),
+    OPTS_ROW_CALL("service", 's', "DEV:SVCID", report_service),
+    OPTS_ROW_STRING("message", 'm', struct report_args, message, OPTS_LATE, "TEXT", check_message),
+    OPTS_ROW_CALL("reservation", 'r', "ID", report_reservation),
+    OPTS_ROW_END,
 };
 /* clang-format on */
 
 /* ---- the group -------------------------------------------------------- */
 
+/* clang-format off */
 const struct opts_command cmd_reserve_commands[] = {
-    {.name = "reserve",
-     .help = help_reserve,
-     .nargs = 1,
-     .args_text = "JOB_ID",
-     .arg_check = {ctl_check_job_id},
-     .options = reserve_options,
-     .args_size = sizeof(struct reserve_args),
-     .run = run_reserve},
-    {.name = "release",
-     .help = help_release,
-     .nargs = 1,
-     .args_text = "JOB_ID",
-     .arg_check = {ctl_check_job_id},
-     .options = release_options,
-     .args_size = sizeof(struct release_args),
-     .run = run_release},
-    {.name = "show",
-     .help = help_show,
-     .nargs = 1,
-     .args_text = "JOB_ID",
-     .arg_check = {ctl_check_job_id},
-     .run = run_show},
-    {.name = "report",
-     .help = help_report,
-     .nargs = 2,
-     .args_text = "JOB_ID and NODE",
-     .arg_check = {ctl_check_job_id, ctl_check_node},
-     .options = report_options,
-     .args_size = sizeof(struct report_args),
-     .run = run_report,
-     .cleanup = report_cleanup},
+    {"reserve", help_reserve, false, 1, "JOB_ID", {ctl_check_job_id, NULL}, reserve_options, sizeof(struct reserve_args), run_reserve, NULL},
+    {"release", help_release, false, 1, "JOB_ID", {ctl_check_job_id, NULL}, release_options, sizeof(struct release_args), run_release, NULL},
+    {"show", help_show, false, 1, "JOB_ID", {ctl_check_job_id, NULL}, NULL, 0, run_show, NULL},
+    {"report", help_report, false, 2, "JOB_ID and NODE", {ctl_check_job_id, ctl_check_node}, report_options, sizeof(struct report_args), run_report, report_cleanup},
     {.name = NULL},
 };
+/* clang-format on */

@@ -245,7 +245,17 @@ int ctl_check_node(const char *cmd, const char *node)
     return 0;
 }
 
-int ctl_query_open(struct ctl_query *q, const char *path)
+/* A path with a query string of escaped values, built up one parameter at
+ * a time in a memstream.
+ */
+struct query {
+    FILE *f;
+    char *buf;
+    size_t size;
+    char sep; /* '?' before the first parameter, then '&' */
+};
+
+static int query_open(struct query *q, const char *path)
 {
     q->buf = NULL;
     q->size = 0;
@@ -257,7 +267,7 @@ int ctl_query_open(struct ctl_query *q, const char *path)
 }
 
 /* Append name=escaped(value) when value is not NULL. */
-int ctl_query_add(struct ctl_query *q, const char *name, const char *value)
+static int query_add(struct query *q, const char *name, const char *value)
 {
     char *esc;
 
@@ -272,11 +282,37 @@ int ctl_query_add(struct ctl_query *q, const char *name, const char *value)
 }
 
 /* Close the stream; returns the path (the caller frees) or NULL. */
-char *ctl_query_close(struct ctl_query *q)
+static char *query_close(struct query *q)
 {
     if (fclose(q->f) != 0) {
         free(q->buf);
         return NULL;
     }
     return q->buf;
+}
+
+int ctl_call(struct ctl *ctl,
+             const char *method,
+             const char *path,
+             const char *const *params,
+             json_t **replyp)
+{
+    vnib_error_t error = {""};
+    struct query q;
+    char *full = NULL;
+    int rc;
+
+    *replyp = NULL;
+    if ((rc = ctl_connect(ctl)) != 0)
+        return rc;
+    if (query_open(&q, path) < 0)
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    for (size_t i = 0; params && params[i]; i += 2)
+        query_add(&q, params[i], params[i + 1]);
+    if (!(full = query_close(&q)))
+        return ctl_fail(CTL_EXIT_FAILED, "out of memory");
+    int status =
+        vnib_client_request(ctl->client, method, full, NULL, replyp, &error);
+    free(full);
+    return ctl_outcome(ctl, status, *replyp, &error);
 }

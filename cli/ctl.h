@@ -1,6 +1,6 @@
 /* Helpers shared by the files of vnibctl: the global options and the
- * client, exit codes, strict option and number parsing, argument checks,
- * query strings, and the error and JSON printers, so that every command
+ * client and its calls, exit codes, strict option and number parsing,
+ * argument checks, and the error and JSON printers, so that every command
  * reports problems the same way.
  */
 #ifndef VNIB_CLI_CTL_H
@@ -55,20 +55,16 @@ int ctl_outcome(const struct ctl *ctl,
 int ctl_check_job_id(const char *cmd, const char *id);
 int ctl_check_node(const char *cmd, const char *node);
 
-/* A path with a query string of escaped values, built up one parameter at
- * a time in a memstream: open (-1 when out of memory), add name=value
- * when value is not NULL, close (the path, which the caller frees, or
- * NULL).
+/* Connect, call METHOD PATH with a query string of params (name, value
+ * pairs ending with a NULL name; NULL values are left out, the others
+ * escaped), and return ctl_outcome's exit status.  *replyp holds the
+ * reply, if any, also on failure; the caller json_decrefs it.
  */
-struct ctl_query {
-    FILE *f;
-    char *buf;
-    size_t size;
-    char sep; /* '?' before the first parameter, then '&' */
-};
-int ctl_query_open(struct ctl_query *q, const char *path);
-int ctl_query_add(struct ctl_query *q, const char *name, const char *value);
-char *ctl_query_close(struct ctl_query *q);
+int ctl_call(struct ctl *ctl,
+             const char *method,
+             const char *path,
+             const char *const *params,
+             json_t **replyp);
 
 /* getopt_long over argv (argv[0] is the command name, cmd names it in
  * messages).  Returns the option, -1 at the end, or '?' after printing

@@ -32,11 +32,9 @@ static void *target(void *args, const struct opts_option *o)
 
 static bool in_choices(const char *const *choices, const char *s)
 {
-    for (size_t i = 0; choices && choices[i]; i++) {
-        if (strcmp(choices[i], s) == 0)
-            return true;
-    }
-    return false;
+    while (choices && *choices && strcmp(*choices, s) != 0)
+        choices++;
+    return choices && *choices;
 }
 
 /* The check of one argument: returns OPTS_GO_ON or an exit status. */
@@ -222,7 +220,8 @@ int opts_run(const struct opts_command *cmd,
     if (!args)
         return ctl_fail(CTL_EXIT_FAILED, "out of memory");
     rc = opts_parse(cmd, argc, argv, args, &ctl->json);
-    if (rc == OPTS_GO_ON)
+    /* Every command here talks to the broker, after its checks. */
+    if (rc == OPTS_GO_ON && (rc = ctl_connect(ctl)) == 0)
         rc = cmd->run(ctl, args, argv + optind);
     if (cmd->cleanup)
         cmd->cleanup(args);

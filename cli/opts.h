@@ -14,7 +14,7 @@
 #define VNIB_CLI_OPTS_H
 
 #include <stdbool.h>
-#include <stddef.h>
+#include <stddef.h> /* offsetof, for the OPTS_ROW_ macros */
 
 /* Handlers and calls return this to go on, or an exit status to stop. */
 #define OPTS_GO_ON (-1)
@@ -59,6 +59,42 @@ struct opts_option {
     int (*call)(void *args, const char *cmd, const char *arg);
 };
 
+/* Rows of an option table, one line each: TYPE is the struct the command's
+ * options fill, FIELD the target in it.
+ */
+#define OPTS_ROW_FLAG(name, key, type, field)                             \
+    {                                                                     \
+        name, key, OPTS_FLAG, offsetof(type, field), 0, NULL, 0, 0, NULL, \
+            NULL, NULL, NULL                                              \
+    }
+#define OPTS_ROW_STRING(name, key, type, field, flags, arg, check)             \
+    {                                                                          \
+        name, key, OPTS_STRING, offsetof(type, field), flags, arg, 0, 0, NULL, \
+            NULL, check, NULL                                                  \
+    }
+#define OPTS_ROW_UINT(name, key, type, field, flags, arg, min, max)        \
+    {                                                                      \
+        name, key, OPTS_UINT, offsetof(type, field), flags, arg, min, max, \
+            NULL, NULL, NULL, NULL                                         \
+    }
+#define OPTS_ROW_CHOICE(name, key, type, field, flags, arg, choices, text) \
+    {                                                                      \
+        name, key, OPTS_CHOICE, offsetof(type, field), flags, arg, 0, 0,   \
+            choices, text, NULL, NULL                                      \
+    }
+#define OPTS_ROW_CALL(name, key, arg, call)                           \
+    {                                                                 \
+        name, key, OPTS_CALL, 0, 0, arg, 0, 0, NULL, NULL, NULL, call \
+    }
+#define OPTS_ROW_ACTION(name, key, flags, call)                            \
+    {                                                                      \
+        name, key, OPTS_FLAG, 0, flags, NULL, 0, 0, NULL, NULL, NULL, call \
+    }
+#define OPTS_ROW_END                                                 \
+    {                                                                \
+        NULL, 0, OPTS_FLAG, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL \
+    }
+
 struct ctl;
 
 struct opts_command {
@@ -70,8 +106,8 @@ struct opts_command {
     int (*arg_check[2])(const char *cmd, const char *arg);
     const struct opts_option *options; /* NULL or ends with a NULL name */
     size_t args_size;                  /* of the struct options fill */
-    /* Run with the filled struct and the positional arguments; returns an
-     * exit status.
+    /* Run with the filled struct and the positional arguments, ctl
+     * connected; returns an exit status.
      */
     int (*run)(struct ctl *ctl, void *args, char **pos);
     void (*cleanup)(void *args); /* frees what calls kept; may be NULL */
@@ -88,8 +124,8 @@ int opts_parse(const struct opts_command *cmd,
                void *args,
                bool *jsonp);
 
-/* Parse argv against cmd into a zeroed argument struct and run it;
- * returns an exit status.
+/* Parse argv against cmd into a zeroed argument struct, connect to the
+ * broker (ctl_connect) and run the command; returns an exit status.
  */
 int opts_run(const struct opts_command *cmd,
              struct ctl *ctl,

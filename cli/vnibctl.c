@@ -114,17 +114,12 @@ static int print_version(void *args, const char *cmd, const char *arg)
  */
 /* clang-format off */
 static const struct opts_option global_options[] = {
-    {"url", 'u', OPTS_STRING, offsetof(struct ctl, url),
-     0, "URL", 0, 0, NULL, NULL, NULL, NULL},
-    {"token-file", 't', OPTS_STRING, offsetof(struct ctl, token_file),
-     0, "FILE", 0, 0, NULL, NULL, NULL, NULL},
-    {"cacert", 'c', OPTS_STRING, offsetof(struct ctl, cacert),
-     0, "FILE", 0, 0, NULL, NULL, NULL, NULL},
-    {"timeout", 'T', OPTS_CALL, 0,
-     0, "SECONDS", 0, 0, NULL, NULL, NULL, parse_timeout},
-    {"version", 'V', OPTS_FLAG, 0,
-     OPTS_SHORT, NULL, 0, 0, NULL, NULL, NULL, print_version},
-    {NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    OPTS_ROW_STRING("url", 'u', struct ctl, url, 0, "URL", NULL),
+    OPTS_ROW_STRING("token-file", 't', struct ctl, token_file, 0, "FILE", NULL),
+    OPTS_ROW_STRING("cacert", 'c', struct ctl, cacert, 0, "FILE", NULL),
+    OPTS_ROW_CALL("timeout", 'T', "SECONDS", parse_timeout),
+    OPTS_ROW_ACTION("version", 'V', OPTS_SHORT, print_version),
+    OPTS_ROW_END,
 };
 /* clang-format on */
 
