@@ -9,8 +9,6 @@
 #include <getopt.h>
 #include <stdbool.h>
 
-#include <stdio.h>
-
 #include <jansson.h>
 
 #include "vnib/client.h"
