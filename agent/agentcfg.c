@@ -1,7 +1,8 @@
 /* Loading agent.toml (see agentcfg.h).
  *
  * One row per key gives its type, bounds and default; the TOML reader in
- * lib/ supplies the tree and the line of every key for error messages.
+ * lib/ supplies the tree and the line of every key, and lib/cfgtable.c
+ * applies the one to the other with messages naming the file and line.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -11,21 +12,16 @@
 
 #include <jansson.h>
 
+#include "vnib/cfgtable.h"
 #include "vnib/toml.h"
 #include "agent/agentcfg.h"
 
-struct row {
-    const char *key; /* "table.key" */
-    bool is_int;
-    size_t offset;
-    long min, max, def_int;
-    const char *def_str;
-};
-
 /* clang-format off */
-#define S(k, f, d) { k, false, offsetof (struct agentcfg, f), 0, 0, 0, d }
-#define I(k, f, lo, hi, d) { k, true, offsetof (struct agentcfg, f), lo, hi, d, NULL }
-static const struct row rows[] = {
+#define S(k, f, d) \
+    { k, CFGTABLE_STRING, offsetof (struct agentcfg, f), 0, 0, d, 0, 0, NULL }
+#define I(k, f, lo, hi, d) \
+    { k, CFGTABLE_INT, offsetof (struct agentcfg, f), lo, hi, NULL, d, 0, NULL }
+static const struct cfgtable_row rows[] = {
     S("broker.url", url, "http://127.0.0.1:8080"),
     S("broker.token_file", token_file, "/etc/vnibroker/node.token"),
     S("broker.cacert", cacert, ""),
@@ -44,17 +40,8 @@ static const struct row rows[] = {
       86400000, 300000),
 };
 /* clang-format on */
-#define NROWS (sizeof(rows) / sizeof(rows[0]))
 
-static char **str_at(struct agentcfg *cfg, const struct row *r)
-{
-    return (char **)((char *)cfg + r->offset);
-}
-
-static long *int_at(struct agentcfg *cfg, const struct row *r)
-{
-    return (long *)((char *)cfg + r->offset);
-}
+static const struct cfgtable settings = {rows, sizeof(rows) / sizeof(rows[0])};
 
 int agentcfg_set(char **field, const char *value)
 {
@@ -71,94 +58,9 @@ void agentcfg_destroy(struct agentcfg *cfg)
     if (!cfg)
         return;
     int saved = errno;
-    for (size_t i = 0; i < NROWS; i++)
-        if (!rows[i].is_int)
-            free(*str_at(cfg, &rows[i]));
+    cfgtable_free(&settings, cfg);
     free(cfg);
     errno = saved;
-}
-
-static const struct row *row_find(const char *key)
-{
-    for (size_t i = 0; i < NROWS; i++)
-        if (strcmp(rows[i].key, key) == 0)
-            return &rows[i];
-    return NULL;
-}
-
-static bool table_known(const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; i < NROWS; i++)
-        if (strncmp(rows[i].key, name, n) == 0 && rows[i].key[n] == '.')
-            return true;
-    return false;
-}
-
-static int set_one(struct agentcfg *cfg,
-                   const struct row *r,
-                   json_t *val,
-                   const char *where,
-                   vnib_error_t *errp)
-{
-    errno = EINVAL;
-    if (!r->is_int) {
-        if (!json_is_string(val))
-            return errprintf(errp, "%s: %s: expected a string", where, r->key);
-        if (agentcfg_set(str_at(cfg, r), json_string_value(val)) < 0)
-            return errprintf(errp, "%s: out of memory", where);
-        return 0;
-    }
-    if (!json_is_integer(val))
-        return errprintf(errp, "%s: %s: expected an integer", where, r->key);
-    json_int_t v = json_integer_value(val);
-    if (v < r->min || v > r->max)
-        return errprintf(errp,
-                         "%s: %s: %lld is out of range %ld-%ld",
-                         where,
-                         r->key,
-                         (long long)v,
-                         r->min,
-                         r->max);
-    *int_at(cfg, r) = (long)v;
-    return 0;
-}
-
-static int apply(struct agentcfg *cfg,
-                 const char *path,
-                 json_t *root,
-                 json_t *lines,
-                 vnib_error_t *errp)
-{
-    const char *tname, *name;
-    json_t *table, *val;
-    char where[512], key[256];
-
-    json_object_foreach (root, tname, table) {
-        int line = (int)json_integer_value(json_object_get(lines, tname));
-        snprintf(where, sizeof(where), "%s:%d", path, line);
-        if (!json_is_object(table) || !table_known(tname)) {
-            errno = EINVAL;
-            return errprintf(errp,
-                             "%s: %s: unknown %s",
-                             where,
-                             tname,
-                             json_is_object(table) ? "table" : "key");
-        }
-        json_object_foreach (table, name, val) {
-            snprintf(key, sizeof(key), "%s.%s", tname, name);
-            line = (int)json_integer_value(json_object_get(lines, key));
-            snprintf(where, sizeof(where), "%s:%d", path, line);
-            const struct row *r = row_find(key);
-            if (!r) {
-                errno = EINVAL;
-                return errprintf(errp, "%s: %s: unknown key", where, key);
-            }
-            if (set_one(cfg, r, val, where, errp) < 0)
-                return -1;
-        }
-    }
-    return 0;
 }
 
 struct agentcfg *agentcfg_load(const char *path,
@@ -171,23 +73,18 @@ struct agentcfg *agentcfg_load(const char *path,
 
     if (!cfg)
         goto nomem;
-    for (size_t i = 0; i < NROWS; i++) {
-        if (rows[i].is_int)
-            *int_at(cfg, &rows[i]) = rows[i].def_int;
-        else if (agentcfg_set(str_at(cfg, &rows[i]), rows[i].def_str) < 0)
-            goto nomem;
-    }
+    if (cfgtable_defaults(&settings, cfg, errp) < 0)
+        goto nomem;
     if (!must_exist && stat(path, &st) < 0 && errno == ENOENT)
         return cfg;
     /* The file names the library loaded into this root process. */
     if (!(root = toml_parse_trusted_file(path, &lines, errp))
-        || apply(cfg, path, root, lines, errp) < 0)
+        || cfgtable_apply(&settings, cfg, path, root, lines, errp) < 0)
         goto error;
     if (strcmp(cfg->backend, "libcxi") != 0
         && strcmp(cfg->backend, "sim") != 0) {
         errno = EINVAL;
-        int line =
-            (int)json_integer_value(json_object_get(lines, "nic.backend"));
+        int line = cfgtable_line(lines, "nic.backend");
         errprintf(errp,
                   "%s:%d: nic.backend: '%s' is not libcxi or sim",
                   path,

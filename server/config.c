@@ -1,10 +1,11 @@
 /* Table-driven configuration for vnibrokerd (see config.h).
  *
  * The TOML reader in lib/ turns the file into a jansson tree plus a table
- * of line numbers.  This module walks that tree against `rows[]`: every key
- * must have a row (unknown keys are errors, since a typo silently ignored
- * is a production outage later), every value must have the row's type and
- * lie in its bounds, and the few cross-field rules are checked at the end.
+ * of line numbers, and lib/cfgtable.c walks that tree against `rows[]`:
+ * every key must have a row (unknown keys are errors, since a typo
+ * silently ignored is a production outage later) and every value must
+ * have the row's type and lie in its bounds.  This module keeps the rows,
+ * the few cross-field rules checked at the end, and the printer.
  * Adding a setting means adding a field to struct config, a row here, and
  * a line in config.example.toml (a test compares the two).
  */
@@ -19,6 +20,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "vnib/cfgtable.h"
 #include "vnib/hostlist.h"
 #include "vnib/idset.h"
 #include "vnib/tclass.h"
@@ -26,44 +28,18 @@
 #include "vnib/toml.h"
 #include "server/config.h"
 
-enum cfg_type {
-    CFG_STRING,
-    CFG_INT,
-    CFG_STRINGS, /* a TOML array of strings, joined by CONFIG_LIST_SEP */
-    CFG_BOOL,    /* kept as a long, 0 or 1 */
-};
-
-/* True for the types kept as a malloc'd char *. */
-#define CFG_IS_TEXT(type) ((type) == CFG_STRING || (type) == CFG_STRINGS)
-
-enum {
-    CFG_SECRET = 1, /* printed masked */
-};
-
-struct cfg_row {
-    const char *key; /* "table.key" */
-    enum cfg_type type;
-    size_t offset; /* of the char * or long in struct config */
-    long min;      /* CFG_INT bounds, inclusive */
-    long max;
-    const char *def_str; /* CFG_STRING default */
-    long def_int;        /* CFG_INT default */
-    int flags;
-    const char *doc; /* one line, printed by config_print */
-};
-
 /* One row per line reads as a table, so the formatter leaves it alone. */
 /* clang-format off */
 #define STR(k, field, def, fl, doc) \
-    { k, CFG_STRING, offsetof (struct config, field), 0, 0, def, 0, fl, doc }
+    { k, CFGTABLE_STRING, offsetof (struct config, field), 0, 0, def, 0, fl, doc }
 #define STRS(k, field, def, doc) \
-    { k, CFG_STRINGS, offsetof (struct config, field), 0, 0, def, 0, 0, doc }
+    { k, CFGTABLE_STRINGS, offsetof (struct config, field), 0, 0, def, 0, 0, doc }
 #define BOOL(k, field, def, doc) \
-    { k, CFG_BOOL, offsetof (struct config, field), 0, 1, NULL, def, 0, doc }
+    { k, CFGTABLE_BOOL, offsetof (struct config, field), 0, 1, NULL, def, 0, doc }
 #define INT(k, field, lo, hi, def, doc) \
-    { k, CFG_INT, offsetof (struct config, field), lo, hi, NULL, def, 0, doc }
+    { k, CFGTABLE_INT, offsetof (struct config, field), lo, hi, NULL, def, 0, doc }
 
-static const struct cfg_row rows[] = {
+static const struct cfgtable_row rows[] = {
     STR ("server.address", server.address, "127.0.0.1", 0,
          "numeric IPv4 or IPv6 address to listen on"),
     INT ("server.port", server.port, 0, 65535, 8080,
@@ -100,7 +76,7 @@ static const struct cfg_row rows[] = {
          "node reports per second one node may make, on average (0: no limit)"),
     INT ("server.report_burst", server.report_burst, 1, 1000000, 50,
          "node reports one node may make at once before report_rate applies"),
-    STR ("database.conninfo", database.conninfo, "dbname=vnibroker", CFG_SECRET,
+    STR ("database.conninfo", database.conninfo, "dbname=vnibroker", CFGTABLE_SECRET,
          "libpq connection string; prefer passfile= to a password here"),
     INT ("database.pool_size", database.pool_size, 1, 1024, 8,
          "database connections kept open"),
@@ -202,57 +178,24 @@ static const struct cfg_row rows[] = {
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
-static char **str_field(struct config *cfg, const struct cfg_row *row)
-{
-    return (char **)((char *)cfg + row->offset);
-}
-
-static long *int_field(struct config *cfg, const struct cfg_row *row)
-{
-    return (long *)((char *)cfg + row->offset);
-}
+static const struct cfgtable settings = {rows, NROWS};
 
 static const char *str_value(const struct config *cfg,
-                             const struct cfg_row *row)
+                             const struct cfgtable_row *row)
 {
-    return *(char *const *)((const char *)cfg + row->offset);
+    return cfgtable_str_value(cfg, row);
 }
 
-static long int_value(const struct config *cfg, const struct cfg_row *row)
+static long int_value(const struct config *cfg, const struct cfgtable_row *row)
 {
-    return *(const long *)((const char *)cfg + row->offset);
-}
-
-static const struct cfg_row *row_find(const char *key)
-{
-    for (size_t i = 0; i < NROWS; i++)
-        if (strcmp(rows[i].key, key) == 0)
-            return &rows[i];
-    return NULL;
-}
-
-/* True when some row lives in table `name`. */
-static bool table_known(const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; i < NROWS; i++)
-        if (strncmp(rows[i].key, name, n) == 0 && rows[i].key[n] == '.')
-            return true;
-    return false;
+    return cfgtable_long_value(cfg, row);
 }
 
 void config_destroy(struct config *cfg)
 {
     int saved_errno = errno;
     if (cfg) {
-        for (size_t i = 0; i < NROWS; i++) {
-            if (!CFG_IS_TEXT(rows[i].type))
-                continue;
-            char *s = *str_field(cfg, &rows[i]);
-            if (s && (rows[i].flags & CFG_SECRET))
-                vnib_memburn(s, strlen(s));
-            free(s);
-        }
+        cfgtable_free(&settings, cfg);
         idset_destroy(cfg->vni_pool);
         free(cfg->path);
         free(cfg);
@@ -272,13 +215,8 @@ struct config *config_defaults(vnib_error_t *errp)
         goto nomem;
     if (!(cfg->path = strdup("")))
         goto nomem;
-    for (size_t i = 0; i < NROWS; i++) {
-        if (CFG_IS_TEXT(rows[i].type)) {
-            if (!(*str_field(cfg, &rows[i]) = strdup(rows[i].def_str)))
-                goto nomem;
-        } else
-            *int_field(cfg, &rows[i]) = rows[i].def_int;
-    }
+    if (cfgtable_defaults(&settings, cfg, errp) < 0)
+        goto nomem;
     cfg->log_level = LOG_INFO;
     if (derive_vni(cfg, "defaults", "defaults", errp) < 0) {
         config_destroy(cfg);
@@ -294,139 +232,7 @@ nomem:
 
 static int key_line(json_t *lines, const char *key)
 {
-    return (int)json_integer_value(json_object_get(lines, key));
-}
-
-/* An array of strings, kept joined by commas (which items may not hold). */
-static int set_strings(struct config *cfg,
-                       const struct cfg_row *row,
-                       json_t *val,
-                       const char *where,
-                       vnib_error_t *errp)
-{
-    size_t i, len = 0;
-    json_t *item;
-    char *joined;
-
-    if (!json_is_array(val)) {
-        errno = EINVAL;
-        return errprintf(
-            errp, "%s: %s: expected an array of strings", where, row->key);
-    }
-    json_array_foreach (val, i, item) {
-        if (!json_is_string(item) || strchr(json_string_value(item), '\x1f')
-            || json_string_length(item) == 0) {
-            errno = EINVAL;
-            return errprintf(errp,
-                             "%s: %s: item %zu must be a non-empty string "
-                             "without control character 0x1f",
-                             where,
-                             row->key,
-                             i + 1);
-        }
-        len += json_string_length(item) + 1;
-    }
-    if (!(joined = calloc(1, len + 1)))
-        return errprintf(errp, "%s: out of memory", where);
-    json_array_foreach (val, i, item) {
-        if (i > 0)
-            strcat(joined, CONFIG_LIST_SEP);
-        strcat(joined, json_string_value(item));
-    }
-    char **field = str_field(cfg, row);
-    free(*field);
-    *field = joined;
-    return 0;
-}
-
-/* Set one value from the tree, checking type and bounds. */
-static int set_value(struct config *cfg,
-                     const struct cfg_row *row,
-                     json_t *val,
-                     const char *where,
-                     vnib_error_t *errp)
-{
-    if (row->type == CFG_STRING) {
-        if (!json_is_string(val)) {
-            errno = EINVAL;
-            return errprintf(
-                errp, "%s: %s: expected a string", where, row->key);
-        }
-        char *s = strdup(json_string_value(val));
-        if (!s)
-            return errprintf(errp, "%s: out of memory", where);
-        char **field = str_field(cfg, row);
-        free(*field);
-        *field = s;
-        return 0;
-    }
-    if (row->type == CFG_STRINGS)
-        return set_strings(cfg, row, val, where, errp);
-    if (row->type == CFG_BOOL) {
-        if (!json_is_boolean(val)) {
-            errno = EINVAL;
-            return errprintf(
-                errp, "%s: %s: expected true or false", where, row->key);
-        }
-        *int_field(cfg, row) = json_is_true(val) ? 1 : 0;
-        return 0;
-    }
-    if (!json_is_integer(val)) {
-        errno = EINVAL;
-        return errprintf(errp, "%s: %s: expected an integer", where, row->key);
-    }
-    json_int_t v = json_integer_value(val);
-    if (v < row->min || v > row->max) {
-        errno = EINVAL;
-        return errprintf(errp,
-                         "%s: %s: %lld is out of range %ld-%ld",
-                         where,
-                         row->key,
-                         (long long)v,
-                         row->min,
-                         row->max);
-    }
-    *int_field(cfg, row) = (long)v;
-    return 0;
-}
-
-/* Walk the tree: every table and key must be known. */
-static int apply_tree(struct config *cfg,
-                      const char *path,
-                      json_t *root,
-                      json_t *lines,
-                      vnib_error_t *errp)
-{
-    const char *tname;
-    json_t *table;
-    char where[512];
-    char key[256];
-
-    json_object_foreach (root, tname, table) {
-        snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, tname));
-        if (!json_is_object(table) || !table_known(tname)) {
-            errno = EINVAL;
-            return errprintf(errp,
-                             "%s: %s: unknown %s",
-                             where,
-                             tname,
-                             json_is_object(table) ? "table" : "key");
-        }
-        const char *name;
-        json_t *val;
-        json_object_foreach (table, name, val) {
-            snprintf(key, sizeof(key), "%s.%s", tname, name);
-            snprintf(where, sizeof(where), "%s:%d", path, key_line(lines, key));
-            const struct cfg_row *row = row_find(key);
-            if (!row) {
-                errno = EINVAL;
-                return errprintf(errp, "%s: %s: unknown key", where, key);
-            }
-            if (set_value(cfg, row, val, where, errp) < 0)
-                return -1;
-        }
-    }
-    return 0;
+    return cfgtable_line(lines, key);
 }
 
 /* Parse vni.pool and vni.traffic_classes into their derived forms. */
@@ -725,7 +531,7 @@ struct config *config_load(const char *path, vnib_error_t *errp)
         errprintf(errp, "out of memory");
         goto error;
     }
-    if (apply_tree(cfg, path, root, lines, errp) < 0)
+    if (cfgtable_apply(&settings, cfg, path, root, lines, errp) < 0)
         goto error;
     if (check_semantics(cfg, path, lines, errp) < 0)
         goto error;
@@ -923,7 +729,7 @@ void config_print(const struct config *cfg, FILE *out)
             "# vnibrokerd effective configuration (from %s; secrets masked)\n",
             cfg->path[0] ? cfg->path : "defaults");
     for (size_t i = 0; i < NROWS; i++) {
-        const struct cfg_row *row = &rows[i];
+        const struct cfgtable_row *row = &rows[i];
         const char *dot = strchr(row->key, '.');
         size_t tlen = (size_t)(dot - row->key);
         if (strlen(table) != tlen || strncmp(table, row->key, tlen) != 0) {
@@ -931,7 +737,7 @@ void config_print(const struct config *cfg, FILE *out)
             fprintf(out, "\n[%s]\n", table);
         }
         fprintf(out, "# %s\n%s = ", row->doc, dot + 1);
-        if (row->type == CFG_STRINGS) {
+        if (row->type == CFGTABLE_STRINGS) {
             char *copy = strdup(str_value(cfg, row));
             char *save = NULL;
             int n = 0;
@@ -945,11 +751,11 @@ void config_print(const struct config *cfg, FILE *out)
             }
             fputs("]\n", out);
             free(copy);
-        } else if (row->type == CFG_BOOL)
+        } else if (row->type == CFGTABLE_BOOL)
             fprintf(out, "%s\n", int_value(cfg, row) ? "true" : "false");
-        else if (row->type == CFG_INT)
+        else if (row->type == CFGTABLE_INT)
             fprintf(out, "%ld\n", int_value(cfg, row));
-        else if (row->flags & CFG_SECRET) {
+        else if (row->flags & CFGTABLE_SECRET) {
             char *masked = config_mask_conninfo(str_value(cfg, row));
             print_string(out, masked ? masked : "***");
             fputc('\n', out);

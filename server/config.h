@@ -14,14 +14,15 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "vnib/cfgtable.h"
 #include "vnib/error.h"
 
 struct idset;
 
-/* Items of a CFG_STRINGS value (a TOML array of strings) are kept in one
- * string, joined by this separator, which items may not contain.
+/* Items of a CFGTABLE_STRINGS value (a TOML array of strings) are kept in
+ * one string, joined by this separator, which items may not contain.
  */
-#define CONFIG_LIST_SEP "\x1f"
+#define CONFIG_LIST_SEP CFGTABLE_LIST_SEP
 
 /* server.tls_priorities' default: TLS 1.2 and 1.3 only, key exchanges
  * with forward secrecy only (no static RSA), AEAD ciphers only (no CBC).
