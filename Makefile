@@ -74,7 +74,8 @@ LIB_OBJS     := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS  := $(SERVER_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
 CLI_OBJS     := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 FMSIM_OBJS   := $(FMSIM_SRCS:%.c=$(BUILD)/%.o)
-FMCLIENT_OBJS := $(BUILD)/fmclient/fmclient.o
+FMCLIENT_SRCS := $(filter-out fmclient/fmsim%,$(wildcard fmclient/*.c))
+FMCLIENT_OBJS := $(FMCLIENT_SRCS:%.c=$(BUILD)/%.o)
 AGENT_OBJS   := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
@@ -158,7 +159,7 @@ $(LIBSERVER): $(SERVER_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-# The Fabric Manager client (fmclient/fmclient.c only; fmsim is separate).
+# The Fabric Manager client (fmclient/*.c but fmsim*, which is separate).
 $(LIBFMCLIENT): $(FMCLIENT_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -229,7 +230,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) \
 # driver, FUZZ_CSRCS_<name> for clang, FUZZ_LDLIBS_<name> for both.
 FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
 FUZZ_CSRCS_request  := $(filter-out server/reservations.c,$(SERVER_SRCS)) \
-                       fmclient/fmclient.c $(BUILD)/gen/schema_sql.c
+                       $(FMCLIENT_SRCS) $(BUILD)/gen/schema_sql.c
 FUZZ_LDLIBS_spank_env := -lslurm
 FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 
