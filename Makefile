@@ -65,6 +65,8 @@ LIB_SRCS     := $(wildcard lib/*.c)
 SERVER_SRCS  := $(filter-out server/main.c,$(wildcard server/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
+# Any other C file under tests/unit/ is a helper the unit tests link.
+UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*/*.c))
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 CLI_SRCS     := $(wildcard cli/*.c)
 FMSIM_SRCS   := $(wildcard fmclient/fmsim*.c)
@@ -86,6 +88,7 @@ LIBVNIB      := $(BUILD)/libvnib.a
 LIBSERVER    := $(BUILD)/libserver.a
 LIBFMCLIENT  := $(BUILD)/libfmclient.a
 LIBAGENT     := $(BUILD)/libagent.a
+LIBUNITTEST  := $(BUILD)/libunittest.a
 BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim \
                 $(BUILD)/vnib-agent
 PLUGINS      := $(BUILD)/vnib_spank.so
@@ -214,10 +217,14 @@ $(BUILD)/tests/stress/history: $(STRESS_SRCS) tests/stress/hrec.h \
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    $(STRESS_SRCS) $(LIBVNIB) $(LIBS_BASE) -lm
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) \
-                       $(LIBVNIB)
+$(LIBUNITTEST): $(UNIT_HELPER_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBUNITTEST) $(LIBSERVER) $(LIBFMCLIENT) \
+                       $(LIBAGENT) $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBUNITTEST) \
 	    $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) $(LIBVNIB) $(LIBS_BASE) \
 	    -lcmocka -ldl
 
