@@ -95,14 +95,21 @@ void fmtest_finish(struct fmc *c, struct fakehttp *s)
     fakehttp_join(s);
 }
 
-void fmtest_get_fails(struct fmc *c, const char *id, int err, const char *msg)
+void fmtest_get_fails(
+    struct fmc *c, const char *id, int err, const char *fmt, ...)
 {
     vnib_error_t e = {""};
     char *token = (char *)"x";
+    char want[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(want, sizeof(want), fmt, ap);
+    va_end(ap);
 
     errno = 0;
     assert_int_equal(fmc_job_get(c, id, &token, &e), -1);
     assert_int_equal(errno, err);
     assert_null(token);
-    assert_string_equal(e.text, msg);
+    assert_string_equal(e.text, want);
 }

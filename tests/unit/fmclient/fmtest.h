@@ -47,8 +47,14 @@ struct fmc *fmtest_serve(struct fakehttp *s, char *url);
 /* Destroy the client, then wait for the server (fakehttp_join). */
 void fmtest_finish(struct fmc *c, struct fakehttp *s);
 
-/* fmc_job_get(c, id) fails with errno err and exactly message msg. */
-void fmtest_get_fails(struct fmc *c, const char *id, int err, const char *msg);
+/* fmc_job_get(c, id) fails with errno err and exactly the message that
+ * fmt and what follows make (printf).
+ */
+void fmtest_get_fails(struct fmc *c,
+                      const char *id,
+                      int err,
+                      const char *fmt,
+                      ...) __attribute__((format(printf, 4, 5)));
 
 double fmtest_seconds_since(const struct timespec *t0);
 

@@ -431,31 +431,19 @@ static void test_oauth_token_refused(void **state)
     assert_string_equal(e.text, want);
     fakehttp_assert_lacks(e.text, secret_text);
     fakehttp_assert_lacks(e.text, "p%26ss");
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, EPROTO);
-    snprintf(want,
-             sizeof(want),
-             "OAuth POST %s: the reply has no valid access_token",
-             token_url);
-    assert_string_equal(e.text, want);
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, EPROTO);
-    snprintf(want,
-             sizeof(want),
-             "OAuth POST %s: HTTP 200 reply is not JSON",
-             token_url);
-    assert_string_equal(e.text, want);
+    fmtest_get_fails(c,
+                     "c-1",
+                     EPROTO,
+                     "OAuth POST %s: the reply has no valid access_token",
+                     token_url);
+    fmtest_get_fails(c,
+                     "c-1",
+                     EPROTO,
+                     "OAuth POST %s: HTTP 200 reply is not JSON",
+                     token_url);
     /* A token endpoint's 404 is not the FM saying the job is gone. */
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, EIO);
-    snprintf(want,
-             sizeof(want),
-             "OAuth POST %s: HTTP 404: no such realm",
-             token_url);
-    assert_string_equal(e.text, want);
+    fmtest_get_fails(
+        c, "c-1", EIO, "OAuth POST %s: HTTP 404: no such realm", token_url);
     assert_null(token);
     fmtest_finish(c, s);
     /* No FM request went out without a token. */

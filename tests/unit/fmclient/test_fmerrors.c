@@ -22,22 +22,49 @@
 
 /* ---- creation ------------------------------------------------------------ */
 
-static void check_refused(const struct fmc_config *cfg,
-                          int err,
-                          const char *want)
+/* One configuration fmc_create refuses: errno err and the message want,
+ * after "<path>: " when path is not NULL.
+ */
+struct refusal {
+    struct fmc_config cfg;
+    int err;
+    const char *want;
+    const char *path;
+};
+
+#define UNSAFE(mode)                                           \
+    "mode " mode                                               \
+    " is unsafe: a credential file must not be accessible by " \
+    "group or others (chmod 600)"
+
+static void check_refused(const struct refusal *r)
 {
     vnib_error_t e = {""};
+    char want[256];
 
+    snprintf(want,
+             sizeof(want),
+             "%s%s%s",
+             r->path ? r->path : "",
+             r->path ? ": " : "",
+             r->want);
     errno = 0;
-    assert_null(fmc_create(cfg, &e));
-    assert_int_equal(errno, err);
+    assert_null(fmc_create(&r->cfg, &e));
+    assert_int_equal(errno, r->err);
     assert_string_equal(e.text, want);
+}
+
+static void check_all(const struct refusal *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        check_refused(&rows[i]);
 }
 
 static void test_create_refusals(void **state)
 {
     struct fmtest_tmpdir t;
-    char want[256];
+    char missing[96];
+    vnib_error_t e = {""};
     (void)state;
 
     fmtest_tmpdir_init(&t);
@@ -46,104 +73,97 @@ static void test_create_refusals(void **state)
         fmtest_tmpdir_file(&t, "passwd-open", "hunter2\n", 0644);
     const char *key_open = fmtest_tmpdir_file(&t, "key.pem", "KEY\n", 0640);
     const char *empty = fmtest_tmpdir_file(&t, "empty", "\n", 0600);
-
-    check_refused(NULL, EINVAL, "no FM configuration given");
-    check_refused(&(struct fmc_config){.url = NULL}, EINVAL, "no FM URL given");
-    check_refused(&(struct fmc_config){.url = "ftp://fm/"},
-                  EINVAL,
-                  "the FM URL is not an http:// or https:// URL: 'ftp://fm/'");
-    check_refused(&(struct fmc_config){.url = "https://u:hunter2@fm/"},
-                  EINVAL,
-                  "the FM URL must not contain user information (use the "
-                  "credential files)");
-    check_refused(&(struct fmc_config){.url = "https://fm/?x=1"},
-                  EINVAL,
-                  "the FM URL must not have a query or fragment");
-    check_refused(&(struct fmc_config){.url = "https://fm/a b"},
-                  EINVAL,
-                  "the FM URL contains a space, control or non-ASCII "
-                  "character");
-    check_refused(&(struct fmc_config){.url = "https://fm", .auth = "kerberos"},
-                  EINVAL,
-                  "unknown FM auth 'kerberos' (want none, basic or oauth)");
-    check_refused(
-        &(struct fmc_config){
-            .url = "https://fm", .auth = "basic", .password_file = pw_ok},
-        EINVAL,
-        "FM basic auth needs a user without spaces, ':' or "
-        "control characters");
-    check_refused(
-        &(struct fmc_config){
-            .url = "https://fm", .auth = "basic", .user = "cxi"},
-        EINVAL,
-        "no FM password file given");
-    snprintf(want,
-             sizeof(want),
-             "%s: mode 0644 is unsafe: a credential file must not be "
-             "accessible by group or others (chmod 600)",
-             pw_open);
-    check_refused(&(struct fmc_config){.url = "https://fm",
-                                       .auth = "basic",
-                                       .user = "cxi",
-                                       .password_file = pw_open},
-                  EPERM,
-                  want);
-    snprintf(want,
-             sizeof(want),
-             "%s: the FM password is empty or contains a NUL byte",
-             empty);
-    check_refused(&(struct fmc_config){.url = "https://fm",
-                                       .auth = "basic",
-                                       .user = "cxi",
-                                       .password_file = empty},
-                  EINVAL,
-                  want);
-    check_refused(&(struct fmc_config){.url = "https://fm", .auth = "oauth"},
-                  EINVAL,
-                  "no OAuth token URL given");
-    check_refused(&(struct fmc_config){.url = "https://fm",
-                                       .auth = "oauth",
-                                       .token_url = "https://kc/token"},
-                  EINVAL,
-                  "FM OAuth needs a client id");
-    check_refused(&(struct fmc_config){.url = "https://fm",
-                                       .auth = "oauth",
-                                       .token_url = "https://kc/token",
-                                       .client_id = "wlm"},
-                  EINVAL,
-                  "no OAuth client secret file given");
-    snprintf(want,
-             sizeof(want),
-             "%s: mode 0644 is unsafe: a credential file must not be "
-             "accessible by group or others (chmod 600)",
-             pw_open);
-    check_refused(&(struct fmc_config){.url = "https://fm",
-                                       .auth = "oauth",
-                                       .token_url = "https://kc/token",
-                                       .client_id = "wlm",
-                                       .client_secret_file = pw_open},
-                  EPERM,
-                  want);
-    check_refused(
-        &(struct fmc_config){.url = "https://fm", .cert_file = pw_open},
-        EINVAL,
-        "FM mTLS needs both a client certificate and its key");
-    snprintf(want,
-             sizeof(want),
-             "%s: mode 0640 is unsafe: a credential file must not be "
-             "accessible by group or others (chmod 600)",
-             key_open);
-    check_refused(
-        &(struct fmc_config){
-            .url = "https://fm", .cert_file = pw_open, .key_file = key_open},
-        EPERM,
-        want);
-    snprintf(want, sizeof(want), "%s/nope: No such file or directory", t.path);
-    char missing[96];
     snprintf(missing, sizeof(missing), "%s/nope", t.path);
-    check_refused(&(struct fmc_config){.url = "https://fm", .ca_file = missing},
-                  ENOENT,
-                  want);
+    const char *fm = "https://fm";
+    const char *kc = "https://kc/token";
+    const struct refusal urls[] = {
+        {{.url = NULL}, EINVAL, "no FM URL given", NULL},
+        {{.url = "ftp://fm/"},
+         EINVAL,
+         "the FM URL is not an http:// or https:// URL: 'ftp://fm/'",
+         NULL},
+        {{.url = "https://u:hunter2@fm/"},
+         EINVAL,
+         "the FM URL must not contain user information (use the "
+         "credential files)",
+         NULL},
+        {{.url = "https://fm/?x=1"},
+         EINVAL,
+         "the FM URL must not have a query or fragment",
+         NULL},
+        {{.url = "https://fm/a b"},
+         EINVAL,
+         "the FM URL contains a space, control or non-ASCII character",
+         NULL},
+        {{.url = fm, .auth = "kerberos"},
+         EINVAL,
+         "unknown FM auth 'kerberos' (want none, basic or oauth)",
+         NULL},
+    };
+    const struct refusal basic[] = {
+        {{.url = fm, .auth = "basic", .password_file = pw_ok},
+         EINVAL,
+         "FM basic auth needs a user without spaces, ':' or control "
+         "characters",
+         NULL},
+        {{.url = fm, .auth = "basic", .user = "cxi"},
+         EINVAL,
+         "no FM password file given",
+         NULL},
+        {{.url = fm, .auth = "basic", .user = "cxi", .password_file = pw_open},
+         EPERM,
+         UNSAFE("0644"),
+         pw_open},
+        {{.url = fm, .auth = "basic", .user = "cxi", .password_file = empty},
+         EINVAL,
+         "the FM password is empty or contains a NUL byte",
+         empty},
+    };
+    const struct refusal oauth[] = {
+        {{.url = fm, .auth = "oauth"},
+         EINVAL,
+         "no OAuth token URL given",
+         NULL},
+        {{.url = fm, .auth = "oauth", .token_url = kc},
+         EINVAL,
+         "FM OAuth needs a client id",
+         NULL},
+        {{.url = fm, .auth = "oauth", .token_url = kc, .client_id = "wlm"},
+         EINVAL,
+         "no OAuth client secret file given",
+         NULL},
+        {{.url = fm,
+          .auth = "oauth",
+          .token_url = kc,
+          .client_id = "wlm",
+          .client_secret_file = pw_open},
+         EPERM,
+         UNSAFE("0644"),
+         pw_open},
+    };
+    const struct refusal tls[] = {
+        {{.url = fm, .cert_file = pw_open},
+         EINVAL,
+         "FM mTLS needs both a client certificate and its key",
+         NULL},
+        {{.url = fm, .cert_file = pw_open, .key_file = key_open},
+         EPERM,
+         UNSAFE("0640"),
+         key_open},
+        {{.url = fm, .ca_file = missing},
+         ENOENT,
+         "No such file or directory",
+         missing},
+    };
+
+    errno = 0;
+    assert_null(fmc_create(NULL, &e));
+    assert_int_equal(errno, EINVAL);
+    assert_string_equal(e.text, "no FM configuration given");
+    check_all(urls, sizeof(urls) / sizeof(urls[0]));
+    check_all(basic, sizeof(basic) / sizeof(basic[0]));
+    check_all(oauth, sizeof(oauth) / sizeof(oauth[0]));
+    check_all(tls, sizeof(tls) / sizeof(tls[0]));
     fmtest_tmpdir_cleanup(&t);
 }
 
