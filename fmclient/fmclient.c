@@ -70,7 +70,6 @@ static char *unescape(const char *s, size_t n)
     return out;
 }
 
-
 /* ---- FM requests --------------------------------------------------------- */
 
 /* Send one request to the FM: path is already escaped and starts with
@@ -111,7 +110,8 @@ static int fm_request(struct fmc *c,
     for (int attempt = 0;; attempt++) {
         httpc_secret_free(auth);
         httpc_reply_free(&r);
-        if (fmauth_header(c, deadline, attempt ? gen : 0, &auth, &gen, errp) < 0)
+        if (fmauth_header(c, deadline, attempt ? gen : 0, &auth, &gen, errp)
+            < 0)
             goto done;
         struct fmc_request rq = {
             .label = label,
@@ -233,38 +233,34 @@ done:
 
 int fmc_url_check(const char *what, const char *url, vnib_error_t *errp)
 {
-    switch (httpc_url_check(url, NULL, 0)) {
-        case HTTPC_URL_OK:
-            return 0;
+    enum httpc_url_fault fault = httpc_url_check(url, NULL, 0);
+
+    if (fault == HTTPC_URL_OK)
+        return 0;
+    errno = fault == HTTPC_URL_NOMEM ? ENOMEM : EINVAL;
+    switch (fault) {
         case HTTPC_URL_EMPTY:
-            errno = EINVAL;
             return errprintf(errp, "no %s given", what);
         case HTTPC_URL_CHARS:
-            errno = EINVAL;
             return errprintf(errp,
                              "the %s contains a space, control or non-ASCII "
                              "character",
                              what);
         case HTTPC_URL_NOMEM:
-            errno = ENOMEM;
             return errprintf(errp, "out of memory");
         case HTTPC_URL_USER:
-            errno = EINVAL;
             return errprintf(errp,
                              "the %s must not contain user information (use "
                              "the credential files)",
                              what);
         case HTTPC_URL_NOHOST:
-            errno = EINVAL;
             return errprintf(errp, "the %s names no host: '%s'", what, url);
         case HTTPC_URL_QUERY:
-            errno = EINVAL;
             return errprintf(
                 errp, "the %s must not have a query or fragment", what);
         case HTTPC_URL_SYNTAX:
         case HTTPC_URL_SCHEME:
         default:
-            errno = EINVAL;
             return errprintf(errp,
                              "the %s is not an http:// or https:// URL: '%s'",
                              what,
@@ -467,7 +463,8 @@ static int job_reserve(struct fmc *c,
         return errprintf(errp, "invalid arguments");
     }
     *tokenp = NULL;
-    deadline = fmhttp_deadline_after(timeout_ms > 0 ? timeout_ms : c->timeout_ms);
+    deadline =
+        fmhttp_deadline_after(timeout_ms > 0 ? timeout_ms : c->timeout_ms);
     if (mcast_limit < 1) {
         errno = EINVAL;
         errprintf(errp, "mcastLimit %d is not positive", mcast_limit);

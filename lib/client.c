@@ -2,14 +2,14 @@
  *
  * Each client owns one CURL easy handle that httpc (httpc.h) sets up once
  * at creation with the safety options (verified TLS, http/https only, no
- * redirects, no environment proxy, no signals), and the header lists.  A request only
- * sets its URL, method and body, so libcurl keeps the connection alive
- * between requests.  The header lists are the only place the token lives;
+ * redirects, no environment proxy, no signals), and the header lists.  A
+ * request only sets its URL, method and body, so libcurl keeps the connection
+ * alive between requests.  The header lists are the only place the token lives;
  * they are wiped before they are freed.
  *
  * Replies are collected by httpc's write callback, capped and wiped before
- * they are freed, then parsed with jansson: the broker always answers JSON, so anything
- * else is a protocol error rather than a status.
+ * they are freed, then parsed with jansson: the broker always answers JSON, so
+ * anything else is a protocol error rather than a status.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -73,43 +73,37 @@ done:
 static int url_check(const char *url, vnib_error_t *errp)
 {
     char scheme[32] = "";
+    enum httpc_url_fault fault = httpc_url_check(url, scheme, sizeof(scheme));
 
-    switch (httpc_url_check(url, scheme, sizeof(scheme))) {
-        case HTTPC_URL_OK:
-            return 0;
+    if (fault == HTTPC_URL_OK)
+        return 0;
+    errno = fault == HTTPC_URL_NOMEM ? ENOMEM : EINVAL;
+    switch (fault) {
         case HTTPC_URL_EMPTY:
-            errno = EINVAL;
             return errprintf(errp, "no broker URL given");
         case HTTPC_URL_CHARS:
-            errno = EINVAL;
             return errprintf(errp,
                              "broker URL contains a space, control or "
                              "non-ASCII character");
         case HTTPC_URL_NOMEM:
-            errno = ENOMEM;
             return errprintf(errp, "out of memory");
         case HTTPC_URL_SCHEME:
-            errno = EINVAL;
             return errprintf(errp,
                              "'%s': unsupported scheme '%s' (want http or "
                              "https)",
                              url,
                              scheme);
         case HTTPC_URL_USER:
-            errno = EINVAL;
             return errprintf(errp,
                              "the broker URL must not contain user "
                              "information (pass the token in a file)");
         case HTTPC_URL_NOHOST:
-            errno = EINVAL;
             return errprintf(errp, "'%s': the broker URL names no host", url);
         case HTTPC_URL_QUERY:
-            errno = EINVAL;
             return errprintf(
                 errp, "'%s': the broker URL must not have a query", url);
         case HTTPC_URL_SYNTAX:
         default:
-            errno = EINVAL;
             return errprintf(errp,
                              "'%s' is not a valid broker URL (want "
                              "http://HOST:PORT or https://HOST:PORT)",

@@ -132,17 +132,43 @@ static struct fmc_config oauth_config(const struct fakehttp *s,
     return cfg;
 }
 
-static void test_oauth_cached(void **state)
-{
+/* An OAuth client of a fake server, its secret in a temporary directory. */
+struct oauth {
     char url[64];
     char token_url[64];
     struct fmtest_tmpdir t;
+    struct fakehttp *s;
+};
+
+static struct fakehttp *oauth_begin(struct oauth *o, int expect)
+{
+    fmtest_tmpdir_init(&o->t);
+    o->s = fakehttp_new(expect);
+    return o->s;
+}
+
+/* Run the server, then create the client. */
+static struct fmc *oauth_client(struct oauth *o)
+{
+    fakehttp_run(o->s);
+    struct fmc_config cfg = oauth_config(o->s, &o->t, o->url, o->token_url);
+    return fmtest_create_ok(&cfg);
+}
+
+static void oauth_end(struct oauth *o)
+{
+    fakehttp_free(o->s);
+    fmtest_tmpdir_cleanup(&o->t);
+}
+
+static void test_oauth_cached(void **state)
+{
+    struct oauth o;
     vnib_error_t e = {""};
     char *token = NULL;
     (void)state;
 
-    fmtest_tmpdir_init(&t);
-    struct fakehttp *s = fakehttp_new(4);
+    struct fakehttp *s = oauth_begin(&o, 4);
     fakehttp_add_json(s,
                       fmtest_token_post,
                       200,
@@ -150,9 +176,7 @@ static void test_oauth_cached(void **state)
                       "\"token_type\":\"Bearer\",\"scope\":\"openid\"}",
                       1);
     fakehttp_add_json(s, fmtest_job_c1, 200, "{\"sessionToken\":\"st\"}", -1);
-    fakehttp_run(s);
-    struct fmc_config cfg = oauth_config(s, &t, url, token_url);
-    struct fmc *c = fmtest_create_ok(&cfg);
+    struct fmc *c = oauth_client(&o);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(fmc_job_get(c, "c-1", &token, &e), 0);
         assert_string_equal(token, "st");
@@ -177,8 +201,7 @@ static void test_oauth_cached(void **state)
         fakehttp_assert_contains(fakehttp_request(s, i),
                                  "\r\nAuthorization: Bearer AT1\r\n");
     }
-    fakehttp_free(s);
-    fmtest_tmpdir_cleanup(&t);
+    oauth_end(&o);
 }
 
 /* An OAuth server or FM echoing the token form (the client secret
@@ -193,15 +216,12 @@ static void test_oauth_echo_scrubbed(void **state)
         "p%26ss%3d%2bw%25rd, dm5pYiBicm9rZXI6cCZzcz0rdyVyZA==, p&ss=+w%rd\"}");
     char *echo = fakehttp_reply_json(
         500, "{\"detail\":\"Authorization: Bearer AT1secret rejected\"}");
-    char url[64];
-    char token_url[64];
-    struct fmtest_tmpdir t;
+    struct oauth o;
     vnib_error_t e = {""};
     char *token = NULL;
     (void)state;
 
-    fmtest_tmpdir_init(&t);
-    struct fakehttp *s = fakehttp_new(3);
+    struct fakehttp *s = oauth_begin(&o, 3);
     fakehttp_add(s, fmtest_token_post, refused, 1);
     fakehttp_add_json(s,
                       fmtest_token_post,
@@ -209,9 +229,7 @@ static void test_oauth_echo_scrubbed(void **state)
                       "{\"access_token\":\"AT1secret\",\"expires_in\":300}",
                       1);
     fakehttp_add(s, fmtest_job_c1, echo, 1);
-    fakehttp_run(s);
-    struct fmc_config cfg = oauth_config(s, &t, url, token_url);
-    struct fmc *c = fmtest_create_ok(&cfg);
+    struct fmc *c = oauth_client(&o);
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
     assert_int_equal(errno, EACCES);
     fakehttp_assert_prefix(e.text, "OAuth POST http://127.0.0.1:");
@@ -224,23 +242,19 @@ static void test_oauth_echo_scrubbed(void **state)
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 500: "
                         "Authorization: Bearer *** rejected");
     fmtest_finish(c, s);
-    fakehttp_free(s);
-    fmtest_tmpdir_cleanup(&t);
+    oauth_end(&o);
     free(refused);
     free(echo);
 }
 
 static void test_oauth_refresh_on_401(void **state)
 {
-    char url[64];
-    char token_url[64];
-    struct fmtest_tmpdir t;
+    struct oauth o;
     vnib_error_t e = {""};
     char *token = NULL;
     (void)state;
 
-    fmtest_tmpdir_init(&t);
-    struct fakehttp *s = fakehttp_new(7);
+    struct fakehttp *s = oauth_begin(&o, 7);
     fakehttp_add_json(s,
                       fmtest_token_post,
                       200,
@@ -259,9 +273,7 @@ static void test_oauth_refresh_on_401(void **state)
     fakehttp_add_json(
         s, fmtest_token_post, 200, "{\"access_token\":\"AT3\"}", 1);
     fakehttp_add_json(s, fmtest_job_c1, 200, "{\"sessionToken\":\"st\"}", 1);
-    fakehttp_run(s);
-    struct fmc_config cfg = oauth_config(s, &t, url, token_url);
-    struct fmc *c = fmtest_create_ok(&cfg);
+    struct fmc *c = oauth_client(&o);
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), 0);
     assert_string_equal(token, "st");
     fmc_free_secret(token);
@@ -281,19 +293,15 @@ static void test_oauth_refresh_on_401(void **state)
     fakehttp_assert_prefix(fakehttp_request(s, 5), "POST /token ");
     fakehttp_assert_contains(fakehttp_request(s, 6),
                              "\r\nAuthorization: Bearer AT3\r\n");
-    fakehttp_free(s);
-    fmtest_tmpdir_cleanup(&t);
+    oauth_end(&o);
 }
 
 static void test_oauth_refresh_fails(void **state)
 {
-    char url[64];
-    char token_url[64];
-    struct fmtest_tmpdir t;
+    struct oauth o;
     (void)state;
 
-    fmtest_tmpdir_init(&t);
-    struct fakehttp *s = fakehttp_new(4);
+    struct fakehttp *s = oauth_begin(&o, 4);
     fakehttp_add_json(s,
                       fmtest_token_post,
                       200,
@@ -306,9 +314,7 @@ static void test_oauth_refresh_fails(void **state)
                       1);
     fakehttp_add_json(
         s, fmtest_job_c1, 401, "{\"detail\":\"token expired\"}", 2);
-    fakehttp_run(s);
-    struct fmc_config cfg = oauth_config(s, &t, url, token_url);
-    struct fmc *c = fmtest_create_ok(&cfg);
+    struct fmc *c = oauth_client(&o);
     fmtest_get_fails(c,
                      "c-1",
                      EACCES,
@@ -322,8 +328,7 @@ static void test_oauth_refresh_fails(void **state)
     fakehttp_assert_prefix(fakehttp_request(s, 2), "POST /token ");
     fakehttp_assert_contains(fakehttp_request(s, 3),
                              "\r\nAuthorization: Bearer AT2\r\n");
-    fakehttp_free(s);
-    fmtest_tmpdir_cleanup(&t);
+    oauth_end(&o);
 }
 
 /* Monotonic milliseconds, for the bounded wait below. */
@@ -336,15 +341,12 @@ static long long mono_ms(void)
 
 static void test_oauth_expiry(void **state)
 {
-    char url[64];
-    char token_url[64];
-    struct fmtest_tmpdir t;
+    struct oauth o;
     char *token = NULL;
     (void)state;
 
-    fmtest_tmpdir_init(&t);
     /* How many requests come is known only at the end (expect below). */
-    struct fakehttp *s = fakehttp_new(FAKEHTTP_MAX_REQUESTS);
+    struct fakehttp *s = oauth_begin(&o, FAKEHTTP_MAX_REQUESTS);
     fakehttp_add_json(s,
                       fmtest_token_post,
                       200,
@@ -356,9 +358,7 @@ static void test_oauth_expiry(void **state)
                       "{\"access_token\":\"AT2\",\"expires_in\":2}",
                       1);
     fakehttp_add_json(s, fmtest_job_c1, 200, "{\"sessionToken\":\"st\"}", -1);
-    fakehttp_run(s);
-    struct fmc_config cfg = oauth_config(s, &t, url, token_url);
-    struct fmc *c = fmtest_create_ok(&cfg);
+    struct fmc *c = oauth_client(&o);
     /* A 2 s token is reused for half its life, then refreshed. */
     assert_int_equal(fmc_job_get(c, "c-1", &token, NULL), 0);
     fmc_free_secret(token);
@@ -389,23 +389,19 @@ static void test_oauth_expiry(void **state)
     fakehttp_assert_prefix(fakehttp_request(s, calls), "POST /token ");
     fakehttp_assert_contains(fakehttp_request(s, calls + 1),
                              "\r\nAuthorization: Bearer AT2\r\n");
-    fakehttp_free(s);
-    fmtest_tmpdir_cleanup(&t);
+    oauth_end(&o);
 }
 
 static void test_oauth_token_refused(void **state)
 {
     char *html = fakehttp_reply_json(200, "<html></html>");
-    char url[64];
-    char token_url[64];
+    struct oauth o;
     char want[160];
-    struct fmtest_tmpdir t;
     vnib_error_t e = {""};
     char *token = NULL;
     (void)state;
 
-    fmtest_tmpdir_init(&t);
-    struct fakehttp *s = fakehttp_new(4);
+    struct fakehttp *s = oauth_begin(&o, 4);
     fakehttp_add_json(s,
                       fmtest_token_post,
                       401,
@@ -418,16 +414,14 @@ static void test_oauth_token_refused(void **state)
     fakehttp_add(s, fmtest_token_post, html, 1);
     fakehttp_add_json(
         s, fmtest_token_post, 404, "{\"detail\":\"no such realm\"}", 1);
-    fakehttp_run(s);
-    struct fmc_config cfg = oauth_config(s, &t, url, token_url);
-    struct fmc *c = fmtest_create_ok(&cfg);
+    struct fmc *c = oauth_client(&o);
     errno = 0;
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
     assert_int_equal(errno, EACCES);
     snprintf(want,
              sizeof(want),
              "OAuth POST %s: HTTP 401: client secret '***' is wrong",
-             token_url);
+             o.token_url);
     assert_string_equal(e.text, want);
     fakehttp_assert_lacks(e.text, secret_text);
     fakehttp_assert_lacks(e.text, "p%26ss");
@@ -435,21 +429,20 @@ static void test_oauth_token_refused(void **state)
                      "c-1",
                      EPROTO,
                      "OAuth POST %s: the reply has no valid access_token",
-                     token_url);
+                     o.token_url);
     fmtest_get_fails(c,
                      "c-1",
                      EPROTO,
                      "OAuth POST %s: HTTP 200 reply is not JSON",
-                     token_url);
+                     o.token_url);
     /* A token endpoint's 404 is not the FM saying the job is gone. */
     fmtest_get_fails(
-        c, "c-1", EIO, "OAuth POST %s: HTTP 404: no such realm", token_url);
+        c, "c-1", EIO, "OAuth POST %s: HTTP 404: no such realm", o.token_url);
     assert_null(token);
     fmtest_finish(c, s);
     /* No FM request went out without a token. */
     assert_int_equal(s->nrequests, 4);
-    fakehttp_free(s);
-    fmtest_tmpdir_cleanup(&t);
+    oauth_end(&o);
     free(html);
 }
 
@@ -484,24 +477,19 @@ static void *worker_main(void *arg)
 static void test_concurrent_calls(void **state)
 {
     enum { NTHREADS = 6 };
-    char url[64];
-    char token_url[64];
-    struct fmtest_tmpdir t;
+    struct oauth o;
     pthread_t threads[NTHREADS];
     struct worker w[NTHREADS];
     (void)state;
 
-    fmtest_tmpdir_init(&t);
-    struct fakehttp *s = fakehttp_new(1 + NTHREADS * 5);
+    struct fakehttp *s = oauth_begin(&o, 1 + NTHREADS * 5);
     fakehttp_add_json(s,
                       fmtest_token_post,
                       200,
                       "{\"access_token\":\"AT1\",\"expires_in\":300}",
                       1);
     fakehttp_add_json(s, fmtest_job_c1, 200, "{\"sessionToken\":\"st\"}", -1);
-    fakehttp_run(s);
-    struct fmc_config cfg = oauth_config(s, &t, url, token_url);
-    struct fmc *c = fmtest_create_ok(&cfg);
+    struct fmc *c = oauth_client(&o);
     for (int i = 0; i < NTHREADS; i++) {
         w[i] = (struct worker){.c = c};
         assert_int_equal(pthread_create(&threads[i], NULL, worker_main, &w[i]),
@@ -527,8 +515,7 @@ static void test_concurrent_calls(void **state)
      * (the client's pool is larger than NTHREADS).
      */
     assert_true(s->accepted >= 1 && s->accepted <= NTHREADS);
-    fakehttp_free(s);
-    fmtest_tmpdir_cleanup(&t);
+    oauth_end(&o);
 }
 
 int main(void)
