@@ -303,3 +303,13 @@ void fakehttp_assert_lacks(const char *text, const char *part)
     if (strstr(text, part))
         fail_msg("'%s' contains '%s'", text, part);
 }
+
+void fakehttp_assert_request(const struct fakehttp *s,
+                             int i,
+                             const char *line,
+                             const char *header)
+{
+    fakehttp_assert_prefix(fakehttp_request(s, i), line);
+    if (header)
+        fakehttp_assert_contains(fakehttp_request(s, i), header);
+}

@@ -72,6 +72,14 @@ void fakehttp_free(struct fakehttp *s);
 const char *fakehttp_request(const struct fakehttp *s, int i);
 const char *fakehttp_body(const struct fakehttp *s, int i);
 
+/* The i-th request starts with line and, when header is not NULL,
+ * contains it.
+ */
+void fakehttp_assert_request(const struct fakehttp *s,
+                             int i,
+                             const char *line,
+                             const char *header);
+
 /* A JSON response with a correct Content-Length (the caller frees it). */
 char *fakehttp_reply_json(int status, const char *body);
 

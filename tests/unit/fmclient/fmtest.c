@@ -95,6 +95,12 @@ void fmtest_finish(struct fmc *c, struct fakehttp *s)
     fakehttp_join(s);
 }
 
+void fmtest_done(struct fmc *c, struct fakehttp *s)
+{
+    fmtest_finish(c, s);
+    fakehttp_free(s);
+}
+
 void fmtest_get_fails(
     struct fmc *c, const char *id, int err, const char *fmt, ...)
 {

@@ -47,6 +47,9 @@ struct fmc *fmtest_serve(struct fakehttp *s, char *url);
 /* Destroy the client, then wait for the server (fakehttp_join). */
 void fmtest_finish(struct fmc *c, struct fakehttp *s);
 
+/* fmtest_finish, then free the server. */
+void fmtest_done(struct fmc *c, struct fakehttp *s);
+
 /* fmc_job_get(c, id) fails with errno err and exactly the message that
  * fmt and what follows make (printf).
  */

@@ -104,8 +104,7 @@ static void test_basic_echo_scrubbed(void **state)
     assert_string_equal(e.text,
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 403: "
                         "bad Authorization: Basic *** (cxi:***)");
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
     fmtest_tmpdir_cleanup(&t);
 }
 
@@ -140,10 +139,17 @@ struct oauth {
     struct fakehttp *s;
 };
 
-static struct fakehttp *oauth_begin(struct oauth *o, int expect)
+/* The server answers the first token request with token (a JSON body)
+ * when it is not NULL.
+ */
+static struct fakehttp *oauth_begin(struct oauth *o,
+                                    int expect,
+                                    const char *token)
 {
     fmtest_tmpdir_init(&o->t);
     o->s = fakehttp_new(expect);
+    if (token)
+        fakehttp_add_json(o->s, fmtest_token_post, 200, token, 1);
     return o->s;
 }
 
@@ -168,13 +174,11 @@ static void test_oauth_cached(void **state)
     char *token = NULL;
     (void)state;
 
-    struct fakehttp *s = oauth_begin(&o, 4);
-    fakehttp_add_json(s,
-                      fmtest_token_post,
-                      200,
-                      "{\"access_token\":\"AT1\",\"expires_in\":300,"
-                      "\"token_type\":\"Bearer\",\"scope\":\"openid\"}",
-                      1);
+    struct fakehttp *s =
+        oauth_begin(&o,
+                    4,
+                    "{\"access_token\":\"AT1\",\"expires_in\":300,"
+                    "\"token_type\":\"Bearer\",\"scope\":\"openid\"}");
     fakehttp_add_json(s, fmtest_job_c1, 200, "{\"sessionToken\":\"st\"}", -1);
     struct fmc *c = oauth_client(&o);
     for (int i = 0; i < 3; i++) {
@@ -186,9 +190,10 @@ static void test_oauth_cached(void **state)
     /* One token request for three calls, all on one connection. */
     assert_int_equal(s->nrequests, 4);
     assert_int_equal(s->accepted, 1);
-    fakehttp_assert_prefix(fakehttp_request(s, 0), "POST /token HTTP/1.1\r\n");
-    fakehttp_assert_contains(
-        fakehttp_request(s, 0),
+    fakehttp_assert_request(
+        s,
+        0,
+        "POST /token HTTP/1.1\r\n",
         "\r\nContent-Type: application/x-www-form-urlencoded\r\n");
     fakehttp_assert_lacks(fakehttp_request(s, 0), "Authorization");
     assert_string_equal(fakehttp_body(s, 0),
@@ -221,7 +226,7 @@ static void test_oauth_echo_scrubbed(void **state)
     char *token = NULL;
     (void)state;
 
-    struct fakehttp *s = oauth_begin(&o, 3);
+    struct fakehttp *s = oauth_begin(&o, 3, NULL);
     fakehttp_add(s, fmtest_token_post, refused, 1);
     fakehttp_add_json(s,
                       fmtest_token_post,
@@ -254,12 +259,8 @@ static void test_oauth_refresh_on_401(void **state)
     char *token = NULL;
     (void)state;
 
-    struct fakehttp *s = oauth_begin(&o, 7);
-    fakehttp_add_json(s,
-                      fmtest_token_post,
-                      200,
-                      "{\"access_token\":\"AT1\",\"expires_in\":300}",
-                      1);
+    struct fakehttp *s =
+        oauth_begin(&o, 7, "{\"access_token\":\"AT1\",\"expires_in\":300}");
     fakehttp_add_json(
         s, fmtest_job_c1, 401, "{\"detail\":\"token expired\"}", 1);
     fakehttp_add_json(s,
@@ -282,15 +283,15 @@ static void test_oauth_refresh_on_401(void **state)
     assert_string_equal(e.text, "");
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 7);
-    fakehttp_assert_prefix(fakehttp_request(s, 0), "POST /token ");
+    fakehttp_assert_request(s, 0, "POST /token ", NULL);
     fakehttp_assert_contains(fakehttp_request(s, 1),
                              "\r\nAuthorization: Bearer AT1\r\n");
-    fakehttp_assert_prefix(fakehttp_request(s, 2), "POST /token ");
+    fakehttp_assert_request(s, 2, "POST /token ", NULL);
     fakehttp_assert_contains(fakehttp_request(s, 3),
                              "\r\nAuthorization: Bearer AT2\r\n");
     fakehttp_assert_contains(fakehttp_request(s, 4),
                              "\r\nAuthorization: Bearer AT2\r\n");
-    fakehttp_assert_prefix(fakehttp_request(s, 5), "POST /token ");
+    fakehttp_assert_request(s, 5, "POST /token ", NULL);
     fakehttp_assert_contains(fakehttp_request(s, 6),
                              "\r\nAuthorization: Bearer AT3\r\n");
     oauth_end(&o);
@@ -301,12 +302,8 @@ static void test_oauth_refresh_fails(void **state)
     struct oauth o;
     (void)state;
 
-    struct fakehttp *s = oauth_begin(&o, 4);
-    fakehttp_add_json(s,
-                      fmtest_token_post,
-                      200,
-                      "{\"access_token\":\"AT1\",\"expires_in\":300}",
-                      1);
+    struct fakehttp *s =
+        oauth_begin(&o, 4, "{\"access_token\":\"AT1\",\"expires_in\":300}");
     fakehttp_add_json(s,
                       fmtest_token_post,
                       200,
@@ -323,9 +320,9 @@ static void test_oauth_refresh_fails(void **state)
     fmtest_finish(c, s);
     /* Exactly one refresh and one retry. */
     assert_int_equal(s->nrequests, 4);
-    fakehttp_assert_prefix(fakehttp_request(s, 0), "POST /token ");
-    fakehttp_assert_prefix(fakehttp_request(s, 1), "GET ");
-    fakehttp_assert_prefix(fakehttp_request(s, 2), "POST /token ");
+    fakehttp_assert_request(s, 0, "POST /token ", NULL);
+    fakehttp_assert_request(s, 1, "GET ", NULL);
+    fakehttp_assert_request(s, 2, "POST /token ", NULL);
     fakehttp_assert_contains(fakehttp_request(s, 3),
                              "\r\nAuthorization: Bearer AT2\r\n");
     oauth_end(&o);
@@ -346,12 +343,10 @@ static void test_oauth_expiry(void **state)
     (void)state;
 
     /* How many requests come is known only at the end (expect below). */
-    struct fakehttp *s = oauth_begin(&o, FAKEHTTP_MAX_REQUESTS);
-    fakehttp_add_json(s,
-                      fmtest_token_post,
-                      200,
-                      "{\"access_token\":\"AT1\",\"expires_in\":2}",
-                      1);
+    struct fakehttp *s =
+        oauth_begin(&o,
+                    FAKEHTTP_MAX_REQUESTS,
+                    "{\"access_token\":\"AT1\",\"expires_in\":2}");
     fakehttp_add_json(s,
                       fmtest_token_post,
                       200,
@@ -382,7 +377,7 @@ static void test_oauth_expiry(void **state)
     s->expect = calls + 2;
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, calls + 2);
-    fakehttp_assert_prefix(fakehttp_request(s, 0), "POST /token ");
+    fakehttp_assert_request(s, 0, "POST /token ", NULL);
     for (int i = 1; i < calls; i++)
         fakehttp_assert_contains(fakehttp_request(s, i),
                                  "\r\nAuthorization: Bearer AT1\r\n");
@@ -401,7 +396,7 @@ static void test_oauth_token_refused(void **state)
     char *token = NULL;
     (void)state;
 
-    struct fakehttp *s = oauth_begin(&o, 4);
+    struct fakehttp *s = oauth_begin(&o, 4, NULL);
     fakehttp_add_json(s,
                       fmtest_token_post,
                       401,
@@ -482,12 +477,8 @@ static void test_concurrent_calls(void **state)
     struct worker w[NTHREADS];
     (void)state;
 
-    struct fakehttp *s = oauth_begin(&o, 1 + NTHREADS * 5);
-    fakehttp_add_json(s,
-                      fmtest_token_post,
-                      200,
-                      "{\"access_token\":\"AT1\",\"expires_in\":300}",
-                      1);
+    struct fakehttp *s = oauth_begin(
+        &o, 1 + NTHREADS * 5, "{\"access_token\":\"AT1\",\"expires_in\":300}");
     fakehttp_add_json(s, fmtest_job_c1, 200, "{\"sessionToken\":\"st\"}", -1);
     struct fmc *c = oauth_client(&o);
     for (int i = 0; i < NTHREADS; i++) {

@@ -156,11 +156,11 @@ static void test_get_ok(void **state)
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 2);
     assert_int_equal(s->accepted, 1);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 0),
-        "GET /apis/fm/fabric/collectives/jobs/c-1 HTTP/1.1\r\n");
-    fakehttp_assert_contains(fakehttp_request(s, 0),
-                             "\r\nAccept: application/json\r\n");
+    fakehttp_assert_request(
+        s,
+        0,
+        "GET /apis/fm/fabric/collectives/jobs/c-1 HTTP/1.1\r\n",
+        "\r\nAccept: application/json\r\n");
     fakehttp_assert_lacks(fakehttp_request(s, 0), "Authorization");
     fakehttp_assert_lacks(fakehttp_request(s, 0), "Content-Type");
     fakehttp_free(s);
@@ -183,8 +183,7 @@ static void test_get_not_found(void **state)
                      ENOENT,
                      "FM GET /fabric/collectives/jobs/c-2: HTTP 404: no "
                      "such job");
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
 }
 
 /* ---- reserve ------------------------------------------------------------- */
@@ -208,14 +207,13 @@ static void test_reserve_creates_on_404(void **state)
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 2);
     assert_int_equal(s->accepted, 1);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 0),
-        "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n");
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 1),
-        "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n");
-    fakehttp_assert_contains(fakehttp_request(s, 1),
-                             "\r\nContent-Type: application/json\r\n");
+    fakehttp_assert_request(
+        s, 0, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
+    fakehttp_assert_request(
+        s,
+        1,
+        "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n",
+        "\r\nContent-Type: application/json\r\n");
     fakehttp_assert_lacks(fakehttp_request(s, 1), "Expect:");
     assert_string_equal(fakehttp_body(s, 1),
                         "{\"jobID\":\"c-7\",\"mcastLimit\":23}");
@@ -237,9 +235,8 @@ static void test_reserve_existing_no_post(void **state)
     fmc_free_secret(token);
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 1);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 0),
-        "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n");
+    fakehttp_assert_request(
+        s, 0, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
     fakehttp_free(s);
 }
 
@@ -262,9 +259,8 @@ static void test_reserve_conflict_gets_again(void **state)
     fmc_free_secret(token);
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 3);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 2),
-        "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n");
+    fakehttp_assert_request(
+        s, 2, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
     fakehttp_free(s);
 }
 
@@ -286,9 +282,8 @@ static void test_create_posts_once(void **state)
     fmc_free_secret(token);
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 1);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 0),
-        "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n");
+    fakehttp_assert_request(
+        s, 0, "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n", NULL);
     assert_string_equal(fakehttp_body(s, 0),
                         "{\"jobID\":\"c-7\",\"mcastLimit\":23}");
     fakehttp_free(s);
@@ -312,12 +307,10 @@ static void test_create_conflict_gets(void **state)
     fmc_free_secret(token);
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 2);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 0),
-        "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n");
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 1),
-        "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n");
+    fakehttp_assert_request(
+        s, 0, "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n", NULL);
+    fakehttp_assert_request(
+        s, 1, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
     fakehttp_free(s);
 }
 
@@ -368,8 +361,7 @@ static void test_reserve_out_of_addresses(void **state)
     assert_string_equal(e.text,
                         "FM POST /fabric/collectives/jobs: HTTP 507: 01: job "
                         "mcastLimit reached");
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
 }
 
 static void test_reserve_reply_without_token(void **state)
@@ -389,8 +381,7 @@ static void test_reserve_reply_without_token(void **state)
     assert_string_equal(e.text,
                         "FM POST /fabric/collectives/jobs: HTTP 201 reply has "
                         "no valid sessionToken");
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
 }
 
 /* ---- PATCH and DELETE ---------------------------------------------------- */
@@ -426,11 +417,11 @@ static void test_release_step(void **state)
                         "tree busy");
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 3);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 0),
-        "PATCH /apis/fm/fabric/collectives/jobs/c-1 HTTP/1.1\r\n");
-    fakehttp_assert_contains(fakehttp_request(s, 0),
-                             "\r\nContent-Type: application/json\r\n");
+    fakehttp_assert_request(
+        s,
+        0,
+        "PATCH /apis/fm/fabric/collectives/jobs/c-1 HTTP/1.1\r\n",
+        "\r\nContent-Type: application/json\r\n");
     assert_string_equal(fakehttp_body(s, 0), "{\"jobSteps\":{\"3\":null}}");
     assert_string_equal(fakehttp_body(s, 2), "{\"jobSteps\":{\"4\":null}}");
     fakehttp_free(s);
@@ -471,9 +462,8 @@ static void test_delete(void **state)
     fmtest_finish(c, s);
     assert_int_equal(s->nrequests, 4);
     assert_int_equal(s->accepted, 1);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 0),
-        "DELETE /apis/fm/fabric/collectives/jobs/c-1 HTTP/1.1\r\n");
+    fakehttp_assert_request(
+        s, 0, "DELETE /apis/fm/fabric/collectives/jobs/c-1 HTTP/1.1\r\n", NULL);
     fakehttp_assert_lacks(fakehttp_request(s, 0), "Content-Type");
     fakehttp_assert_lacks(fakehttp_request(s, 0), "Content-Length");
     fakehttp_free(s);
@@ -513,9 +503,8 @@ static void test_list_prefix(void **state)
     assert_string_equal(ids[3], "c-7");
     fmc_free_ids(ids, count);
     fmtest_finish(c, s);
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 0),
-        "GET /apis/fm/fabric/collectives/jobs/ HTTP/1.1\r\n");
+    fakehttp_assert_request(
+        s, 0, "GET /apis/fm/fabric/collectives/jobs/ HTTP/1.1\r\n", NULL);
     fakehttp_free(s);
     free(list);
 }
@@ -557,8 +546,7 @@ static void test_list_large(void **state)
     assert_string_equal(ids[0], "c-0-r1");
     assert_string_equal(ids[N - 1], "c-3999-r4000");
     fmc_free_ids(ids, count);
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
     free(list);
     free(body);
 }
@@ -594,8 +582,7 @@ static void test_list_empty_and_bad(void **state)
     assert_string_equal(e.text,
                         "FM GET /fabric/collectives/jobs/: the reply has no "
                         "documentLinks list");
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
 }
 
 int main(void)

@@ -195,8 +195,7 @@ static void test_server_error_detail(void **state)
                      "and stout");
     fmtest_get_fails(
         c, "c-1", EIO, "FM GET /fabric/collectives/jobs/c-1: HTTP 500");
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
     free(detail);
     free(message);
 }
@@ -222,8 +221,7 @@ static void test_not_json(void **state)
                      EPROTO,
                      "FM GET /fabric/collectives/jobs/c-1: HTTP 200 reply is "
                      "empty");
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
     free(html);
 }
 
@@ -244,8 +242,7 @@ static void test_reply_too_large(void **state)
                      EMSGSIZE,
                      "FM GET /fabric/collectives/jobs/c-1: reply larger than "
                      "4096 bytes");
-    fmtest_finish(c, s);
-    fakehttp_free(s);
+    fmtest_done(c, s);
 }
 
 /* ---- transport failures -------------------------------------------------- */
