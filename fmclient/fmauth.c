@@ -12,10 +12,12 @@
  * that fmhttp.c can scrub it out of any server text it quotes.
  */
 #include <errno.h>
-#include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "fmclient/fmc_internal.h"
 #include "vnib/secfile.h"
@@ -25,32 +27,22 @@ enum {
     TOKEN_MAX_LIFETIME = 2592000, /* seconds; longer expires_in is capped */
 };
 
+/* Standard base64 with padding (for the Basic header), by OpenSSL. */
 static char *base64(const unsigned char *in, size_t n)
 {
-    static const char tab[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc(4 * ((n + 2) / 3) + 1);
-    size_t o = 0;
+    char *out;
 
-    if (!out) {
+    if (n > INT_MAX / 2) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!(out = malloc(4 * ((n + 2) / 3) + 1))) {
         errno = ENOMEM;
         return NULL;
     }
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = tab[(v >> 18) & 63];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tab[v & 63] : '=';
-    }
-    out[o] = '\0';
+    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
     return out;
 }
-
 
 static int secret_read(const char *what,
                        const char *path,
@@ -207,7 +199,6 @@ static int scrub_setup(struct fmc *c, const struct fmc_config *cfg)
         return -1;
     return 0;
 }
-
 
 int fmauth_setup(struct fmc *c,
                  const struct fmc_config *cfg,
@@ -418,4 +409,3 @@ done:
     pthread_mutex_unlock(&c->token_lock);
     return rc;
 }
-

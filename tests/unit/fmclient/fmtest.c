@@ -95,6 +95,17 @@ void fmtest_finish(struct fmc *c, struct fakehttp *s)
     fakehttp_join(s);
 }
 
+void fmtest_finish_expect(struct fmc *c,
+                          struct fakehttp *s,
+                          int nrequests,
+                          int accepted)
+{
+    fmtest_finish(c, s);
+    assert_int_equal(s->nrequests, nrequests);
+    if (accepted >= 0)
+        assert_int_equal(s->accepted, accepted);
+}
+
 void fmtest_done(struct fmc *c, struct fakehttp *s)
 {
     fmtest_finish(c, s);

@@ -47,6 +47,14 @@ struct fmc *fmtest_serve(struct fakehttp *s, char *url);
 /* Destroy the client, then wait for the server (fakehttp_join). */
 void fmtest_finish(struct fmc *c, struct fakehttp *s);
 
+/* fmtest_finish, then check the server received nrequests requests on
+ * accepted connections (-1: any number).
+ */
+void fmtest_finish_expect(struct fmc *c,
+                          struct fakehttp *s,
+                          int nrequests,
+                          int accepted);
+
 /* fmtest_finish, then free the server. */
 void fmtest_done(struct fmc *c, struct fakehttp *s);
 

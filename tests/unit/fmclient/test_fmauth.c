@@ -23,26 +23,49 @@
 
 /* ---- Basic --------------------------------------------------------------- */
 
-static void test_basic(void **state)
-{
+/* A fake server and a password file "s3cret" for Basic clients. */
+struct basic {
     char url[64];
     struct fmtest_tmpdir t;
+    const char *pw;
+    struct fakehttp *s;
+};
+
+static struct fakehttp *basic_begin(struct basic *b, int expect)
+{
+    fmtest_tmpdir_init(&b->t);
+    b->pw = fmtest_tmpdir_file(&b->t, "pw", "s3cret\n", 0600);
+    b->s = fakehttp_new(expect);
+    return b->s;
+}
+
+/* A Basic configuration for user cxi with the password file. */
+static struct fmc_config basic_config(struct basic *b,
+                                      const char *password_file)
+{
+    struct fmc_config cfg = fmtest_config_for(b->s, b->url);
+
+    cfg.auth = "basic";
+    cfg.user = "cxi";
+    cfg.password_file = password_file;
+    return cfg;
+}
+
+static void test_basic(void **state)
+{
+    struct basic b;
     vnib_error_t e = {""};
     char *token = NULL;
     (void)state;
 
-    fmtest_tmpdir_init(&t);
-    const char *pw1 = fmtest_tmpdir_file(&t, "pw1", "s3cret\n", 0600);
-    const char *pw2 = fmtest_tmpdir_file(&t, "pw2", "p@ss w0rd:x", 0400);
-    struct fakehttp *s = fakehttp_new(3);
+    struct fakehttp *s = basic_begin(&b, 3);
+    const char *pw1 = b.pw;
+    const char *pw2 = fmtest_tmpdir_file(&b.t, "pw2", "p@ss w0rd:x", 0400);
     fakehttp_add_json(s, fmtest_job_c1, 200, "{\"sessionToken\":\"st\"}", 2);
     fakehttp_add_json(
         s, fmtest_job_c1, 500, "{\"detail\":\"password s3cret is wrong\"}", 1);
     fakehttp_run(s);
-    struct fmc_config cfg = fmtest_config_for(s, url);
-    cfg.auth = "basic";
-    cfg.user = "cxi";
-    cfg.password_file = pw1;
+    struct fmc_config cfg = basic_config(&b, pw1);
     struct fmc *c = fmtest_create_ok(&cfg);
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), 0);
     fmc_free_secret(token);
@@ -62,15 +85,14 @@ static void test_basic(void **state)
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 500: "
                         "password *** is wrong");
     fakehttp_assert_lacks(e.text, "s3cret");
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 3);
+    fmtest_finish_expect(c, s, 3, -1);
     fakehttp_assert_contains(fakehttp_request(s, 0),
                              "\r\nAuthorization: Basic Y3hpOnMzY3JldA==\r\n");
     fakehttp_assert_contains(
         fakehttp_request(s, 1),
         "\r\nAuthorization: Basic Y3hpOnBAc3MgdzByZDp4\r\n");
     fakehttp_free(s);
-    fmtest_tmpdir_cleanup(&t);
+    fmtest_tmpdir_cleanup(&b.t);
 }
 
 /* A server echoing the Authorization header (base64 of user:password)
@@ -78,15 +100,12 @@ static void test_basic(void **state)
  */
 static void test_basic_echo_scrubbed(void **state)
 {
-    char url[64];
-    struct fmtest_tmpdir t;
+    struct basic b;
     vnib_error_t e = {""};
     char *token = NULL;
     (void)state;
 
-    fmtest_tmpdir_init(&t);
-    const char *pw = fmtest_tmpdir_file(&t, "pw", "s3cret\n", 0600);
-    struct fakehttp *s = fakehttp_new(1);
+    struct fakehttp *s = basic_begin(&b, 1);
     fakehttp_add_json(s,
                       fmtest_job_c1,
                       403,
@@ -94,10 +113,7 @@ static void test_basic_echo_scrubbed(void **state)
                       "Y3hpOnMzY3JldA== (cxi:s3cret)\"}",
                       1);
     fakehttp_run(s);
-    struct fmc_config cfg = fmtest_config_for(s, url);
-    cfg.auth = "basic";
-    cfg.user = "cxi";
-    cfg.password_file = pw;
+    struct fmc_config cfg = basic_config(&b, b.pw);
     struct fmc *c = fmtest_create_ok(&cfg);
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
     assert_int_equal(errno, EACCES);
@@ -105,7 +121,7 @@ static void test_basic_echo_scrubbed(void **state)
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 403: "
                         "bad Authorization: Basic *** (cxi:***)");
     fmtest_done(c, s);
-    fmtest_tmpdir_cleanup(&t);
+    fmtest_tmpdir_cleanup(&b.t);
 }
 
 /* ---- OAuth --------------------------------------------------------------- */
@@ -186,10 +202,8 @@ static void test_oauth_cached(void **state)
         assert_string_equal(token, "st");
         fmc_free_secret(token);
     }
-    fmtest_finish(c, s);
     /* One token request for three calls, all on one connection. */
-    assert_int_equal(s->nrequests, 4);
-    assert_int_equal(s->accepted, 1);
+    fmtest_finish_expect(c, s, 4, 1);
     fakehttp_assert_request(
         s,
         0,
@@ -281,8 +295,7 @@ static void test_oauth_refresh_on_401(void **state)
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), 0);
     fmc_free_secret(token);
     assert_string_equal(e.text, "");
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 7);
+    fmtest_finish_expect(c, s, 7, -1);
     fakehttp_assert_request(s, 0, "POST /token ", NULL);
     fakehttp_assert_contains(fakehttp_request(s, 1),
                              "\r\nAuthorization: Bearer AT1\r\n");
@@ -317,9 +330,8 @@ static void test_oauth_refresh_fails(void **state)
                      EACCES,
                      "FM GET /fabric/collectives/jobs/c-1: HTTP 401: token "
                      "expired");
-    fmtest_finish(c, s);
     /* Exactly one refresh and one retry. */
-    assert_int_equal(s->nrequests, 4);
+    fmtest_finish_expect(c, s, 4, -1);
     fakehttp_assert_request(s, 0, "POST /token ", NULL);
     fakehttp_assert_request(s, 1, "GET ", NULL);
     fakehttp_assert_request(s, 2, "POST /token ", NULL);
@@ -375,8 +387,7 @@ static void test_oauth_expiry(void **state)
     assert_int_equal(s->nrequests, calls + 2); /* refreshed, within 10 s */
     assert_true(calls + 2 <= FAKEHTTP_MAX_REQUESTS);
     s->expect = calls + 2;
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, calls + 2);
+    fmtest_finish_expect(c, s, calls + 2, -1);
     fakehttp_assert_request(s, 0, "POST /token ", NULL);
     for (int i = 1; i < calls; i++)
         fakehttp_assert_contains(fakehttp_request(s, i),
@@ -434,9 +445,8 @@ static void test_oauth_token_refused(void **state)
     fmtest_get_fails(
         c, "c-1", EIO, "OAuth POST %s: HTTP 404: no such realm", o.token_url);
     assert_null(token);
-    fmtest_finish(c, s);
     /* No FM request went out without a token. */
-    assert_int_equal(s->nrequests, 4);
+    fmtest_finish_expect(c, s, 4, -1);
     oauth_end(&o);
     free(html);
 }
@@ -492,9 +502,8 @@ static void test_concurrent_calls(void **state)
             fail_msg("worker %d: %s", i, w[i].error);
         assert_int_equal(w[i].ok, 5);
     }
-    fmtest_finish(c, s);
     /* One token for everyone; at most one connection per pooled handle. */
-    assert_int_equal(s->nrequests, 1 + NTHREADS * 5);
+    fmtest_finish_expect(c, s, 1 + NTHREADS * 5, -1);
     int tokens = 0;
     for (int i = 0; i < s->nrequests; i++)
         tokens += strncmp(fakehttp_request(s, i),

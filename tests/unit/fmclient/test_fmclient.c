@@ -153,9 +153,7 @@ static void test_get_ok(void **state)
     /* Job ids are percent-encoded in the path. */
     assert_int_equal(fmc_job_get(c, "c-1/x y?", &token, &e), 0);
     fmc_free_secret(token);
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 2);
-    assert_int_equal(s->accepted, 1);
+    fmtest_finish_expect(c, s, 2, 1);
     fakehttp_assert_request(
         s,
         0,
@@ -204,9 +202,7 @@ static void test_reserve_creates_on_404(void **state)
     assert_string_equal(token, "st-new");
     assert_string_equal(e.text, "");
     fmc_free_secret(token);
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 2);
-    assert_int_equal(s->accepted, 1);
+    fmtest_finish_expect(c, s, 2, 1);
     fakehttp_assert_request(
         s, 0, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
     fakehttp_assert_request(
@@ -233,8 +229,7 @@ static void test_reserve_existing_no_post(void **state)
     assert_int_equal(fmc_job_reserve(c, "c-7", 23, 0, &token, NULL), 0);
     assert_string_equal(token, "st-old");
     fmc_free_secret(token);
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 1);
+    fmtest_finish_expect(c, s, 1, -1);
     fakehttp_assert_request(
         s, 0, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
     fakehttp_free(s);
@@ -257,8 +252,7 @@ static void test_reserve_conflict_gets_again(void **state)
     assert_string_equal(token, "st-theirs");
     assert_string_equal(e.text, "");
     fmc_free_secret(token);
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 3);
+    fmtest_finish_expect(c, s, 3, -1);
     fakehttp_assert_request(
         s, 2, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
     fakehttp_free(s);
@@ -280,8 +274,7 @@ static void test_create_posts_once(void **state)
     assert_string_equal(token, "st-new");
     assert_string_equal(e.text, "");
     fmc_free_secret(token);
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 1);
+    fmtest_finish_expect(c, s, 1, -1);
     fakehttp_assert_request(
         s, 0, "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n", NULL);
     assert_string_equal(fakehttp_body(s, 0),
@@ -305,8 +298,7 @@ static void test_create_conflict_gets(void **state)
     assert_int_equal(fmc_job_create(c, "c-7", 23, 0, &token, &e), 0);
     assert_string_equal(token, "st-old");
     fmc_free_secret(token);
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 2);
+    fmtest_finish_expect(c, s, 2, -1);
     fakehttp_assert_request(
         s, 0, "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n", NULL);
     fakehttp_assert_request(
@@ -334,8 +326,7 @@ static void test_reserve_conflict_then_gone(void **state)
         "FM POST /fabric/collectives/jobs: HTTP 409, yet the job "
         "is not found: FM GET /fabric/collectives/jobs/c-7: HTTP "
         "404");
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 3);
+    fmtest_finish_expect(c, s, 3, -1);
     fakehttp_free(s);
 }
 
@@ -415,8 +406,7 @@ static void test_release_step(void **state)
     assert_string_equal(e.text,
                         "FM PATCH /fabric/collectives/jobs/c-1: HTTP 500: "
                         "tree busy");
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 3);
+    fmtest_finish_expect(c, s, 3, -1);
     fakehttp_assert_request(
         s,
         0,
@@ -459,9 +449,7 @@ static void test_delete(void **state)
     assert_int_equal(errno, EIO);
     assert_string_equal(e.text,
                         "FM DELETE /fabric/collectives/jobs/c-1: HTTP 502");
-    fmtest_finish(c, s);
-    assert_int_equal(s->nrequests, 4);
-    assert_int_equal(s->accepted, 1);
+    fmtest_finish_expect(c, s, 4, 1);
     fakehttp_assert_request(
         s, 0, "DELETE /apis/fm/fabric/collectives/jobs/c-1 HTTP/1.1\r\n", NULL);
     fakehttp_assert_lacks(fakehttp_request(s, 0), "Content-Type");
