@@ -44,24 +44,24 @@ struct fmc_handle {
 };
 
 struct fmc {
-    char *url;                    /* base URL without trailing '/' */
-    enum fmc_auth_mode auth;      /* how requests are authorised */
-    char *basic_header;           /* basic: "Authorization: Basic ..." */
-    char *password;               /* basic: kept only to scrub messages */
-    size_t password_len;          /* its buffer size */
-    char *token_url;              /* oauth: the token endpoint */
-    char *client_id;              /* oauth */
-    char *secret;                 /* oauth: the client secret */
-    size_t secret_len;            /* its buffer size */
-    char *ca_file;                /* CA bundle or NULL: the system store */
-    char *cert;                   /* mTLS certificate (PEM) or NULL */
-    size_t cert_len;              /* its length */
-    char *key;                    /* mTLS key (PEM), read with permission checks */
-    size_t key_len;               /* its length */
-    bool tls_verify;              /* verify the peer and host name */
-    long connect_ms;              /* connect timeout */
-    long timeout_ms;              /* total per call */
-    size_t max_response;          /* largest reply body accepted */
+    char *url;               /* base URL without trailing '/' */
+    enum fmc_auth_mode auth; /* how requests are authorised */
+    char *basic_header;      /* basic: "Authorization: Basic ..." */
+    char *password;          /* basic: kept only to scrub messages */
+    size_t password_len;     /* its buffer size */
+    char *token_url;         /* oauth: the token endpoint */
+    char *client_id;         /* oauth */
+    char *secret;            /* oauth: the client secret */
+    size_t secret_len;       /* its buffer size */
+    char *ca_file;           /* CA bundle or NULL: the system store */
+    char *cert;              /* mTLS certificate (PEM) or NULL */
+    size_t cert_len;         /* its length */
+    char *key;               /* mTLS key (PEM), read with permission checks */
+    size_t key_len;          /* its length */
+    bool tls_verify;         /* verify the peer and host name */
+    long connect_ms;         /* connect timeout */
+    long timeout_ms;         /* total per call */
+    size_t max_response;     /* largest reply body accepted */
     char *forms[FMC_SCRUB_FORMS]; /* each encoding of a secret (fmauth) */
 
     pthread_mutex_t pool_lock;              /* guards idle, nidle, ncreated */

@@ -257,9 +257,9 @@ static struct fmc_handle *handle_create(const struct fmc *c)
  * wait for one until the deadline (ETIMEDOUT).
  */
 static struct fmc_handle *handle_borrow(struct fmc *c,
-                                    const struct timespec *deadline,
-                                    const char *label,
-                                    vnib_error_t *errp)
+                                        const struct timespec *deadline,
+                                        const char *label,
+                                        vnib_error_t *errp)
 {
     struct fmc_handle *h = NULL;
     int rc = 0;
@@ -307,7 +307,6 @@ static void handle_return(struct fmc *c, struct fmc_handle *h)
     pthread_mutex_unlock(&c->pool_lock);
 }
 
-
 void fmhttp_pool_free(struct fmc *c)
 {
     for (int i = 0; i < c->nidle; i++)
@@ -336,8 +335,7 @@ int fmhttp_do(struct fmc *c,
         errprintf(errp, "%s: timed out before the request was sent", rq->label);
         goto done;
     }
-    if (httpc_headers_json(
-            &hdrs, rq->body ? rq->content_type : NULL, rq->auth)
+    if (httpc_headers_json(&hdrs, rq->body ? rq->content_type : NULL, rq->auth)
         < 0) {
         errprintf(errp, "%s: out of memory", rq->label);
         goto done;

@@ -104,8 +104,7 @@ CURL *httpc_handle_new(const char *user_agent,
     CURL *h = NULL;
 
     if (httpc_global_init() < 0 || !(h = curl_easy_init())
-        || handle_safety(h, user_agent, errbuf) < 0
-        || handle_tls(h, tls) < 0) {
+        || handle_safety(h, user_agent, errbuf) < 0 || handle_tls(h, tls) < 0) {
         if (h)
             curl_easy_cleanup(h);
         errno = EIO;
@@ -269,8 +268,7 @@ enum httpc_url_fault httpc_url_check(const char *url, char *scheme, size_t n)
      */
     if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK)
         fault = HTTPC_URL_USER;
-    else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK
-             || !host[0])
+    else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0])
         fault = HTTPC_URL_NOHOST;
     else if (curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK
              || curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK)
