@@ -66,6 +66,8 @@ LIB_SRCS     := $(wildcard lib/*.c)
 SERVER_SRCS  := $(filter-out server/main.c,$(wildcard server/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
+# Any other C file under tests/unit/ is a helper the unit tests link.
+UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*/*.c))
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 CLI_SRCS     := $(wildcard cli/*.c)
 FMSIM_SRCS   := $(wildcard fmclient/fmsim*.c)
@@ -75,7 +77,8 @@ LIB_OBJS     := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS  := $(SERVER_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
 CLI_OBJS     := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 FMSIM_OBJS   := $(FMSIM_SRCS:%.c=$(BUILD)/%.o)
-FMCLIENT_OBJS := $(BUILD)/fmclient/fmclient.o
+FMCLIENT_SRCS := $(filter-out fmclient/fmsim%,$(wildcard fmclient/*.c))
+FMCLIENT_OBJS := $(FMCLIENT_SRCS:%.c=$(BUILD)/%.o)
 AGENT_OBJS   := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
@@ -86,6 +89,7 @@ LIBVNIB      := $(BUILD)/libvnib.a
 LIBSERVER    := $(BUILD)/libserver.a
 LIBFMCLIENT  := $(BUILD)/libfmclient.a
 LIBAGENT     := $(BUILD)/libagent.a
+LIBUNITTEST  := $(BUILD)/libunittest.a
 BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim \
                 $(BUILD)/vnib-agent
 PLUGINS      := $(BUILD)/vnib_spank.so
@@ -159,7 +163,7 @@ $(LIBSERVER): $(SERVER_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-# The Fabric Manager client (fmclient/fmclient.c only; fmsim is separate).
+# The Fabric Manager client (fmclient/*.c but fmsim*, which is separate).
 $(LIBFMCLIENT): $(FMCLIENT_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -214,10 +218,14 @@ $(BUILD)/tests/stress/history: $(STRESS_SRCS) tests/stress/hrec.h \
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    $(STRESS_SRCS) $(LIBVNIB) $(LIBS_BASE) -lm
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) \
-                       $(LIBVNIB)
+$(LIBUNITTEST): $(UNIT_HELPER_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBUNITTEST) $(LIBSERVER) $(LIBFMCLIENT) \
+                       $(LIBAGENT) $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBUNITTEST) \
 	    $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) $(LIBVNIB) $(LIBS_BASE) \
 	    -lcmocka -ldl
 
@@ -230,7 +238,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) \
 # driver, FUZZ_CSRCS_<name> for clang, FUZZ_LDLIBS_<name> for both.
 FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
 FUZZ_CSRCS_request  := $(filter-out server/reservations.c,$(SERVER_SRCS)) \
-                       fmclient/fmclient.c $(BUILD)/gen/schema_sql.c
+                       $(FMCLIENT_SRCS) $(BUILD)/gen/schema_sql.c
 FUZZ_LDLIBS_spank_env := -lslurm
 FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 

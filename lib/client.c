@@ -1,18 +1,17 @@
 /* The vnibroker REST client (see client.h).
  *
- * Each client owns one CURL easy handle configured once at creation with
- * the safety options (verified TLS, http/https only, no redirects, no
- * environment proxy, no signals) and the header lists.  A request only
- * sets its URL, method and body, so libcurl keeps the connection alive
- * between requests.  The header lists are the only place the token lives;
+ * Each client owns one CURL easy handle that httpc (httpc.h) sets up once
+ * at creation with the safety options (verified TLS, http/https only, no
+ * redirects, no environment proxy, no signals), and the header lists.  A
+ * request only sets its URL, method and body, so libcurl keeps the connection
+ * alive between requests.  The header lists are the only place the token lives;
  * they are wiped before they are freed.
  *
- * Replies are collected in a growing buffer capped in the write callback,
- * then parsed with jansson: the broker always answers JSON, so anything
- * else is a protocol error rather than a status.
+ * Replies are collected by httpc's write callback, capped and wiped before
+ * they are freed, then parsed with jansson: the broker always answers JSON, so
+ * anything else is a protocol error rather than a status.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "vnib/client.h"
+#include "vnib/httpc.h"
 #include "vnib/token.h"
 
 struct vnib_client {
@@ -31,67 +31,9 @@ struct vnib_client {
     char errbuf[CURL_ERROR_SIZE]; /* libcurl's detail of a failure */
 };
 
-/* A reply body being received. */
-struct reply {
-    char *buf;
-    size_t len;
-    size_t cap;
-    bool too_large; /* the cap was hit: the transfer was aborted */
-    bool nomem;     /* growing the buffer failed */
-};
-
-/* libcurl must be initialised once per process, before any handle.  These
- * two are the module's only process-wide state, written exactly once under
- * pthread_once and read-only afterwards.
- */
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc = CURLE_FAILED_INIT;
-
-static void global_init_once(void)
-{
-    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int vnib_client_global_init(void)
 {
-    if (pthread_once(&global_once, global_init_once) != 0
-        || global_rc != CURLE_OK) {
-        errno = EIO;
-        return -1;
-    }
-    return 0;
-}
-
-/* Wipe the strings of a header list (one holds the token), then free it. */
-static void headers_free(struct curl_slist *list)
-{
-    for (struct curl_slist *l = list; l; l = l->next)
-        vnib_memburn(l->data, strlen(l->data));
-    curl_slist_free_all(list);
-}
-
-/* Append to *listp; on failure the list is left as it was. */
-static int headers_add(struct curl_slist **listp, const char *line)
-{
-    struct curl_slist *l = curl_slist_append(*listp, line);
-    if (!l) {
-        errno = ENOMEM;
-        return -1;
-    }
-    *listp = l;
-    return 0;
-}
-
-/* True when the token can be sent in a header as is. */
-static bool token_printable(const char *token)
-{
-    if (!token[0])
-        return false;
-    for (const char *p = token; *p; p++) {
-        if (*p <= ' ' || *p >= 0x7f)
-            return false;
-    }
-    return true;
+    return httpc_global_init();
 }
 
 /* Build both header lists; the token is never copied anywhere else. */
@@ -99,7 +41,6 @@ static int headers_build(struct vnib_client *c,
                          const char *token,
                          vnib_error_t *errp)
 {
-    static const char *const common[] = {"Accept: application/json", "Expect:"};
     char *auth = NULL;
     size_t authlen = 0;
     int rc = -1;
@@ -112,16 +53,8 @@ static int headers_build(struct vnib_client *c,
         }
         snprintf(auth, authlen, "Authorization: Bearer %s", token);
     }
-    for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++) {
-        if (headers_add(&c->hdr_plain, common[i]) < 0
-            || headers_add(&c->hdr_json, common[i]) < 0) {
-            errprintf(errp, "out of memory");
-            goto done;
-        }
-    }
-    if ((auth && headers_add(&c->hdr_plain, auth) < 0)
-        || (auth && headers_add(&c->hdr_json, auth) < 0)
-        || headers_add(&c->hdr_json, "Content-Type: application/json") < 0) {
+    if (httpc_headers_json(&c->hdr_plain, NULL, auth) < 0
+        || httpc_headers_json(&c->hdr_json, "application/json", auth) < 0) {
         errprintf(errp, "out of memory");
         goto done;
     }
@@ -139,136 +72,43 @@ done:
  */
 static int url_check(const char *url, vnib_error_t *errp)
 {
-    CURLU *u = NULL;
-    char *scheme = NULL;
-    char *host = NULL;
-    char *part = NULL;
-    int rc = -1;
+    char scheme[32] = "";
+    enum httpc_url_fault fault = httpc_url_check(url, scheme, sizeof(scheme));
 
-    errno = EINVAL;
-    if (!url || !url[0])
-        return errprintf(errp, "no broker URL given");
-    /* errno is set to EINVAL at done: for every refusal below. */
-    for (const char *p = url; *p; p++) {
-        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+    if (fault == HTTPC_URL_OK)
+        return 0;
+    errno = fault == HTTPC_URL_NOMEM ? ENOMEM : EINVAL;
+    switch (fault) {
+        case HTTPC_URL_EMPTY:
+            return errprintf(errp, "no broker URL given");
+        case HTTPC_URL_CHARS:
             return errprintf(errp,
                              "broker URL contains a space, control or "
                              "non-ASCII character");
+        case HTTPC_URL_NOMEM:
+            return errprintf(errp, "out of memory");
+        case HTTPC_URL_SCHEME:
+            return errprintf(errp,
+                             "'%s': unsupported scheme '%s' (want http or "
+                             "https)",
+                             url,
+                             scheme);
+        case HTTPC_URL_USER:
+            return errprintf(errp,
+                             "the broker URL must not contain user "
+                             "information (pass the token in a file)");
+        case HTTPC_URL_NOHOST:
+            return errprintf(errp, "'%s': the broker URL names no host", url);
+        case HTTPC_URL_QUERY:
+            return errprintf(
+                errp, "'%s': the broker URL must not have a query", url);
+        case HTTPC_URL_SYNTAX:
+        default:
+            return errprintf(errp,
+                             "'%s' is not a valid broker URL (want "
+                             "http://HOST:PORT or https://HOST:PORT)",
+                             url);
     }
-    if (!(u = curl_url())) {
-        errno = ENOMEM;
-        return errprintf(errp, "out of memory");
-    }
-    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK
-        || curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
-        errprintf(errp,
-                  "'%s' is not a valid broker URL (want http://HOST:PORT "
-                  "or https://HOST:PORT)",
-                  url);
-        goto done;
-    }
-    if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
-        errprintf(errp,
-                  "'%s': unsupported scheme '%s' (want http or https)",
-                  url,
-                  scheme);
-        goto done;
-    }
-    if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0]) {
-        errprintf(errp, "'%s': the broker URL names no host", url);
-        goto done;
-    }
-    if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK) {
-        errprintf(errp,
-                  "the broker URL must not contain user information "
-                  "(pass the token in a file)");
-        goto done;
-    }
-    if (curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK
-        || curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
-        errprintf(errp, "'%s': the broker URL must not have a query", url);
-        goto done;
-    }
-    rc = 0;
-done:
-    if (rc < 0)
-        errno = EINVAL;
-    curl_free(part);
-    curl_free(host);
-    curl_free(scheme);
-    curl_url_cleanup(u);
-    return rc;
-}
-
-static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-    struct reply *r = arg;
-    size_t n = size * nmemb;
-
-    if (n > VNIB_CLIENT_MAX_REPLY - r->len) {
-        r->too_large = true;
-        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
-    }
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 4096;
-        while (cap < r->len + n + 1)
-            cap *= 2;
-        char *buf = realloc(r->buf, cap);
-        if (!buf) {
-            r->nomem = true;
-            return 0;
-        }
-        r->buf = buf;
-        r->cap = cap;
-    }
-    memcpy(r->buf + r->len, ptr, n);
-    r->len += n;
-    r->buf[r->len] = '\0';
-    return n;
-}
-
-/* Options of the handle that never change. */
-static int handle_setup(struct vnib_client *c)
-{
-    CURL *h = c->curl;
-    long connect_ms = c->timeout_ms < VNIB_CLIENT_CONNECT_TIMEOUT_MS
-                          ? c->timeout_ms
-                          : VNIB_CLIENT_CONNECT_TIMEOUT_MS;
-
-    if (curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf) != CURLE_OK
-#if LIBCURL_VERSION_NUM >= 0x075500
-        || curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-               != CURLE_OK
-#else
-        || curl_easy_setopt(
-               h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS))
-               != CURLE_OK
-        || curl_easy_setopt(h,
-                            CURLOPT_REDIR_PROTOCOLS,
-                            (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS))
-               != CURLE_OK
-#endif
-        || curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2)
-               != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_PROXY, "") != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED)
-               != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_USERAGENT, "vnib-client/1") != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms)
-               != CURLE_OK) {
-        errno = EIO;
-        return -1;
-    }
-    return 0;
 }
 
 struct vnib_client *vnib_client_create(const char *url,
@@ -279,14 +119,15 @@ struct vnib_client *vnib_client_create(const char *url,
 
     if (url_check(url, errp) < 0)
         return NULL;
-    if (token && (!token_printable(token) || strlen(token) > TOKEN_MAX_LEN)) {
+    if (token
+        && (!httpc_token_printable(token) || strlen(token) > TOKEN_MAX_LEN)) {
         errno = EINVAL;
         errprintf(errp,
                   "the token is empty, too long, or contains spaces or "
                   "control characters");
         return NULL;
     }
-    if (vnib_client_global_init() < 0) {
+    if (httpc_global_init() < 0) {
         errprintf(errp, "cannot initialise libcurl");
         return NULL;
     }
@@ -303,8 +144,8 @@ struct vnib_client *vnib_client_create(const char *url,
         c->url[n - 1] = '\0';
     if (headers_build(c, token, errp) < 0)
         goto error;
-    if (!(c->curl = curl_easy_init()) || handle_setup(c) < 0) {
-        errno = EIO;
+    /* No struct httpc_tls: the peer is always verified. */
+    if (!(c->curl = httpc_handle_new("vnib-client/1", NULL, c->errbuf))) {
         errprintf(errp, "cannot set up a libcurl handle");
         goto error;
     }
@@ -320,8 +161,8 @@ void vnib_client_destroy(struct vnib_client *c)
     if (c) {
         if (c->curl)
             curl_easy_cleanup(c->curl);
-        headers_free(c->hdr_plain);
-        headers_free(c->hdr_json);
+        httpc_headers_free(c->hdr_plain);
+        httpc_headers_free(c->hdr_json);
         free(c->url);
         free(c);
     }
@@ -344,17 +185,7 @@ int vnib_client_set_cacert(struct vnib_client *c, const char *path)
 
 int vnib_client_set_timeout_ms(struct vnib_client *c, long ms)
 {
-    long connect_ms = ms < VNIB_CLIENT_CONNECT_TIMEOUT_MS
-                          ? ms
-                          : VNIB_CLIENT_CONNECT_TIMEOUT_MS;
-
     if (!c || ms <= 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, ms) != CURLE_OK
-        || curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms)
-               != CURLE_OK) {
         errno = EINVAL;
         return -1;
     }
@@ -369,64 +200,32 @@ const char *vnib_client_url(const struct vnib_client *c)
 
 char *vnib_client_escape(const char *s)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    char *out;
-    size_t o = 0;
-
-    if (!s) {
-        errno = EINVAL;
-        return NULL;
-    }
-    /* "." and ".." are dot-segments that servers and proxies may resolve:
-     * as a component they are encoded in full.
-     */
-    bool dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
-    if (!(out = malloc(3 * strlen(s) + 1)))
-        return NULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        unsigned char ch = *p;
-        if (!dots
-            && ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z')
-                || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'
-                || ch == '_' || ch == '~')) {
-            out[o++] = (char)ch;
-        } else {
-            out[o++] = '%';
-            out[o++] = hex[ch >> 4];
-            out[o++] = hex[ch & 15];
-        }
-    }
-    out[o] = '\0';
-    return out;
+    return httpc_escape(s);
 }
 
 /* Map a transfer failure to errno and a message naming the broker. */
 static int transport_error(struct vnib_client *c,
                            CURLcode res,
-                           const struct reply *r,
+                           const struct httpc_reply *r,
                            vnib_error_t *errp)
 {
     const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(res);
 
-    if (r->too_large) {
-        errno = EPROTO;
-        return errprintf(errp,
-                         "%s: reply larger than %u MiB",
-                         c->url,
-                         VNIB_CLIENT_MAX_REPLY / (1024 * 1024));
-    }
-    if (r->nomem || res == CURLE_OUT_OF_MEMORY) {
-        errno = ENOMEM;
-        return errprintf(errp, "%s: out of memory", c->url);
-    }
-    switch (res) {
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST:
-        case CURLE_COULDNT_RESOLVE_PROXY:
+    switch (httpc_fault_of(res, r)) {
+        case HTTPC_TOO_LARGE:
+            errno = EPROTO;
+            return errprintf(errp,
+                             "%s: reply larger than %u MiB",
+                             c->url,
+                             VNIB_CLIENT_MAX_REPLY / (1024 * 1024));
+        case HTTPC_NOMEM:
+            errno = ENOMEM;
+            return errprintf(errp, "%s: out of memory", c->url);
+        case HTTPC_UNREACHABLE:
             errno = ECONNREFUSED;
             return errprintf(
                 errp, "cannot reach the broker at %s: %s", c->url, detail);
-        case CURLE_OPERATION_TIMEDOUT:
+        case HTTPC_TIMEOUT:
             errno = ETIMEDOUT;
             return errprintf(errp,
                              "broker at %s did not answer in time: %s",
@@ -473,50 +272,6 @@ static bool path_valid(const char *path)
     return true;
 }
 
-/* Set the per-request options: URL, method, headers, body. */
-static CURLcode request_setup(struct vnib_client *c,
-                              const char *method,
-                              const char *url,
-                              const char *payload,
-                              struct reply *r)
-{
-    CURL *h = c->curl;
-    CURLcode res;
-
-    /* HTTPGET resets whatever method and body the previous request had. */
-    if ((res = curl_easy_setopt(h, CURLOPT_HTTPGET, 1L)) != CURLE_OK
-        || (res = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL)) != CURLE_OK
-        || (res = curl_easy_setopt(h, CURLOPT_URL, url)) != CURLE_OK
-        || (res = curl_easy_setopt(h, CURLOPT_WRITEDATA, r)) != CURLE_OK
-        || (res = curl_easy_setopt(
-                h, CURLOPT_HTTPHEADER, payload ? c->hdr_json : c->hdr_plain))
-               != CURLE_OK)
-        return res;
-    if (payload || strcmp(method, "POST") == 0) {
-        const char *data = payload ? payload : "";
-        if ((res = curl_easy_setopt(
-                 h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(data)))
-                != CURLE_OK
-            || (res = curl_easy_setopt(h, CURLOPT_POSTFIELDS, data))
-                   != CURLE_OK)
-            return res;
-    }
-    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
-        res = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    return res;
-}
-
-/* Forget the body pointer so that the handle never refers to freed
- * memory between requests.
- */
-static void request_reset(struct vnib_client *c)
-{
-    curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, NULL);
-    curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, NULL);
-}
-
 int vnib_client_request(struct vnib_client *c,
                         const char *method,
                         const char *path,
@@ -524,7 +279,7 @@ int vnib_client_request(struct vnib_client *c,
                         json_t **replyp,
                         vnib_error_t *errp)
 {
-    struct reply r = {0};
+    struct httpc_reply r = {.max = VNIB_CLIENT_MAX_REPLY};
     char *url = NULL;
     char *payload = NULL;
     json_t *reply = NULL;
@@ -553,7 +308,17 @@ int vnib_client_request(struct vnib_client *c,
         goto done;
     }
     c->errbuf[0] = '\0';
-    if ((res = request_setup(c, method, url, payload, &r)) != CURLE_OK) {
+    struct httpc_request rq = {.method = method, .url = url, .body = payload};
+    long connect_ms = c->timeout_ms < VNIB_CLIENT_CONNECT_TIMEOUT_MS
+                          ? c->timeout_ms
+                          : VNIB_CLIENT_CONNECT_TIMEOUT_MS;
+    res = httpc_request_setup(c->curl,
+                              &rq,
+                              payload ? c->hdr_json : c->hdr_plain,
+                              c->timeout_ms,
+                              connect_ms,
+                              &r);
+    if (res != CURLE_OK) {
         errno = EIO;
         errprintf(errp, "%s: %s", c->url, curl_easy_strerror(res));
         goto done;
@@ -588,11 +353,11 @@ int vnib_client_request(struct vnib_client *c,
 done:
     saved_errno = errno;
     if (c && c->curl)
-        request_reset(c);
+        httpc_request_reset(c->curl);
     json_decref(reply);
     free(payload);
     free(url);
-    free(r.buf);
+    httpc_reply_free(&r);
     errno = saved_errno;
     return rc;
 }

@@ -11,6 +11,11 @@
 
 #include <stddef.h>
 
+/* On a function whose status must be looked at: a caller that ignores it
+ * gets a warning (an error with WERROR=1).
+ */
+#define VNIB_MUST_CHECK __attribute__((warn_unused_result))
+
 typedef struct {
     char text[160]; /* NUL-terminated message; "" when no error recorded */
 } vnib_error_t;

@@ -61,8 +61,8 @@ struct fmc;
 /* Create a client; reads and checks the secret files now.  Does not
  * contact the FM.  Returns NULL with errp set.
  */
-struct fmc *fmc_create(const struct fmc_config *cfg, vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+struct fmc *fmc_create(const struct fmc_config *cfg,
+                       vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free, wiping secrets (NULL accepted). */
 void fmc_destroy(struct fmc *c);
@@ -73,7 +73,7 @@ void fmc_destroy(struct fmc *c);
 int fmc_job_get(struct fmc *c,
                 const char *fm_job_id,
                 char **tokenp,
-                vnib_error_t *errp);
+                vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Reserve multicast addresses for a job: GET, then POST only on 404, so a
  * retry never makes two FM objects for one job.  timeout_ms bounds the
@@ -84,7 +84,7 @@ int fmc_job_reserve(struct fmc *c,
                     int mcast_limit,
                     long timeout_ms,
                     char **tokenp,
-                    vnib_error_t *errp);
+                    vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Reserve for a job id that has never been sent to the FM (a new
  * reservation's first attempt): POST at once, one round trip instead of
@@ -96,7 +96,7 @@ int fmc_job_create(struct fmc *c,
                    int mcast_limit,
                    long timeout_ms,
                    char **tokenp,
-                   vnib_error_t *errp);
+                   vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free one job step's multicast trees (PATCH jobSteps.<step> = null).
  * 404 counts as done.
@@ -104,10 +104,12 @@ int fmc_job_create(struct fmc *c,
 int fmc_job_release_step(struct fmc *c,
                          const char *fm_job_id,
                          const char *step_id,
-                         vnib_error_t *errp);
+                         vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Delete a job's reservation and its trees.  404 counts as done (0). */
-int fmc_job_delete(struct fmc *c, const char *fm_job_id, vnib_error_t *errp);
+int fmc_job_delete(struct fmc *c,
+                   const char *fm_job_id,
+                   vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* The FM's job ids that start with exactly "<prefix>-": *idsp is an array
  * of *countp strings (free with fmc_free_ids).  Entries of other prefixes
@@ -117,7 +119,7 @@ int fmc_job_list(struct fmc *c,
                  const char *prefix,
                  char ***idsp,
                  size_t *countp,
-                 vnib_error_t *errp);
+                 vnib_error_t *errp) VNIB_MUST_CHECK;
 
 void fmc_free_ids(char **ids, size_t count);
 

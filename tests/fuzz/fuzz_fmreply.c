@@ -1,5 +1,6 @@
 /* libFuzzer target for what the FM client reads from servers
- * (fmclient/fmclient.c, compiled into this file for its static parsers).
+ * (fmclient/fmauth.c, fmclient.c and fmhttp.c, compiled into this file for
+ * their static parsers).
  *
  * The first byte picks the prefix the job list is filtered by; the rest
  * is a reply body, parsed as JSON and read the way each call reads it:
@@ -8,7 +9,9 @@
  * error's detail, scrubbed of secrets.  Any crash, leak or sanitizer
  * report is a bug, and so is a scrubbed detail that still holds a secret.
  */
+#include "fmclient/fmauth.c"
 #include "fmclient/fmclient.c"
+#include "fmclient/fmhttp.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -36,12 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fmc_free_ids(ids, count);
     }
     if (token_parse(body, "fuzz", 200, &token, &lifetime, &err) == 0) {
-        if (!token_printable(token))
+        if (!httpc_token_printable(token))
             abort();
-        secret_free(token);
+        httpc_secret_free(token);
     }
     if (session_token(body, "fuzz", 200, size == 1, &token, &err) == 0)
-        secret_free(token);
+        httpc_secret_free(token);
     const char *detail = detail_of(body);
     if (detail) {
         char *clean = scrub_text(detail, forms, 5);
@@ -49,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int i = 0; forms[i]; i++)
                 if (strstr(clean, forms[i]))
                     abort();
-            secret_free(clean);
+            httpc_secret_free(clean);
         }
     }
     /* Link ids straight from the bytes, not only from JSON strings. */
