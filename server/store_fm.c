@@ -11,7 +11,7 @@
 #include "server/store_int.h"
 
 /* A reservation's FM outcome, grouped with those of concurrent reserves
- * (schema/0012 vnib_hwcoll_set_many): outcome ok, not_active or unchanged.
+ * (schema/0012 vnib_hwcoll_set_many), with what it did.
  */
 struct hwset_item {
     struct item_result res; /* first */
@@ -21,8 +21,22 @@ struct hwset_item {
     const char *sealed_hex;
     const char *actor;
     bool want_resp;
-    char outcome[32];
+    enum store_hwset_outcome outcome;
 };
+
+/* The outcome vnib_hwcoll_set_many wrote: ok, not_active, not_found or
+ * unchanged (what this binary does not know is nothing to act on).
+ */
+static enum store_hwset_outcome hwset_outcome(const char *text)
+{
+    if (!strcmp(text, "ok"))
+        return STORE_HWSET_OK;
+    if (!strcmp(text, "not_active"))
+        return STORE_HWSET_NOT_ACTIVE;
+    if (!strcmp(text, "not_found"))
+        return STORE_HWSET_NOT_FOUND;
+    return STORE_HWSET_UNCHANGED;
+}
 
 /* Run items[0..n-1] (hwset_items) as one group.  A store_group_fn; there are no
  * job locks to wait for.
@@ -57,8 +71,7 @@ static void hwset_group(struct store *s,
         goto done;
     for (size_t i = 0; i < n; i++) {
         struct hwset_item *it = items[i];
-        snprintf(
-            it->outcome, sizeof(it->outcome), "%s", store_col(r, (int)i, 0));
+        it->outcome = hwset_outcome(store_col(r, (int)i, 0));
         it->res.rc = 0;
         if (it->want_resp
             && store_result_row(s, r, (int)i, &it->res.resp, &it->res.error)
@@ -99,8 +112,7 @@ int store_hwcoll_set(struct store *s,
                      const char *sealed_hex,
                      const char *actor,
                      json_t **resp,
-                     char *outcome,
-                     size_t outcome_size,
+                     enum store_hwset_outcome *outcomep,
                      vnib_error_t *errp)
 {
     struct hwset_item it = {.id = id,
@@ -112,7 +124,7 @@ int store_hwcoll_set(struct store *s,
 
     if (store_item_submit(s, s->hwsets, &it.res, hwset_group, errp) < 0)
         return -1;
-    snprintf(outcome, outcome_size, "%s", it.outcome);
+    *outcomep = it.outcome;
     if (resp)
         *resp = it.res.resp;
     return 0;
@@ -317,8 +329,7 @@ int store_step_release(struct store *s,
                        const char *job_id,
                        const char *step_id,
                        const char *actor,
-                       char *outcome,
-                       size_t size,
+                       enum store_step_outcome *outcomep,
                        vnib_error_t *errp)
 {
     const char *params[3] = {job_id, step_id, actor};
@@ -326,9 +337,20 @@ int store_step_release(struct store *s,
         store_run_one(s, STMT_STEP_RELEASE, params, "no answer", errp);
     if (!r)
         return -1;
-    snprintf(outcome, size, "%s", store_col(r, 0, 0));
+    const char *text = store_col(r, 0, 0);
+    int rc = 0;
+    if (text && !strcmp(text, "queued"))
+        *outcomep = STORE_STEP_QUEUED;
+    else if (text && !strcmp(text, "no_hwcoll"))
+        *outcomep = STORE_STEP_NO_HWCOLL;
+    else if (text && !strcmp(text, "not_found"))
+        *outcomep = STORE_STEP_NOT_FOUND;
+    else {
+        errno = EIO;
+        rc = errprintf(errp, STORE_MSG_ERROR ": unexpected reply");
+    }
     PQclear(r);
-    return 0;
+    return rc;
 }
 
 int store_db_now(struct store *s, char *buf, size_t size, vnib_error_t *errp)

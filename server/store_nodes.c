@@ -12,7 +12,7 @@
 int store_report(struct store *s,
                  const struct store_report *a,
                  json_t **resp,
-                 const char **codep,
+                 enum store_report_refusal *refusalp,
                  vnib_error_t *errp)
 {
     struct store_node_params np;
@@ -37,19 +37,19 @@ int store_report(struct store *s,
     const char *outcome = store_col(r, 0, ROW_OUTCOME);
     const char *prev = store_col(r, 0, ROW_COUNTS); /* for invalid_transition */
     int rc = -1;
-    *codep = NULL;
+    *refusalp = STORE_REPORT_ACCEPTED;
     if (!strcmp(outcome, "not_found")) {
         errno = ENOENT;
-        *codep = "reservation_not_found";
+        *refusalp = STORE_REPORT_NOT_FOUND;
         errprintf(errp, "no reservation for job %s", a->job_id);
     } else if (!strcmp(outcome, "not_member")) {
         errno = EPERM;
-        *codep = "forbidden";
+        *refusalp = STORE_REPORT_NOT_MEMBER;
         errprintf(
             errp, "node %s is not in job %s's node list", a->node, a->job_id);
     } else if (!strcmp(outcome, "stale_reservation")) {
         errno = EEXIST;
-        *codep = "stale_reservation";
+        *refusalp = STORE_REPORT_STALE_RESERVATION;
         errprintf(errp,
                   "reservation %lld is not job %s's current one; fetch the "
                   "job again",
@@ -57,7 +57,7 @@ int store_report(struct store *s,
                   a->job_id);
     } else if (!strcmp(outcome, "invalid_transition")) {
         errno = EEXIST;
-        *codep = "invalid_transition";
+        *refusalp = STORE_REPORT_INVALID_TRANSITION;
         errprintf(errp,
                   "node %s already reported %s for job %s; %s would go "
                   "backwards",
@@ -67,7 +67,7 @@ int store_report(struct store *s,
                   a->cxi);
     } else if (!strcmp(outcome, "job_not_active")) {
         errno = EEXIST;
-        *codep = "job_not_active";
+        *refusalp = STORE_REPORT_JOB_NOT_ACTIVE;
         errprintf(errp,
                   "job %s is being released; '%s' is no longer "
                   "accepted",
