@@ -59,6 +59,77 @@ json_t *store_row_json(const struct config *cfg, const PGresult *r, int row)
     return render_reservation(cfg, &f);
 }
 
+/* store_run_list, keeping the result in *rp for the caller to clear. */
+static int run_rows(struct store *s,
+                    enum stmt_id id,
+                    const char *const *params,
+                    store_row_fn fn,
+                    json_t **listp,
+                    PGresult **rp,
+                    vnib_error_t *errp)
+{
+    PGresult *r = store_run(s, id, params, errp);
+    json_t *list = NULL;
+
+    if (!r)
+        return -1;
+    if (!(list = json_array()))
+        goto nomem;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *o = fn(s->cfg, r, i);
+        if (!o || json_array_append_new(list, o) < 0)
+            goto nomem;
+    }
+    *listp = list;
+    *rp = r;
+    return 0;
+nomem:
+    PQclear(r);
+    json_decref(list);
+    errno = ENOMEM;
+    return errprintf(errp, "out of memory");
+}
+
+int store_run_list(struct store *s,
+                   enum stmt_id id,
+                   const char *const *params,
+                   store_row_fn fn,
+                   json_t **listp,
+                   vnib_error_t *errp)
+{
+    PGresult *r = NULL;
+
+    if (run_rows(s, id, params, fn, listp, &r, errp) < 0)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
+int store_run_page(struct store *s,
+                   enum stmt_id id,
+                   const char *const *params,
+                   store_row_fn fn,
+                   const char *key,
+                   int limit,
+                   int next_col,
+                   json_t **pagep,
+                   vnib_error_t *errp)
+{
+    PGresult *r = NULL;
+    json_t *list = NULL;
+
+    if (run_rows(s, id, params, fn, &list, &r, errp) < 0)
+        return -1;
+    /* A full page may have more behind it. */
+    int n = PQntuples(r);
+    *pagep = render_page(
+        key, list, n == limit ? store_col(r, n - 1, next_col) : NULL);
+    PQclear(r);
+    if (!*pagep)
+        return errprintf(errp, "out of memory");
+    return 0;
+}
+
 /* The reservation of row `row` of a result, or -1 with errp. */
 int store_result_row(
     struct store *s, PGresult *r, int row, json_t **resp, vnib_error_t *errp)

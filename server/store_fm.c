@@ -154,39 +154,76 @@ int store_hwcoll_defer(struct store *s,
     return rc;
 }
 
+/* The rows of the FM work queries (store_row_fns). */
+static json_t *claim_row(const struct config *cfg, const PGresult *r, int i)
+{
+    (void)cfg;
+    return json_pack("{s:I, s:s?, s:b, s:i}",
+                     "id",
+                     (json_int_t)store_col_ll(r, i, 0),
+                     "fm_job_id",
+                     store_col(r, i, 1),
+                     "active",
+                     *store_col(r, i, 2) == 't',
+                     "attempts",
+                     (int)store_col_ll(r, i, 3));
+}
+
+static json_t *work_row(const struct config *cfg, const PGresult *r, int i)
+{
+    (void)cfg;
+    return json_pack("{s:I, s:s?, s:s, s:b, s:f}",
+                     "id",
+                     (json_int_t)store_col_ll(r, i, 0),
+                     "fm_job_id",
+                     store_col(r, i, 1),
+                     "hwcoll_state",
+                     store_col(r, i, 2),
+                     "active",
+                     *store_col(r, i, 3) == 't',
+                     "age_s",
+                     strtod(store_col(r, i, 4), NULL));
+}
+
+static json_t *fm_op_row(const struct config *cfg, const PGresult *r, int i)
+{
+    const char *res = store_col(r, i, 1);
+    (void)cfg;
+    return json_pack("{s:I, s:o, s:s, s:s, s:s?, s:i}",
+                     "id",
+                     (json_int_t)store_col_ll(r, i, 0),
+                     "reservation_id",
+                     res ? json_integer(strtoll(res, NULL, 10)) : json_null(),
+                     "fm_job_id",
+                     store_col(r, i, 2),
+                     "op",
+                     store_col(r, i, 3),
+                     "step_id",
+                     store_col(r, i, 4),
+                     "attempts",
+                     (int)store_col_ll(r, i, 5));
+}
+
+static json_t *reconcile_row(const struct config *cfg, const PGresult *r, int i)
+{
+    (void)cfg;
+    return json_pack("{s:s, s:s?, s:s}",
+                     "kind",
+                     store_col(r, i, 0),
+                     "job_id",
+                     store_col(r, i, 1),
+                     "fm_job_id",
+                     store_col(r, i, 2));
+}
+
 int store_hwcoll_claim(
     struct store *s, int limit, int lease_s, json_t **workp, vnib_error_t *errp)
 {
     char l[16], ls[16];
-    json_t *list = json_array();
     snprintf(l, sizeof(l), "%d", limit);
     snprintf(ls, sizeof(ls), "%d", lease_s);
     const char *params[2] = {l, ls};
-    PGresult *r = list ? store_run(s, STMT_HWCOLL_CLAIM, params, errp) : NULL;
-    if (!r) {
-        json_decref(list);
-        return -1;
-    }
-    for (int i = 0; i < PQntuples(r); i++) {
-        json_t *w = json_pack("{s:I, s:s?, s:b, s:i}",
-                              "id",
-                              (json_int_t)store_col_ll(r, i, 0),
-                              "fm_job_id",
-                              store_col(r, i, 1),
-                              "active",
-                              *store_col(r, i, 2) == 't',
-                              "attempts",
-                              (int)store_col_ll(r, i, 3));
-        if (!w || json_array_append_new(list, w) < 0) {
-            PQclear(r);
-            json_decref(list);
-            errno = ENOMEM;
-            return errprintf(errp, "out of memory");
-        }
-    }
-    PQclear(r);
-    *workp = list;
-    return 0;
+    return store_run_list(s, STMT_HWCOLL_CLAIM, params, claim_row, workp, errp);
 }
 
 int store_hwcoll_work(struct store *s,
@@ -195,36 +232,9 @@ int store_hwcoll_work(struct store *s,
                       vnib_error_t *errp)
 {
     char l[16];
-    json_t *list = json_array();
     snprintf(l, sizeof(l), "%d", limit);
     const char *params[1] = {l};
-    PGresult *r = list ? store_run(s, STMT_HWCOLL_WORK, params, errp) : NULL;
-    if (!r) {
-        json_decref(list);
-        return -1;
-    }
-    for (int i = 0; i < PQntuples(r); i++) {
-        json_t *w = json_pack("{s:I, s:s?, s:s, s:b, s:f}",
-                              "id",
-                              (json_int_t)store_col_ll(r, i, 0),
-                              "fm_job_id",
-                              store_col(r, i, 1),
-                              "hwcoll_state",
-                              store_col(r, i, 2),
-                              "active",
-                              *store_col(r, i, 3) == 't',
-                              "age_s",
-                              strtod(store_col(r, i, 4), NULL));
-        if (!w || json_array_append_new(list, w) < 0) {
-            PQclear(r);
-            json_decref(list);
-            errno = ENOMEM;
-            return errprintf(errp, "out of memory");
-        }
-    }
-    PQclear(r);
-    *workp = list;
-    return 0;
+    return store_run_list(s, STMT_HWCOLL_WORK, params, work_row, workp, errp);
 }
 
 int store_hwcoll_counts(struct store *s, json_t **countsp, vnib_error_t *errp)
@@ -256,7 +266,6 @@ int store_fm_next(struct store *s,
     char list[STORE_FM_DONE_MAX * 22 + 3];
     char l[16], t[16];
     size_t used = 0;
-    json_t *ops = NULL;
 
     if (ndone > STORE_FM_DONE_MAX) {
         errno = EINVAL;
@@ -271,41 +280,7 @@ int store_fm_next(struct store *s,
     snprintf(l, sizeof(l), "%d", limit);
     snprintf(t, sizeof(t), "%d", lease_s);
     const char *params[4] = {list, actor, l, t};
-    if (!(ops = json_array())) {
-        errno = ENOMEM;
-        return errprintf(errp, "out of memory");
-    }
-    PGresult *r = store_run(s, STMT_FM_NEXT, params, errp);
-    if (!r) {
-        json_decref(ops);
-        return -1;
-    }
-    for (int i = 0; i < PQntuples(r); i++) {
-        const char *res = store_col(r, i, 1);
-        json_t *op =
-            json_pack("{s:I, s:o, s:s, s:s, s:s?, s:i}",
-                      "id",
-                      (json_int_t)store_col_ll(r, i, 0),
-                      "reservation_id",
-                      res ? json_integer(strtoll(res, NULL, 10)) : json_null(),
-                      "fm_job_id",
-                      store_col(r, i, 2),
-                      "op",
-                      store_col(r, i, 3),
-                      "step_id",
-                      store_col(r, i, 4),
-                      "attempts",
-                      (int)store_col_ll(r, i, 5));
-        if (!op || json_array_append_new(ops, op) < 0) {
-            PQclear(r);
-            json_decref(ops);
-            errno = ENOMEM;
-            return errprintf(errp, "out of memory");
-        }
-    }
-    PQclear(r);
-    *opsp = ops;
-    return 0;
+    return store_run_list(s, STMT_FM_NEXT, params, fm_op_row, opsp, errp);
 }
 
 int store_fm_retry(struct store *s,
@@ -372,8 +347,6 @@ int store_reconcile(struct store *s,
                     vnib_error_t *errp)
 {
     struct sbuf a = {0};
-    json_t *list = json_array();
-    PGresult *r = NULL;
     int rc = -1;
 
     store_sb_putc(&a, '{');
@@ -383,34 +356,15 @@ int store_reconcile(struct store *s,
         store_sb_quoted(&a, ids[i], strlen(ids[i]));
     }
     store_sb_putc(&a, '}');
-    if (a.failed || !list) {
+    if (a.failed) {
         errno = ENOMEM;
         errprintf(errp, "out of memory");
         goto done;
     }
     const char *params[3] = {a.data, listed_at, actor};
-    if (!(r = store_run(s, STMT_RECONCILE, params, errp)))
-        goto done;
-    for (int i = 0; i < PQntuples(r); i++) {
-        json_t *o = json_pack("{s:s, s:s?, s:s}",
-                              "kind",
-                              store_col(r, i, 0),
-                              "job_id",
-                              store_col(r, i, 1),
-                              "fm_job_id",
-                              store_col(r, i, 2));
-        if (!o || json_array_append_new(list, o) < 0) {
-            errno = ENOMEM;
-            errprintf(errp, "out of memory");
-            goto done;
-        }
-    }
-    *resultp = list;
-    list = NULL;
-    rc = 0;
+    rc =
+        store_run_list(s, STMT_RECONCILE, params, reconcile_row, resultp, errp);
 done:
-    PQclear(r);
-    json_decref(list);
     free(a.data);
     return rc;
 }

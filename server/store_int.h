@@ -225,6 +225,34 @@ int store_result_row(
  */
 int store_add_sealed(PGresult *r, int row, json_t *res, vnib_error_t *errp);
 
+/* Makes row `row` of r into a JSON value, or NULL with errno ENOMEM. */
+typedef json_t *(*store_row_fn)(const struct config *cfg,
+                                const PGresult *r,
+                                int row);
+
+/* Run statement id and make each row of the result, with fn, an element
+ * of a new array *listp.  0, or -1 with errno and errp.
+ */
+int store_run_list(struct store *s,
+                   enum stmt_id id,
+                   const char *const *params,
+                   store_row_fn fn,
+                   json_t **listp,
+                   vnib_error_t *errp);
+
+/* The same as a page of at most limit rows: {key: [...], "next": the
+ * column next_col of the last row when the page is full, else null}.
+ */
+int store_run_page(struct store *s,
+                   enum stmt_id id,
+                   const char *const *params,
+                   store_row_fn fn,
+                   const char *key,
+                   int limit,
+                   int next_col,
+                   json_t **pagep,
+                   vnib_error_t *errp);
+
 /* Parameters naming a node for the membership test, from its key. */
 struct store_node_params {
     char prefix[TOKEN_NODE_MAX];

@@ -10,19 +10,33 @@
 #include "vnib/idset.h"
 #include "server/store_int.h"
 
+/* Run statement id, whose parameters are the pool's range bounds, for
+ * one row.
+ */
+static PGresult *run_pool(struct store *s,
+                          enum stmt_id id,
+                          const struct idset *pool,
+                          vnib_error_t *errp)
+{
+    struct sbuf lo, hi;
+
+    if (store_pool_arrays(pool, &lo, &hi) < 0) {
+        errprintf(errp, "out of memory");
+        return NULL;
+    }
+    const char *params[2] = {lo.data, hi.data};
+    PGresult *r = store_run_one(s, id, params, "no answer", errp);
+    free(lo.data);
+    free(hi.data);
+    return r;
+}
+
 int store_pool(struct store *s,
                const struct idset *pool,
                json_t **resp,
                vnib_error_t *errp)
 {
-    struct sbuf lo, hi;
-
-    if (store_pool_arrays(pool, &lo, &hi) < 0)
-        return errprintf(errp, "out of memory");
-    const char *params[2] = {lo.data, hi.data};
-    PGresult *r = store_run_one(s, STMT_POOL, params, "no answer", errp);
-    free(lo.data);
-    free(hi.data);
+    PGresult *r = run_pool(s, STMT_POOL, pool, errp);
     if (!r)
         return -1;
     long long active = store_col_ll(r, 0, 0);
@@ -44,14 +58,7 @@ int store_pool_sync(struct store *s,
                     long long *removedp,
                     vnib_error_t *errp)
 {
-    struct sbuf lo, hi;
-
-    if (store_pool_arrays(pool, &lo, &hi) < 0)
-        return errprintf(errp, "out of memory");
-    const char *params[2] = {lo.data, hi.data};
-    PGresult *r = store_run_one(s, STMT_POOL_SYNC, params, "no answer", errp);
-    free(lo.data);
-    free(hi.data);
+    PGresult *r = run_pool(s, STMT_POOL_SYNC, pool, errp);
     if (!r)
         return -1;
     snprintf(
@@ -96,6 +103,21 @@ int store_vni(struct store *s,
     return 0;
 }
 
+/* An audit event of the events query (a store_row_fn). */
+static json_t *event_row(const struct config *cfg, const PGresult *r, int i)
+{
+    struct render_event ev = {.id = store_col(r, i, 0),
+                              .time = store_col(r, i, 1),
+                              .reservation_id = store_col(r, i, 2),
+                              .job_id = store_col(r, i, 3),
+                              .node = store_col(r, i, 4),
+                              .actor = store_col(r, i, 5),
+                              .action = store_col(r, i, 6),
+                              .detail = store_col(r, i, 7)};
+    (void)cfg;
+    return render_event(&ev);
+}
+
 int store_events(struct store *s,
                  const char *job_id,
                  long long after,
@@ -104,40 +126,11 @@ int store_events(struct store *s,
                  vnib_error_t *errp)
 {
     char a[24], l[16];
-    json_t *list = NULL;
     snprintf(a, sizeof(a), "%lld", after);
     snprintf(l, sizeof(l), "%d", limit);
     const char *params[3] = {job_id, a, l};
-    PGresult *r = store_run(s, STMT_EVENTS, params, errp);
-    if (!r)
-        return -1;
-    int n = PQntuples(r);
-    if (!(list = json_array()))
-        goto nomem;
-    for (int i = 0; i < n; i++) {
-        struct render_event ev = {.id = store_col(r, i, 0),
-                                  .time = store_col(r, i, 1),
-                                  .reservation_id = store_col(r, i, 2),
-                                  .job_id = store_col(r, i, 3),
-                                  .node = store_col(r, i, 4),
-                                  .actor = store_col(r, i, 5),
-                                  .action = store_col(r, i, 6),
-                                  .detail = store_col(r, i, 7)};
-        json_t *e = render_event(&ev);
-        if (!e || json_array_append_new(list, e) < 0)
-            goto nomem;
-    }
-    *resp =
-        render_page("events", list, n == limit ? store_col(r, n - 1, 0) : NULL);
-    PQclear(r);
-    if (!*resp)
-        return errprintf(errp, "out of memory");
-    return 0;
-nomem:
-    PQclear(r);
-    json_decref(list);
-    errno = ENOMEM;
-    return errprintf(errp, "out of memory");
+    return store_run_page(
+        s, STMT_EVENTS, params, event_row, "events", limit, 0, resp, errp);
 }
 
 int store_sweep(struct store *s,

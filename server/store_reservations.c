@@ -349,7 +349,6 @@ int store_list(struct store *s,
     char uid[24], after[24], limit[16];
     const char *params[8] = {
         q->state, NULL, after, NULL, NULL, NULL, NULL, limit};
-    json_t *list = NULL;
 
     if (q->uid >= 0) {
         snprintf(uid, sizeof(uid), "%lld", q->uid);
@@ -364,30 +363,15 @@ int store_list(struct store *s,
     }
     snprintf(after, sizeof(after), "%lld", q->after);
     snprintf(limit, sizeof(limit), "%d", q->limit);
-    PGresult *r = store_run(s, STMT_RES_LIST, params, errp);
-    if (!r)
-        return -1;
-    int n = PQntuples(r);
-    if (!(list = json_array()))
-        goto nomem;
-    for (int i = 0; i < n; i++) {
-        json_t *o = store_row_json(s->cfg, r, i);
-        if (!o || json_array_append_new(list, o) < 0)
-            goto nomem;
-    }
-    /* A full page may have more behind it. */
-    *pagep = render_page("reservations",
-                         list,
-                         n == q->limit ? store_col(r, n - 1, ROW_ID) : NULL);
-    PQclear(r);
-    if (!*pagep)
-        return errprintf(errp, "out of memory");
-    return 0;
-nomem:
-    PQclear(r);
-    json_decref(list);
-    errno = ENOMEM;
-    return errprintf(errp, "out of memory");
+    return store_run_page(s,
+                          STMT_RES_LIST,
+                          params,
+                          store_row_json,
+                          "reservations",
+                          q->limit,
+                          ROW_ID,
+                          pagep,
+                          errp);
 }
 
 struct release_item {
