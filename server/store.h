@@ -1,5 +1,6 @@
 /* The broker's PostgreSQL store: every SQL statement, the connection pool,
- * and the migrations.
+ * and the migrations; the one interface the rest of the server uses (its
+ * files, server/store*.c, share server/store_int.h).
  *
  * This is the only module that includes libpq-fe.h.  Its API speaks in
  * domain terms; callers never see SQL or a PGresult.  Every call is
@@ -119,7 +120,8 @@ void store_get_stats(struct store *s, struct store_stats *st);
 /* ---- reservations ------------------------------------------------------
  *
  * Reservations come back as JSON objects in the API's shape (see
- * server/openapi.yaml), new references the caller owns.  Every write is
+ * server/openapi.yaml, built by server/render.c), new references the
+ * caller owns.  Every write is
  * one committed transaction before the function returns.
  */
 

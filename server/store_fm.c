@@ -38,8 +38,8 @@ static enum store_hwset_outcome hwset_outcome(const char *text)
     return STORE_HWSET_UNCHANGED;
 }
 
-/* Run items[0..n-1] (hwset_items) as one group.  A store_group_fn; there are no
- * job locks to wait for.
+/* Run items[0..n-1] (hwset_items) as one group.  A store_group_fn;
+ * there are no job locks to wait for.
  */
 static void hwset_group(struct store *s,
                         struct item_result **base,
