@@ -27,6 +27,10 @@ enum {
 #define DEFAULT_MAX_RESPONSE ((size_t)1024 * 1024)
 
 static const char jobs_path[] = "/fabric/collectives/jobs";
+/* The multicast collection, which a job's processes call themselves
+ * (fmc_multicasts_url).
+ */
+static const char multicasts_path[] = "/fabric/collectives/multicasts";
 
 static int hexval(char ch)
 {
@@ -775,4 +779,9 @@ int fmc_addrs_per_job(int total_addrs,
     if (jobs_per_node > 1)
         per_job /= jobs_per_node;
     return per_job > 1 ? per_job : 1;
+}
+
+void fmc_multicasts_url(const char *base, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s", base, multicasts_path);
 }

@@ -289,7 +289,8 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
     long timeout = h->b->cfg->hwcoll.reserve_timeout_ms;
     vnib_error_t error = {""};
     char *token = NULL, *hex = NULL;
-    char outcome[32], reason[96];
+    enum store_hwset_outcome outcome;
+    char reason[96];
     json_t *rec = NULL;
 
     if (!h->fmc || !fm_job_id
@@ -342,8 +343,7 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
                              NULL,
                              actor,
                              &rec,
-                             outcome,
-                             sizeof(outcome),
+                             &outcome,
                              &error)
             == 0) {
             json_decref(*resp);
@@ -369,15 +369,14 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
                          hex,
                          actor,
                          &rec,
-                         outcome,
-                         sizeof(outcome),
+                         &outcome,
                          &error)
         < 0) {
         logger_printf(
             h->b->log, LOG_ERR, NULL, "hwcoll: %s: %s", fm_job_id, error.text);
         goto done;
     }
-    if (!strcmp(outcome, "not_active")) {
+    if (outcome == STORE_HWSET_NOT_ACTIVE) {
         /* Released while we waited: the FM reservation is an orphan. */
         json_decref(rec);
         rec = NULL;
@@ -491,21 +490,21 @@ static void record(struct hwcoll *h,
                    long long id,
                    const char *state,
                    const char *reason,
-                   const char *hex,
-                   char *outcome,
-                   size_t size)
+                   const char *hex)
 {
+    enum store_hwset_outcome outcome;
     vnib_error_t ignore;
-    (void)store_hwcoll_set(h->b->store,
-                           id,
-                           state,
-                           reason,
-                           hex,
-                           "hwcoll",
-                           NULL,
-                           outcome,
-                           size,
-                           &ignore);
+    if (store_hwcoll_set(h->b->store,
+                         id,
+                         state,
+                         reason,
+                         hex,
+                         "hwcoll",
+                         NULL,
+                         &outcome,
+                         &ignore)
+        < 0)
+        return; /* logged by the store; the workers come back to it */
 }
 
 /* Check one reserve that timed out (or was left pending); returns 0, or
@@ -518,7 +517,7 @@ static int work_one(struct hwcoll *h, json_t *w)
     const char *st = json_string_value(json_object_get(w, "hwcoll_state"));
     bool active = json_is_true(json_object_get(w, "active"));
     vnib_error_t error = {""};
-    char outcome[32];
+    enum store_hwset_outcome outcome;
     char *token = NULL, *hex = NULL;
     int rc = -1;
 
@@ -528,7 +527,7 @@ static int work_one(struct hwcoll *h, json_t *w)
         if (fmc_job_delete(h->fmc, fm, &error) < 0)
             goto failed;
         note_result(h, 0, "release", "");
-        record(h, id, "released", NULL, NULL, outcome, sizeof(outcome));
+        record(h, id, "released", NULL, NULL);
         logger_printf(h->b->log, LOG_INFO, NULL, "hwcoll: %s released", fm);
         return 0;
     }
@@ -557,9 +556,7 @@ static int work_one(struct hwcoll *h, json_t *w)
                id,
                "unavailable",
                "timeout; the Fabric Manager made no reservation",
-               NULL,
-               outcome,
-               sizeof(outcome));
+               NULL);
         return 0;
     }
     note_result(h, 0, "check", "");
@@ -571,11 +568,10 @@ static int work_one(struct hwcoll *h, json_t *w)
                             hex,
                             "hwcoll",
                             NULL,
-                            outcome,
-                            sizeof(outcome),
+                            &outcome,
                             &error)
                == 0
-        && !strcmp(outcome, "ok")) {
+        && outcome == STORE_HWSET_OK) {
         logger_printf(
             h->b->log,
             LOG_NOTICE,
@@ -592,9 +588,7 @@ static int work_one(struct hwcoll *h, json_t *w)
            id,
            "unavailable",
            "timeout; the late Fabric Manager reservation was deleted",
-           NULL,
-           outcome,
-           sizeof(outcome));
+           NULL);
     logger_printf(
         h->b->log,
         LOG_NOTICE,
@@ -624,7 +618,8 @@ static int deferred_one(struct hwcoll *h, json_t *w)
     int attempts = (int)json_integer_value(json_object_get(w, "attempts"));
     long timeout = h->b->cfg->hwcoll.request_timeout_ms;
     vnib_error_t error = {""};
-    char outcome[32], reason[256];
+    enum store_hwset_outcome outcome;
+    char reason[256];
     char *token = NULL, *hex = NULL;
     int rc = 0;
 
@@ -636,9 +631,7 @@ static int deferred_one(struct hwcoll *h, json_t *w)
                "unavailable",
                "the job ended before the Fabric Manager "
                "was asked",
-               NULL,
-               outcome,
-               sizeof(outcome));
+               NULL);
         return 0;
     }
     /* A worker before this one may have died during the call, after the
@@ -665,8 +658,7 @@ static int deferred_one(struct hwcoll *h, json_t *w)
                          hex,
                          "hwcoll",
                          NULL,
-                         outcome,
-                         sizeof(outcome),
+                         &outcome,
                          &error)
         < 0) {
         /* Still deferred: claimed again when the lease ends. */
@@ -674,7 +666,7 @@ static int deferred_one(struct hwcoll *h, json_t *w)
             h->b->log, LOG_ERR, NULL, "hwcoll: %s: %s", fm, error.text);
         goto done;
     }
-    if (!strcmp(outcome, "not_active")) {
+    if (outcome == STORE_HWSET_NOT_ACTIVE) {
         if (fmc_job_delete(h->fmc, fm, &error) < 0)
             logger_printf(
                 h->b->log,
@@ -700,7 +692,7 @@ failed:;
                   fm,
                   failure_class(e),
                   error.text);
-    record(h, id, "unavailable", reason, NULL, outcome, sizeof(outcome));
+    record(h, id, "unavailable", reason, NULL);
     if (e == ETIMEDOUT)
         hwcoll_kick(h); /* the leader checks whether it came late */
     rc = e == ECONNREFUSED || e == ETIMEDOUT ? -1 : 0;
@@ -778,8 +770,11 @@ static int queue_op(struct hwcoll *h, json_t *op)
     }
     int e = errno;
     note_result(h, -1, kind, error.text);
-    (void)store_fm_retry(
-        h->b->store, id, error.text, backoff_s(h, attempts), &ignore);
+    if (store_fm_retry(
+            h->b->store, id, error.text, backoff_s(h, attempts), &ignore)
+        < 0) {
+        /* Logged by the store; the op is due again when its lease ends. */
+    }
     pthread_mutex_lock(&h->lock);
     h->ops_retried++;
     pthread_mutex_unlock(&h->lock);
@@ -869,12 +864,15 @@ static void *queue_main(void *arg)
                  * its lease ends.
                  */
                 vnib_error_t ignore;
-                (void)store_fm_retry(
-                    h->b->store,
-                    json_integer_value(json_object_get(op, "id")),
-                    "postponed: the Fabric Manager is unreachable",
-                    1.0,
-                    &ignore);
+                if (store_fm_retry(
+                        h->b->store,
+                        json_integer_value(json_object_get(op, "id")),
+                        "postponed: the Fabric Manager is unreachable",
+                        1.0,
+                        &ignore)
+                    < 0) {
+                    /* Logged by the store; due again when the lease ends. */
+                }
             } else {
                 int rc = queue_op(h, op);
                 if (rc < 0)
@@ -1509,10 +1507,9 @@ int hwcoll_release_step(struct hwcoll *h,
                         const char *job_id,
                         const char *step_id,
                         const char *actor,
-                        char *outcome,
-                        size_t size,
+                        enum store_step_outcome *outcomep,
                         vnib_error_t *errp)
 {
     return store_step_release(
-        h->b->store, job_id, step_id, actor, outcome, size, errp);
+        h->b->store, job_id, step_id, actor, outcomep, errp);
 }

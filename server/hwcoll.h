@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "vnib/error.h"
+#include "server/store.h"
 
 struct broker;
 struct store_reserve;
@@ -95,14 +96,13 @@ void hwcoll_write_metrics(struct hwcoll *h, FILE *f);
 int hwcoll_request_concurrency(const struct hwcoll *h);
 
 /* Queue the release of one job step's multicast trees (FM PATCH
- * jobSteps.<step> = null).  *outcome: queued, no_hwcoll or not_found.
+ * jobSteps.<step> = null); *outcomep says what it did.
  */
 int hwcoll_release_step(struct hwcoll *h,
                         const char *job_id,
                         const char *step_id,
                         const char *actor,
-                        char *outcome,
-                        size_t size,
+                        enum store_step_outcome *outcomep,
                         vnib_error_t *errp);
 
 #endif /* !VNIB_SERVER_HWCOLL_H */

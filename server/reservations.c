@@ -346,6 +346,16 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The error code a client sees for each refused report. */
+static const char *const report_refusal_codes[] = {
+    [STORE_REPORT_ACCEPTED] = NULL,
+    [STORE_REPORT_NOT_FOUND] = "reservation_not_found",
+    [STORE_REPORT_NOT_MEMBER] = "forbidden",
+    [STORE_REPORT_STALE_RESERVATION] = "stale_reservation",
+    [STORE_REPORT_INVALID_TRANSITION] = "invalid_transition",
+    [STORE_REPORT_JOB_NOT_ACTIVE] = "job_not_active",
+};
+
 int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
 {
     static const char *const allowed[] = {
@@ -353,7 +363,7 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
     static const char *const states[] = {
         "creating", "created", "destroyed", "failed", NULL};
     struct store_report a = {0};
-    const char *code = NULL;
+    enum store_report_refusal refusal = STORE_REPORT_ACCEPTED;
     json_t *body = NULL;
     char *services = NULL;
     int status = -1;
@@ -423,8 +433,8 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
         goto done;
     a.services = services;
     a.actor = req->who.name;
-    if (store_report(req->broker->store, &a, out, &code, errp) < 0) {
-        req->error_code = code;
+    if (store_report(req->broker->store, &a, out, &refusal, errp) < 0) {
+        req->error_code = report_refusal_codes[refusal];
         goto done;
     }
     status = 200;
@@ -434,13 +444,25 @@ done:
     return status;
 }
 
+/* What a step release answers for each outcome: the "outcome" of a 202,
+ * or the error code of a refusal.
+ */
+static const struct {
+    const char *outcome;
+    const char *error_code;
+} step_answers[] = {
+    [STORE_STEP_QUEUED] = {"queued", NULL},
+    [STORE_STEP_NO_HWCOLL] = {"no_hwcoll", NULL},
+    [STORE_STEP_NOT_FOUND] = {NULL, "reservation_not_found"},
+};
+
 int reservations_release_step(struct request *req,
                               json_t **out,
                               vnib_error_t *errp)
 {
     const char *job_id = routes_param(&req->params, "job_id");
     const char *step = routes_param(&req->params, "step_id");
-    char outcome[32];
+    enum store_step_outcome outcome;
     size_t n =
         step ? strspn(
             step,
@@ -456,19 +478,14 @@ int reservations_release_step(struct request *req,
             "invalid_field",
             errp,
             "step_id must be 1-64 characters from [A-Za-z0-9._-]");
-    if (hwcoll_release_step(req->broker->hwcoll,
-                            job_id,
-                            step,
-                            req->who.name,
-                            outcome,
-                            sizeof(outcome),
-                            errp)
+    if (hwcoll_release_step(
+            req->broker->hwcoll, job_id, step, req->who.name, &outcome, errp)
         < 0)
         return -1;
-    if (!strcmp(outcome, "not_found"))
+    if (step_answers[outcome].error_code)
         return request_fail(req,
                             ENOENT,
-                            "reservation_not_found",
+                            step_answers[outcome].error_code,
                             errp,
                             "no reservation for job %s",
                             job_id);
@@ -481,7 +498,7 @@ int reservations_release_step(struct request *req,
                            "step_id",
                            step,
                            "outcome",
-                           outcome)))
+                           step_answers[outcome].outcome)))
         return errprintf(errp, "out of memory");
     return 202;
 }

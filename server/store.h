@@ -1,5 +1,6 @@
 /* The broker's PostgreSQL store: every SQL statement, the connection pool,
- * and the migrations.
+ * and the migrations; the one interface the rest of the server uses (its
+ * files, server/store*.c, share server/store_int.h).
  *
  * This is the only module that includes libpq-fe.h.  Its API speaks in
  * domain terms; callers never see SQL or a PGresult.  Every call is
@@ -58,8 +59,7 @@ struct store_stats {
  */
 struct store *store_create(const struct config *cfg,
                            struct logger *log,
-                           vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                           vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Close every connection and free the store (NULL accepted). */
 void store_destroy(struct store *s);
@@ -70,14 +70,17 @@ int store_required_version(void);
 /* The database's schema version: 0 when no migration was ever applied.
  * Returns 0 or -1 (EAGAIN when the database cannot be reached).
  */
-int store_schema_version(struct store *s, int *versionp, vnib_error_t *errp);
+int store_schema_version(struct store *s,
+                         int *versionp,
+                         vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Apply the missing migrations in one transaction under an advisory lock,
  * so that concurrent callers (two replicas starting) serialise and the
  * later ones find nothing to do.  *fromp and *top receive the versions
  * before and after.  Returns 0 or -1.
  */
-int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp);
+int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp)
+    VNIB_MUST_CHECK;
 
 /* Readiness: the database answers within the timeouts, its schema is the
  * one this binary needs, and, after a write failed for lack of a
@@ -85,13 +88,13 @@ int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp);
  * 0, or -1 with EAGAIN (unreachable), ESTALE (schema missing or older;
  * the message says how to migrate) or EDQUOT (writes still fail).
  */
-int store_check_ready(struct store *s, vnib_error_t *errp);
+int store_check_ready(struct store *s, vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Compare the applied migrations' recorded SHA-256 (schema/0013) with the
  * texts this binary carries: -1 with ESTALE, errp naming the file, when
  * one differs; 0 also for a schema too old to record them.
  */
-int store_check_migrations(struct store *s, vnib_error_t *errp);
+int store_check_migrations(struct store *s, vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Messages that carry the database's own words (libpq's connection
  * errors: socket paths, host names, ports, login failures; the server's
@@ -117,7 +120,8 @@ void store_get_stats(struct store *s, struct store_stats *st);
 /* ---- reservations ------------------------------------------------------
  *
  * Reservations come back as JSON objects in the API's shape (see
- * server/openapi.yaml), new references the caller owns.  Every write is
+ * server/openapi.yaml, built by server/render.c), new references the
+ * caller owns.  Every write is
  * one committed transaction before the function returns.
  */
 
@@ -151,7 +155,7 @@ int store_reserve(struct store *s,
                   const struct store_reserve *a,
                   json_t **resp,
                   bool *createdp,
-                  vnib_error_t *errp);
+                  vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* The newest reservation of a job (ENOENT if none).  With node non-NULL,
  * *memberp says whether that node is in the job's node list; counts adds
@@ -165,15 +169,23 @@ int store_get(struct store *s,
               bool counts,
               json_t **resp,
               bool *memberp,
-              vnib_error_t *errp);
+              vnib_error_t *errp) VNIB_MUST_CHECK;
 
 #define STORE_SEALED_TOKEN "_sealed_token"
 
+/* What recording a Fabric Manager answer did. */
+enum store_hwset_outcome {
+    STORE_HWSET_OK,         /* recorded */
+    STORE_HWSET_NOT_ACTIVE, /* the job ended: delete the FM job */
+    STORE_HWSET_UNCHANGED,  /* nothing to record (already moved on) */
+    STORE_HWSET_NOT_FOUND,  /* no such reservation */
+};
+
 /* Record the Fabric Manager's answer (see vnib_hwcoll_set in schema/0002):
  * state reserved (sealed_hex: the sealed token), unavailable, released or
- * lost.  *outcomep: "ok", "not_active" (the job ended: delete the FM job)
- * or "unchanged".  resp (may be NULL) receives the reservation.  Answers
- * recorded at the same time commit together (database.group_max).
+ * lost; *outcomep says what it did.  resp (may be NULL) receives the
+ * reservation.  Answers recorded at the same time commit together
+ * (database.group_max).
  */
 int store_hwcoll_set(struct store *s,
                      long long id,
@@ -182,9 +194,8 @@ int store_hwcoll_set(struct store *s,
                      const char *sealed_hex,
                      const char *actor,
                      json_t **resp,
-                     char *outcome,
-                     size_t outcome_size,
-                     vnib_error_t *errp);
+                     enum store_hwset_outcome *outcomep,
+                     vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Up to `limit` reservations with Fabric Manager work, oldest first, each
  * {"id", "fm_job_id", "hwcoll_state", "active"}.  Several brokers may pick
@@ -194,7 +205,7 @@ int store_hwcoll_set(struct store *s,
 int store_hwcoll_work(struct store *s,
                       int limit,
                       json_t **workp,
-                      vnib_error_t *errp);
+                      vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Defer pending reservation id's FM reserve to the background workers
  * (schema/0005), with reason; *resp receives the reservation.  -1 with
@@ -205,7 +216,7 @@ int store_hwcoll_defer(struct store *s,
                        const char *reason,
                        const char *actor,
                        json_t **resp,
-                       vnib_error_t *errp);
+                       vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Claim up to `limit` deferred reserves that are due, for lease_s seconds
  * (another worker may take one whose lease ended), each {"id",
@@ -215,10 +226,12 @@ int store_hwcoll_claim(struct store *s,
                        int limit,
                        int lease_s,
                        json_t **workp,
-                       vnib_error_t *errp);
+                       vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Live reservations by hwcoll state: {"reserved": N, ...}. */
-int store_hwcoll_counts(struct store *s, json_t **countsp, vnib_error_t *errp);
+int store_hwcoll_counts(struct store *s,
+                        json_t **countsp,
+                        vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* A page of reservations, oldest first: {"reservations": [...], "next"}. */
 struct store_list {
@@ -231,7 +244,7 @@ struct store_list {
 int store_list(struct store *s,
                const struct store_list *q,
                json_t **pagep,
-               vnib_error_t *errp);
+               vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Release the job's newest reservation (ENOENT if none).  *donep is true
  * when it is released (now or before), false while its VNIs stay
@@ -244,7 +257,7 @@ int store_release(struct store *s,
                   bool force,
                   json_t **resp,
                   bool *donep,
-                  vnib_error_t *errp);
+                  vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* A node's report about a job's CXI services. */
 struct store_report {
@@ -258,34 +271,43 @@ struct store_report {
                                  whichever the job's report lands on */
 };
 
-/* Record a report.  On refusal returns -1 with *codep the stable error
- * code: reservation_not_found (ENOENT), forbidden (EPERM: not in the node
- * list), invalid_transition, job_not_active or stale_reservation (EEXIST).
+/* Why a report was refused. */
+enum store_report_refusal {
+    STORE_REPORT_ACCEPTED,           /* not refused (or failed otherwise) */
+    STORE_REPORT_NOT_FOUND,          /* no reservation (ENOENT) */
+    STORE_REPORT_NOT_MEMBER,         /* not in the node list (EPERM) */
+    STORE_REPORT_STALE_RESERVATION,  /* not the job's current one (EEXIST) */
+    STORE_REPORT_INVALID_TRANSITION, /* the node's state would go back */
+    STORE_REPORT_JOB_NOT_ACTIVE,     /* the job is being released (EEXIST) */
+};
+
+/* Record a report.  On refusal returns -1 with *refusalp saying why;
+ * STORE_REPORT_ACCEPTED when it failed for another reason.
  */
 int store_report(struct store *s,
                  const struct store_report *a,
                  json_t **resp,
-                 const char **codep,
-                 vnib_error_t *errp);
+                 enum store_report_refusal *refusalp,
+                 vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* A node's view: live reservations including it, its reports, drain. */
 int store_node(struct store *s,
                const char *node,
                json_t **resp,
-               vnib_error_t *errp);
+               vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Clear a node's drained mark; returns the node's view. */
 int store_undrain(struct store *s,
                   const char *node,
                   const char *actor,
                   json_t **resp,
-                  vnib_error_t *errp);
+                  vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Pool occupancy against the configured pool. */
 int store_pool(struct store *s,
                const struct idset *pool,
                json_t **resp,
-               vnib_error_t *errp);
+               vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Record `pool` as the pool in force and make the free-VNI queue match it
  * (schema/0004): VNIs outside it leave the queue, VNIs of it neither held
@@ -298,14 +320,14 @@ int store_pool_sync(struct store *s,
                     size_t size,
                     long long *addedp,
                     long long *removedp,
-                    vnib_error_t *errp);
+                    vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Who holds a VNI, or who held it last. */
 int store_vni(struct store *s,
               int vni,
               const struct idset *pool,
               json_t **resp,
-              vnib_error_t *errp);
+              vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* A page of the audit trail: {"events": [...], "next"}. */
 int store_events(struct store *s,
@@ -313,7 +335,7 @@ int store_events(struct store *s,
                  long long after,
                  int limit,
                  json_t **resp,
-                 vnib_error_t *errp);
+                 vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Close the quarantines whose nodes have all confirmed; *closedp counts
  * them.
@@ -321,14 +343,17 @@ int store_events(struct store *s,
 int store_sweep(struct store *s,
                 const char *actor,
                 int *closedp,
-                vnib_error_t *errp);
+                vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Delete released reservations (with their ranges and reports) and audit
  * events older than `days`, at most `batch` reservations; *purgedp counts
  * them.
  */
-int store_purge(
-    struct store *s, int days, int batch, int *purgedp, vnib_error_t *errp);
+int store_purge(struct store *s,
+                int days,
+                int batch,
+                int *purgedp,
+                vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* ---- the Fabric Manager queue (schema/0003) ----------------------------- */
 
@@ -348,28 +373,34 @@ int store_fm_next(struct store *s,
                   int limit,
                   int lease_s,
                   json_t **opsp,
-                  vnib_error_t *errp);
+                  vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Operation id failed: due again after delay_s. */
 int store_fm_retry(struct store *s,
                    long long id,
                    const char *error,
                    double delay_s,
-                   vnib_error_t *errp);
+                   vnib_error_t *errp) VNIB_MUST_CHECK;
 
-/* Queue the release of one job step's trees; *outcome: queued, no_hwcoll
- * or not_found.
+/* What a step release did. */
+enum store_step_outcome {
+    STORE_STEP_QUEUED,    /* the FM release is queued */
+    STORE_STEP_NO_HWCOLL, /* the job has no FM reservation */
+    STORE_STEP_NOT_FOUND, /* no reservation for the job */
+};
+
+/* Queue the release of one job step's trees; *outcomep says what it did.
  */
 int store_step_release(struct store *s,
                        const char *job_id,
                        const char *step_id,
                        const char *actor,
-                       char *outcome,
-                       size_t size,
-                       vnib_error_t *errp);
+                       enum store_step_outcome *outcomep,
+                       vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* The database's clock, as text (reconciliation compares with it). */
-int store_db_now(struct store *s, char *buf, size_t size, vnib_error_t *errp);
+int store_db_now(struct store *s, char *buf, size_t size, vnib_error_t *errp)
+    VNIB_MUST_CHECK;
 
 /* Reconcile with the FM's job ids of our prefix, listed at listed_at:
  * [{"kind": "release"|"lost", "job_id", "fm_job_id"}].
@@ -380,16 +411,18 @@ int store_reconcile(struct store *s,
                     const char *listed_at,
                     const char *actor,
                     json_t **resultp,
-                    vnib_error_t *errp);
+                    vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Queued operations and the age of the oldest, in seconds. */
 int store_fm_queue_stats(struct store *s,
                          long long *depthp,
                          double *oldest_sp,
-                         vnib_error_t *errp);
+                         vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* The replica that leads: {"replica", "since"} or null. */
-int store_leader_get(struct store *s, json_t **leaderp, vnib_error_t *errp);
+int store_leader_get(struct store *s,
+                     json_t **leaderp,
+                     vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* A database session of its own, outside the pool, for LISTEN (channel
  * non-NULL) and for holding the leader's advisory lock.  It reconnects by
@@ -403,7 +436,8 @@ void store_session_destroy(struct store_session *ss);
 /* Wait up to timeout_ms for notifications: how many arrived (> 0), 0
  * none, -1 the session is down (it reconnects on the next call).
  */
-int store_session_wait(struct store_session *ss, int timeout_ms);
+int store_session_wait(struct store_session *ss,
+                       int timeout_ms) VNIB_MUST_CHECK;
 
 /* Hold (or keep holding) the leader's advisory lock on this session, and
  * record replica as the leader when it is newly taken.  True while held.

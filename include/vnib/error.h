@@ -11,11 +11,6 @@
 
 #include <stddef.h>
 
-/* On a function whose status must be looked at: a caller that ignores it
- * gets a warning (an error with WERROR=1).
- */
-#define VNIB_MUST_CHECK __attribute__((warn_unused_result))
-
 typedef struct {
     char text[160]; /* NUL-terminated message; "" when no error recorded */
 } vnib_error_t;
@@ -47,6 +42,13 @@ static inline int vnib_error_ret(int rc)
 }
 #define errprintf(...) vnib_error_ret(errprintf(__VA_ARGS__))
 #define errprintf_first(...) vnib_error_ret(errprintf_first(__VA_ARGS__))
+
+/* On a function whose int status (0 or -1) must be looked at: the
+ * compiler warns at every call that drops it.  GCC warns even through a
+ * (void) cast, so a call that may fail harmlessly says what it does about
+ * it instead.
+ */
+#define VNIB_MUST_CHECK __attribute__((warn_unused_result))
 
 /* Reset errp to the empty message (errp may be NULL). */
 void vnib_error_clear(vnib_error_t *errp);

@@ -136,4 +136,11 @@ int fmc_addrs_per_job(int total_addrs,
                       int min_job_size,
                       int jobs_per_node);
 
+/* The FM's multicast collection under base URL base,
+ * "{base}/fabric/collectives/multicasts", into buf (truncated to size):
+ * the URL a job's libfabric is given (FI_CXI_COLL_FABRIC_MGR_URL), beside
+ * the jobs URLs this client calls.
+ */
+void fmc_multicasts_url(const char *base, char *buf, size_t size);
+
 #endif /* !VNIB_FMCLIENT_H */

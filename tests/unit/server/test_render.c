@@ -1,21 +1,22 @@
-/* Unit tests for the JSON store.c builds from query rows, without a
- * database: the rows are made with libpq's PQmakeEmptyPGresult() and
- * PQsetvalue(), and store.c is compiled into the test so its static
- * builders can be called.
+/* Unit tests for the client JSON render.c builds from what the store
+ * reads, without a database: the rows are plain text, as libpq gives them.
  *
  * Every allocation jansson makes is failed in turn: each failure must come
  * back as NULL with ENOMEM, with nothing leaked (LeakSanitizer) and
  * nothing released twice (AddressSanitizer), since json_pack()'s "o" and
  * json_object_set_new() take their value even when they fail.
  */
-#include "server/store.c"
-
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
+
+#include "server/render.h"
 
 /* Allocations left before one fails; negative: none fails. */
 static long alloc_budget = -1;
@@ -29,76 +30,51 @@ static void *budget_malloc(size_t size)
     return malloc(size);
 }
 
-static PGresult *make_result(int ncols, const char *const *values)
-{
-    PGresAttDesc attrs[ROW_NCOLS + 2];
-    PGresult *r = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
-
-    assert_non_null(r);
-    assert_true(ncols <= ROW_NCOLS + 2);
-    memset(attrs, 0, sizeof(attrs));
-    for (int c = 0; c < ncols; c++) {
-        attrs[c].name = (char *)"c";
-        attrs[c].typid = 25; /* text */
-        attrs[c].typlen = -1;
-        attrs[c].atttypmod = -1;
-    }
-    assert_int_equal(PQsetResultAttrs(r, ncols, attrs), 1);
-    for (int c = 0; c < ncols; c++)
-        assert_int_equal(PQsetvalue(r,
-                                    0,
-                                    c,
-                                    (char *)(uintptr_t)values[c],
-                                    values[c] ? (int)strlen(values[c]) : -1),
-                         1);
-    return r;
-}
-
 /* One reserved reservation with hardware collectives on the node. */
-static PGresult *node_row(void)
+static struct render_node_entry node_entry(void)
 {
-    const char *v[ROW_NCOLS + 2] = {NULL};
-    v[ROW_OUTCOME] = "ok";
-    v[ROW_ID] = "7";
-    v[ROW_JOB_ID] = "j7";
-    v[ROW_STATE] = "active";
-    v[ROW_UID] = "1000";
-    v[ROW_USER] = "alice";
-    v[ROW_NODES] = "n[1-2]";
-    v[ROW_NODE_COUNT] = "2";
-    v[ROW_VNI_COUNT] = "2";
-    v[ROW_VNIS] = "3000,3001";
-    v[ROW_TCS_MASK] = "10";
-    v[ROW_CREATED_AT] = "2026-01-01T00:00:00Z";
-    v[ROW_CREATED_BY] = "slurmctld";
-    v[ROW_FORCED] = "f";
-    v[ROW_COUNTS] = "1,0,0,0";
-    v[ROW_HWCOLL_MODE] = "auto";
-    v[ROW_HWCOLL_STATE] = "reserved";
-    v[ROW_HWCOLL_REASON] = "eligible";
-    v[ROW_FM_JOB_ID] = "fm-7";
-    v[ROW_ADDRS_PER_JOB] = "4";
-    v[ROW_NCOLS] = "created";
-    v[ROW_NCOLS + 1] = "[{\"device\": \"cxi0\", \"svc_id\": 3}]";
-    return make_result(ROW_NCOLS + 2, v);
+    struct render_node_entry e = {
+        .res = {.id = "7",
+                .job_id = "j7",
+                .state = "active",
+                .uid = "1000",
+                .user = "alice",
+                .nodes = "n[1-2]",
+                .node_count = "2",
+                .vni_count = "2",
+                .vnis = "3000,3001",
+                .tcs_mask = "10",
+                .created_at = "2026-01-01T00:00:00Z",
+                .created_by = "slurmctld",
+                .forced = "f",
+                .counts = "1,0,0,0",
+                .hwcoll_mode = "auto",
+                .hwcoll_state = "reserved",
+                .hwcoll_reason = "eligible",
+                .fm_job_id = "fm-7",
+                .addrs_per_job = "4"},
+        .cxi = "created",
+        .services = "[{\"device\": \"cxi0\", \"svc_id\": 3}]",
+    };
+    return e;
 }
 
-static PGresult *drain_row(void)
+static json_t *view(const struct config *cfg, const struct render_node_entry *e)
 {
-    const char *v[3] = {"t", "maintenance", "2026-01-02T00:00:00Z"};
-    return make_result(3, v);
+    return render_node_view(
+        cfg, "n1", e, 1, true, "maintenance", "2026-01-02T00:00:00Z");
 }
 
 static void test_node_view(void **state)
 {
     struct config cfg = {0};
     char url[] = "http://fm.example:8000";
-    PGresult *r = node_row(), *d = drain_row();
+    struct render_node_entry e = node_entry();
     (void)state;
 
     cfg.hwcoll.fm_url = url;
     cfg.hwcoll.min_nodes = 2;
-    json_t *o = node_view(&cfg, "n1", r, d);
+    json_t *o = view(&cfg, &e);
     assert_non_null(o);
     assert_string_equal(json_string_value(json_object_get(o, "node")), "n1");
     assert_true(json_is_true(json_object_get(o, "drained")));
@@ -113,15 +89,13 @@ static void test_node_view(void **state)
         json_string_value(json_object_get(env, "FI_CXI_COLL_FABRIC_MGR_URL")),
         "http://fm.example:8000/fabric/collectives/multicasts");
     json_decref(o);
-    PQclear(r);
-    PQclear(d);
 }
 
 static void test_node_view_out_of_memory(void **state)
 {
     struct config cfg = {0};
     char url[] = "http://fm.example:8000";
-    PGresult *r = node_row(), *d = drain_row();
+    struct render_node_entry e = node_entry();
     int failures = 0;
     (void)state;
 
@@ -131,7 +105,7 @@ static void test_node_view_out_of_memory(void **state)
     for (long n = 0; n < 10000; n++) {
         alloc_budget = n;
         errno = 0;
-        json_t *o = node_view(&cfg, "n1", r, d);
+        json_t *o = view(&cfg, &e);
         bool failed = alloc_budget == 0;
         alloc_budget = -1;
         if (o) {
@@ -145,8 +119,6 @@ static void test_node_view_out_of_memory(void **state)
     }
     json_set_alloc_funcs(malloc, free);
     assert_true(failures > 10);
-    PQclear(r);
-    PQclear(d);
 }
 
 int main(void)
