@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "vnib/token.h"
-#include "fmclient/fmsim_state.h"
+#include "fmsim/fmsim_state.h"
 
 #define JOBS_PATH "/fabric/collectives/jobs/"
 #define MCASTS_PATH "/fabric/collectives/multicasts/"

@@ -31,7 +31,7 @@
 #include <microhttpd.h>
 
 #include "vnib/token.h"
-#include "fmclient/fmsim_http.h"
+#include "fmsim/fmsim_http.h"
 
 #define BODY_MAX (64 * 1024)      /* request bodies, both ports */
 #define DISCARD_MAX (1024 * 1024) /* refused body read before hanging up */

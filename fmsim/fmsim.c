@@ -32,8 +32,8 @@
 
 #include "vnib/logger.h"
 #include "vnib/secfile.h"
-#include "fmclient/fmsim_http.h"
-#include "fmclient/fmsim_state.h"
+#include "fmsim/fmsim_http.h"
+#include "fmsim/fmsim_state.h"
 
 enum {
     EXIT_RUNTIME = 1,
