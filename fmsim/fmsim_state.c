@@ -787,9 +787,11 @@ static void job_remove(struct fmsim_state *s, json_t *job, bool free_trees)
     json_object_del(s->jobs, id);
 }
 
-int fmsim_state_job_delete(struct fmsim_state *s,
-                           const char *job_id,
-                           vnib_error_t *errp)
+/* Remove job job_id, freeing its trees or leaving them orphans. */
+static int job_drop(struct fmsim_state *s,
+                    const char *job_id,
+                    bool free_trees,
+                    vnib_error_t *errp)
 {
     int rc = -1;
 
@@ -799,7 +801,7 @@ int fmsim_state_job_delete(struct fmsim_state *s,
         errno = ENOENT;
         errprintf(errp, "no job '%s'", job_id);
     } else {
-        job_remove(s, job, true);
+        job_remove(s, job, free_trees);
         (void)state_save(s);
         rc = 0;
     }
@@ -807,24 +809,18 @@ int fmsim_state_job_delete(struct fmsim_state *s,
     return rc;
 }
 
+int fmsim_state_job_delete(struct fmsim_state *s,
+                           const char *job_id,
+                           vnib_error_t *errp)
+{
+    return job_drop(s, job_id, true, errp);
+}
+
 int fmsim_state_job_forget(struct fmsim_state *s,
                            const char *job_id,
                            vnib_error_t *errp)
 {
-    int rc = -1;
-
-    pthread_mutex_lock(&s->lock);
-    json_t *job = json_object_get(s->jobs, job_id);
-    if (!job) {
-        errno = ENOENT;
-        errprintf(errp, "no job '%s'", job_id);
-    } else {
-        job_remove(s, job, false);
-        (void)state_save(s);
-        rc = 0;
-    }
-    pthread_mutex_unlock(&s->lock);
-    return rc;
+    return job_drop(s, job_id, false, errp);
 }
 
 json_t *fmsim_state_job_list(struct fmsim_state *s)
