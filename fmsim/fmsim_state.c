@@ -56,6 +56,17 @@ struct fmsim_state {
     struct tree trees[FMSIM_MCAST_IDS];
 };
 
+/* Leave a function that failed to build out: unlock, free out, NULL
+ * with ENOMEM.
+ */
+static json_t *nomem_unlock(struct fmsim_state *s, json_t *out)
+{
+    pthread_mutex_unlock(&s->lock);
+    json_decref(out);
+    errno = ENOMEM;
+    return NULL;
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -690,10 +701,7 @@ json_t *fmsim_state_job_list(struct fmsim_state *s)
     pthread_mutex_unlock(&s->lock);
     return out;
 nomem:
-    pthread_mutex_unlock(&s->lock);
-    json_decref(out);
-    errno = ENOMEM;
-    return NULL;
+    return nomem_unlock(s, out);
 }
 
 /* The first mac, in request order, that roots no tree yet. */
@@ -973,8 +981,5 @@ json_t *fmsim_state_dump(struct fmsim_state *s)
     pthread_mutex_unlock(&s->lock);
     return out;
 nomem:
-    pthread_mutex_unlock(&s->lock);
-    json_decref(out);
-    errno = ENOMEM;
-    return NULL;
+    return nomem_unlock(s, out);
 }
