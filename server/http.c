@@ -72,7 +72,7 @@ enum {
  * closed by its client, so a flood of connections would otherwise become
  * a flood of log lines.
  */
-#define MHD_LOG_BURST 10
+#define HTTP_LOG_BURST 10
 
 /* errno to HTTP status and default error code: the one place where this
  * mapping lives.  Handlers may override the code with request_fail().
@@ -422,7 +422,7 @@ static int request_queue(struct http *h, struct request *req)
     httpd_suspend(req->hr);
     if (workers_submit(h->workers, request_run, req) == 0)
         return 0; /* the request is the worker's until it resumes */
-    /* The 503 is logged by on_completed(), as every 5xx. */
+    /* The 503 is logged by on_done(), as every 5xx. */
     int e = errno;
     req->result = request_fail(req,
                                EAGAIN,
@@ -607,7 +607,7 @@ static bool is_loopback(const struct sockaddr *sa)
 
 /* libmicrohttpd's per-connection memory: the request line and headers
  * are read into it, and the reply's headers are built in it.  Twice
- * server.max_header_bytes lets request_begin() see, and refuse in JSON,
+ * server.max_header_bytes lets on_begin() see, and refuse in JSON,
  * headers up to that size; only larger ones meet libmicrohttpd's own
  * (HTML) 431, or a closed connection.
  */
@@ -709,7 +709,7 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
         .deadline_ms = cfg->server.request_deadline_ms,
         .deadline_name = "server.request_deadline_ms",
         .log = broker->log,
-        .log_burst = MHD_LOG_BURST,
+        .log_burst = HTTP_LOG_BURST,
         .handlers = {on_begin, on_run, on_done, h},
     };
     if (!(h->httpd = httpd_start(&hc, errp))) {
