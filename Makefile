@@ -70,14 +70,14 @@ UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*/*.c))
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 CLI_SRCS     := $(wildcard cli/*.c)
-FMSIM_SRCS   := $(wildcard fmclient/fmsim*.c)
+FMSIM_SRCS   := $(wildcard fmsim/*.c)
 AGENT_SRCS   := $(filter-out agent/main.c,$(wildcard agent/*.c))
 
 LIB_OBJS     := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS  := $(SERVER_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
 CLI_OBJS     := $(CLI_SRCS:%.c=$(BUILD)/%.o)
-FMSIM_OBJS   := $(FMSIM_SRCS:%.c=$(BUILD)/%.o)
-FMCLIENT_SRCS := $(filter-out fmclient/fmsim%,$(wildcard fmclient/*.c))
+FMSIM_OBJS   := $(FMSIM_SRCS:fmsim/%.c=$(BUILD)/fmsim-obj/%.o)
+FMCLIENT_SRCS := $(wildcard fmclient/*.c)
 FMCLIENT_OBJS := $(FMCLIENT_SRCS:%.c=$(BUILD)/%.o)
 AGENT_OBJS   := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -163,7 +163,7 @@ $(LIBSERVER): $(SERVER_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-# The Fabric Manager client (fmclient/*.c but fmsim*, which is separate).
+# The Fabric Manager client (fmclient/*.c; fmsim/ is separate).
 $(LIBFMCLIENT): $(FMCLIENT_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -196,6 +196,11 @@ $(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
 	    -MMD -MP -o $@ $<
 
 # The Fabric Manager simulator, for tests and `make run` (not the client).
+# Its objects are not under $(BUILD)/fmsim/: that is the binary's name.
+$(BUILD)/fmsim-obj/%.o: fmsim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
 $(BUILD)/fmsim: $(FMSIM_OBJS) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
 

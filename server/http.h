@@ -1,6 +1,7 @@
-/* The HTTP listener: libmicrohttpd, the request pipeline, error replies.
+/* The HTTP listener: the broker's request pipeline and error replies.
  *
- * This is the only module that includes microhttpd.h.  Each request runs
+ * The pipeline is lib/httpd.c's (vnib/httpd.h), which drives
+ * libmicrohttpd; this module adds the broker's part.  Each request runs
  * through the same stages: match a route (404, or 405 with Allow), check
  * the body size as it arrives (413), authenticate (401) and authorise the
  * route's role (403, server/auth.h), call the handler, and render its
@@ -17,6 +18,7 @@
 #include <stdint.h>
 
 #include "vnib/error.h"
+#include "vnib/httpd.h"
 #include "server/auth.h"
 #include "server/broker.h"
 #include "server/routes.h"
@@ -32,7 +34,7 @@ struct request {
     struct route_params params; /* {name} values from the path */
     struct identity who;        /* the caller (public routes: role 0) */
 
-    char *body; /* request body, NUL-terminated, or NULL */
+    char *body; /* request body, NUL-terminated, or NULL (borrowed) */
     size_t body_len;
 
     const char *error_code; /* stable snake_case code for the error reply */
@@ -43,7 +45,7 @@ struct request {
     const char *content_type; /* of text */
 
     /* Internal to http.c. */
-    void *conn;               /* struct MHD_Connection */
+    struct httpd_req *hr;     /* the pipeline's request */
     int64_t start_ns;         /* monotonic arrival time */
     int64_t handler_start_ns; /* when the handler was called */
     int64_t handler_ns;       /* its duration (Server-Timing) */
@@ -56,11 +58,6 @@ struct request {
     int result_errno;   /* errno of a failure */
     json_t *out;        /* JSON reply (owned), or NULL */
     vnib_error_t error; /* message of a failure */
-    int status;         /* status sent */
-    bool responded;     /* a reply is queued */
-    int refused;        /* errno of a refusal made mid-upload */
-    size_t discarded;   /* body bytes thrown away after it */
-    size_t body_cap;
 };
 
 struct http;

@@ -11,30 +11,27 @@
  * address stays in use until the simulator's state is thrown away.
  *
  * The state file holds {"version": 1, "jobs": [...], "trees": [...]}; the
- * jobSteps arrays are rebuilt from the trees when it is loaded.  It is
- * written to a temporary file, synced and renamed over the old one, so a
- * crash leaves either the old or the new state, never a mix.
+ * jobSteps arrays are rebuilt from the trees when it is loaded.  Reading
+ * and writing it is fmsim_file.c's; the checks of ids, NIC addresses and
+ * tree requests are fmsim_wire.c's.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "vnib/token.h"
-#include "fmclient/fmsim_state.h"
+#include "fmsim/fmsim_file.h"
+#include "fmsim/fmsim_state.h"
+#include "fmsim/fmsim_wire.h"
 
 #define JOBS_PATH "/fabric/collectives/jobs/"
 #define MCASTS_PATH "/fabric/collectives/multicasts/"
 #define STATE_VERSION 1
-#define STATE_FILE_MAX ((off_t)1024 * 1024 * 1024)
-#define VNI_MAX 65535
 
 struct tree {
     bool used;
@@ -59,81 +56,22 @@ struct fmsim_state {
     struct tree trees[FMSIM_MCAST_IDS];
 };
 
+/* Leave a function that failed to build out: unlock, free out, NULL
+ * with ENOMEM.
+ */
+static json_t *nomem_unlock(struct fmsim_state *s, json_t *out)
+{
+    pthread_mutex_unlock(&s->lock);
+    json_decref(out);
+    errno = ENOMEM;
+    return NULL;
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* jobID and jobStepID: 1..FMSIM_JOB_ID_MAX bytes, no control characters,
- * no '/' (the id is a path segment of documentSelfLink).
- */
-static bool id_valid(const char *id)
-{
-    size_t n = 0;
-    for (; id[n]; n++) {
-        unsigned char c = (unsigned char)id[n];
-        if (c < 0x20 || c == 0x7f || c == '/' || n >= FMSIM_JOB_ID_MAX)
-            return false;
-    }
-    return n > 0;
-}
-
-/* A NIC address as libfabric writes it ("%X:%02X:%02X") or a full MAC:
- * one to six groups of one or two hex digits separated by ':'.
- */
-static int mac_parse(const char *str, uint64_t *macp)
-{
-    uint64_t mac = 0;
-    int groups = 0;
-    const char *p = str;
-
-    for (;;) {
-        int digits = 0;
-        unsigned v = 0;
-        while (digits < 3) {
-            char c = *p;
-            if (c >= '0' && c <= '9')
-                v = v * 16 + (unsigned)(c - '0');
-            else if (c >= 'a' && c <= 'f')
-                v = v * 16 + (unsigned)(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F')
-                v = v * 16 + (unsigned)(c - 'A' + 10);
-            else
-                break;
-            digits++;
-            p++;
-        }
-        if (digits < 1 || digits > 2 || ++groups > 6)
-            return -1;
-        mac = (mac << 8) | v;
-        if (*p == '\0')
-            break;
-        if (*p++ != ':')
-            return -1;
-    }
-    *macp = mac;
-    return 0;
-}
-
-static void mac_format(uint64_t mac, char buf[18])
-{
-    snprintf(buf,
-             18,
-             "%02x:%02x:%02x:%02x:%02x:%02x",
-             (unsigned)(mac >> 40) & 0xff,
-             (unsigned)(mac >> 32) & 0xff,
-             (unsigned)(mac >> 24) & 0xff,
-             (unsigned)(mac >> 16) & 0xff,
-             (unsigned)(mac >> 8) & 0xff,
-             (unsigned)mac & 0xff);
-}
-
-static int u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* A job's object as served: a copy with documentSelfLink. */
@@ -185,7 +123,7 @@ static size_t job_tree_count(json_t *job)
 static json_t *tree_render(const struct tree *t, int id)
 {
     char root[18];
-    mac_format(t->root, root);
+    fmsim_wire_mac_format(t->root, root);
     return json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:b}",
                      "mcastID",
                      id,
@@ -303,73 +241,25 @@ nomem:
     return NULL;
 }
 
-/* Write the state file atomically: temporary file, fsync, rename, and
- * fsync of the directory so that the rename itself is durable.
- */
+/* Write the state file, if there is one; a failure is logged. */
 static int state_save(struct fmsim_state *s)
 {
-    json_t *root = NULL;
-    char *tmp = NULL, *dir = NULL;
-    int fd = -1, dfd = -1;
-    int rc = -1;
-    const char *what = "out of memory";
+    json_t *root;
+    int rc;
 
     if (!s->path)
         return 0;
-    if (!(root = state_serialize(s)))
-        goto done;
-    size_t len = strlen(s->path) + sizeof(".tmp");
-    if (!(tmp = malloc(len)))
-        goto done;
-    snprintf(tmp, len, "%s.tmp", s->path);
-    what = "cannot write";
-    (void)unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        goto done;
-    if (json_dumpfd(root, fd, JSON_COMPACT) < 0 || write(fd, "\n", 1) != 1)
-        goto done;
-    what = "cannot sync";
-    if (fsync(fd) < 0)
-        goto done;
-    what = "cannot close";
-    if (close(fd) < 0) {
-        fd = -1;
-        goto done;
-    }
-    fd = -1;
-    what = "cannot rename";
-    if (rename(tmp, s->path) < 0)
-        goto done;
-    if (!(dir = strdup(s->path)))
-        goto done;
-    char *slash = strrchr(dir, '/');
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        strcpy(dir, ".");
-    if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
-        (void)fsync(dfd);
-    rc = 0;
-done:
-    if (rc < 0)
+    if (!(root = state_serialize(s))) {
         logger_printf(s->log,
                       LOG_ERR,
                       NULL,
-                      "state: %s %s: %s (the change is kept in memory only)",
-                      what,
+                      "state: out of memory %s: %s (the change is kept in "
+                      "memory only)",
                       s->path,
                       strerror(errno));
-    if (fd >= 0) {
-        close(fd);
-        (void)unlink(tmp);
+        return -1;
     }
-    if (dfd >= 0)
-        close(dfd);
-    free(dir);
-    free(tmp);
+    rc = fmsim_file_write(s->path, root, s->log);
     json_decref(root);
     return rc;
 }
@@ -396,8 +286,9 @@ static int load_job(struct fmsim_state *s,
                        &token)
         < 0)
         goto invalid;
-    if (!id_valid(id) || limit < 1 || limit > FMSIM_MCAST_IDS || !*token
-        || strlen(token) > TOKEN_MAX_LEN || json_object_get(s->jobs, id)
+    if (!fmsim_wire_id_valid(id) || limit < 1 || limit > FMSIM_MCAST_IDS
+        || !*token || strlen(token) > TOKEN_MAX_LEN
+        || json_object_get(s->jobs, id)
         || json_object_get(s->sessions, token)) {
         snprintf(jerr.text,
                  sizeof(jerr.text),
@@ -457,8 +348,9 @@ static int load_tree(struct fmsim_state *s,
         < 0)
         goto invalid;
     if (id < 0 || id >= FMSIM_MCAST_IDS || s->trees[id].used
-        || !id_valid(job_id) || !id_valid(step) || mac_parse(root, &mac) < 0
-        || nmacs < 1 || nmacs > FMSIM_MACS_MAX) {
+        || !fmsim_wire_id_valid(job_id) || !fmsim_wire_id_valid(step)
+        || fmsim_wire_mac_parse(root, &mac) < 0 || nmacs < 1
+        || nmacs > FMSIM_MACS_MAX) {
         snprintf(jerr.text, sizeof(jerr.text), "bad or duplicate tree");
         goto invalid;
     }
@@ -488,45 +380,14 @@ invalid:
  */
 static int state_load(struct fmsim_state *s, vnib_error_t *errp)
 {
-    json_t *root = NULL, *jobs, *trees, *v;
+    json_t *root, *jobs, *trees, *v;
     json_error_t jerr;
-    struct stat st;
     int version;
-    int fd = -1;
     int rc = -1;
     size_t i;
 
-    if ((fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY))
-        < 0) {
-        if (errno == ENOENT)
-            return 0;
-        errprintf(errp, "%s: %s", s->path, strerror(errno));
-        goto done;
-    }
-    if (fstat(fd, &st) < 0) {
-        errprintf(errp, "%s: %s", s->path, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0
-        || (st.st_uid != geteuid() && st.st_uid != 0)) {
-        errno = EPERM;
-        errprintf(errp,
-                  "%s: must be a regular file of ours with mode 0600 (it "
-                  "holds session tokens); mode is %04o",
-                  s->path,
-                  (unsigned)(st.st_mode & 07777));
-        goto done;
-    }
-    if (st.st_size > STATE_FILE_MAX) {
-        errno = EFBIG;
-        errprintf(errp, "%s: larger than 1 GiB", s->path);
-        goto done;
-    }
-    if (!(root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr))) {
-        errno = EINVAL;
-        errprintf(errp, "%s: line %d: %s", s->path, jerr.line, jerr.text);
-        goto done;
-    }
+    if (!(root = fmsim_file_read(s->path, errp)))
+        return errno == ENOENT ? 0 : -1;
     if (json_unpack_ex(root,
                        &jerr,
                        0,
@@ -558,8 +419,6 @@ static int state_load(struct fmsim_state *s, vnib_error_t *errp)
     }
     rc = 0;
 done:
-    if (fd >= 0)
-        close(fd);
     json_decref(root);
     return rc;
 }
@@ -642,7 +501,7 @@ static json_t *job_create_locked(struct fmsim_state *s,
     char token[TOKEN_SIZE];
     json_t *job = NULL;
 
-    if (!id_valid(job_id)) {
+    if (!fmsim_wire_id_valid(job_id)) {
         errno = EINVAL;
         errprintf(errp,
                   "jobID must be 1..%d characters, without '/' or control "
@@ -787,9 +646,11 @@ static void job_remove(struct fmsim_state *s, json_t *job, bool free_trees)
     json_object_del(s->jobs, id);
 }
 
-int fmsim_state_job_delete(struct fmsim_state *s,
-                           const char *job_id,
-                           vnib_error_t *errp)
+/* Remove job job_id, freeing its trees or leaving them orphans. */
+static int job_drop(struct fmsim_state *s,
+                    const char *job_id,
+                    bool free_trees,
+                    vnib_error_t *errp)
 {
     int rc = -1;
 
@@ -799,7 +660,7 @@ int fmsim_state_job_delete(struct fmsim_state *s,
         errno = ENOENT;
         errprintf(errp, "no job '%s'", job_id);
     } else {
-        job_remove(s, job, true);
+        job_remove(s, job, free_trees);
         (void)state_save(s);
         rc = 0;
     }
@@ -807,24 +668,18 @@ int fmsim_state_job_delete(struct fmsim_state *s,
     return rc;
 }
 
+int fmsim_state_job_delete(struct fmsim_state *s,
+                           const char *job_id,
+                           vnib_error_t *errp)
+{
+    return job_drop(s, job_id, true, errp);
+}
+
 int fmsim_state_job_forget(struct fmsim_state *s,
                            const char *job_id,
                            vnib_error_t *errp)
 {
-    int rc = -1;
-
-    pthread_mutex_lock(&s->lock);
-    json_t *job = json_object_get(s->jobs, job_id);
-    if (!job) {
-        errno = ENOENT;
-        errprintf(errp, "no job '%s'", job_id);
-    } else {
-        job_remove(s, job, false);
-        (void)state_save(s);
-        rc = 0;
-    }
-    pthread_mutex_unlock(&s->lock);
-    return rc;
+    return job_drop(s, job_id, false, errp);
 }
 
 json_t *fmsim_state_job_list(struct fmsim_state *s)
@@ -846,106 +701,12 @@ json_t *fmsim_state_job_list(struct fmsim_state *s)
     pthread_mutex_unlock(&s->lock);
     return out;
 nomem:
-    pthread_mutex_unlock(&s->lock);
-    json_decref(out);
-    errno = ENOMEM;
-    return NULL;
-}
-
-/* A multicast request, validated. */
-struct mcast_req {
-    const char *job_id;
-    char step[FMSIM_JOB_ID_MAX + 1];
-    uint64_t *macs; /* in request order */
-    size_t nmacs;
-    json_int_t vni;
-    json_int_t timeout;
-};
-
-static int mcast_parse(json_t *body, struct mcast_req *r, vnib_error_t *errp)
-{
-    json_error_t jerr;
-    json_t *macs, *step = NULL, *v;
-    uint64_t *sorted = NULL;
-    size_t i;
-    int rc = -1;
-
-    errno = EINVAL;
-    if (json_unpack_ex(body,
-                       &jerr,
-                       0,
-                       "{s:s, s:o, s:I, s:I, s?o}",
-                       "jobID",
-                       &r->job_id,
-                       "macs",
-                       &macs,
-                       "vni",
-                       &r->vni,
-                       "timeout",
-                       &r->timeout,
-                       "jobStepID",
-                       &step)
-        < 0)
-        return errprintf(errp, "%s", jerr.text);
-    if (!step || json_is_null(step))
-        snprintf(r->step, sizeof(r->step), "0");
-    else if (json_is_integer(step))
-        snprintf(r->step,
-                 sizeof(r->step),
-                 "%" JSON_INTEGER_FORMAT,
-                 json_integer_value(step));
-    else if (json_is_string(step) && id_valid(json_string_value(step)))
-        snprintf(r->step, sizeof(r->step), "%s", json_string_value(step));
-    else
-        return errprintf(errp,
-                         "jobStepID must be a string of 1..%d characters",
-                         FMSIM_JOB_ID_MAX);
-    if (r->vni < 0 || r->vni > VNI_MAX)
-        return errprintf(errp, "vni must be 0..%d", VNI_MAX);
-    if (r->timeout < 0)
-        return errprintf(errp, "timeout must not be negative");
-    if (!json_is_array(macs))
-        return errprintf(errp, "macs must be an array of NIC addresses");
-    r->nmacs = json_array_size(macs);
-    if (r->nmacs == 0)
-        return errprintf(errp, "macs is empty");
-    if (r->nmacs > FMSIM_MACS_MAX)
-        return errprintf(errp, "more than %d macs", FMSIM_MACS_MAX);
-    if (!(r->macs = calloc(r->nmacs, sizeof(*r->macs)))
-        || !(sorted = calloc(r->nmacs, sizeof(*sorted)))) {
-        errno = ENOMEM;
-        errprintf(errp, "out of memory");
-        goto done;
-    }
-    json_array_foreach (macs, i, v) {
-        if (!json_is_string(v)
-            || mac_parse(json_string_value(v), &r->macs[i]) < 0) {
-            errno = EINVAL;
-            errprintf(
-                errp, "macs[%zu] is not a NIC address such as 2:A3:F1", i);
-            goto done;
-        }
-    }
-    memcpy(sorted, r->macs, r->nmacs * sizeof(*sorted));
-    qsort(sorted, r->nmacs, sizeof(*sorted), u64_cmp);
-    for (i = 1; i < r->nmacs; i++) {
-        if (sorted[i] == sorted[i - 1]) {
-            char mac[18];
-            mac_format(sorted[i], mac);
-            errno = EINVAL;
-            errprintf(errp, "macs has a duplicate address (%s)", mac);
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    free(sorted);
-    return rc;
+    return nomem_unlock(s, out);
 }
 
 /* The first mac, in request order, that roots no tree yet. */
 static int pick_root(struct fmsim_state *s,
-                     const struct mcast_req *r,
+                     const struct fmsim_mcast_req *r,
                      uint64_t *rootp)
 {
     uint64_t roots[FMSIM_MCAST_IDS];
@@ -955,9 +716,10 @@ static int pick_root(struct fmsim_state *s,
         if (s->trees[i].used)
             roots[n++] = s->trees[i].root;
     }
-    qsort(roots, n, sizeof(roots[0]), u64_cmp);
+    qsort(roots, n, sizeof(roots[0]), fmsim_wire_u64_cmp);
     for (size_t i = 0; i < r->nmacs; i++) {
-        if (!bsearch(&r->macs[i], roots, n, sizeof(roots[0]), u64_cmp)) {
+        if (!bsearch(
+                &r->macs[i], roots, n, sizeof(roots[0]), fmsim_wire_u64_cmp)) {
             *rootp = r->macs[i];
             return 0;
         }
@@ -987,7 +749,7 @@ json_t *fmsim_state_mcast_create(struct fmsim_state *s,
                                  json_t *body,
                                  vnib_error_t *errp)
 {
-    struct mcast_req r = {0};
+    struct fmsim_mcast_req r = {0};
     json_t *out = NULL;
     uint64_t root;
     char hw[18];
@@ -995,7 +757,7 @@ json_t *fmsim_state_mcast_create(struct fmsim_state *s,
 
     pthread_mutex_lock(&s->lock);
     json_t *job = session_job(s, token, errp);
-    if (!job || mcast_parse(body, &r, errp) < 0)
+    if (!job || fmsim_wire_mcast_parse(body, &r, errp) < 0)
         goto done;
     const char *job_id = json_string_value(json_object_get(job, "jobID"));
     if (strcmp(r.job_id, job_id) != 0) {
@@ -1055,7 +817,7 @@ json_t *fmsim_state_mcast_create(struct fmsim_state *s,
     t->nmacs = r.nmacs;
     s->used_addrs++;
     (void)state_save(s);
-    mac_format(root, hw);
+    fmsim_wire_mac_format(root, hw);
     char link[sizeof(MCASTS_PATH) + 8];
     snprintf(link, sizeof(link), "%s%d", MCASTS_PATH, id);
     if (!(out = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s}",
@@ -1219,8 +981,5 @@ json_t *fmsim_state_dump(struct fmsim_state *s)
     pthread_mutex_unlock(&s->lock);
     return out;
 nomem:
-    pthread_mutex_unlock(&s->lock);
-    json_decref(out);
-    errno = ENOMEM;
-    return NULL;
+    return nomem_unlock(s, out);
 }

@@ -32,8 +32,8 @@
 
 #include "vnib/logger.h"
 #include "vnib/secfile.h"
-#include "fmclient/fmsim_http.h"
-#include "fmclient/fmsim_state.h"
+#include "fmsim/fmsim_http.h"
+#include "fmsim/fmsim_state.h"
 
 enum {
     EXIT_RUNTIME = 1,
@@ -187,6 +187,19 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    /* The options that only name a string (a file, a user). */
+    const struct {
+        int opt;
+        const char **field;
+    } strings[] = {
+        {O_CERT, &opt->tls_cert_file},
+        {O_KEY, &opt->tls_key_file},
+        {O_USER, &opt->http.user},
+        {O_PASSWORD, &opt->password_file},
+        {O_CLIENT_ID, &opt->http.client_id},
+        {O_CLIENT_SECRET, &opt->client_secret_file},
+        {O_STATE, &opt->state_file},
+    };
     int c;
 
     opt->http.listen.sin_family = AF_INET;
@@ -202,6 +215,15 @@ static int parse_options(int argc, char **argv, struct options *opt)
 
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         char *end;
+        bool named = false;
+        for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+            if (c == strings[i].opt) {
+                *strings[i].field = optarg;
+                named = true;
+            }
+        }
+        if (named)
+            continue;
         switch (c) {
             case O_LISTEN:
                 if (parse_listen(
@@ -217,12 +239,6 @@ static int parse_options(int argc, char **argv, struct options *opt)
                     < 0)
                     return -1;
                 break;
-            case O_CERT:
-                opt->tls_cert_file = optarg;
-                break;
-            case O_KEY:
-                opt->tls_key_file = optarg;
-                break;
             case O_AUTH:
                 if (strcmp(optarg, "none") == 0)
                     opt->http.auth = FMSIM_AUTH_NONE;
@@ -236,18 +252,6 @@ static int parse_options(int argc, char **argv, struct options *opt)
                     return -1;
                 }
                 break;
-            case O_USER:
-                opt->http.user = optarg;
-                break;
-            case O_PASSWORD:
-                opt->password_file = optarg;
-                break;
-            case O_CLIENT_ID:
-                opt->http.client_id = optarg;
-                break;
-            case O_CLIENT_SECRET:
-                opt->client_secret_file = optarg;
-                break;
             case O_TTL:
                 if (parse_long("token-ttl",
                                optarg,
@@ -256,9 +260,6 @@ static int parse_options(int argc, char **argv, struct options *opt)
                                &opt->http.token_ttl_s)
                     < 0)
                     return -1;
-                break;
-            case O_STATE:
-                opt->state_file = optarg;
                 break;
             case O_TOTAL:
                 if (parse_long("total-addrs",

@@ -31,7 +31,7 @@
 
 #include "vnib/error.h"
 #include "vnib/logger.h"
-#include "fmclient/fmsim_state.h"
+#include "fmsim/fmsim_state.h"
 
 enum fmsim_auth {
     FMSIM_AUTH_NONE,
