@@ -244,21 +244,8 @@ int cmd_fetch(struct cmd_ctx *a,
     return a->broker.get(a->broker.arg, path, deadline_ms, replyp, errp);
 }
 
-int cmd_report(struct cmd_ctx *a,
-               const char *job_id,
-               long long res_id,
-               const char *cxi,
-               json_t *services,
-               const char *message,
-               vnib_error_t *error)
+int cmd_report(struct cmd_ctx *a, struct vnib_report r, vnib_error_t *errp)
 {
-    struct vnib_report r = {
-        .job_id = job_id,
-        .node = a->node,
-        .cxi = cxi,
-        .services = services,
-        .message = message,
-        .reservation = res_id,
-    };
-    return a->broker.report(a->broker.arg, &r, a->cfg->fetch_timeout_ms, error);
+    r.node = a->node;
+    return a->broker.report(a->broker.arg, &r, a->cfg->fetch_timeout_ms, errp);
 }

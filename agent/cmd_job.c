@@ -58,12 +58,35 @@ static int prolog_failed(struct cmd_ctx *a,
     vnib_error_t rerr = {""};
     char msg[sizeof(error->text) + 32];
     snprintf(msg, sizeof(msg), "prolog: %s", error->text);
-    if (cmd_report(a, job_id, res_id, "failed", NULL, msg, &rerr) != 200)
+    if (cmd_report(a,
+                   (struct vnib_report){.job_id = job_id,
+                                        .reservation = res_id,
+                                        .cxi = "failed",
+                                        .message = msg},
+                   &rerr)
+        != 200)
         cmd_warn(a,
                  "job %s: the broker did not take the failure report: %s",
                  job_id,
                  rerr.text);
     return cmd_fail(a, CMD_FAILED, "job %s: %s", job_id, error->text);
+}
+
+/* What the prolog's record and its --json output say of the job. */
+static json_t *job_json(const char *job_id,
+                        long long res_id,
+                        const struct services_job *job,
+                        json_t *res)
+{
+    return json_pack("{s:s, s:I, s:I, s:O}",
+                     "job_id",
+                     job_id,
+                     "reservation_id",
+                     (json_int_t)res_id,
+                     "uid",
+                     (json_int_t)job->uid,
+                     "vnis",
+                     json_object_get(res, "vnis"));
 }
 
 int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
@@ -176,23 +199,22 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     }
     /* The broker learns before any NIC is touched, so a crash from here
      * on leaves the node marked as holding something. */
-    status = cmd_report(a, o->job, res_id, "creating", NULL, NULL, &error);
+    status = cmd_report(
+        a,
+        (struct vnib_report){
+            .job_id = o->job, .reservation = res_id, .cxi = "creating"},
+        &error);
     if (status != 200) {
         rc = cmd_broker_failure(a, "prolog: report creating", status, &error);
         goto done;
     }
     /* The record comes before any service, so a node without a record
      * made none: its epilog needs no broker to know that. */
-    record = json_pack("{s:s, s:I, s:I, s:O, s:[]}",
-                       "job_id",
-                       o->job,
-                       "reservation_id",
-                       (json_int_t)res_id,
-                       "uid",
-                       (json_int_t)job.uid,
-                       "vnis",
-                       json_object_get(res, "vnis"),
-                       "services");
+    record = job_json(o->job, res_id, &job, res);
+    if (record && json_object_set_new(record, "services", json_array()) < 0) {
+        json_decref(record);
+        record = NULL;
+    }
     if (!record
         || jobstate_save(a->cfg->state_dir, o->job, record, &error) < 0) {
         rc = prolog_failed(a, o->job, res_id, &error);
@@ -225,14 +247,25 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
                                left,
                                &rerr);
         json_t *held = cmd_report_services(left);
-        (void)cmd_report(a, o->job, res_id, "failed", held, error.text, &rerr);
+        (void)cmd_report(a,
+                         (struct vnib_report){.job_id = o->job,
+                                              .reservation = res_id,
+                                              .cxi = "failed",
+                                              .services = held,
+                                              .message = error.text},
+                         &rerr);
         json_decref(held);
         json_decref(left);
         json_decref(gone);
         rc = cmd_fail(a, CMD_FAILED, "job %s: %s", o->job, error.text);
         goto done;
     }
-    status = cmd_report(a, o->job, res_id, "created", svcs, NULL, &error);
+    status = cmd_report(a,
+                        (struct vnib_report){.job_id = o->job,
+                                             .reservation = res_id,
+                                             .cxi = "created",
+                                             .services = svcs},
+                        &error);
     if (status != 200)
         cmd_warn(a,
                  "job %s: services made but the broker did not take the "
@@ -262,23 +295,21 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     }
 output:
     if (a->json) {
-        cmd_print_result(
-            a,
-            json_pack("{s:s, s:s, s:I, s:I, s:O, s:i, s:o}",
-                      "job_id",
-                      o->job,
-                      "node",
-                      a->node,
-                      "reservation_id",
-                      (json_int_t)res_id,
-                      "uid",
-                      (json_int_t)job.uid,
-                      "vnis",
-                      json_object_get(res, "vnis"),
-                      "ncores",
-                      (int)job.ncores,
-                      "services",
-                      cmd_services_list(a->devs, ids, ids ? a->ndev : 0)));
+        json_t *out = job_json(o->job, res_id, &job, res);
+        if (out
+            && (json_object_set_new(out, "node", json_string(a->node)) < 0
+                || json_object_set_new(
+                       out, "ncores", json_integer((json_int_t)job.ncores))
+                       < 0
+                || json_object_set_new(
+                       out,
+                       "services",
+                       cmd_services_list(a->devs, ids, ids ? a->ndev : 0))
+                       < 0)) {
+            json_decref(out);
+            out = NULL;
+        }
+        cmd_print_result(a, out);
     }
     rc = CMD_DONE;
 done:

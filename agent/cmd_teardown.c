@@ -18,6 +18,39 @@
 #include "agent/jobstate.h"
 #include "agent/services.h"
 
+/* Open the NICs and destroy the services pick chooses, retrying busy ones
+ * for retry ms (see services_destroy): those destroyed go into done, those
+ * left into left.  Returns how many are left, or -1 after cmd_fail
+ * ("WHO: ...").
+ */
+static int destroy(struct cmd_ctx *a,
+                   services_pick_fn pick,
+                   const void *arg,
+                   long retry,
+                   json_t *done,
+                   json_t *left,
+                   const char *who)
+{
+    vnib_error_t error = {""};
+    int n;
+
+    if (cmd_open_nics(a) != CMD_DONE)
+        return -1;
+    n = services_destroy(a->nb,
+                         a->devs,
+                         a->ndev,
+                         pick,
+                         arg,
+                         retry,
+                         a->dry_run,
+                         done,
+                         left,
+                         &error);
+    if (n < 0)
+        cmd_fail(a, CMD_FAILED, "%s: %s", who, error.text);
+    return n;
+}
+
 /* Epilog and housekeeping: destroy the job's services and say so.
  *
  * What to destroy comes from this node's record of what its prolog made;
@@ -83,20 +116,10 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
         rc = CMD_DONE;
         goto out;
     }
-    if ((rc = cmd_open_nics(a)) != CMD_DONE)
-        goto out;
-    n = services_destroy(a->nb,
-                         a->devs,
-                         a->ndev,
-                         services_match,
-                         &job,
-                         retry,
-                         a->dry_run,
-                         done,
-                         left,
-                         &error);
-    if (n < 0) {
-        rc = cmd_fail(a, CMD_FAILED, "job %s: %s", o->job, error.text);
+    char who[160];
+    snprintf(who, sizeof(who), "job %s", o->job);
+    if ((n = destroy(a, services_match, &job, retry, done, left, who)) < 0) {
+        rc = CMD_FAILED;
         goto out;
     }
     char msg[768] = "";
@@ -301,21 +324,10 @@ int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
         rc = cmd_fail(a, CMD_FAILED, "clean: the broker's pool is unreadable");
         goto out;
     }
-    if ((rc = cmd_open_nics(a)) != CMD_DONE)
-        goto out;
     long retry = o->retry_ms >= 0 ? o->retry_ms : a->cfg->epilog_retry_busy_ms;
-    int n = services_destroy(a->nb,
-                             a->devs,
-                             a->ndev,
-                             pick_pool,
-                             pool,
-                             retry,
-                             a->dry_run,
-                             done,
-                             left,
-                             &error);
+    int n = destroy(a, pick_pool, pool, retry, done, left, "clean");
     if (n < 0) {
-        rc = cmd_fail(a, CMD_FAILED, "clean: %s", error.text);
+        rc = CMD_FAILED;
         goto out;
     }
     /* Every reservation this node may still hold is now settled: destroyed
@@ -340,14 +352,15 @@ int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
                                         stuck ? "failed" : "destroyed"));
         if (a->dry_run)
             continue;
-        status = cmd_report(
-            a,
-            job_id,
-            res_id,
-            stuck ? "failed" : "destroyed",
-            NULL,
-            stuck ? "clean --all: services still busy" : "clean --all",
-            &error);
+        status =
+            cmd_report(a,
+                       (struct vnib_report){
+                           .job_id = job_id,
+                           .reservation = res_id,
+                           .cxi = stuck ? "failed" : "destroyed",
+                           .message = stuck ? "clean --all: services still busy"
+                                            : "clean --all"},
+                       &error);
         if (status != 200)
             cmd_warn(a,
                      "job %s: the broker did not take the report: %s",

@@ -143,14 +143,9 @@ int cmd_fetch(struct cmd_ctx *a,
               json_t **replyp,
               vnib_error_t *errp);
 
-/* Report this node's state of a job to the broker. */
-int cmd_report(struct cmd_ctx *a,
-               const char *job_id,
-               long long res_id,
-               const char *cxi,
-               json_t *services,
-               const char *message,
-               vnib_error_t *error);
+/* Report this node's state of a job to the broker (r.node is set to this
+ * node's), within broker.fetch_timeout_ms. */
+int cmd_report(struct cmd_ctx *a, struct vnib_report r, vnib_error_t *errp);
 
 struct services_job;
 

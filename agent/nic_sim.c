@@ -432,7 +432,6 @@ done:
 
 int nic_sim_init(const char *dir, int nnics, vnib_error_t *errp)
 {
-    char path[PATH_MAX], name[NIC_NAME_MAX];
     struct stat st;
 
     if (!dir || !dir[0] || nnics < 0 || nnics > NIC_SIM_MAX_NICS) {
@@ -448,15 +447,9 @@ int nic_sim_init(const char *dir, int nnics, vnib_error_t *errp)
         return errprintf(errp, "sim: %s: not a directory", dir);
     }
     /* Refuse before writing anything, so a refusal leaves no trace. */
-    for (int i = 0; i < nnics; i++) {
-        snprintf(name, sizeof(name), "cxi%d", i);
-        if (simfile_path(path, sizeof(path), dir, "", name, ".json", errp) < 0)
+    for (int i = 0; i < nnics; i++)
+        if (simfile_check_new(dir, (uint32_t)i, errp) < 0)
             return -1;
-        if (lstat(path, &st) == 0) {
-            errno = EEXIST;
-            return errprintf(errp, "sim: %s: already exists", path);
-        }
-    }
     for (int i = 0; i < nnics; i++)
         if (simfile_create(dir, (uint32_t)i, errp) < 0)
             return -1;

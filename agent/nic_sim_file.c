@@ -38,6 +38,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,23 @@ static const struct {
     {EINVAL, "EINVAL"},
     {EPERM, "EPERM"},
 };
+
+/* A service's flags in the file: key, field, and the default when the
+ * key is left out (-1: true when the service has VNIs). */
+static const struct {
+    const char *key;
+    size_t offset; /* of a bool in struct nic_svc */
+    int def;
+} sim_svc_flags[] = {
+    {"system", offsetof(struct nic_svc, is_system), 0},
+    {"enabled", offsetof(struct nic_svc, enabled), 1},
+    {"restricted_members", offsetof(struct nic_svc, restricted_members), 0},
+    {"restricted_vnis", offsetof(struct nic_svc, restricted_vnis), -1},
+    {"restricted_tcs", offsetof(struct nic_svc, restricted_tcs), 0},
+    {"resource_limits", offsetof(struct nic_svc, resource_limits), 0},
+};
+
+#define SIM_NFLAGS (sizeof(sim_svc_flags) / sizeof(sim_svc_flags[0]))
 
 /* Where a parse is, for messages naming the file. */
 struct sim_parse {
@@ -155,21 +173,6 @@ static int get_uint(const struct sim_parse *p,
         return -1;
     }
     *out = json_integer_value(v);
-    return 0;
-}
-
-static int get_bool(const struct sim_parse *p,
-                    json_t *obj,
-                    const char *where,
-                    const char *key,
-                    bool def,
-                    bool *out)
-{
-    json_int_t n = 0;
-
-    if (get_uint(p, obj, where, key, -1, def, &n) < 0)
-        return -1;
-    *out = n != 0;
     return 0;
 }
 
@@ -260,30 +263,15 @@ static int parse_svc(const struct sim_parse *p,
     if (n == 0)
         return parse_fail(p, where, "svc_id", "a service id is 1 or more");
     svc->svc_id = (unsigned)n;
-    if (parse_vnis(p, obj, where, svc) < 0
-        || get_bool(p, obj, where, "system", false, &svc->is_system) < 0
-        || get_bool(p, obj, where, "enabled", true, &svc->enabled) < 0
-        || get_bool(p,
-                    obj,
-                    where,
-                    "restricted_members",
-                    false,
-                    &svc->restricted_members)
-               < 0
-        || get_bool(p,
-                    obj,
-                    where,
-                    "restricted_vnis",
-                    svc->nvnis > 0,
-                    &svc->restricted_vnis)
-               < 0
-        || get_bool(
-               p, obj, where, "restricted_tcs", false, &svc->restricted_tcs)
-               < 0
-        || get_bool(
-               p, obj, where, "resource_limits", false, &svc->resource_limits)
-               < 0)
+    if (parse_vnis(p, obj, where, svc) < 0)
         return -1;
+    for (size_t i = 0; i < SIM_NFLAGS; i++) {
+        int def =
+            sim_svc_flags[i].def < 0 ? svc->nvnis > 0 : sim_svc_flags[i].def;
+        if (get_uint(p, obj, where, sim_svc_flags[i].key, -1, def, &n) < 0)
+            return -1;
+        *(bool *)((char *)svc + sim_svc_flags[i].offset) = n != 0;
+    }
     if (json_object_get(obj, "uid")) {
         if (get_uint(p, obj, where, "uid", UINT32_MAX - 1, 0, &n) < 0)
             return -1;
@@ -384,8 +372,9 @@ static int parse_faults(const struct sim_parse *p,
     if (get_uint(p, f, "faults", "destroy_ebusy", INT_MAX, 0, &n) < 0)
         return -1;
     nic->destroy_ebusy = (unsigned)n;
-    if (get_bool(p, f, "faults", "open_fail", false, &nic->open_fail) < 0)
+    if (get_uint(p, f, "faults", "open_fail", -1, 0, &n) < 0)
         return -1;
+    nic->open_fail = n != 0;
     nic->alloc_error = 0;
     if (e && !json_is_null(e)) {
         const char *s = json_string_value(e);
@@ -496,35 +485,30 @@ static json_t *svc_json(const struct nic_svc *svc)
         if (json_array_append_new(vnis, json_integer(svc->vnis[i])) < 0)
             goto done;
     }
-    o = json_pack(
-        "{s:I, s:b, s:b, s:b, s:b, s:O, s:b, s:I, s:b, s:I,"
-        " s:o, s:o, s:o}",
-        "svc_id",
-        (json_int_t)svc->svc_id,
-        "system",
-        svc->is_system,
-        "enabled",
-        svc->enabled,
-        "restricted_members",
-        svc->restricted_members,
-        "restricted_vnis",
-        svc->restricted_vnis,
-        "vnis",
-        vnis,
-        "restricted_tcs",
-        svc->restricted_tcs,
-        "tcs",
-        (json_int_t)svc->tcs_mask,
-        "resource_limits",
-        svc->resource_limits,
-        "lnis",
-        (json_int_t)svc->lnis,
-        "max",
-        rsrc_json(svc->max),
-        "res",
-        rsrc_json(svc->res),
-        "use",
-        rsrc_json(svc->use));
+    o = json_pack("{s:I, s:O, s:I, s:I, s:o, s:o, s:o}",
+                  "svc_id",
+                  (json_int_t)svc->svc_id,
+                  "vnis",
+                  vnis,
+                  "tcs",
+                  (json_int_t)svc->tcs_mask,
+                  "lnis",
+                  (json_int_t)svc->lnis,
+                  "max",
+                  rsrc_json(svc->max),
+                  "res",
+                  rsrc_json(svc->res),
+                  "use",
+                  rsrc_json(svc->use));
+    for (size_t i = 0; o && i < SIM_NFLAGS; i++) {
+        const bool *flag =
+            (const bool *)((const char *)svc + sim_svc_flags[i].offset);
+        if (json_object_set_new(o, sim_svc_flags[i].key, json_boolean(*flag))
+            < 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
     if (o && svc->has_uid
         && json_object_set_new(o, "uid", json_integer(svc->uid)) < 0) {
         json_decref(o);
@@ -578,13 +562,13 @@ done:
 }
 
 /* Build DIR/<prefix>cxiN<suffix> into buf. */
-int simfile_path(char *buf,
-                 size_t size,
-                 const char *dir,
-                 const char *prefix,
-                 const char *name,
-                 const char *suffix,
-                 vnib_error_t *errp)
+static int sim_path(char *buf,
+                    size_t size,
+                    const char *dir,
+                    const char *prefix,
+                    const char *name,
+                    const char *suffix,
+                    vnib_error_t *errp)
 {
     int n = snprintf(buf, size, "%s/%s%s%s", dir, prefix, name, suffix);
 
@@ -611,9 +595,8 @@ int simfile_store(const char *dir,
     int rc = -1;
 
     snprintf(suffix, sizeof(suffix), ".json.tmp.%ld", (long)getpid());
-    if (simfile_path(tmp, sizeof(tmp), dir, ".", nic->name, suffix, errp) < 0
-        || simfile_path(path, sizeof(path), dir, "", nic->name, ".json", errp)
-               < 0)
+    if (sim_path(tmp, sizeof(tmp), dir, ".", nic->name, suffix, errp) < 0
+        || sim_path(path, sizeof(path), dir, "", nic->name, ".json", errp) < 0)
         goto done;
     if (!(root = nic_json(nic))) {
         errno = ENOMEM;
@@ -673,7 +656,7 @@ static int sim_lock(const char *dir,
     char path[PATH_MAX];
     int fd;
 
-    if (simfile_path(path, sizeof(path), dir, ".", name, ".lock", errp) < 0)
+    if (sim_path(path, sizeof(path), dir, ".", name, ".lock", errp) < 0)
         return -1;
     fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
@@ -740,8 +723,7 @@ int simfile_open(const char *dir,
     memset(so, 0, sizeof(*so));
     so->lockfd = -1;
     snprintf(name, sizeof(name), "cxi%u", (unsigned)dev_id);
-    if (simfile_path(so->path, sizeof(so->path), dir, "", name, ".json", errp)
-        < 0)
+    if (sim_path(so->path, sizeof(so->path), dir, "", name, ".json", errp) < 0)
         return -1;
     if (stat(so->path, &st) < 0) {
         errno = ENODEV;
@@ -888,4 +870,19 @@ int simfile_create(const char *dir, uint32_t dev_id, vnib_error_t *errp)
     sim_unlock(fd);
     sim_nic_free(&nic);
     return rc;
+}
+
+int simfile_check_new(const char *dir, uint32_t dev_id, vnib_error_t *errp)
+{
+    char path[PATH_MAX], name[NIC_NAME_MAX];
+    struct stat st;
+
+    snprintf(name, sizeof(name), "cxi%u", (unsigned)dev_id);
+    if (sim_path(path, sizeof(path), dir, "", name, ".json", errp) < 0)
+        return -1;
+    if (lstat(path, &st) == 0) {
+        errno = EEXIST;
+        return errprintf(errp, "sim: %s: already exists", path);
+    }
+    return 0;
 }

@@ -11,7 +11,6 @@
 
 #include <limits.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "agent/nic.h"
@@ -72,13 +71,7 @@ int simfile_scan(const char *dir,
                  int *countp,
                  vnib_error_t *errp);
 
-/* Build DIR/<prefix>cxiN<suffix> into buf (ENAMETOOLONG). */
-int simfile_path(char *buf,
-                 size_t size,
-                 const char *dir,
-                 const char *prefix,
-                 const char *name,
-                 const char *suffix,
-                 vnib_error_t *errp);
+/* 0 when cxi<dev_id> has no file in dir yet, else -1 (EEXIST). */
+int simfile_check_new(const char *dir, uint32_t dev_id, vnib_error_t *errp);
 
 #endif /* !VNIB_AGENT_NIC_SIM_FILE_H */
