@@ -21,6 +21,64 @@
 #include "agent/services.h"
 #include "agent/slurmcpus.h"
 
+int cmd_env(struct cmd_ctx *a, const struct cmd_opts *o)
+{
+    vnib_error_t error = {""};
+    struct jobenv env = {{NULL}};
+    json_t *res = NULL;
+    int *ids = NULL;
+    int rc = CMD_DONE, status;
+
+    if (!jobenv_format_valid(o->format))
+        return cmd_fail(a,
+                        CMD_USAGE,
+                        "env: --format '%s' is not export, json or "
+                        "slurm-taskprolog",
+                        o->format);
+    if (geteuid() != 0) {
+        /* A user reads what root's prolog left for the job; it cannot
+         * read the node token, and must not. */
+        if (jobstate_read_env(a->cfg->state_dir, o->job, &env, &error) < 0) {
+            if (errno != ENOENT)
+                return cmd_fail(a, CMD_FAILED, "env: %s", error.text);
+            cmd_warn(a,
+                     "job %s: no environment prepared on this node; "
+                     "clearing the variables",
+                     o->job);
+        }
+    } else {
+        if ((rc = cmd_connect(a)) != CMD_DONE)
+            return rc;
+        status = cmd_fetch(a, o->job, a->cfg->fetch_timeout_ms, &res, &error);
+        if (status != 200 && status != 404) {
+            rc = cmd_broker_failure(a, "env", status, &error);
+            goto done;
+        }
+        if (status == 200) {
+            struct services_job job;
+            if (cmd_job_from(res, &job, 0) < 0) {
+                rc = cmd_fail(a, CMD_FAILED, "env: malformed reservation");
+                goto done;
+            }
+            if ((rc = cmd_open_nics(a)) != CMD_DONE)
+                goto done;
+            if (!(ids = calloc((size_t)a->ndev + 1, sizeof(*ids)))
+                || services_find(a->nb, a->devs, a->ndev, &job, ids, &error) < 0
+                || jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0) {
+                rc = cmd_fail(a, CMD_FAILED, "env: %s", error.text);
+                goto done;
+            }
+        }
+    }
+    if (jobenv_write(&env, a->json ? "json" : o->format, a->out, &error) < 0)
+        rc = cmd_fail(a, CMD_FAILED, "env: %s", error.text);
+done:
+    jobenv_clear(&env);
+    json_decref(res);
+    free(ids);
+    return rc;
+}
+
 /* This node's cores: --ncores, else Slurm's environment, else online CPUs. */
 static int job_cores(struct cmd_ctx *a, const struct cmd_opts *o, unsigned *np)
 {
@@ -319,63 +377,5 @@ done:
     json_decref(record);
     free(ids);
     free(created);
-    return rc;
-}
-
-int cmd_env(struct cmd_ctx *a, const struct cmd_opts *o)
-{
-    vnib_error_t error = {""};
-    struct jobenv env = {{NULL}};
-    json_t *res = NULL;
-    int *ids = NULL;
-    int rc = CMD_DONE, status;
-
-    if (!jobenv_format_valid(o->format))
-        return cmd_fail(a,
-                        CMD_USAGE,
-                        "env: --format '%s' is not export, json or "
-                        "slurm-taskprolog",
-                        o->format);
-    if (geteuid() != 0) {
-        /* A user reads what root's prolog left for the job; it cannot
-         * read the node token, and must not. */
-        if (jobstate_read_env(a->cfg->state_dir, o->job, &env, &error) < 0) {
-            if (errno != ENOENT)
-                return cmd_fail(a, CMD_FAILED, "env: %s", error.text);
-            cmd_warn(a,
-                     "job %s: no environment prepared on this node; "
-                     "clearing the variables",
-                     o->job);
-        }
-    } else {
-        if ((rc = cmd_connect(a)) != CMD_DONE)
-            return rc;
-        status = cmd_fetch(a, o->job, a->cfg->fetch_timeout_ms, &res, &error);
-        if (status != 200 && status != 404) {
-            rc = cmd_broker_failure(a, "env", status, &error);
-            goto done;
-        }
-        if (status == 200) {
-            struct services_job job;
-            if (cmd_job_from(res, &job, 0) < 0) {
-                rc = cmd_fail(a, CMD_FAILED, "env: malformed reservation");
-                goto done;
-            }
-            if ((rc = cmd_open_nics(a)) != CMD_DONE)
-                goto done;
-            if (!(ids = calloc((size_t)a->ndev + 1, sizeof(*ids)))
-                || services_find(a->nb, a->devs, a->ndev, &job, ids, &error) < 0
-                || jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0) {
-                rc = cmd_fail(a, CMD_FAILED, "env: %s", error.text);
-                goto done;
-            }
-        }
-    }
-    if (jobenv_write(&env, a->json ? "json" : o->format, a->out, &error) < 0)
-        rc = cmd_fail(a, CMD_FAILED, "env: %s", error.text);
-done:
-    jobenv_clear(&env);
-    json_decref(res);
-    free(ids);
     return rc;
 }

@@ -62,8 +62,7 @@ static int destroy(struct cmd_ctx *a,
 static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
 {
     vnib_error_t error = {""};
-    json_t *res = NULL, *record = NULL, *src = NULL, *done = json_array(),
-           *left = json_array();
+    json_t *src = NULL, *done = json_array(), *left = json_array();
     const char *what = final ? "housekeeping" : "epilog";
     const char *outcome = "none";
     struct services_job job;
@@ -79,10 +78,11 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
     long retry = o->retry_ms >= 0 ? o->retry_ms
                  : final          ? a->cfg->housekeeping_retry_busy_ms
                                   : a->cfg->epilog_retry_busy_ms;
-    if ((record = jobstate_load(a->cfg->state_dir, o->job, &error)))
-        src = record;
-    else {
-        status = cmd_fetch(a, o->job, a->cfg->spool_after_ms, &res, &error);
+    /* src: the node's record, else the broker's reservation. */
+    bool fetched = false;
+    if (!(src = jobstate_load(a->cfg->state_dir, o->job, &error))) {
+        fetched = true;
+        status = cmd_fetch(a, o->job, a->cfg->spool_after_ms, &src, &error);
         if (status != 200) {
             if (status < 0)
                 cmd_warn(
@@ -100,10 +100,9 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
             rc = CMD_DONE;
             goto out;
         }
-        src = res;
     }
     res_id = json_integer_value(
-        json_object_get(src, src == res ? "id" : "reservation_id"));
+        json_object_get(src, fetched ? "id" : "reservation_id"));
     if (cmd_job_from(src, &job, a->cfg->floor_percent) < 0) {
         rc = cmd_fail(a, CMD_FAILED, "job %s: malformed reservation", o->job);
         goto out;
@@ -234,8 +233,7 @@ print:
         cmd_print_result(a, o2);
     }
 out:
-    json_decref(res);
-    json_decref(record);
+    json_decref(src);
     json_decref(done);
     json_decref(left);
     return rc;

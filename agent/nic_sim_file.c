@@ -479,43 +479,44 @@ static json_t *rsrc_json(const uint16_t v[NIC_RSRC_COUNT])
 static json_t *svc_json(const struct nic_svc *svc)
 {
     json_t *vnis = json_array();
-    json_t *o = NULL;
+    json_t *o = json_object();
+    bool ok = vnis && o;
 
-    for (int i = 0; vnis && i < svc->nvnis; i++) {
-        if (json_array_append_new(vnis, json_integer(svc->vnis[i])) < 0)
-            goto done;
+    for (int i = 0; ok && i < svc->nvnis; i++)
+        ok = json_array_append_new(vnis, json_integer(svc->vnis[i])) == 0;
+    const struct {
+        const char *key;
+        json_t *value;
+    } fields[] = {
+        {"svc_id", json_integer(svc->svc_id)},
+        {"vnis", vnis},
+        {"tcs", json_integer(svc->tcs_mask)},
+        {"lnis", json_integer(svc->lnis)},
+        {"max", rsrc_json(svc->max)},
+        {"res", rsrc_json(svc->res)},
+        {"use", rsrc_json(svc->use)},
+    };
+    /* Every value is set (or freed) whatever happens before it. */
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (!fields[i].value)
+            ok = false;
+        else if (!o)
+            json_decref(fields[i].value);
+        else if (json_object_set_new(o, fields[i].key, fields[i].value) < 0)
+            ok = false;
     }
-    o = json_pack("{s:I, s:O, s:I, s:I, s:o, s:o, s:o}",
-                  "svc_id",
-                  (json_int_t)svc->svc_id,
-                  "vnis",
-                  vnis,
-                  "tcs",
-                  (json_int_t)svc->tcs_mask,
-                  "lnis",
-                  (json_int_t)svc->lnis,
-                  "max",
-                  rsrc_json(svc->max),
-                  "res",
-                  rsrc_json(svc->res),
-                  "use",
-                  rsrc_json(svc->use));
-    for (size_t i = 0; o && i < SIM_NFLAGS; i++) {
+    if (ok && svc->has_uid)
+        ok = json_object_set_new(o, "uid", json_integer(svc->uid)) == 0;
+    for (size_t i = 0; ok && i < SIM_NFLAGS; i++) {
         const bool *flag =
             (const bool *)((const char *)svc + sim_svc_flags[i].offset);
-        if (json_object_set_new(o, sim_svc_flags[i].key, json_boolean(*flag))
-            < 0) {
-            json_decref(o);
-            o = NULL;
-        }
+        ok = json_object_set_new(o, sim_svc_flags[i].key, json_boolean(*flag))
+             == 0;
     }
-    if (o && svc->has_uid
-        && json_object_set_new(o, "uid", json_integer(svc->uid)) < 0) {
+    if (!ok) {
         json_decref(o);
-        o = NULL;
+        return NULL;
     }
-done:
-    json_decref(vnis);
     return o;
 }
 
