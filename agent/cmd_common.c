@@ -134,6 +134,9 @@ int cmd_open_nics(struct cmd_ctx *a)
     vnib_error_t error = {""};
     const char *arg =
         !strcmp(a->cfg->backend, "sim") ? a->cfg->sim_dir : a->cfg->libcxi;
+    free(a->devs); /* a second command in one process lists them anew */
+    a->devs = NULL;
+    a->ndev = 0;
     if ((!a->nb && !(a->nb = nic_create(a->cfg->backend, arg, &error)))
         || nic_list(a->nb, &a->devs, &a->ndev, &error) < 0)
         return cmd_fail(a, CMD_FAILED, "%s", error.text);
