@@ -209,8 +209,9 @@ static int parse_opts(struct cmd_ctx *a,
                             pre,
                             sep,
                             argv[optind - 1]);
-        if (c == 'h')
-            c = 256 + n - 1; /* --help is last */
+        if (c == 'h') /* -h: the --help row */
+            for (c = 256; c < 256 + n && defs[c - 256].kind != OPT_HELP; c++)
+                ;
         if (c < 256 || c >= 256 + n)
             return cmd_fail(a,
                             CMD_USAGE,
