@@ -1,5 +1,6 @@
 /* Broker calls with retries under a deadline (see broker.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,20 +93,18 @@ int broker_get(struct vnib_client *c,
     return retry(c, get_attempt, path, deadline_ms, replyp, errp);
 }
 
-int broker_fetch(struct vnib_client *c,
-                 const char *job_id,
-                 long deadline_ms,
-                 json_t **replyp,
-                 vnib_error_t *errp)
+int broker_job_path(const char *job_id,
+                    char *buf,
+                    size_t size,
+                    vnib_error_t *errp)
 {
     char *esc = vnib_client_escape(job_id);
-    char path[600];
 
     if (!esc)
         return errprintf(errp, "out of memory");
-    snprintf(path, sizeof(path), "/v1/reservations/%s", esc);
+    snprintf(buf, size, "/v1/reservations/%s", esc);
     free(esc);
-    return broker_get(c, path, deadline_ms, replyp, errp);
+    return 0;
 }
 
 static int report_attempt(struct vnib_client *c,

@@ -13,6 +13,8 @@
 #ifndef VNIB_AGENT_BROKER_H
 #define VNIB_AGENT_BROKER_H
 
+#include <stddef.h>
+
 #include <jansson.h>
 
 #include "vnib/client.h"
@@ -25,12 +27,14 @@ int broker_get(struct vnib_client *c,
                json_t **replyp,
                vnib_error_t *errp);
 
-/* GET /v1/reservations/JOB: the newest reservation of a job. */
-int broker_fetch(struct vnib_client *c,
-                 const char *job_id,
-                 long deadline_ms,
-                 json_t **replyp,
-                 vnib_error_t *errp);
+/* The path of a job's newest reservation, "/v1/reservations/JOB" with JOB
+ * escaped, into buf (600 bytes hold any valid job id).  Returns 0, or -1
+ * with errno ENOMEM.
+ */
+int broker_job_path(const char *job_id,
+                    char *buf,
+                    size_t size,
+                    vnib_error_t *errp);
 
 /* PUT a node report (idempotent, so retrying is safe). */
 int broker_report(struct vnib_client *c,

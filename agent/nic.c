@@ -39,25 +39,17 @@ struct nic_ops {
                        vnib_error_t *errp);
 };
 
+/* The table entry of a backend whose operations are PREFIX_open... */
+#define NIC_OPS(name, prefix)                                                 \
+    {                                                                         \
+        .kind = name, .open = prefix##_open, .close = prefix##_close,         \
+        .list = prefix##_list, .svc_list = prefix##_svc_list,                 \
+        .svc_alloc = prefix##_svc_alloc, .svc_destroy = prefix##_svc_destroy, \
+    }
+
 static const struct nic_ops nic_table[] = {
-    {
-        .kind = "libcxi",
-        .open = nic_cxi_open,
-        .close = nic_cxi_close,
-        .list = nic_cxi_list,
-        .svc_list = nic_cxi_svc_list,
-        .svc_alloc = nic_cxi_svc_alloc,
-        .svc_destroy = nic_cxi_svc_destroy,
-    },
-    {
-        .kind = "sim",
-        .open = nic_sim_open,
-        .close = nic_sim_close,
-        .list = nic_sim_list,
-        .svc_list = nic_sim_svc_list,
-        .svc_alloc = nic_sim_svc_alloc,
-        .svc_destroy = nic_sim_svc_destroy,
-    },
+    NIC_OPS("libcxi", nic_cxi),
+    NIC_OPS("sim", nic_sim),
 };
 
 struct nic_backend {

@@ -588,6 +588,15 @@ done:
     return rc;
 }
 
+/* Close d, keeping errno; returns rc. */
+static int cxi_dev_close(const struct nic_cxi *cxi, struct cxil_dev *d, int rc)
+{
+    int e = errno;
+    cxi->close_device(d);
+    errno = e;
+    return rc;
+}
+
 int nic_cxi_svc_alloc(void *impl,
                       const struct nic_info *dev,
                       const struct nic_svc *req,
@@ -628,12 +637,7 @@ int nic_cxi_svc_alloc(void *impl,
         *svc_idp = (unsigned)rc;
         rc = 0;
     }
-    {
-        int e = errno;
-        cxi->close_device(d);
-        errno = e;
-    }
-    return rc;
+    return cxi_dev_close(cxi, d, rc);
 }
 
 int nic_cxi_svc_destroy(void *impl,
@@ -662,10 +666,5 @@ int nic_cxi_svc_destroy(void *impl,
     } else {
         rc = 0;
     }
-    {
-        int e = errno;
-        cxi->close_device(d);
-        errno = e;
-    }
-    return rc;
+    return cxi_dev_close(cxi, d, rc);
 }

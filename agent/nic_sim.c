@@ -4,38 +4,9 @@
  * without Slingshot hardware: the same errno values for the same mistakes,
  * real reservation arithmetic, and faults that can be switched on from
  * outside (a busy service, a failing alloc, a NIC that cannot be opened).
- *
- * The file DIR/cxiN.json, written by nic_sim_init and kept readable:
- *
- *   {"name": "cxi0", "dev_id": 0,
- *    "capacity": {"pte": 2048, "txq": 1024, "tgq": 512, "eq": 2047,
- *                 "ct": 2047, "le": 16384, "tle": 2048, "ac": 1022},
- *    "next_svc_id": 3,
- *    "services": [
- *      {"svc_id": 1, "system": false, "enabled": false,
- *       "restricted_members": false, "uid": 1000 (only when a member),
- *       "restricted_vnis": true, "vnis": [1, 10],
- *       "restricted_tcs": false, "tcs": 15,
- *       "resource_limits": false, "lnis": 0,
- *       "max": {...}, "res": {...}, "use": {...}}, ...],
- *    "faults": {"destroy_ebusy": 0, "alloc_error": null,
- *               "alloc_error_count": 0, "open_fail": false}}
- *
- * Resource objects have the keys of nic_rsrc_name().  Every key may be
- * left out so that tests can write short files: name and dev_id follow the
- * file name, capacity keys default to the Cassini maxima, services to the
- * default service alone, next_svc_id to one past the highest id, a
- * service's flags to false except "enabled" (true) and "restricted_vnis"
- * (true when "vnis" is not empty), tcs to 15, max to the capacity, res and
- * use to 0, faults to none, and alloc_error_count to 1 when alloc_error
- * is set.  Unknown keys and wrong types are errors naming the file.
- *
- * Several agents may work on one node at once.  Each operation takes
- * flock on DIR/.cxiN.lock (shared to read, exclusive to change), reads the
- * file, and replaces it with rename(2) from DIR/.cxiN.json.tmp.PID.  The
- * lock is on a separate file because rename replaces the data file's
- * inode.  Fault counters are stored the same way, so a count of EBUSY
- * answers spans processes.
+ * This file is the driver's side: listing, allocating and destroying
+ * services, and their reservation rules; agent/nic_sim_file.c keeps the
+ * files (their format is described there).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,753 +24,16 @@
 #include <jansson.h>
 
 #include "agent/nic_sim.h"
+#include "agent/nic_sim_file.h"
 
 /* libcxi's limits, as the driver applies them (see the reference notes). */
-#define SIM_DEFAULT_SVC_ID 1
 #define SIM_LE_POOLS 15 /* user services that may reserve LEs */
 #define SIM_TLE_POOLS 3 /* user services that may reserve TLEs */
 #define SIM_TLE_MIN 8   /* least TLE reservation of a limited service */
-#define SIM_DEFAULT_TLE_RES 512
-#define SIM_MAX_SVCS 4096  /* refuse larger files rather than loop on them */
-#define SIM_MAX_FILES 4096 /* NIC files in one directory */
-#define SIM_TCS_ALL 0x1f   /* CXI_TC_MAX bits */
-
-/* Cassini device maxima, in enum nic_rsrc order. */
-static const uint16_t sim_default_cap[NIC_RSRC_COUNT] = {
-    2048, 1024, 512, 2047, 2047, 16384, 2048, 1022};
-
-/* What the system service of a new file holds (kfilnd and friends). */
-static const uint16_t sim_system_rsrc[NIC_RSRC_COUNT] = {
-    64, 64, 32, 64, 64, 1024, 0, 16};
-
-static const uint16_t sim_zero[NIC_RSRC_COUNT];
-
-/* The faults "alloc_error" may name. */
-static const struct {
-    int errnum;
-    const char *name;
-} sim_errnames[] = {
-    {ENOSPC, "ENOSPC"},
-    {EINVAL, "EINVAL"},
-    {EPERM, "EPERM"},
-};
 
 struct nic_sim {
     char *dir;
 };
-
-/* One NIC file in memory; svcs is kept sorted by svc_id. */
-struct sim_nic {
-    char name[NIC_NAME_MAX];
-    uint32_t dev_id;
-    uint16_t cap[NIC_RSRC_COUNT];
-    unsigned next_svc_id;
-    struct nic_svc *svcs;
-    int nsvcs;
-    unsigned destroy_ebusy; /* answer EBUSY to this many destroys */
-    int alloc_error;        /* 0, or the errno of injected alloc failures */
-    unsigned alloc_error_count;
-    bool open_fail; /* the NIC cannot be opened (ENODEV) */
-};
-
-/* A NIC opened for one operation: its lock held, its file read. */
-struct sim_open {
-    int lockfd;
-    char path[PATH_MAX]; /* DIR/cxiN.json */
-    struct sim_nic nic;
-};
-
-/* Where a parse is, for messages naming the file. */
-struct sim_parse {
-    const char *file;
-    vnib_error_t *errp;
-};
-
-/* A malformed file: the NIC cannot be opened.  where.key names the value
- * ("services[2].max", "faults"); both may be "".
- */
-static int parse_fail(const struct sim_parse *p,
-                      const char *where,
-                      const char *key,
-                      const char *what)
-{
-    char label[80];
-
-    snprintf(label,
-             sizeof(label),
-             "%s%s%s%s",
-             where,
-             where[0] && key[0] ? "." : "",
-             key,
-             where[0] || key[0] ? ": " : "");
-    errno = ENODEV;
-    return errprintf(p->errp, "sim: %s: %s%s", p->file, label, what);
-}
-
-static int check_keys(const struct sim_parse *p,
-                      json_t *obj,
-                      const char *where,
-                      const char *const *allowed)
-{
-    const char *key;
-    json_t *val;
-    char what[96];
-
-    json_object_foreach (obj, key, val) {
-        size_t i = 0;
-        while (allowed[i] && strcmp(allowed[i], key) != 0)
-            i++;
-        if (!allowed[i]) {
-            snprintf(what, sizeof(what), "unknown key '%.40s'", key);
-            return parse_fail(p, where, "", what);
-        }
-    }
-    return 0;
-}
-
-static int get_uint(const struct sim_parse *p,
-                    json_t *obj,
-                    const char *where,
-                    const char *key,
-                    json_int_t max,
-                    json_int_t def,
-                    json_int_t *out)
-{
-    json_t *v = json_object_get(obj, key);
-    char what[64];
-
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < 0
-        || json_integer_value(v) > max) {
-        snprintf(
-            what, sizeof(what), "expected an integer 0..%lld", (long long)max);
-        /* The -1 is spelt out: clang's analyzer, this deep in calls, no
-         * longer follows parse_fail to see that *out is set on 0. */
-        parse_fail(p, where, key, what);
-        return -1;
-    }
-    *out = json_integer_value(v);
-    return 0;
-}
-
-static int get_bool(const struct sim_parse *p,
-                    json_t *obj,
-                    const char *where,
-                    const char *key,
-                    bool def,
-                    bool *out)
-{
-    json_t *v = json_object_get(obj, key);
-
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    if (!json_is_boolean(v))
-        return parse_fail(p, where, key, "expected true or false");
-    *out = json_is_true(v);
-    return 0;
-}
-
-/* A resource object; keys left out take def[r]. */
-static int get_rsrc(const struct sim_parse *p,
-                    json_t *obj,
-                    const char *where,
-                    const char *key,
-                    const uint16_t def[NIC_RSRC_COUNT],
-                    uint16_t out[NIC_RSRC_COUNT])
-{
-    static const char *const keys[] = {
-        "pte", "txq", "tgq", "eq", "ct", "le", "tle", "ac", NULL};
-    json_t *v = json_object_get(obj, key);
-    char sub[64];
-
-    snprintf(sub, sizeof(sub), "%s%s%s", where, where[0] ? "." : "", key);
-    if (v && !json_is_object(v))
-        return parse_fail(p, sub, "", "expected an object");
-    if (v && check_keys(p, v, sub, keys) < 0)
-        return -1;
-    for (int r = 0; r < NIC_RSRC_COUNT; r++) {
-        json_int_t n;
-        if (get_uint(p, v, sub, keys[r], UINT16_MAX, def[r], &n) < 0)
-            return -1;
-        out[r] = (uint16_t)n;
-    }
-    return 0;
-}
-
-static int parse_vnis(const struct sim_parse *p,
-                      json_t *obj,
-                      const char *where,
-                      struct nic_svc *svc)
-{
-    json_t *v = json_object_get(obj, "vnis");
-    size_t i;
-    json_t *vni;
-
-    svc->nvnis = 0;
-    if (!v)
-        return 0;
-    if (!json_is_array(v) || json_array_size(v) > NIC_MAX_VNIS)
-        return parse_fail(p, where, "vnis", "expected an array of 0..4 VNIs");
-    json_array_foreach (v, i, vni) {
-        if (!json_is_integer(vni) || json_integer_value(vni) < 1
-            || json_integer_value(vni) > UINT16_MAX)
-            return parse_fail(p, where, "vnis", "a VNI is 1..65535");
-        svc->vnis[svc->nvnis++] = (uint16_t)json_integer_value(vni);
-    }
-    return 0;
-}
-
-static int parse_svc(const struct sim_parse *p,
-                     json_t *obj,
-                     int index,
-                     const uint16_t cap[NIC_RSRC_COUNT],
-                     struct nic_svc *svc)
-{
-    static const char *const keys[] = {"svc_id",
-                                       "system",
-                                       "enabled",
-                                       "restricted_members",
-                                       "uid",
-                                       "restricted_vnis",
-                                       "vnis",
-                                       "restricted_tcs",
-                                       "tcs",
-                                       "resource_limits",
-                                       "lnis",
-                                       "max",
-                                       "res",
-                                       "use",
-                                       NULL};
-    char where[32];
-    json_int_t n;
-
-    snprintf(where, sizeof(where), "services[%d]", index);
-    memset(svc, 0, sizeof(*svc));
-    if (!json_is_object(obj))
-        return parse_fail(p, where, "", "expected an object");
-    if (check_keys(p, obj, where, keys) < 0)
-        return -1;
-    if (!json_object_get(obj, "svc_id"))
-        return parse_fail(p, where, "svc_id", "missing");
-    if (get_uint(p, obj, where, "svc_id", INT_MAX, 0, &n) < 0)
-        return -1;
-    if (n == 0)
-        return parse_fail(p, where, "svc_id", "a service id is 1 or more");
-    svc->svc_id = (unsigned)n;
-    if (parse_vnis(p, obj, where, svc) < 0
-        || get_bool(p, obj, where, "system", false, &svc->is_system) < 0
-        || get_bool(p, obj, where, "enabled", true, &svc->enabled) < 0
-        || get_bool(p,
-                    obj,
-                    where,
-                    "restricted_members",
-                    false,
-                    &svc->restricted_members)
-               < 0
-        || get_bool(p,
-                    obj,
-                    where,
-                    "restricted_vnis",
-                    svc->nvnis > 0,
-                    &svc->restricted_vnis)
-               < 0
-        || get_bool(
-               p, obj, where, "restricted_tcs", false, &svc->restricted_tcs)
-               < 0
-        || get_bool(
-               p, obj, where, "resource_limits", false, &svc->resource_limits)
-               < 0)
-        return -1;
-    if (json_object_get(obj, "uid")) {
-        if (get_uint(p, obj, where, "uid", UINT32_MAX - 1, 0, &n) < 0)
-            return -1;
-        svc->has_uid = true;
-        svc->uid = (uid_t)n;
-    }
-    if (get_uint(p, obj, where, "tcs", SIM_TCS_ALL, 0xf, &n) < 0)
-        return -1;
-    svc->tcs_mask = (unsigned)n;
-    if (get_uint(p, obj, where, "lnis", INT_MAX, 0, &n) < 0)
-        return -1;
-    svc->lnis = (unsigned)n;
-    if (get_rsrc(p, obj, where, "max", cap, svc->max) < 0
-        || get_rsrc(p, obj, where, "res", sim_zero, svc->res) < 0
-        || get_rsrc(p, obj, where, "use", sim_zero, svc->use) < 0)
-        return -1;
-    return 0;
-}
-
-/* The default service as the driver creates it at probe. */
-static void sim_default_svc(const uint16_t cap[NIC_RSRC_COUNT],
-                            struct nic_svc *svc)
-{
-    memset(svc, 0, sizeof(*svc));
-    svc->svc_id = SIM_DEFAULT_SVC_ID;
-    svc->enabled = false; /* disable_default_svc=1, HPE's default */
-    svc->restricted_vnis = true;
-    svc->nvnis = 2;
-    svc->vnis[0] = 1;
-    svc->vnis[1] = 10;
-    svc->tcs_mask = 0xf;
-    memcpy(svc->max, cap, sizeof(svc->max));
-    svc->res[NIC_RSRC_TLE] = cap[NIC_RSRC_TLE] < SIM_DEFAULT_TLE_RES
-                                 ? cap[NIC_RSRC_TLE]
-                                 : SIM_DEFAULT_TLE_RES;
-}
-
-static int svc_cmp(const void *a, const void *b)
-{
-    const struct nic_svc *x = a, *y = b;
-    return (x->svc_id > y->svc_id) - (x->svc_id < y->svc_id);
-}
-
-static int parse_services(const struct sim_parse *p,
-                          json_t *root,
-                          struct sim_nic *nic)
-{
-    json_t *v = json_object_get(root, "services");
-    size_t n = v ? json_array_size(v) : 1;
-
-    if (v && !json_is_array(v))
-        return parse_fail(p, "services", "", "expected an array");
-    if (n > SIM_MAX_SVCS)
-        return parse_fail(p, "services", "", "too many services");
-    if (n > 0 && !(nic->svcs = calloc(n, sizeof(*nic->svcs)))) {
-        errno = ENOMEM;
-        return errprintf(p->errp, "sim: %s: out of memory", p->file);
-    }
-    if (!v) {
-        sim_default_svc(nic->cap, &nic->svcs[0]);
-        nic->nsvcs = 1;
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (parse_svc(p, json_array_get(v, i), (int)i, nic->cap, &nic->svcs[i])
-            < 0)
-            return -1;
-        nic->nsvcs++;
-    }
-    qsort(nic->svcs, n, sizeof(*nic->svcs), svc_cmp);
-    for (size_t i = 1; i < n; i++) {
-        if (nic->svcs[i].svc_id == nic->svcs[i - 1].svc_id) {
-            char what[48];
-            snprintf(what,
-                     sizeof(what),
-                     "service id %u appears twice",
-                     nic->svcs[i].svc_id);
-            return parse_fail(p, "services", "", what);
-        }
-    }
-    return 0;
-}
-
-static int parse_faults(const struct sim_parse *p,
-                        json_t *root,
-                        struct sim_nic *nic)
-{
-    static const char *const keys[] = {
-        "destroy_ebusy", "alloc_error", "alloc_error_count", "open_fail", NULL};
-    json_t *f = json_object_get(root, "faults");
-    json_t *e = json_object_get(f, "alloc_error");
-    json_int_t n;
-
-    if (f && !json_is_object(f))
-        return parse_fail(p, "faults", "", "expected an object");
-    if (f && check_keys(p, f, "faults", keys) < 0)
-        return -1;
-    if (get_uint(p, f, "faults", "destroy_ebusy", INT_MAX, 0, &n) < 0)
-        return -1;
-    nic->destroy_ebusy = (unsigned)n;
-    if (get_bool(p, f, "faults", "open_fail", false, &nic->open_fail) < 0)
-        return -1;
-    nic->alloc_error = 0;
-    if (e && !json_is_null(e)) {
-        const char *s = json_string_value(e);
-        for (size_t i = 0;
-             s && i < sizeof(sim_errnames) / sizeof(sim_errnames[0]);
-             i++) {
-            if (strcmp(s, sim_errnames[i].name) == 0)
-                nic->alloc_error = sim_errnames[i].errnum;
-        }
-        if (!nic->alloc_error)
-            return parse_fail(p,
-                              "faults",
-                              "alloc_error",
-                              "expected null, \"ENOSPC\", \"EINVAL\" or "
-                              "\"EPERM\"");
-    }
-    if (get_uint(p,
-                 f,
-                 "faults",
-                 "alloc_error_count",
-                 INT_MAX,
-                 nic->alloc_error ? 1 : 0,
-                 &n)
-        < 0)
-        return -1;
-    nic->alloc_error_count = (unsigned)n;
-    return 0;
-}
-
-static void sim_nic_free(struct sim_nic *nic)
-{
-    int saved_errno = errno;
-    free(nic->svcs);
-    nic->svcs = NULL;
-    nic->nsvcs = 0;
-    errno = saved_errno;
-}
-
-/* Parse root, the contents of file, for the NIC cxi<dev_id>. */
-static int sim_parse_nic(json_t *root,
-                         const char *file,
-                         uint32_t dev_id,
-                         struct sim_nic *nic,
-                         vnib_error_t *errp)
-{
-    static const char *const keys[] = {"name",
-                                       "dev_id",
-                                       "capacity",
-                                       "next_svc_id",
-                                       "services",
-                                       "faults",
-                                       NULL};
-    const struct sim_parse p = {.file = file, .errp = errp};
-    json_t *name = json_object_get(root, "name");
-    json_int_t n;
-    unsigned next;
-
-    memset(nic, 0, sizeof(*nic));
-    snprintf(nic->name, sizeof(nic->name), "cxi%u", (unsigned)dev_id);
-    nic->dev_id = dev_id;
-    if (!json_is_object(root))
-        return parse_fail(&p, "", "", "expected an object");
-    if (check_keys(&p, root, "", keys) < 0)
-        return -1;
-    if (name
-        && (!json_is_string(name)
-            || strcmp(json_string_value(name), nic->name) != 0))
-        return parse_fail(&p, "name", "", "does not match the file name");
-    if (get_uint(&p, root, "", "dev_id", UINT32_MAX, dev_id, &n) < 0)
-        return -1;
-    if ((uint32_t)n != dev_id)
-        return parse_fail(&p, "dev_id", "", "does not match the file name");
-    if (get_rsrc(&p, root, "", "capacity", sim_default_cap, nic->cap) < 0
-        || parse_services(&p, root, nic) < 0 || parse_faults(&p, root, nic) < 0)
-        goto error;
-    next = SIM_DEFAULT_SVC_ID + 1;
-    if (nic->nsvcs > 0 && nic->svcs[nic->nsvcs - 1].svc_id >= next)
-        next = nic->svcs[nic->nsvcs - 1].svc_id + 1;
-    if (get_uint(&p, root, "", "next_svc_id", INT_MAX, next, &n) < 0)
-        goto error;
-    /* Never hand out an id that is in the file already. */
-    nic->next_svc_id = (unsigned)n > next ? (unsigned)n : next;
-    return 0;
-error:
-    sim_nic_free(nic);
-    return -1;
-}
-
-static json_t *rsrc_json(const uint16_t v[NIC_RSRC_COUNT])
-{
-    json_t *o = json_object();
-
-    for (int r = 0; o && r < NIC_RSRC_COUNT; r++) {
-        if (json_object_set_new(o, nic_rsrc_name(r), json_integer(v[r])) < 0) {
-            json_decref(o);
-            o = NULL;
-        }
-    }
-    return o;
-}
-
-static json_t *svc_json(const struct nic_svc *svc)
-{
-    json_t *vnis = json_array();
-    json_t *o = NULL;
-
-    for (int i = 0; vnis && i < svc->nvnis; i++) {
-        if (json_array_append_new(vnis, json_integer(svc->vnis[i])) < 0)
-            goto done;
-    }
-    o = json_pack(
-        "{s:I, s:b, s:b, s:b, s:b, s:O, s:b, s:I, s:b, s:I,"
-        " s:o, s:o, s:o}",
-        "svc_id",
-        (json_int_t)svc->svc_id,
-        "system",
-        svc->is_system,
-        "enabled",
-        svc->enabled,
-        "restricted_members",
-        svc->restricted_members,
-        "restricted_vnis",
-        svc->restricted_vnis,
-        "vnis",
-        vnis,
-        "restricted_tcs",
-        svc->restricted_tcs,
-        "tcs",
-        (json_int_t)svc->tcs_mask,
-        "resource_limits",
-        svc->resource_limits,
-        "lnis",
-        (json_int_t)svc->lnis,
-        "max",
-        rsrc_json(svc->max),
-        "res",
-        rsrc_json(svc->res),
-        "use",
-        rsrc_json(svc->use));
-    if (o && svc->has_uid
-        && json_object_set_new(o, "uid", json_integer(svc->uid)) < 0) {
-        json_decref(o);
-        o = NULL;
-    }
-done:
-    json_decref(vnis);
-    return o;
-}
-
-static json_t *nic_json(const struct sim_nic *nic)
-{
-    const char *errname = NULL;
-    json_t *svcs = json_array();
-    json_t *o = NULL;
-
-    for (int i = 0; svcs && i < nic->nsvcs; i++) {
-        if (json_array_append_new(svcs, svc_json(&nic->svcs[i])) < 0)
-            goto done;
-    }
-    for (size_t i = 0; i < sizeof(sim_errnames) / sizeof(sim_errnames[0]);
-         i++) {
-        if (sim_errnames[i].errnum == nic->alloc_error)
-            errname = sim_errnames[i].name;
-    }
-    o = json_pack(
-        "{s:s, s:I, s:o, s:I, s:O,"
-        " s:{s:I, s:s?, s:I, s:b}}",
-        "name",
-        nic->name,
-        "dev_id",
-        (json_int_t)nic->dev_id,
-        "capacity",
-        rsrc_json(nic->cap),
-        "next_svc_id",
-        (json_int_t)nic->next_svc_id,
-        "services",
-        svcs,
-        "faults",
-        "destroy_ebusy",
-        (json_int_t)nic->destroy_ebusy,
-        "alloc_error",
-        errname,
-        "alloc_error_count",
-        (json_int_t)nic->alloc_error_count,
-        "open_fail",
-        nic->open_fail);
-done:
-    json_decref(svcs);
-    return o;
-}
-
-/* Build DIR/<prefix>cxiN<suffix> into buf. */
-static int sim_path(char *buf,
-                    size_t size,
-                    const char *dir,
-                    const char *prefix,
-                    const char *name,
-                    const char *suffix,
-                    vnib_error_t *errp)
-{
-    int n = snprintf(buf, size, "%s/%s%s%s", dir, prefix, name, suffix);
-
-    if (n < 0 || (size_t)n >= size) {
-        errno = ENAMETOOLONG;
-        return errprintf(errp, "sim: %s: path too long", name);
-    }
-    return 0;
-}
-
-/* Write nic to DIR/cxiN.json atomically.  The caller holds the exclusive
- * lock.  With excl, an existing file is not replaced (EEXIST).
- */
-static int sim_store(const char *dir,
-                     const struct sim_nic *nic,
-                     bool excl,
-                     vnib_error_t *errp)
-{
-    char tmp[PATH_MAX], path[PATH_MAX], suffix[32];
-    json_t *root = NULL;
-    char *text = NULL;
-    bool created = false;
-    int fd = -1;
-    int rc = -1;
-
-    snprintf(suffix, sizeof(suffix), ".json.tmp.%ld", (long)getpid());
-    if (sim_path(tmp, sizeof(tmp), dir, ".", nic->name, suffix, errp) < 0
-        || sim_path(path, sizeof(path), dir, "", nic->name, ".json", errp) < 0)
-        goto done;
-    if (!(root = nic_json(nic))) {
-        errno = ENOMEM;
-        errprintf(errp, "sim: %s: out of memory", nic->name);
-        goto done;
-    }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        errprintf(errp, "sim: %s: %s", tmp, strerror(errno));
-        goto done;
-    }
-    created = true;
-    /* No fsync: a real NIC's services do not survive a reboot either,
-     * and the rename alone keeps readers from seeing half a file. */
-    /* One write: json_dumpfd would issue a system call per token. */
-    errno = EIO; /* json_dumps need not set errno */
-    text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
-    size_t len = text ? strlen(text) : 0;
-    if (text)
-        text[len++] = '\n'; /* replaces the NUL; len bytes are written */
-    if (!text || write(fd, text, len) != (ssize_t)len) {
-        errprintf(errp, "sim: %s: cannot write: %s", tmp, strerror(errno));
-        goto done;
-    }
-    if (close(fd) < 0) {
-        fd = -1; /* closed even so */
-        errprintf(errp, "sim: %s: cannot write: %s", tmp, strerror(errno));
-        goto done;
-    }
-    fd = -1;
-    if (excl ? link(tmp, path) : rename(tmp, path)) {
-        errprintf(errp, "sim: %s: %s", path, strerror(errno));
-        goto done;
-    }
-    if (!excl)
-        created = false;
-    rc = 0;
-done:
-    if (fd >= 0 || created) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        if (created)
-            unlink(tmp);
-        errno = e;
-    }
-    free(text);
-    json_decref(root);
-    return rc;
-}
-
-static int sim_lock(const char *dir,
-                    const char *name,
-                    int op,
-                    vnib_error_t *errp)
-{
-    char path[PATH_MAX];
-    int fd;
-
-    if (sim_path(path, sizeof(path), dir, ".", name, ".lock", errp) < 0)
-        return -1;
-    fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return errprintf(errp, "sim: %s: %s", path, strerror(errno));
-    while (flock(fd, op) < 0) {
-        if (errno != EINTR) {
-            int e = errno;
-            errprintf(errp, "sim: %s: cannot lock: %s", path, strerror(e));
-            close(fd);
-            errno = e;
-            return -1;
-        }
-    }
-    return fd;
-}
-
-static void sim_unlock(int fd)
-{
-    int saved_errno = errno;
-    if (fd >= 0)
-        close(fd); /* releases the flock */
-    errno = saved_errno;
-}
-
-/* Read and parse path, the file of cxi<dev_id>. */
-static int sim_load(const char *path,
-                    uint32_t dev_id,
-                    struct sim_nic *nic,
-                    vnib_error_t *errp)
-{
-    json_error_t jerr;
-    json_t *root;
-    int rc;
-
-    memset(nic, 0, sizeof(*nic));
-    if (!(root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr))) {
-        errno = ENODEV;
-        if (jerr.line < 0)
-            return errprintf(errp, "sim: %s: %s", path, jerr.text);
-        return errprintf(errp,
-                         "sim: %s: line %d column %d: %s",
-                         path,
-                         jerr.line,
-                         jerr.column,
-                         jerr.text);
-    }
-    rc = sim_parse_nic(root, path, dev_id, nic, errp);
-    json_decref(root);
-    return rc;
-}
-
-/* Open the NIC of dev for one operation: lock (op is LOCK_SH or LOCK_EX),
- * read, and refuse a NIC whose open fails.  Close with sim_close_nic.
- */
-static int sim_open_nic(const struct nic_sim *sim,
-                        uint32_t dev_id,
-                        int op,
-                        struct sim_open *so,
-                        vnib_error_t *errp)
-{
-    char name[NIC_NAME_MAX];
-    struct stat st;
-
-    memset(so, 0, sizeof(*so));
-    so->lockfd = -1;
-    snprintf(name, sizeof(name), "cxi%u", (unsigned)dev_id);
-    if (sim_path(so->path, sizeof(so->path), sim->dir, "", name, ".json", errp)
-        < 0)
-        return -1;
-    if (stat(so->path, &st) < 0) {
-        errno = ENODEV;
-        return errprintf(errp, "sim: %s: no such NIC (%s)", name, so->path);
-    }
-    if ((so->lockfd = sim_lock(sim->dir, name, op, errp)) < 0)
-        return -1;
-    if (sim_load(so->path, dev_id, &so->nic, errp) < 0)
-        goto error;
-    if (so->nic.open_fail) {
-        errno = ENODEV;
-        errprintf(errp, "sim: %s: cannot open device (injected fault)", name);
-        goto error;
-    }
-    return 0;
-error:
-    sim_nic_free(&so->nic);
-    sim_unlock(so->lockfd);
-    so->lockfd = -1;
-    return -1;
-}
-
-static void sim_close_nic(struct sim_open *so)
-{
-    sim_nic_free(&so->nic);
-    sim_unlock(so->lockfd);
-    so->lockfd = -1;
-}
 
 void *nic_sim_open(const char *dir, vnib_error_t *errp)
 {
@@ -842,83 +76,6 @@ void nic_sim_close(void *impl)
     errno = saved_errno;
 }
 
-/* The N of a canonical NIC file name "cxiN.json", or -1. */
-static long long sim_file_dev_id(const char *file)
-{
-    const char *s = file + 3;
-    long long n = 0;
-
-    if (strncmp(file, "cxi", 3) != 0 || *s < '0' || *s > '9')
-        return -1;
-    if (s[0] == '0' && s[1] != '.')
-        return -1; /* "cxi01.json" is no NIC name */
-    for (; *s >= '0' && *s <= '9'; s++) {
-        n = n * 10 + (*s - '0');
-        if (n > UINT32_MAX)
-            return -1;
-    }
-    return strcmp(s, ".json") == 0 ? n : -1;
-}
-
-static int u32_cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The dev_ids of the NIC files in dir, sorted. */
-static int sim_scan(const char *dir,
-                    uint32_t **idsp,
-                    int *countp,
-                    vnib_error_t *errp)
-{
-    uint32_t *ids = NULL;
-    int count = 0, alloc = 0;
-    struct dirent *de;
-    DIR *d;
-    int rc = -1;
-
-    if (!(d = opendir(dir))) {
-        int e = errno;
-        errprintf(errp, "sim: %s: %s", dir, strerror(e));
-        errno = ENODEV;
-        return -1;
-    }
-    errno = 0;
-    while ((de = readdir(d))) {
-        long long id = sim_file_dev_id(de->d_name);
-        if (id < 0)
-            continue;
-        if (count == alloc) {
-            uint32_t *n;
-            alloc = alloc ? alloc * 2 : 8;
-            if (alloc > SIM_MAX_FILES
-                || !(n = realloc(ids, (size_t)alloc * sizeof(*ids)))) {
-                errno = ENOMEM;
-                errprintf(errp, "sim: %s: too many NIC files", dir);
-                goto done;
-            }
-            ids = n;
-        }
-        ids[count++] = (uint32_t)id;
-        errno = 0;
-    }
-    if (errno != 0) {
-        errprintf(errp, "sim: %s: %s", dir, strerror(errno));
-        goto done;
-    }
-    if (count > 0)
-        qsort(ids, (size_t)count, sizeof(*ids), u32_cmp);
-    *idsp = ids;
-    *countp = count;
-    ids = NULL;
-    rc = 0;
-done:
-    free(ids);
-    closedir(d);
-    return rc;
-}
-
 int nic_sim_list(void *impl,
                  struct nic_info **devsp,
                  int *countp,
@@ -930,7 +87,7 @@ int nic_sim_list(void *impl,
     int count = 0;
     int rc = -1;
 
-    if (sim_scan(sim->dir, &ids, &count, errp) < 0)
+    if (simfile_scan(sim->dir, &ids, &count, errp) < 0)
         goto done;
     if (count > 0 && !(devs = calloc((size_t)count, sizeof(*devs)))) {
         errno = ENOMEM;
@@ -938,13 +95,13 @@ int nic_sim_list(void *impl,
         goto done;
     }
     for (int i = 0; i < count; i++) {
-        struct sim_open so;
-        if (sim_open_nic(sim, ids[i], LOCK_SH, &so, errp) < 0)
+        struct simfile_open so;
+        if (simfile_open(sim->dir, ids[i], LOCK_SH, &so, errp) < 0)
             goto done;
         snprintf(devs[i].name, sizeof(devs[i].name), "%s", so.nic.name);
         devs[i].dev_id = so.nic.dev_id;
         memcpy(devs[i].cap, so.nic.cap, sizeof(devs[i].cap));
-        sim_close_nic(&so);
+        simfile_close(&so);
     }
     *devsp = devs;
     *countp = count;
@@ -963,15 +120,15 @@ int nic_sim_svc_list(void *impl,
                      vnib_error_t *errp)
 {
     const struct nic_sim *sim = impl;
-    struct sim_open so;
+    struct simfile_open so;
 
-    if (sim_open_nic(sim, dev->dev_id, LOCK_SH, &so, errp) < 0)
+    if (simfile_open(sim->dir, dev->dev_id, LOCK_SH, &so, errp) < 0)
         return -1;
     /* The parsed array is sorted by svc_id already: hand it over. */
     *svcsp = so.nic.svcs;
     *countp = so.nic.nsvcs;
     so.nic.svcs = NULL;
-    sim_close_nic(&so);
+    simfile_close(&so);
     return 0;
 }
 
@@ -983,7 +140,7 @@ static bool svc_is_user(const struct nic_svc *svc)
 /* Check req as the driver checks a descriptor, and build the service to
  * store from it (EINVAL, EEXIST).
  */
-static int sim_check_req(const struct sim_nic *nic,
+static int sim_check_req(const struct simfile_nic *nic,
                          const struct nic_svc *req,
                          struct nic_svc *svc,
                          vnib_error_t *errp)
@@ -1078,7 +235,8 @@ static int sim_check_req(const struct sim_nic *nic,
 /* What each resource has left to reserve.  A system service holds the
  * larger of its reservation and its use.
  */
-static void sim_avail(const struct sim_nic *nic, uint16_t avail[NIC_RSRC_COUNT])
+static void sim_avail(const struct simfile_nic *nic,
+                      uint16_t avail[NIC_RSRC_COUNT])
 {
     for (int r = 0; r < NIC_RSRC_COUNT; r++) {
         unsigned long held = 0;
@@ -1092,7 +250,7 @@ static void sim_avail(const struct sim_nic *nic, uint16_t avail[NIC_RSRC_COUNT])
 }
 
 /* Can svc's reservation be made (ENOSPC with fail filled if not)? */
-static int sim_reserve(const struct sim_nic *nic,
+static int sim_reserve(const struct simfile_nic *nic,
                        const struct nic_svc *svc,
                        struct nic_fail *fail,
                        vnib_error_t *errp)
@@ -1139,7 +297,7 @@ static int sim_reserve(const struct sim_nic *nic,
 
 /* Fail an alloc as the fault in nic asks, counting it down on disk. */
 static int sim_inject_alloc(const struct nic_sim *sim,
-                            struct sim_nic *nic,
+                            struct simfile_nic *nic,
                             struct nic_fail *fail,
                             vnib_error_t *errp)
 {
@@ -1148,7 +306,7 @@ static int sim_inject_alloc(const struct nic_sim *sim,
     nic->alloc_error_count--;
     if (nic->alloc_error_count == 0)
         nic->alloc_error = 0;
-    if (sim_store(sim->dir, nic, false, errp) < 0)
+    if (simfile_store(sim->dir, nic, false, errp) < 0)
         return -1;
     if (e == ENOSPC)
         sim_avail(nic, fail->avail);
@@ -1168,10 +326,10 @@ int nic_sim_svc_alloc(void *impl,
 {
     const struct nic_sim *sim = impl;
     struct nic_svc svc, *svcs;
-    struct sim_open so;
+    struct simfile_open so;
     int rc = -1;
 
-    if (sim_open_nic(sim, dev->dev_id, LOCK_EX, &so, errp) < 0)
+    if (simfile_open(sim->dir, dev->dev_id, LOCK_EX, &so, errp) < 0)
         return -1;
     if (so.nic.alloc_error && so.nic.alloc_error_count > 0) {
         sim_inject_alloc(sim, &so.nic, fail, errp);
@@ -1195,12 +353,12 @@ int nic_sim_svc_alloc(void *impl,
     svc.svc_id = so.nic.next_svc_id++;
     /* Ids only grow, so the array stays sorted. */
     so.nic.svcs[so.nic.nsvcs++] = svc;
-    if (sim_store(sim->dir, &so.nic, false, errp) < 0)
+    if (simfile_store(sim->dir, &so.nic, false, errp) < 0)
         goto done;
     *svc_idp = svc.svc_id;
     rc = 0;
 done:
-    sim_close_nic(&so);
+    simfile_close(&so);
     return rc;
 }
 
@@ -1211,11 +369,11 @@ int nic_sim_svc_destroy(void *impl,
 {
     const struct nic_sim *sim = impl;
     struct nic_svc *svc = NULL;
-    struct sim_open so;
+    struct simfile_open so;
     const char *name;
     int rc = -1;
 
-    if (sim_open_nic(sim, dev->dev_id, LOCK_EX, &so, errp) < 0)
+    if (simfile_open(sim->dir, dev->dev_id, LOCK_EX, &so, errp) < 0)
         return -1;
     name = so.nic.name;
     for (int i = 0; i < so.nic.nsvcs; i++) {
@@ -1250,7 +408,7 @@ int nic_sim_svc_destroy(void *impl,
     }
     if (so.nic.destroy_ebusy > 0) {
         so.nic.destroy_ebusy--;
-        if (sim_store(sim->dir, &so.nic, false, errp) < 0)
+        if (simfile_store(sim->dir, &so.nic, false, errp) < 0)
             goto done;
         errno = EBUSY;
         errprintf(errp,
@@ -1264,40 +422,16 @@ int nic_sim_svc_destroy(void *impl,
             svc + 1,
             (size_t)(so.nic.svcs + so.nic.nsvcs - (svc + 1)) * sizeof(*svc));
     so.nic.nsvcs--;
-    if (sim_store(sim->dir, &so.nic, false, errp) < 0)
+    if (simfile_store(sim->dir, &so.nic, false, errp) < 0)
         goto done;
     rc = 0;
 done:
-    sim_close_nic(&so);
+    simfile_close(&so);
     return rc;
-}
-
-/* A new NIC file's contents. */
-static int sim_default_nic(uint32_t dev_id, struct sim_nic *nic)
-{
-    memset(nic, 0, sizeof(*nic));
-    snprintf(nic->name, sizeof(nic->name), "cxi%u", (unsigned)dev_id);
-    nic->dev_id = dev_id;
-    memcpy(nic->cap, sim_default_cap, sizeof(nic->cap));
-    if (!(nic->svcs = calloc(2, sizeof(*nic->svcs))))
-        return -1;
-    nic->nsvcs = 2;
-    sim_default_svc(nic->cap, &nic->svcs[0]);
-    nic->svcs[1].svc_id = SIM_DEFAULT_SVC_ID + 1;
-    nic->svcs[1].is_system = true;
-    nic->svcs[1].enabled = true;
-    nic->svcs[1].tcs_mask = 0xf;
-    nic->svcs[1].resource_limits = true;
-    memcpy(nic->svcs[1].max, sim_system_rsrc, sizeof(sim_system_rsrc));
-    memcpy(nic->svcs[1].res, sim_system_rsrc, sizeof(sim_system_rsrc));
-    memcpy(nic->svcs[1].use, sim_system_rsrc, sizeof(sim_system_rsrc));
-    nic->next_svc_id = SIM_DEFAULT_SVC_ID + 2;
-    return 0;
 }
 
 int nic_sim_init(const char *dir, int nnics, vnib_error_t *errp)
 {
-    char path[PATH_MAX], name[NIC_NAME_MAX];
     struct stat st;
 
     if (!dir || !dir[0] || nnics < 0 || nnics > NIC_SIM_MAX_NICS) {
@@ -1313,32 +447,11 @@ int nic_sim_init(const char *dir, int nnics, vnib_error_t *errp)
         return errprintf(errp, "sim: %s: not a directory", dir);
     }
     /* Refuse before writing anything, so a refusal leaves no trace. */
-    for (int i = 0; i < nnics; i++) {
-        snprintf(name, sizeof(name), "cxi%d", i);
-        if (sim_path(path, sizeof(path), dir, "", name, ".json", errp) < 0)
+    for (int i = 0; i < nnics; i++)
+        if (simfile_check_new(dir, (uint32_t)i, errp) < 0)
             return -1;
-        if (lstat(path, &st) == 0) {
-            errno = EEXIST;
-            return errprintf(errp, "sim: %s: already exists", path);
-        }
-    }
-    for (int i = 0; i < nnics; i++) {
-        struct sim_nic nic;
-        int fd, rc;
-        snprintf(name, sizeof(name), "cxi%d", i);
-        if (sim_default_nic((uint32_t)i, &nic) < 0) {
-            errno = ENOMEM;
-            return errprintf(errp, "sim: out of memory");
-        }
-        if ((fd = sim_lock(dir, name, LOCK_EX, errp)) < 0) {
-            sim_nic_free(&nic);
+    for (int i = 0; i < nnics; i++)
+        if (simfile_create(dir, (uint32_t)i, errp) < 0)
             return -1;
-        }
-        rc = sim_store(dir, &nic, true, errp);
-        sim_unlock(fd);
-        sim_nic_free(&nic);
-        if (rc < 0)
-            return -1;
-    }
     return 0;
 }

@@ -1,7 +1,7 @@
 /* The simulated NIC backend ("sim"): NICs kept as JSON files.
  *
  * Each NIC is one file DIR/cxiN.json holding its capacity, its services
- * and the faults to inject; agent/nic_sim.c documents the format.  Every
+ * and the faults to inject; agent/nic_sim_file.c documents the format.  Every
  * operation locks DIR/.cxiN.lock, reads the file, and writes it back
  * atomically, so several agents on one node (or several test processes)
  * see one consistent NIC, as they would with the kernel driver.

@@ -1,0 +1,381 @@
+/* A job's start on this node, and its environment: `vnib-agent prolog`
+ * and `vnib-agent env`.
+ *
+ * The prolog takes the job's VNIs only from the broker, turns them into one
+ * CXI service per NIC for the job's owner, and leaves the job environment
+ * (for the task hooks) and its own record (for the epilog) in the state
+ * directory, reporting every step so that the broker keeps the VNIs
+ * quarantined until the services are really gone.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "agent/commands.h"
+#include "agent/jobenv.h"
+#include "agent/jobstate.h"
+#include "agent/services.h"
+#include "agent/slurmcpus.h"
+
+int cmd_env(struct cmd_ctx *a, const struct cmd_opts *o)
+{
+    vnib_error_t error = {""};
+    struct jobenv env = {{NULL}};
+    json_t *res = NULL;
+    int *ids = NULL;
+    int rc = CMD_DONE, status;
+
+    if (!jobenv_format_valid(o->format))
+        return cmd_fail(a,
+                        CMD_USAGE,
+                        "env: --format '%s' is not export, json or "
+                        "slurm-taskprolog",
+                        o->format);
+    if (geteuid() != 0) {
+        /* A user reads what root's prolog left for the job; it cannot
+         * read the node token, and must not. */
+        if (jobstate_read_env(a->cfg->state_dir, o->job, &env, &error) < 0) {
+            if (errno != ENOENT)
+                return cmd_fail(a, CMD_FAILED, "env: %s", error.text);
+            cmd_warn(a,
+                     "job %s: no environment prepared on this node; "
+                     "clearing the variables",
+                     o->job);
+        }
+    } else {
+        if ((rc = cmd_connect(a)) != CMD_DONE)
+            return rc;
+        status = cmd_fetch(a, o->job, a->cfg->fetch_timeout_ms, &res, &error);
+        if (status != 200 && status != 404) {
+            rc = cmd_broker_failure(a, "env", status, &error);
+            goto done;
+        }
+        if (status == 200) {
+            struct services_job job;
+            if (cmd_job_from(res, &job, 0) < 0) {
+                rc = cmd_fail(a, CMD_FAILED, "env: malformed reservation");
+                goto done;
+            }
+            if ((rc = cmd_open_nics(a)) != CMD_DONE)
+                goto done;
+            if (!(ids = calloc((size_t)a->ndev + 1, sizeof(*ids)))
+                || services_find(a->nb, a->devs, a->ndev, &job, ids, &error) < 0
+                || jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0) {
+                rc = cmd_fail(a, CMD_FAILED, "env: %s", error.text);
+                goto done;
+            }
+        }
+    }
+    if (jobenv_write(&env, a->json ? "json" : o->format, a->out, &error) < 0)
+        rc = cmd_fail(a, CMD_FAILED, "env: %s", error.text);
+done:
+    jobenv_clear(&env);
+    json_decref(res);
+    free(ids);
+    return rc;
+}
+
+/* This node's cores: --ncores, else Slurm's environment, else online CPUs. */
+static int job_cores(struct cmd_ctx *a, const struct cmd_opts *o, unsigned *np)
+{
+    const char *cpus = getenv("SLURM_JOB_CPUS_PER_NODE");
+    /* The controller's hooks get SLURM_JOB_NODELIST, slurmd's Prolog
+     * SLURM_NODELIST. */
+    const char *nodes = getenv("SLURM_JOB_NODELIST")
+                            ? getenv("SLURM_JOB_NODELIST")
+                            : getenv("SLURM_NODELIST");
+    vnib_error_t error = {""};
+
+    if (o->ncores > 0) {
+        *np = (unsigned)o->ncores;
+        return 0;
+    }
+    if (cpus && nodes) {
+        if (slurmcpus_for_node(cpus, nodes, a->node, np, &error) < 0)
+            return cmd_fail(a, CMD_USAGE, "%s", error.text);
+        return 0;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    *np = n > 0 ? (unsigned)n : 1;
+    return 0;
+}
+
+/* The prolog failed before it made any service (or after destroying what
+ * it made): report "failed", which drains the node in the broker and
+ * records why, and exit 1.
+ */
+static int prolog_failed(struct cmd_ctx *a,
+                         const char *job_id,
+                         long long res_id,
+                         const vnib_error_t *error)
+{
+    vnib_error_t rerr = {""};
+    char msg[sizeof(error->text) + 32];
+    snprintf(msg, sizeof(msg), "prolog: %s", error->text);
+    if (cmd_report(a,
+                   (struct vnib_report){.job_id = job_id,
+                                        .reservation = res_id,
+                                        .cxi = "failed",
+                                        .message = msg},
+                   &rerr)
+        != 200)
+        cmd_warn(a,
+                 "job %s: the broker did not take the failure report: %s",
+                 job_id,
+                 rerr.text);
+    return cmd_fail(a, CMD_FAILED, "job %s: %s", job_id, error->text);
+}
+
+/* What the prolog's record and its --json output say of the job. */
+static json_t *job_json(const char *job_id,
+                        long long res_id,
+                        const struct services_job *job,
+                        json_t *res)
+{
+    return json_pack("{s:s, s:I, s:I, s:O}",
+                     "job_id",
+                     job_id,
+                     "reservation_id",
+                     (json_int_t)res_id,
+                     "uid",
+                     (json_int_t)job->uid,
+                     "vnis",
+                     json_object_get(res, "vnis"));
+}
+
+int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
+{
+    vnib_error_t error = {""};
+    json_t *res = NULL, *svcs = NULL, *record = NULL;
+    struct services_job job;
+    struct jobenv env = {{NULL}};
+    int *ids = NULL;
+    bool *created = NULL;
+    int rc, status;
+
+    if ((rc = cmd_connect(a)) != CMD_DONE)
+        return rc;
+    status = cmd_fetch(a, o->job, a->cfg->fetch_timeout_ms, &res, &error);
+    if (status != 200 && o->allow_missing && (status < 0 || status == 404)) {
+        /* The site lets jobs run without isolation when the broker cannot
+         * be asked (the scheduler's prolog said so in the job's record):
+         * clear the environment and step aside. */
+        cmd_warn(a,
+                 "job %s: %s; running WITHOUT VNI isolation (--allow-missing)",
+                 o->job,
+                 status < 0 ? "broker unreachable" : "no reservation");
+        if (jobstate_write_env(a->cfg->state_dir,
+                               o->job,
+                               o->uid >= 0 ? (uid_t)o->uid : 0,
+                               &env,
+                               &error)
+            < 0) {
+            rc = cmd_fail(a, CMD_FAILED, "job %s: %s", o->job, error.text);
+            goto done;
+        }
+        rc = CMD_DONE;
+        goto done;
+    }
+    if (status != 200) {
+        rc = cmd_broker_failure(a, "prolog", status, &error);
+        goto done;
+    }
+    long long res_id = json_integer_value(json_object_get(res, "id"));
+    const char *state = json_string_value(json_object_get(res, "state"));
+    if (cmd_job_from(res, &job, a->cfg->floor_percent) < 0) {
+        rc = cmd_fail(a,
+                      CMD_FAILED,
+                      "job %s: the broker's reservation is malformed",
+                      o->job);
+        goto done;
+    }
+    if (!state || strcmp(state, "active") != 0) {
+        rc = cmd_fail(a,
+                      CMD_FAILED,
+                      "job %s: reservation %lld is %s, not active; no services "
+                      "created",
+                      o->job,
+                      res_id,
+                      state ? state : "unknown");
+        goto done;
+    }
+    if (o->uid >= 0 && (uid_t)o->uid != job.uid) {
+        rc =
+            cmd_fail(a,
+                     CMD_FAILED,
+                     "job %s: --uid %ld does not match the reservation's owner "
+                     "%ld; no services created",
+                     o->job,
+                     o->uid,
+                     (long)job.uid);
+        goto done;
+    }
+    if ((rc = job_cores(a, o, &job.ncores)) != CMD_DONE)
+        goto done;
+    if ((rc = cmd_open_nics(a)) != CMD_DONE)
+        goto done;
+    if (!(ids = calloc((size_t)a->ndev + 1, sizeof(*ids)))
+        || !(created = calloc((size_t)a->ndev + 1, sizeof(*created)))) {
+        rc = cmd_fail(a, CMD_FAILED, "out of memory");
+        goto done;
+    }
+    if (job.nvnis == 0 || a->ndev == 0) {
+        /* Nothing to isolate: leave a cleared environment so nothing from
+         * the submitting shell leaks in. */
+        if (!a->dry_run
+            && jobstate_write_env(
+                   a->cfg->state_dir, o->job, job.uid, &env, &error)
+                   < 0) {
+            rc = cmd_fail(a, CMD_FAILED, "job %s: %s", o->job, error.text);
+            goto done;
+        }
+        if (a->ndev == 0 && job.nvnis > 0)
+            cmd_warn(
+                a, "job %s: this node has no CXI devices; no services", o->job);
+        if (!a->json)
+            fprintf(a->out, "job %s: no VNIs; no services created\n", o->job);
+        goto output;
+    }
+    if (a->dry_run) {
+        if (services_find(a->nb, a->devs, a->ndev, &job, ids, &error) < 0) {
+            rc = cmd_fail(a, CMD_FAILED, "%s", error.text);
+            goto done;
+        }
+        for (int d = 0; d < a->ndev && !a->json; d++)
+            fprintf(a->out,
+                    "%s: %s uid=%ld ncores=%u vnis=%d\n",
+                    a->devs[d].name,
+                    ids[d] >= 0 ? "would reuse" : "would create",
+                    (long)job.uid,
+                    job.ncores,
+                    job.nvnis);
+        goto output;
+    }
+    /* The broker learns before any NIC is touched, so a crash from here
+     * on leaves the node marked as holding something. */
+    status = cmd_report(
+        a,
+        (struct vnib_report){
+            .job_id = o->job, .reservation = res_id, .cxi = "creating"},
+        &error);
+    if (status != 200) {
+        rc = cmd_broker_failure(a, "prolog: report creating", status, &error);
+        goto done;
+    }
+    /* The record comes before any service, so a node without a record
+     * made none: its epilog needs no broker to know that. */
+    record = job_json(o->job, res_id, &job, res);
+    if (record && json_object_set_new(record, "services", json_array()) < 0) {
+        json_decref(record);
+        record = NULL;
+    }
+    if (!record
+        || jobstate_save(a->cfg->state_dir, o->job, record, &error) < 0) {
+        rc = prolog_failed(a, o->job, res_id, &error);
+        goto done;
+    }
+    if (services_create(
+            a->nb, a->devs, a->ndev, &job, ids, created, a->err, &error)
+        < 0) {
+        /* services_create destroyed what it made.  The epilog (or clean
+         * --all) later reports the node clean. */
+        rc = prolog_failed(a, o->job, res_id, &error);
+        goto done;
+    }
+    svcs = cmd_services_list(a->devs, ids, a->ndev);
+    if (jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0 || !svcs
+        || json_object_set(record, "services", svcs) < 0
+        || jobstate_save(a->cfg->state_dir, o->job, record, &error) < 0
+        || jobstate_write_env(a->cfg->state_dir, o->job, job.uid, &env, &error)
+               < 0) {
+        vnib_error_t rerr = {""};
+        json_t *left = json_array(), *gone = json_array();
+        (void)services_destroy(a->nb,
+                               a->devs,
+                               a->ndev,
+                               services_match,
+                               &job,
+                               0,
+                               false,
+                               gone,
+                               left,
+                               &rerr);
+        json_t *held = cmd_report_services(left);
+        (void)cmd_report(a,
+                         (struct vnib_report){.job_id = o->job,
+                                              .reservation = res_id,
+                                              .cxi = "failed",
+                                              .services = held,
+                                              .message = error.text},
+                         &rerr);
+        json_decref(held);
+        json_decref(left);
+        json_decref(gone);
+        rc = cmd_fail(a, CMD_FAILED, "job %s: %s", o->job, error.text);
+        goto done;
+    }
+    status = cmd_report(a,
+                        (struct vnib_report){.job_id = o->job,
+                                             .reservation = res_id,
+                                             .cxi = "created",
+                                             .services = svcs},
+                        &error);
+    if (status != 200)
+        cmd_warn(a,
+                 "job %s: services made but the broker did not take the "
+                 "report (%s); it still counts this node as holding them",
+                 o->job,
+                 error.text);
+    else
+        cmd_flush_quietly(a);
+    if (!a->json) {
+        char line[512] = "";
+        size_t used = 0;
+        for (int d = 0; d < a->ndev && used < sizeof(line); d++)
+            used += (size_t)snprintf(line + used,
+                                     sizeof(line) - used,
+                                     "%s%s:%d%s",
+                                     d ? " " : "",
+                                     a->devs[d].name,
+                                     ids[d],
+                                     created[d] ? "" : "(reused)");
+        fprintf(a->out,
+                "job %s: uid=%ld ncores=%u vnis=%d services %s\n",
+                o->job,
+                (long)job.uid,
+                job.ncores,
+                job.nvnis,
+                line);
+    }
+output:
+    if (a->json) {
+        json_t *out = job_json(o->job, res_id, &job, res);
+        if (out
+            && (json_object_set_new(out, "node", json_string(a->node)) < 0
+                || json_object_set_new(
+                       out, "ncores", json_integer((json_int_t)job.ncores))
+                       < 0
+                || json_object_set_new(
+                       out,
+                       "services",
+                       cmd_services_list(a->devs, ids, ids ? a->ndev : 0))
+                       < 0)) {
+            json_decref(out);
+            out = NULL;
+        }
+        cmd_print_result(a, out);
+    }
+    rc = CMD_DONE;
+done:
+    jobenv_clear(&env);
+    json_decref(res);
+    json_decref(svcs);
+    json_decref(record);
+    free(ids);
+    free(created);
+    return rc;
+}

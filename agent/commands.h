@@ -1,0 +1,185 @@
+/* The node agent's commands, callable in-process.
+ *
+ * agent/main.c only parses the command line into a struct cmd_ctx and a
+ * struct cmd_opts and calls one of the cmd_* commands below; each command
+ * returns the agent's exit status.  The commands live in files by group:
+ *
+ *   cmd_common.c    the context: broker connection, NICs, messages
+ *   cmd_job.c       a job's start and its environment: prolog, env
+ *   cmd_teardown.c  destroying services: epilog, housekeeping, clean
+ *   cmd_spool.c     job-end reports the broker could not take: flush
+ *   cmd_node.c      the node's NICs: list, sim-init
+ *
+ * Everything a command touches comes through the context, so a unit test
+ * can run one with the simulated NIC backend and a stand-in broker (see
+ * struct cmd_broker), and read what it printed from its own FILE.
+ */
+#ifndef VNIB_AGENT_COMMANDS_H
+#define VNIB_AGENT_COMMANDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "vnib/client.h"
+#include "vnib/error.h"
+#include "vnib/token.h"
+#include "agent/agentcfg.h"
+#include "agent/nic.h"
+
+/* Exit statuses, which scheduler hooks rely on:
+ *   0  done; also an epilog that left busy services to housekeeping
+ *      (with a warning), so the job's resources are not held back
+ *   1  failed: a CXI operation failed, the broker refused, or (for
+ *      housekeeping and clean) services remain; the scheduler should
+ *      drain the node
+ *   2  usage or configuration error (bad flag, unreadable token or
+ *      config)
+ *   3  the broker could not be reached before the deadline (at job end
+ *      only when the report could not be spooled either)
+ */
+enum {
+    CMD_DONE = 0,
+    CMD_FAILED = 1,
+    CMD_USAGE = 2,
+    CMD_UNREACHABLE = 3,
+};
+
+/* The broker as the commands reach it: the calls of agent/broker.h, with
+ * their contracts (HTTP status, or -1 when no answer came before the
+ * deadline).  cmd_connect fills it with the HTTP client; a test may set
+ * its own beforehand.
+ */
+struct cmd_broker {
+    int (*get)(void *arg,
+               const char *path,
+               long deadline_ms,
+               json_t **replyp,
+               vnib_error_t *errp);
+    int (*report)(void *arg,
+                  const struct vnib_report *r,
+                  long deadline_ms,
+                  vnib_error_t *errp);
+    void *arg;
+};
+
+/* What a command runs with.  cmd_ctx_fini frees what it owns. */
+struct cmd_ctx {
+    struct agentcfg *cfg;      /* owned */
+    bool json;                 /* --json */
+    bool dry_run;              /* --dry-run */
+    FILE *out;                 /* what the command prints (stdout) */
+    FILE *err;                 /* errors and warnings (stderr) */
+    char node[TOKEN_NODE_MAX]; /* this node; set by cmd_connect */
+    struct cmd_broker broker;  /* get NULL: cmd_connect makes the HTTP one */
+    struct nic_backend *nb;    /* owned; NULL: opened from cfg */
+    struct nic_info *devs;     /* owned, from cmd_open_nics */
+    int ndev;
+    json_t *warnings;   /* owned; collected for --json output */
+    vnib_error_t error; /* the message of the last failure */
+    char *token;        /* owned: the node token */
+    size_t token_len;
+    struct vnib_client *client; /* owned: the HTTP broker's */
+};
+
+/* Options of a command. */
+struct cmd_opts {
+    const char *job;
+    long uid;      /* -1: from the broker */
+    long ncores;   /* 0: from Slurm or the CPU count */
+    long retry_ms; /* -1: the configured default */
+    const char *format;
+    bool all;
+    bool allow_missing; /* prolog: no reservation is not an error */
+    long nics;
+};
+
+/* The commands, one per `vnib-agent COMMAND`.  Each returns an exit
+ * status (CMD_*); on failure the message is in a->error and was written
+ * to a->err.
+ */
+typedef int cmd_fn(struct cmd_ctx *a, const struct cmd_opts *o);
+cmd_fn cmd_prolog;       /* --job [--uid] [--ncores] [--allow-missing] */
+cmd_fn cmd_epilog;       /* --job [--retry-busy] */
+cmd_fn cmd_housekeeping; /* --job [--retry-busy] */
+cmd_fn cmd_clean;        /* --all [--retry-busy] */
+cmd_fn cmd_flush;
+cmd_fn cmd_env; /* --job [--format] */
+cmd_fn cmd_list;
+cmd_fn cmd_sim_init; /* --nics */
+
+void cmd_ctx_fini(struct cmd_ctx *a);
+
+/* ---- shared by the commands (cmd_common.c) ------------------------------ */
+
+/* Write "vnib-agent: MESSAGE" to a->err, keep MESSAGE in a->error, and
+ * return code. */
+int cmd_fail(struct cmd_ctx *a, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Write "vnib-agent: warning: MESSAGE" and keep it for --json. */
+void cmd_warn(struct cmd_ctx *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Settle this node's name and the broker (unless one is set already):
+ * the node token, then the HTTP client.  Returns an exit status. */
+int cmd_connect(struct cmd_ctx *a);
+
+/* Open the NIC backend (unless one is set) and list its NICs. */
+int cmd_open_nics(struct cmd_ctx *a);
+
+/* The exit status for a broker call that did not succeed. */
+int cmd_broker_failure(struct cmd_ctx *a,
+                       const char *what,
+                       int status,
+                       vnib_error_t *error);
+
+/* GET /v1/reservations/JOB: the newest reservation of a job. */
+int cmd_fetch(struct cmd_ctx *a,
+              const char *job_id,
+              long deadline_ms,
+              json_t **replyp,
+              vnib_error_t *errp);
+
+/* Report this node's state of a job to the broker (r.node is set to this
+ * node's), within broker.fetch_timeout_ms. */
+int cmd_report(struct cmd_ctx *a, struct vnib_report r, vnib_error_t *errp);
+
+struct services_job;
+
+/* Take a reservation's uid, VNIs and traffic classes; -1 if malformed. */
+int cmd_job_from(json_t *res, struct services_job *job, long floor);
+
+/* [{"device", "svc_id"}] of the NICs whose ids[d] >= 0. */
+json_t *cmd_services_list(const struct nic_info *devs,
+                          const int *ids,
+                          int ndev);
+
+/* Services as a report carries them: only device and svc_id. */
+json_t *cmd_report_services(json_t *list);
+
+/* Print o (stolen; NULL prints nothing) as indented JSON to a->out. */
+void cmd_print_json(struct cmd_ctx *a, json_t *o);
+
+/* The same for a command's --json result, adding its "warnings" and
+ * "dry_run". */
+void cmd_print_result(struct cmd_ctx *a, json_t *o);
+
+/* ---- the report spool (cmd_spool.c) ------------------------------------- */
+
+/* Report at job end, within broker.spool_after_ms; spool the report when
+ * the broker could not take it.  Returns 200 (taken), 0 (spooled), the
+ * status of a refusal, or -1 when it was neither taken nor spooled (errp
+ * says why).
+ */
+int cmd_report_or_spool(struct cmd_ctx *a,
+                        const struct vnib_report *r,
+                        vnib_error_t *errp);
+
+/* After a run that reached the broker: send what earlier runs spooled,
+ * briefly, saying only what went wrong. */
+void cmd_flush_quietly(struct cmd_ctx *a);
+
+#endif /* !VNIB_AGENT_COMMANDS_H */
