@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vnib/hex.h"
 #include "fmclient/fmc_internal.h"
 #include "vnib/secfile.h"
 
@@ -31,17 +32,6 @@ static const char jobs_path[] = "/fabric/collectives/jobs";
  * (fmc_multicasts_url).
  */
 static const char multicasts_path[] = "/fabric/collectives/multicasts";
-
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
 
 /* Decode n bytes of a percent-encoded path component; NULL (EINVAL) when
  * a '%' is not followed by two hex digits or the result holds a NUL.
@@ -60,8 +50,8 @@ static char *unescape(const char *s, size_t n)
             out[o++] = s[i];
             continue;
         }
-        int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-        int lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+        int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1;
+        int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
         if (lo < 0 || (hi == 0 && lo == 0)) {
             free(out);
             errno = EINVAL;

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "vnib/hex.h"
 #include "vnib/token.h"
 #include "fmsim/fmsim_api.h"
 
@@ -175,17 +176,6 @@ static int session_authenticate(struct fmsim_req *req,
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decode n bytes of form-urlencoded text into dst (n + 1 bytes).
  * Returns 0, or -1 on a bad escape or an encoded NUL.
  */
@@ -199,7 +189,7 @@ static int form_decode(const char *src, size_t n, char *dst)
         else if (c == '%') {
             if (i + 2 >= n)
                 return -1;
-            int hi = hexval(src[i + 1]), lo = hexval(src[i + 2]);
+            int hi = hex_digit(src[i + 1]), lo = hex_digit(src[i + 2]);
             if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
                 return -1;
             c = (char)(hi * 16 + lo);

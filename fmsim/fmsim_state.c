@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vnib/monotime.h"
 #include "vnib/token.h"
 #include "fmsim/fmsim_file.h"
 #include "fmsim/fmsim_state.h"
@@ -65,13 +66,6 @@ static json_t *nomem_unlock(struct fmsim_state *s, json_t *out)
     json_decref(out);
     errno = ENOMEM;
     return NULL;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* A job's object as served: a copy with documentSelfLink. */
@@ -899,7 +893,7 @@ int fmsim_state_access_issue(struct fmsim_state *s,
                              size_t size,
                              vnib_error_t *errp)
 {
-    int64_t now = mono_ms();
+    int64_t now = monotime_ms();
     int rc = -1;
 
     pthread_mutex_lock(&s->lock);
@@ -931,7 +925,7 @@ bool fmsim_state_access_valid(struct fmsim_state *s, const char *token)
     pthread_mutex_lock(&s->lock);
     json_t *v = token ? json_object_get(s->access, token) : NULL;
     if (v) {
-        ok = json_integer_value(v) > mono_ms();
+        ok = json_integer_value(v) > monotime_ms();
         if (!ok)
             json_object_del(s->access, token);
     }
@@ -953,7 +947,7 @@ json_t *fmsim_state_dump(struct fmsim_state *s)
     json_t *job;
 
     pthread_mutex_lock(&s->lock);
-    access_prune(s, mono_ms());
+    access_prune(s, monotime_ms());
     if (!(out = json_pack("{s:{}, s:[], s:{s:i, s:i, s:i}, s:i}",
                           "jobs",
                           "trees",

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vnib/monotime.h"
 #include "vnib/logger.h"
 
 enum {
@@ -159,13 +160,6 @@ static void sanitize(char *s)
     }
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Format and write one line: prefix (stamp and ident, or the journal's
  * priority), level name, optional request id, then text (already
  * sanitized).  log may be NULL.
@@ -276,7 +270,7 @@ static bool count_repeat(struct logger *log,
                          const char *reqid,
                          const char *text)
 {
-    int64_t now = mono_ms();
+    int64_t now = monotime_ms();
     struct repeat *free_slot = NULL;
     struct repeat *oldest = NULL;
 

@@ -14,6 +14,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include "vnib/hex.h"
 #include "vnib/token.h"
 
 static const char b64url[] =
@@ -63,8 +64,7 @@ void token_hash_hex(const char *token, char hex[TOKEN_HASH_HEX_SIZE])
 {
     unsigned char md[SHA256_DIGEST_LENGTH];
     SHA256((const unsigned char *)token, strlen(token), md);
-    for (size_t i = 0; i < sizeof(md); i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    hex_encode(md, sizeof(md), hex);
 }
 
 bool token_hash_valid(const char *hex)

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vnib/hex.h"
 #include "vnib/toml.h"
 
 /* Longest key path ("server.tls.cert") the reader accepts, in bytes. */
@@ -527,20 +528,6 @@ static const char *found(const struct parser *ps, char out[16])
 
 /* ---- strings --------------------------------------------------------- */
 
-/* Value of a hex digit, or -1.  Also serves decimal, octal and binary
- * digits: callers compare the result with their base.
- */
-static int hex_value(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decode \uXXXX (ndigits 4) or \UXXXXXXXX (8) at pos into UTF-8. */
 static int parse_unicode_escape(struct parser *ps, size_t ndigits)
 {
@@ -549,7 +536,7 @@ static int parse_unicode_escape(struct parser *ps, size_t ndigits)
     size_t i, n;
 
     for (i = 0; i < ndigits; i++) {
-        int h = hex_value(peek_at(ps, 2 + i));
+        int h = hex_digit(peek_at(ps, 2 + i));
         if (h < 0)
             return fail(ps,
                         EINVAL,
@@ -798,13 +785,13 @@ static size_t scan_digits(const char *s, size_t n, size_t *ip, int base)
     size_t i = *ip, digits = 0;
 
     while (i < n) {
-        int d = hex_value((unsigned char)s[i]);
+        int d = hex_digit((unsigned char)s[i]);
         if (d >= 0 && d < base) {
             digits++;
             i++;
         } else if (s[i] == '_' && digits > 0 && i + 1 < n
-                   && hex_value((unsigned char)s[i + 1]) >= 0
-                   && hex_value((unsigned char)s[i + 1]) < base)
+                   && hex_digit((unsigned char)s[i + 1]) >= 0
+                   && hex_digit((unsigned char)s[i + 1]) < base)
             i++;
         else
             break;
@@ -857,7 +844,7 @@ static json_t *parse_integer(
         uint64_t d;
         if (s[j] == '_')
             continue;
-        d = (uint64_t)hex_value((unsigned char)s[j]);
+        d = (uint64_t)hex_digit((unsigned char)s[j]);
         if (v > (limit - d) / (uint64_t)base) {
             fail(ps, EINVAL, ps->line, "integer out of range");
             return NULL;

@@ -18,6 +18,7 @@
 
 #include <openssl/sha.h>
 
+#include "vnib/hex.h"
 #include "vnib/logger.h"
 #include "vnib/secfile.h"
 #include "server/auth.h"
@@ -68,17 +69,6 @@ static int digest_cmp(const void *a, const void *b)
                   32);
 }
 
-static int hex_to_digest(const char *hex, unsigned char digest[32])
-{
-    for (int i = 0; i < 32; i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-            return -1;
-        digest[i] = (unsigned char)v;
-    }
-    return 0;
-}
-
 static bool name_valid(const char *s)
 {
     size_t n = strspn(s,
@@ -122,7 +112,8 @@ static int parse_line(char *line,
                          path,
                          lineno,
                          name);
-    if (!token_hash_valid(hex) || hex_to_digest(hex, t->digest) < 0)
+    if (!token_hash_valid(hex)
+        || hex_decode(hex, t->digest, sizeof(t->digest)) < 0)
         return errprintf(
             errp,
             "%s:%d: '%.16s...' is not a SHA-256 in hex (64 digits); "

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vnib/monotime.h"
 #include "vnib/hostlist.h"
 #include "server/cache.h"
 
@@ -45,13 +46,6 @@ struct cache {
     unsigned nslots;
     int64_t ttl_ms;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static unsigned slot_of(const struct cache *c, const char *job_id)
 {
@@ -123,7 +117,7 @@ bool cache_get(struct cache *c,
         return false;
     pthread_mutex_lock(&c->lock);
     struct entry *e = &c->slots[slot_of(c, job_id)];
-    if (e->res && !strcmp(e->job_id, job_id) && e->expires > now_ms()) {
+    if (e->res && !strcmp(e->job_id, job_id) && e->expires > monotime_ms()) {
         *resp = json_incref(e->res);
         *memberp = ranges_contain(e->ranges, e->nranges, node);
         hit = true;
@@ -196,7 +190,7 @@ void cache_put(struct cache *c, json_t *res)
     struct entry *e = &c->slots[slot_of(c, job_id)];
     entry_clear(e);
     strcpy(e->job_id, job_id);
-    e->expires = now_ms() + c->ttl_ms;
+    e->expires = monotime_ms() + c->ttl_ms;
     e->res = json_incref(res);
     e->ranges = r;
     e->nranges = n;

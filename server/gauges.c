@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "vnib/monotime.h"
 #include "vnib/logger.h"
 #include "server/broker.h"
 #include "server/config.h"
@@ -46,13 +47,6 @@ struct gauges {
     int schema_seen; /* last version read (warned about when newer) */
     bool failing;    /* the last reading failed (logged once) */
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static long long field(json_t *o, const char *key)
 {
@@ -101,7 +95,7 @@ static int read_pool(struct gauges *g, vnib_error_t *errp)
     json_decref(pool);
     pthread_mutex_lock(&g->lock);
     g->pool = p;
-    g->pool_at = mono_ms();
+    g->pool_at = monotime_ms();
     pthread_mutex_unlock(&g->lock);
     return 0;
 }
@@ -118,7 +112,7 @@ static int read_fm_queue(struct gauges *g, vnib_error_t *errp)
     pthread_mutex_lock(&g->lock);
     g->fm_depth = depth;
     g->fm_oldest_s = oldest;
-    g->fm_at = mono_ms();
+    g->fm_at = monotime_ms();
     pthread_mutex_unlock(&g->lock);
     return 0;
 }
@@ -212,7 +206,7 @@ void gauges_destroy(struct gauges *g)
 
 void gauges_write_metrics(struct gauges *g, FILE *f)
 {
-    int64_t now = mono_ms();
+    int64_t now = monotime_ms();
 
     pthread_mutex_lock(&g->lock);
     if (g->pool_at || g->fm_at)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vnib/monotime.h"
 #include "vnib/hostlist.h"
 #include "server/cache.h"
 #include "server/config.h"
@@ -339,13 +340,6 @@ static char *report_services(struct request *req,
     return json_dumps(services, JSON_COMPACT);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The error code a client sees for each refused report. */
 static const char *const report_refusal_codes[] = {
     [STORE_REPORT_ACCEPTED] = NULL,
@@ -378,7 +372,7 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
             req, EPERM, "forbidden", errp, "a node may report only for itself");
     if (req->broker->rl
         && !ratelimit_take(
-            req->broker->rl, a.node, mono_ms(), &req->retry_after)) {
+            req->broker->rl, a.node, monotime_ms(), &req->retry_after)) {
         /* 429 has no errno of its own: the reply is built here. */
         if (!(*out = json_pack("{s:{s:s, s:s, s:s}}",
                                "error",

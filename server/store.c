@@ -21,14 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "vnib/monotime.h"
 #include "server/store_int.h"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void stat_add(struct store *s, uint64_t *counter)
 {
@@ -119,7 +113,7 @@ static int wait_socket_ev(PGconn *pg,
         return -1;
     }
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - monotime_ms();
         if (left <= 0) {
             errno = ETIMEDOUT;
             return -1;
@@ -198,7 +192,7 @@ static PGconn *conn_try(struct store *s,
                         char *msg,
                         size_t size)
 {
-    int64_t deadline = now_ms() + s->cfg->database.connect_timeout_ms;
+    int64_t deadline = monotime_ms() + s->cfg->database.connect_timeout_ms;
     PGconn *pg = PQconnectStartParams(keys, vals, expand);
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 
@@ -442,7 +436,7 @@ int store_conn_set_timeout(struct store *s,
  */
 struct conn *store_conn_acquire(struct store *s, vnib_error_t *errp)
 {
-    int64_t deadline = now_ms() + s->cfg->database.acquire_timeout_ms;
+    int64_t deadline = monotime_ms() + s->cfg->database.acquire_timeout_ms;
     struct timespec abs = {.tv_sec = (time_t)(deadline / 1000),
                            .tv_nsec = (long)(deadline % 1000) * 1000000};
     struct conn *c = NULL;
@@ -679,7 +673,7 @@ PGresult *store_conn_exec(struct store *s,
                           int64_t timeout_ms,
                           vnib_error_t *errp)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = monotime_ms() + timeout_ms;
     PGresult *r;
 
     if (!(c->prepared & (UINT64_C(1) << id))) {
@@ -721,7 +715,7 @@ int store_conn_exec_script(struct store *s,
                            int64_t timeout_ms,
                            vnib_error_t *errp)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = monotime_ms() + timeout_ms;
     if (!PQsendQuery(c->pg, sql)) {
         char msg[256];
         pq_message(c->pg, msg, sizeof(msg));

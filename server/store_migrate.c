@@ -10,6 +10,7 @@
 
 #include <openssl/sha.h>
 
+#include "vnib/hex.h"
 #include "server/schema.h"
 #include "server/store_int.h"
 
@@ -61,8 +62,7 @@ static void migration_digest(const struct schema_migration *m, char hex[65])
     unsigned char md[SHA256_DIGEST_LENGTH];
 
     SHA256((const unsigned char *)m->sql, strlen(m->sql), md);
-    for (size_t i = 0; i < sizeof(md); i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    hex_encode(md, sizeof(md), hex);
 }
 
 /* r holds (version, name, sha256) of applied migrations: -1 with ESTALE

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "vnib/monotime.h"
 #include "vnib/logger.h"
 #include "server/broker.h"
 #include "server/config.h"
@@ -33,13 +34,6 @@ struct sweeper {
     bool stop; /* under lock */
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool stopping(struct sweeper *sw)
 {
     pthread_mutex_lock(&sw->lock);
@@ -54,7 +48,7 @@ static bool stopping(struct sweeper *sw)
 static void purge(struct sweeper *sw)
 {
     struct broker *b = sw->broker;
-    int64_t until = mono_ms() + b->cfg->vni.sweep_interval_s * 500;
+    int64_t until = monotime_ms() + b->cfg->vni.sweep_interval_s * 500;
     long total = 0;
     int batches = 0;
     int purged;
@@ -73,7 +67,7 @@ static void purge(struct sweeper *sw)
         }
         total += purged;
         batches++;
-    } while (purged >= PURGE_BATCH && mono_ms() < until && !stopping(sw));
+    } while (purged >= PURGE_BATCH && monotime_ms() < until && !stopping(sw));
     const char *more =
         purged >= PURGE_BATCH ? "; more are left for the next run" : "";
     if (total > 0)

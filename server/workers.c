@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "vnib/monotime.h"
 #include "server/workers.h"
 
 struct slot {
@@ -32,13 +33,6 @@ struct workers {
     int nthreads; /* started */
 };
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void *worker_main(void *arg)
 {
     struct workers *w = arg;
@@ -53,7 +47,7 @@ static void *worker_main(void *arg)
         w->head = (w->head + 1) % w->queue_limit;
         w->count--;
         pthread_mutex_unlock(&w->lock);
-        s.run(s.arg, mono_ns() - s.queued_ns, false);
+        s.run(s.arg, monotime_ns() - s.queued_ns, false);
         pthread_mutex_lock(&w->lock);
     }
     pthread_mutex_unlock(&w->lock);
@@ -110,7 +104,7 @@ int workers_submit(struct workers *w, workers_run_f run, void *arg)
         struct slot *s = &w->ring[(w->head + w->count) % w->queue_limit];
         s->run = run;
         s->arg = arg;
-        s->queued_ns = mono_ns();
+        s->queued_ns = monotime_ns();
         w->count++;
         pthread_cond_signal(&w->wake);
     }
@@ -143,7 +137,7 @@ void workers_stop(struct workers *w)
         w->head = (w->head + 1) % w->queue_limit;
         w->count--;
         pthread_mutex_unlock(&w->lock);
-        s.run(s.arg, mono_ns() - s.queued_ns, true);
+        s.run(s.arg, monotime_ns() - s.queued_ns, true);
         pthread_mutex_lock(&w->lock);
     }
     pthread_mutex_unlock(&w->lock);
