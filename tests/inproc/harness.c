@@ -144,13 +144,7 @@ static void split_target(const char *target,
     query[n] = NULL;
 }
 
-int harness_call(struct harness *h,
-                 const char *method,
-                 const char *target,
-                 struct harness_caller who,
-                 const char *body,
-                 json_t **outp,
-                 const char **codep)
+int harness_call(struct harness *h, struct harness_req rq, json_t **outp)
 {
     struct request req = {0};
     const char *query[2 * HARNESS_MAX_QUERY + 1];
@@ -159,20 +153,20 @@ int harness_call(struct harness *h,
     int status;
 
     *outp = NULL;
-    split_target(target, path, sizeof(path), query);
+    split_target(rq.target, path, sizeof(path), query);
     req.broker = &h->b;
-    req.method = method;
+    req.method = rq.method;
     req.path = path;
     req.query = query;
     snprintf(req.id, sizeof(req.id), "%016x", 0x1a2b3c4du);
-    req.who.role = who.role;
-    if (who.role == ROLE_NODE) {
-        snprintf(req.who.node, sizeof(req.who.node), "%s", who.name);
-        snprintf(req.who.name, sizeof(req.who.name), "node:%s", who.name);
+    req.who.role = rq.who.role;
+    if (rq.who.role == ROLE_NODE) {
+        snprintf(req.who.node, sizeof(req.who.node), "%s", rq.who.name);
+        snprintf(req.who.name, sizeof(req.who.name), "node:%s", rq.who.name);
     } else {
-        snprintf(req.who.name, sizeof(req.who.name), "%s", who.name);
+        snprintf(req.who.name, sizeof(req.who.name), "%s", rq.who.name);
     }
-    int idx = routes_match(method, path, &req.params, allow, sizeof(allow));
+    int idx = routes_match(rq.method, path, &req.params, allow, sizeof(allow));
     if (idx < 0) {
         status = request_error_status(&req, errno, &code);
         goto done;
@@ -180,8 +174,8 @@ int harness_call(struct harness *h,
     req.route_index = idx;
     req.route = &routes[idx];
     /* The pipeline hands handlers a NUL-terminated copy of the body. */
-    if (body) {
-        if (!(copy = strdup(body))) {
+    if (rq.body) {
+        if (!(copy = strdup(rq.body))) {
             status = request_error_status(&req, ENOMEM, &code);
             goto done;
         }
@@ -204,8 +198,6 @@ done:
                           code,
                           "message",
                           req.error.text[0] ? req.error.text : code);
-    if (codep)
-        *codep = code;
     free(copy);
     free(req.text);
     return status;

@@ -42,19 +42,23 @@ void harness_destroy(struct harness *h);
 /* The broker the handlers see. */
 struct broker *harness_broker(struct harness *h);
 
-/* Call the handler of `method` `target` (a path, with an optional
+/* A request: `method` `target` (a path, with an optional
  * "?name=value&..." query, not percent-decoded) as `who`, with body (or
- * NULL).  Returns the HTTP status: the handler's, or the error reply's
- * (request_error_status), or 404/405 when no route matches.  *outp gets
- * the JSON reply (an error's is {"error": {"code", "message"}}), owned by
- * the caller; *codep (may be NULL) the error code, or NULL on success.
+ * NULL).
  */
-int harness_call(struct harness *h,
-                 const char *method,
-                 const char *target,
-                 struct harness_caller who,
-                 const char *body,
-                 json_t **outp,
-                 const char **codep);
+struct harness_req {
+    const char *method;
+    const char *target;
+    struct harness_caller who;
+    const char *body;
+};
+
+/* Call the route's handler for rq.  Returns the HTTP status: the
+ * handler's, or the error reply's (request_error_status: the errno table
+ * and the handler's error code), or 404/405 when no route matches.  *outp
+ * gets the JSON reply, owned by the caller; an error's is {"error":
+ * {"code", "message"}} as the pipeline renders it, without request_id.
+ */
+int harness_call(struct harness *h, struct harness_req rq, json_t **outp);
 
 #endif /* !VNIB_TESTS_INPROC_HARNESS_H */

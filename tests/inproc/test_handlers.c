@@ -80,20 +80,36 @@ static int reserve(struct harness *h,
              nodes,
              vni_count);
     return harness_call(
-        h, "POST", "/v1/reservations", scheduler, body, outp, NULL);
+        h,
+        (struct harness_req){"POST", "/v1/reservations", scheduler, body},
+        outp);
 }
 
-/* A call whose reply is not looked at beyond its status. */
-static int call(struct harness *h,
-                const char *method,
-                const char *target,
-                struct harness_caller who,
-                const char *body)
+/* A call that must fail with status and error code `code`. */
+static void expect_error(struct harness *h,
+                         struct harness_req rq,
+                         int status,
+                         const char *code)
 {
     json_t *out = NULL;
-    int status = harness_call(h, method, target, who, body, &out, NULL);
+    assert_int_equal(harness_call(h, rq, &out), status);
+    assert_string_equal(jcode(out), code);
+    assert_true(json_string_length(
+                    json_object_get(json_object_get(out, "error"), "message"))
+                > 0);
     json_decref(out);
-    return status;
+}
+
+/* DELETE /v1/reservations/JOB (target ends with the job and a query). */
+static int release(struct harness *h,
+                   const char *job_query,
+                   struct harness_caller who,
+                   json_t **outp)
+{
+    char target[256];
+    snprintf(target, sizeof(target), "/v1/reservations/%s", job_query);
+    return harness_call(
+        h, (struct harness_req){"DELETE", target, who, NULL}, outp);
 }
 
 /* A node's report of its CXI state for job. */
@@ -107,7 +123,8 @@ static int report(struct harness *h,
     struct harness_caller who = {ROLE_NODE, node};
     snprintf(target, sizeof(target), "/v1/reservations/%s/nodes/%s", job, node);
     snprintf(body, sizeof(body), "{\"cxi\": \"%s\"}", cxi);
-    return harness_call(h, "PUT", target, who, body, outp, NULL);
+    return harness_call(
+        h, (struct harness_req){"PUT", target, who, body}, outp);
 }
 
 /* GET /v1/pool as a monitor. */
@@ -116,7 +133,22 @@ static json_t *pool(struct harness *h)
     json_t *out = NULL;
     struct harness_caller monitor = {ROLE_MONITOR, "prometheus"};
     assert_int_equal(
-        harness_call(h, "GET", "/v1/pool", monitor, NULL, &out, NULL), 200);
+        harness_call(
+            h, (struct harness_req){"GET", "/v1/pool", monitor, NULL}, &out),
+        200);
+    return out;
+}
+
+/* The events of job, oldest first (the reply, to be freed). */
+static json_t *events(struct harness *h, const char *job)
+{
+    char target[256];
+    json_t *out = NULL;
+    snprintf(target, sizeof(target), "/v1/events?job_id=%s&limit=10", job);
+    assert_int_equal(
+        harness_call(h, (struct harness_req){"GET", target, admin, NULL}, &out),
+        200);
+    assert_true(json_is_array(json_object_get(out, "events")));
     return out;
 }
 
@@ -138,15 +170,14 @@ static void test_reserve_takes_pool_vnis(void **state)
         assert_int_equal(json_array_size(json_object_get(out, "vnis")), 4);
         json_array_foreach (json_object_get(out, "vnis"), i, v) {
             long long vni = json_integer_value(v);
-            assert_true(idset_contains(p, (unsigned)vni));
+            assert_true(idset_contains(p, (uint32_t)vni));
             assert_true(vni != 1 && vni != 10);
         }
         json_decref(out);
     }
     for (size_t j = 0; j < 3; j++) {
-        char target[64];
-        snprintf(target, sizeof(target), "/v1/reservations/%s", jobs[j]);
-        assert_int_equal(call(h, "DELETE", target, scheduler, NULL), 200);
+        assert_int_equal(release(h, jobs[j], scheduler, &out), 200);
+        json_decref(out);
     }
 }
 
@@ -167,8 +198,8 @@ static void test_reserve_is_idempotent(void **state)
     json_decref(first);
     json_decref(again);
     json_decref(other);
-    assert_int_equal(
-        call(h, "DELETE", "/v1/reservations/idem", scheduler, NULL), 200);
+    assert_int_equal(release(h, "idem", scheduler, &other), 200);
+    json_decref(other);
 }
 
 static void test_release_then_quarantine(void **state)
@@ -179,14 +210,7 @@ static void test_release_then_quarantine(void **state)
     /* No node reported: nothing to wait for. */
     assert_int_equal(reserve(h, "rel-now", 1, "tux[1-2]", &out), 201);
     json_decref(out);
-    assert_int_equal(harness_call(h,
-                                  "DELETE",
-                                  "/v1/reservations/rel-now",
-                                  scheduler,
-                                  NULL,
-                                  &out,
-                                  NULL),
-                     200);
+    assert_int_equal(release(h, "rel-now", scheduler, &out), 200);
     assert_string_equal(jstr(out, "state"), "released");
     assert_string_equal(jstr(out, "released_by"), "slurmctld");
     json_decref(out);
@@ -196,26 +220,12 @@ static void test_release_then_quarantine(void **state)
     json_decref(out);
     assert_int_equal(report(h, "rel-quar", "tux1", "created", &out), 200);
     json_decref(out);
-    assert_int_equal(harness_call(h,
-                                  "DELETE",
-                                  "/v1/reservations/rel-quar",
-                                  scheduler,
-                                  NULL,
-                                  &out,
-                                  NULL),
-                     202);
+    assert_int_equal(release(h, "rel-quar", scheduler, &out), 202);
     assert_string_equal(jstr(out, "state"), "releasing");
     assert_true(json_is_true(json_object_get(out, "quarantined")));
     json_decref(out);
-    /* An admin ends it, as the reply and the audit trail say. */
-    assert_int_equal(harness_call(h,
-                                  "DELETE",
-                                  "/v1/reservations/rel-quar?force=true",
-                                  admin,
-                                  NULL,
-                                  &out,
-                                  NULL),
-                     200);
+    /* An admin ends it early (the query reaches the handler). */
+    assert_int_equal(release(h, "rel-quar?force=true", admin, &out), 200);
     assert_string_equal(jstr(out, "state"), "released");
     assert_true(json_is_true(json_object_get(out, "forced")));
     json_decref(out);
@@ -230,7 +240,6 @@ static void test_roles(void **state)
     struct route_params params;
     char allow[64];
     json_t *out = NULL;
-    const char *code = NULL;
 
     int i =
         routes_match("POST", "/v1/reservations", &params, allow, sizeof(allow));
@@ -242,93 +251,62 @@ static void test_roles(void **state)
 
     assert_int_equal(reserve(h, "roles", 1, "tux[1-2]", &out), 201);
     json_decref(out);
-    assert_int_equal(harness_call(h,
-                                  "PUT",
-                                  "/v1/reservations/roles/nodes/tux2",
-                                  (struct harness_caller){ROLE_NODE, "tux1"},
-                                  "{\"cxi\": \"created\"}",
-                                  &out,
-                                  &code),
-                     403);
-    assert_string_equal(code, "forbidden");
-    assert_string_equal(jcode(out), "forbidden");
+    expect_error(h,
+                 (struct harness_req){"PUT",
+                                      "/v1/reservations/roles/nodes/tux2",
+                                      {ROLE_NODE, "tux1"},
+                                      "{\"cxi\": \"created\"}"},
+                 403,
+                 "forbidden");
+    expect_error(
+        h,
+        (struct harness_req){
+            "DELETE", "/v1/reservations/roles?force=true", scheduler, NULL},
+        403,
+        "forbidden");
+    assert_int_equal(release(h, "roles", scheduler, &out), 200);
     json_decref(out);
-    assert_int_equal(harness_call(h,
-                                  "DELETE",
-                                  "/v1/reservations/roles?force=true",
-                                  scheduler,
-                                  NULL,
-                                  &out,
-                                  &code),
-                     403);
-    assert_string_equal(code, "forbidden");
-    json_decref(out);
-    assert_int_equal(
-        call(h, "DELETE", "/v1/reservations/roles", scheduler, NULL), 200);
 }
 
 static void test_invalid_json(void **state)
 {
     struct harness *h = harness_of(state);
-    json_t *out = NULL;
-    const char *code = NULL;
 
-    assert_int_equal(harness_call(h,
-                                  "POST",
-                                  "/v1/reservations",
-                                  scheduler,
-                                  "{\"job_id\": \"bad\", ",
-                                  &out,
-                                  &code),
-                     400);
-    assert_string_equal(code, "invalid_json");
-    assert_string_equal(jcode(out), "invalid_json");
-    json_decref(out);
-    assert_int_equal(harness_call(h,
-                                  "POST",
-                                  "/v1/reservations",
-                                  scheduler,
-                                  "{\"job_id\": \"bad\", \"uid\": 1, \"user\": "
-                                  "\"a\", \"nodes\": \"n1\", \"color\": 1}",
-                                  &out,
-                                  &code),
-                     400);
-    assert_string_equal(code, "unknown_field");
-    json_decref(out);
+    expect_error(
+        h,
+        (struct harness_req){
+            "POST", "/v1/reservations", scheduler, "{\"job_id\": \"bad\", "},
+        400,
+        "invalid_json");
+    expect_error(h,
+                 (struct harness_req){"POST",
+                                      "/v1/reservations",
+                                      scheduler,
+                                      "{\"job_id\": \"bad\", \"uid\": 1, "
+                                      "\"user\": \"a\", \"nodes\": \"n1\", "
+                                      "\"color\": 1}"},
+                 400,
+                 "unknown_field");
 }
 
 static void test_unknown_job(void **state)
 {
     struct harness *h = harness_of(state);
-    json_t *out = NULL;
-    const char *code = NULL;
 
-    assert_int_equal(harness_call(h,
-                                  "GET",
-                                  "/v1/reservations/no-such-job",
-                                  scheduler,
-                                  NULL,
-                                  &out,
-                                  &code),
-                     404);
-    assert_string_equal(code, "reservation_not_found");
-    assert_string_equal(jcode(out), "reservation_not_found");
-    json_decref(out);
-    assert_int_equal(harness_call(h,
-                                  "DELETE",
-                                  "/v1/reservations/no-such-job",
-                                  scheduler,
-                                  NULL,
-                                  &out,
-                                  &code),
-                     404);
-    assert_string_equal(code, "reservation_not_found");
-    json_decref(out);
-    assert_int_equal(
-        harness_call(h, "GET", "/v1/nowhere", scheduler, NULL, &out, &code),
-        404);
-    assert_string_equal(code, "not_found");
-    json_decref(out);
+    expect_error(h,
+                 (struct harness_req){
+                     "GET", "/v1/reservations/no-such-job", scheduler, NULL},
+                 404,
+                 "reservation_not_found");
+    expect_error(h,
+                 (struct harness_req){
+                     "DELETE", "/v1/reservations/no-such-job", scheduler, NULL},
+                 404,
+                 "reservation_not_found");
+    expect_error(h,
+                 (struct harness_req){"GET", "/v1/nowhere", scheduler, NULL},
+                 404,
+                 "not_found");
 }
 
 static void test_pool_counts(void **state)
@@ -349,8 +327,8 @@ static void test_pool_counts(void **state)
     assert_int_equal(jint(after, "active"), jint(before, "active") + 2);
     assert_int_equal(jint(after, "total"), 18);
     json_decref(after);
-    assert_int_equal(
-        call(h, "DELETE", "/v1/reservations/pool-1", scheduler, NULL), 200);
+    assert_int_equal(release(h, "pool-1", scheduler, &out), 200);
+    json_decref(out);
     after = pool(h);
     assert_int_equal(jint(after, "free"), jint(before, "free"));
     json_decref(after);
@@ -365,24 +343,16 @@ static void test_events_after_reserve(void **state)
     assert_int_equal(reserve(h, "ev-1", 1, "tux[1-2]", &out), 201);
     long long id = jint(out, "id");
     json_decref(out);
-    assert_int_equal(harness_call(h,
-                                  "GET",
-                                  "/v1/events?job_id=ev-1&limit=10",
-                                  admin,
-                                  NULL,
-                                  &out,
-                                  NULL),
-                     200);
-    json_t *events = json_object_get(out, "events");
-    assert_int_equal(json_array_size(events), 1);
-    ev = json_array_get(events, 0);
+    out = events(h, "ev-1");
+    assert_int_equal(json_array_size(json_object_get(out, "events")), 1);
+    ev = json_array_get(json_object_get(out, "events"), 0);
     assert_string_equal(jstr(ev, "action"), "reserve");
     assert_string_equal(jstr(ev, "job_id"), "ev-1");
     assert_string_equal(jstr(ev, "actor"), "slurmctld");
     assert_int_equal(jint(ev, "reservation_id"), id);
     json_decref(out);
-    assert_int_equal(
-        call(h, "DELETE", "/v1/reservations/ev-1", scheduler, NULL), 200);
+    assert_int_equal(release(h, "ev-1", scheduler, &out), 200);
+    json_decref(out);
 }
 
 static void test_report_ends_quarantine(void **state)
@@ -396,8 +366,8 @@ static void test_report_ends_quarantine(void **state)
     json_decref(out);
     assert_int_equal(report(h, "agent-1", "tux5", "created", &out), 200);
     json_decref(out);
-    assert_int_equal(
-        call(h, "DELETE", "/v1/reservations/agent-1", scheduler, NULL), 202);
+    assert_int_equal(release(h, "agent-1", scheduler, &out), 202);
+    json_decref(out);
     p = pool(h);
     long long quarantined = jint(p, "quarantined");
     assert_true(quarantined >= 1);
@@ -410,12 +380,9 @@ static void test_report_ends_quarantine(void **state)
     p = pool(h);
     assert_int_equal(jint(p, "quarantined"), quarantined - 1);
     json_decref(p);
-    assert_int_equal(
-        harness_call(
-            h, "GET", "/v1/events?job_id=agent-1", admin, NULL, &out, NULL),
-        200);
-    json_t *events = json_object_get(out, "events");
-    json_t *last = json_array_get(events, json_array_size(events) - 1);
+    out = events(h, "agent-1");
+    json_t *list = json_object_get(out, "events");
+    json_t *last = json_array_get(list, json_array_size(list) - 1);
     assert_string_equal(jstr(last, "action"), "quarantine_end");
     json_decref(out);
 }
