@@ -84,6 +84,9 @@ UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
 STRESS_SRCS  := tests/stress/history.c tests/stress/hrec.c tests/stress/hcheck.c
 STRESS_BINS  := $(BUILD)/tests/stress/history
+# The handlers' in-process tests need a database: 0025-handlers.sh runs them.
+INPROC_SRCS  := $(wildcard tests/inproc/*.c)
+INPROC_BINS  := $(BUILD)/tests/inproc/test_handlers
 
 LIBVNIB      := $(BUILD)/libvnib.a
 LIBSERVER    := $(BUILD)/libserver.a
@@ -117,8 +120,8 @@ endif
 
 all: $(BINS) $(PLUGINS) $(SLURM_SKIPPED)
 
-tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(REPLAY_BINS) $(STRESS_BINS) \
-       $(SLURM_SKIPPED)
+tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(INPROC_BINS) $(REPLAY_BINS) \
+       $(STRESS_BINS) $(SLURM_SKIPPED)
 
 # One line, however many goals asked for the Slurm artifacts.
 slurm-skipped:
@@ -233,6 +236,12 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBUNITTEST) $(LIBSERVER) $(LIBFMCLIENT)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBUNITTEST) \
 	    $(LIBSERVER) $(LIBFMCLIENT) $(LIBAGENT) $(LIBVNIB) $(LIBS_BASE) \
 	    -lcmocka -ldl
+
+$(INPROC_BINS): $(INPROC_SRCS) tests/inproc/harness.h $(LIBSERVER) \
+                $(LIBFMCLIENT) $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(INPROC_SRCS) \
+	    $(LIBSERVER) $(LIBFMCLIENT) $(LIBVNIB) $(LIBS_BASE) -lcmocka
 
 # Each fuzz target is also linked with a small driver that replays the
 # committed corpus and regression inputs under the sanitizers, so `make

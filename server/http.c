@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -125,14 +126,44 @@ int request_json(struct request *req, json_t **objp, vnib_error_t *errp)
     return 0;
 }
 
+/* The value of name in a request's own table (see struct request). */
+static const char *table_lookup(const char *const *table, const char *name)
+{
+    for (size_t i = 0; table && table[i] && table[i + 1]; i += 2)
+        if (strcasecmp(table[i], name) == 0)
+            return table[i + 1];
+    return NULL;
+}
+
 const char *request_header(const struct request *req, const char *name)
 {
+    if (!req->hr)
+        return table_lookup(req->headers, name);
     return httpd_header(req->hr, name);
 }
 
 const char *request_query(const struct request *req, const char *name)
 {
+    if (!req->hr)
+        return table_lookup(req->query, name);
     return httpd_query(req->hr, name);
+}
+
+int request_error_status(const struct request *req,
+                         int errnum,
+                         const char **codep)
+{
+    int status = 500;
+    const char *code = "internal_error";
+
+    const struct httpd_status *row = httpd_status_of(
+        error_map, sizeof(error_map) / sizeof(error_map[0]), errnum);
+    if (row) {
+        status = row->status;
+        code = row->code;
+    }
+    *codep = req->error_code ? req->error_code : code;
+    return status;
 }
 
 long http_inflight(const struct http *h)
@@ -271,17 +302,9 @@ static int send_error(struct request *req,
                       const char *message,
                       const char *allow)
 {
-    int status = 500;
-    const char *code = "internal_error";
+    const char *code;
+    int status = request_error_status(req, errnum, &code);
 
-    const struct httpd_status *row = httpd_status_of(
-        error_map, sizeof(error_map) / sizeof(error_map[0]), errnum);
-    if (row) {
-        status = row->status;
-        code = row->code;
-    }
-    if (req->error_code)
-        code = req->error_code;
     if (status == 401 || status == 403)
         log_refusal(req, status, message);
     const char *fixed = store_public_message(message);

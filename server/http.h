@@ -44,6 +44,15 @@ struct request {
     size_t text_len;
     const char *content_type; /* of text */
 
+    /* A request made without libmicrohttpd (hr NULL: the in-process tests
+     * in tests/inproc/ call handlers directly) takes its headers and query
+     * arguments from these tables instead: name, value, name, value, ...,
+     * NULL, or NULL for none.  Names match without regard to case, as in
+     * libmicrohttpd.  The pipeline never sets them.
+     */
+    const char *const *headers;
+    const char *const *query;
+
     /* Internal to http.c. */
     struct httpd_req *hr;     /* the pipeline's request */
     int64_t start_ns;         /* monotonic arrival time */
@@ -101,6 +110,15 @@ int request_fail(struct request *req,
  * invalid_json) and errp naming the line and column.
  */
 int request_json(struct request *req, json_t **objp, vnib_error_t *errp);
+
+/* The HTTP status of the error reply to a failed request (errno errnum,
+ * from the one errno table) and its code (*codep: req->error_code if the
+ * handler chose one, else the table's).  An unknown errno is 500
+ * internal_error.
+ */
+int request_error_status(const struct request *req,
+                         int errnum,
+                         const char **codep);
 
 /* A request header (case-insensitive name), or NULL. */
 const char *request_header(const struct request *req, const char *name);
