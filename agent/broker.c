@@ -5,14 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vnib/monotime.h"
 #include "agent/broker.h"
-
-long broker_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void pause_ms(long ms)
 {
@@ -39,20 +33,20 @@ static int retry(struct vnib_client *c,
                  json_t **replyp,
                  vnib_error_t *errp)
 {
-    long end = broker_now_ms() + deadline_ms;
+    long end = (long)monotime_ms() + deadline_ms;
     long backoff = 100;
     unsigned seed = (unsigned)getpid() ^ (unsigned)end;
     int status;
 
     for (;;) {
-        long left = end - broker_now_ms();
+        long left = end - (long)monotime_ms();
         vnib_client_set_timeout_ms(c, left > 100 ? left : 100);
         if (replyp)
             *replyp = NULL;
         status = fn(c, arg, replyp, errp);
         if (!worth_retrying(status))
             return status;
-        left = end - broker_now_ms();
+        left = end - (long)monotime_ms();
         if (left <= 0)
             break;
         if (replyp) {

@@ -42,7 +42,4 @@ int broker_report(struct vnib_client *c,
                   long deadline_ms,
                   vnib_error_t *errp);
 
-/* Milliseconds on the monotonic clock. */
-long broker_now_ms(void);
-
 #endif /* !VNIB_AGENT_BROKER_H */

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "vnib/monotime.h"
 #include "agent/broker.h"
 #include "agent/commands.h"
 #include "agent/jobstate.h"
@@ -86,7 +87,7 @@ static int flush_spool(struct cmd_ctx *a,
                        vnib_error_t *errp)
 {
     json_t *bad = json_array(), *list = NULL, *e;
-    long end = broker_now_ms() + deadline_ms;
+    long end = (long)monotime_ms() + deadline_ms;
     size_t i;
     int rc = 0;
 
@@ -119,7 +120,7 @@ static int flush_spool(struct cmd_ctx *a,
             f->left++;
             continue;
         }
-        long left = end - broker_now_ms();
+        long left = end - (long)monotime_ms();
         int status =
             rc < 0 ? -1
                    : a->broker.report(

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vnib/monotime.h"
 #include "agent/broker.h"
 #include "agent/limits.h"
 #include "agent/services.h"
@@ -200,7 +201,7 @@ int services_destroy(struct nic_backend *nb,
                      json_t *left,
                      vnib_error_t *errp)
 {
-    long end = broker_now_ms() + retry_ms;
+    long end = (long)monotime_ms() + retry_ms;
 
     for (;;) {
         bool busy_only = true;
@@ -231,7 +232,7 @@ int services_destroy(struct nic_backend *nb,
             }
             free(svcs);
         }
-        long now = broker_now_ms();
+        long now = (long)monotime_ms();
         if (json_array_size(left) == 0 || dry_run || !busy_only || now >= end)
             break;
         sleep_ms(end - now < 1000 ? end - now : 1000);

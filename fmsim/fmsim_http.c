@@ -26,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "vnib/monotime.h"
 #include "vnib/httpd.h"
 #include "fmsim/fmsim_api.h"
 #include "fmsim/fmsim_http.h"
@@ -523,7 +524,7 @@ static bool delay(struct fmsim_req *req)
             return false;
         int64_t left = req->hr->start_ns
                        + (int64_t)atomic_load(&h->latency_ms) * 1000000
-                       - httpd_now_ns();
+                       - monotime_ns();
         if (left <= 0)
             return true;
         struct timespec ts = {0, left < DELAY_SLICE_NS ? left : DELAY_SLICE_NS};
@@ -621,7 +622,7 @@ static void on_done(void *cls, struct httpd_req *hr, int term)
 
     if (!req)
         return;
-    double ms = (double)(httpd_now_ns() - hr->start_ns) / 1e6;
+    double ms = (double)(monotime_ns() - hr->start_ns) / 1e6;
     int level = req->admin ? LOG_DEBUG : LOG_INFO;
     if (hr->status >= 500 && hr->status != 507) /* 507: the FM is full */
         level = LOG_WARNING;

@@ -34,6 +34,7 @@
 
 #include <microhttpd.h>
 
+#include "vnib/monotime.h"
 #include "vnib/httpd.h"
 
 /* One open connection, for the request deadline.  since_ns is 0 while no
@@ -70,13 +71,6 @@ struct httpd {
     int log_count;         /* lines written in it */
     long log_dropped;      /* lines left out since the last report */
 };
-
-int64_t httpd_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 uint16_t httpd_port(const struct httpd *h)
 {
@@ -365,7 +359,7 @@ static enum MHD_Result on_request(void *cls,
         r->conn = conn;
         r->method = method;
         r->url = url;
-        r->start_ns = httpd_now_ns();
+        r->start_ns = monotime_ns();
         *req_cls = r;
         return h->handlers.begin(h->handlers.cls, r) < 0 ? MHD_NO : MHD_YES;
     }
@@ -399,7 +393,7 @@ static void on_completed(void *cls,
     struct httpd_req *r = *req_cls;
 
     /* The next request on a kept-alive connection starts arriving now. */
-    conn_set_since(conn, httpd_now_ns());
+    conn_set_since(conn, monotime_ns());
     if (!r)
         return;
     h->handlers.done(h->handlers.cls, r, (int)toe);
@@ -423,7 +417,7 @@ static void on_connection(void *cls,
         if (h->deadline_ns <= 0 || !ci || !(c = calloc(1, sizeof(*c))))
             return; /* untracked: only the idle timeout applies */
         c->fd = ci->connect_fd;
-        atomic_init(&c->since_ns, httpd_now_ns());
+        atomic_init(&c->since_ns, monotime_ns());
         pthread_mutex_lock(&h->lock);
         c->next = h->conns;
         if (h->conns)
@@ -464,13 +458,13 @@ static void *reaper_main(void *arg)
     pthread_mutex_lock(&h->lock);
     while (!h->stopping) {
         struct timespec ts;
-        int64_t until = httpd_now_ns() + period;
+        int64_t until = monotime_ns() + period;
         ts.tv_sec = (time_t)(until / 1000000000);
         ts.tv_nsec = (long)(until % 1000000000);
         pthread_cond_timedwait(&h->wake, &h->lock, &ts);
         if (h->stopping)
             break;
-        int64_t now = httpd_now_ns();
+        int64_t now = monotime_ns();
         long cut = 0;
         for (struct conn *c = h->conns; c; c = c->next) {
             int64_t since = atomic_load(&c->since_ns);
@@ -516,7 +510,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
     if (h->log_burst > 0) {
-        int64_t now = httpd_now_ns();
+        int64_t now = monotime_ns();
         pthread_mutex_lock(&h->log_lock);
         if (now - h->log_window_ns >= 1000000000) {
             dropped = h->log_dropped;

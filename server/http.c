@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vnib/monotime.h"
+#include "vnib/hex.h"
 #include "vnib/httpd.h"
 #include "vnib/logger.h"
 #include "vnib/secfile.h"
@@ -191,11 +193,10 @@ static void request_id_new(char *id)
     unsigned char raw[8];
     if (getrandom(raw, sizeof(raw), GRND_NONBLOCK) != (ssize_t)sizeof(raw)) {
         /* Ids only correlate log lines; uniqueness suffices. */
-        uint64_t t = (uint64_t)httpd_now_ns() ^ ((uint64_t)getpid() << 48);
+        uint64_t t = (uint64_t)monotime_ns() ^ ((uint64_t)getpid() << 48);
         memcpy(raw, &t, sizeof(raw));
     }
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(id + 2 * i, 3, "%02x", raw[i]);
+    hex_encode(raw, sizeof(raw), id);
 }
 
 /* The broker's reply headers into hdrs (name, value, ..., NULL), with
@@ -377,10 +378,10 @@ static int authorize(struct request *req, vnib_error_t *errp)
 static void run_handler(struct request *req)
 {
     errno = 0;
-    req->handler_start_ns = httpd_now_ns();
+    req->handler_start_ns = monotime_ns();
     req->result = req->route->handler(req, &req->out, &req->error);
     req->result_errno = errno ? errno : EIO;
-    req->handler_ns = httpd_now_ns() - req->handler_start_ns;
+    req->handler_ns = monotime_ns() - req->handler_start_ns;
 }
 
 /* Send the outcome run_handler() kept. */
@@ -577,7 +578,7 @@ static void on_done(void *cls, struct httpd_req *hr, int term)
 
     if (!req)
         return;
-    int64_t ns = httpd_now_ns() - req->start_ns;
+    int64_t ns = monotime_ns() - req->start_ns;
     int status = hr->status;
     if (status > 0) {
         metrics_observe(h->broker->metrics, req->route_index, status, ns);
@@ -761,7 +762,7 @@ error:
 /* Sleep until no request is in flight or deadline (monotonic ns) passes. */
 static void wait_inflight(const struct http *h, int64_t deadline)
 {
-    while (httpd_inflight(h->httpd) > 0 && httpd_now_ns() < deadline) {
+    while (httpd_inflight(h->httpd) > 0 && monotime_ns() < deadline) {
         struct timespec ts = {0, 10 * 1000000};
         nanosleep(&ts, NULL);
     }
@@ -776,7 +777,7 @@ void http_destroy(struct http *h, int timeout_s)
              * finish.
              */
             httpd_quiesce(h->httpd);
-            wait_inflight(h, httpd_now_ns() + (int64_t)timeout_s * 1000000000);
+            wait_inflight(h, monotime_ns() + (int64_t)timeout_s * 1000000000);
             long left = httpd_inflight(h->httpd);
             if (left > 0)
                 logger_printf(h->broker->log,
@@ -798,7 +799,7 @@ void http_destroy(struct http *h, int timeout_s)
             /* Give the libmicrohttpd threads a moment to send those
              * replies.
              */
-            wait_inflight(h, httpd_now_ns() + 1000000000);
+            wait_inflight(h, monotime_ns() + 1000000000);
             httpd_stop(h->httpd);
         }
         workers_destroy(h->workers);

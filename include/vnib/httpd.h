@@ -42,7 +42,7 @@ struct httpd_req {
     const char *url;    /* decoded path, borrowed */
     char *body;         /* NUL-terminated, or NULL */
     size_t body_len;
-    int64_t start_ns; /* monotonic arrival time (httpd_now_ns) */
+    int64_t start_ns; /* monotonic arrival time (monotime_ns) */
     int status;       /* status sent; 0 until a reply is queued */
     bool responded;   /* a reply is queued */
     int refused;      /* errno of a body refused mid-upload, or 0 */
@@ -87,9 +87,6 @@ struct httpd_config {
     int log_burst; /* libmicrohttpd lines a second; 0: all */
     struct httpd_handlers handlers;
 };
-
-/* Monotonic time in nanoseconds. */
-int64_t httpd_now_ns(void);
 
 /* Start the daemon.  Returns NULL with errp set: errno EADDRINUSE when
  * libmicrohttpd cannot listen (address in use, bad certificate, key or
