@@ -86,7 +86,9 @@ for w in 11 12 13 14; do
     worker "$w" "$URL_A" 40 &
     workers="$workers $!"
 done
-sleep 2
+# Kill once the load is under way: some reservations are acknowledged.
+acked_some () { [ "$(cat "$T"/acked.* 2>/dev/null | wc -l)" -ge 5 ]; }
+wait_for 30 acked_some
 kill -KILL "$PID_A"
 wait "$PID_A" 2>/dev/null
 wait $workers

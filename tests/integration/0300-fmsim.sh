@@ -59,6 +59,13 @@ state () {
     curl -sS --max-time 10 "$ADMIN_URL/fmsim/state" | jq -r "$1"
 }
 
+# arrived N: wait until fmsim has counted N main-port requests (counted on
+# arrival, before any injected latency).
+arrived_n () { [ "$(state .counters.total)" -ge "$1" ]; }
+arrived () {
+    wait_for 10 arrived_n "$1" || echo "# fmsim counted $(state .counters.total) requests, not $1"
+}
+
 # create_job ID LIMIT: POST a job; sets JOB_TOKEN.
 create_job () {
     http POST /fabric/collectives/jobs -H 'Content-Type: application/json' \
@@ -301,11 +308,12 @@ expect_eq "... and echoes the new settings" "$(jq -r .latency_ms "$T/admin.body"
 ms=$(elapsed_ms curl -s "$FM_URL/fabric/collectives/jobs/c-2")
 if [ "$ms" -ge 380 ]; then ok "latency: a request takes >= 400 ms ($ms)"; else not_ok "latency: $ms ms"; fi
 faults '{"latency_ms":3000}'
+n0=$(state .counters.total)
 curl -s -o /dev/null "$FM_URL/fabric/collectives/jobs/c-2" &
 slow1=$!
 curl -s -o /dev/null "$FM_URL/fabric/collectives/jobs/" &
 slow2=$!
-sleep 0.3
+arrived $((n0 + 2))
 ms=$(elapsed_ms curl -s "$ADMIN_URL/fmsim/state")
 if [ "$ms" -lt 500 ]; then ok "the admin API answers during slow requests ($ms ms)"; else not_ok "admin waited $ms ms"; fi
 faults '{"latency_ms":0}'
@@ -316,9 +324,10 @@ if [ "$ms" -lt 1500 ]; then ok "lowering the latency releases waiting requests (
 ms=$(elapsed_ms curl -s "$FM_URL/fabric/collectives/jobs/")
 if [ "$ms" -lt 300 ]; then ok "latency 0: fast again ($ms ms)"; else not_ok "still slow: $ms ms"; fi
 faults '{"latency_ms":20000}'
+n0=$(state .counters.total)
 curl -sS -o /dev/null --max-time 30 "$FM_URL/fabric/collectives/jobs/" 2>"$T/slow.err" &
 slow1=$!
-sleep 0.3
+arrived $((n0 + 1))
 ms=$(elapsed_ms faults '{"outage":"refuse","latency_ms":0}')
 if [ "$ms" -lt 2000 ]; then ok "an outage does not wait for delayed requests ($ms ms)"; else not_ok "the outage took $ms ms"; fi
 wait "$slow1"
@@ -423,9 +432,10 @@ fmsim_start --latency-ms 20000 || { not_ok "fmsim with --latency-ms starts"; fin
 timeout 10 "$FMSIM" --listen "127.0.0.1:${FM_URL##*:}" >/dev/null 2>"$T/inuse.err"
 expect_eq "a port in use stops the start (exit 1)" "$?" 1
 expect_match "... saying so" "$(cat "$T/inuse.err")" "cannot listen on 127.0.0.1 port ${FM_URL##*:}"
+n0=$(state .counters.total)
 curl -s -o /dev/null --max-time 30 "$FM_URL/fabric/collectives/jobs/" &
 slow1=$!
-sleep 0.3
+arrived $((n0 + 1))
 t0=$(now_ms)
 fmsim_stop
 rc=$?
