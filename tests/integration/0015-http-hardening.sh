@@ -6,10 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
+broker_up "$T/b.toml" '
 max_header_bytes = 8192'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 
 RES='{"job_id":"ct1","uid":1000,"user":"alice","nodes":"n[1-2]"}'
 # Raw curl, as a user would type it: no Content-Type of our own.

@@ -8,14 +8,12 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
+broker_up "$T/b.toml" '
 threads = 2
 max_connections = 64
 per_ip_connections = 16
 request_deadline_ms = 2000
 connection_timeout_s = 30'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 PORT=${BROKER_URL##*:}
 
 # trickle SECONDS SPEC...: open connections, each SPEC being

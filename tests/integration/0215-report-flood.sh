@@ -7,10 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" 'report_rate = 2
+broker_up "$T/b.toml" 'report_rate = 2
 report_burst = 10'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"f1","uid":1001,"user":"alice","nodes":"n[1-4]"}'
 expect_status "a job" 201

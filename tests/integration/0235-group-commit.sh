@@ -42,8 +42,7 @@ cat >>"$T/b.toml" <<EOF
 [vni]
 pool = "2000-2063"
 EOF
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 
 # ---- a held job does not hold up its group ------------------------------------
 

@@ -5,11 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "1024-1027"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 1024-1027)"
 TOKEN=$SCHED_TOKEN
 http POST /v1/reservations -d '{"job_id":"old1","uid":1,"user":"u","nodes":"n1","vni_count":2}'
 expect_json "old1 takes 1024,1025" '.vnis | join(",")' 1024,1025

@@ -14,8 +14,7 @@ hwcoll_config "$T/b.toml" tux "request_concurrency = 2"
 # A reserve is one FM request (two if the job exists), so 2-4 s with 2 s
 # of latency each.
 set_key "$T/b.toml" reserve_timeout_ms 10000
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 
 TOKEN=$SCHED_TOKEN http POST /v1/reservations \
     -d '{"job_id":"base","uid":1,"user":"u","nodes":"n[1-2]","hwcoll":"off"}'

@@ -465,6 +465,35 @@ broker_start () {
     BROKER_URL=$(printf '%s\n' "$line" | sed -E 's|.*listening on (https?://[^ ]+).*|\1|')
 }
 
+# broker_migrate_start CONFIG: migrate and start; a failure is reported
+# ("migrate", "broker starts") and ends the test.
+broker_migrate_start () {
+    broker_migrate "$1" || { not_ok "migrate"; finish; }
+    broker_start "$1" || { not_ok "broker starts"; finish; }
+}
+
+# broker_up CONFIG [EXTRA-TOML]: broker_config CONFIG and
+# broker_migrate_start it.
+broker_up () {
+    broker_config "$1" "${2:-}"
+    broker_migrate_start "$1"
+}
+
+# vni_pool RANGE: a [vni] table with that pool, as EXTRA-TOML.
+vni_pool () {
+    printf '\n[vni]\npool = "%s"' "$1"
+}
+
+# broker_pin_port CONFIG: restart the running broker of CONFIG on the port
+# it got, now written into CONFIG, so that later restarts come back where
+# the clients look; sets PORT.
+broker_pin_port () {
+    PORT=${BROKER_URL##*:}
+    broker_stop
+    sed -i "s/^port = 0\$/port = $PORT/" "$1"
+    broker_start "$1" || { not_ok "broker starts on port $PORT"; finish; }
+}
+
 # broker_stop: SIGTERM and wait; echoes nothing, returns the exit status.
 broker_stop () {
     kill -TERM "$BROKER_PID" 2>/dev/null
