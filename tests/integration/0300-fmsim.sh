@@ -546,14 +546,8 @@ expect_status "... 401 once it has expired" 401
 fm_stop
 
 # ---- TLS --------------------------------------------------------------------------
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fmsim test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
-    -keyout "$T/fm.key" -out "$T/fm.csr" >/dev/null 2>&1
-printf 'subjectAltName=IP:127.0.0.1\n' >"$T/san.ext"
-openssl x509 -req -in "$T/fm.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
-    -CAcreateserial -days 2 -extfile "$T/san.ext" -out "$T/fm.pem" >/dev/null 2>&1
-chmod 600 "$T/fm.key"
+test_ca "fmsim test CA"
+test_cert fm 127.0.0.1 IP:127.0.0.1
 fmsim_start --tls-cert "$T/fm.pem" --tls-key "$T/fm.key" || { not_ok "TLS fmsim starts"; finish; }
 expect_match "TLS: the start line says https" "$FM_LINE" '^fmsim listening on https://127\.0\.0\.1:[0-9]+ admin http://'
 http GET /fabric/collectives/jobs/ --cacert "$T/ca.pem"

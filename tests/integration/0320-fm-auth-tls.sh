@@ -15,17 +15,9 @@ openssl rand 32 >"$T/token.key"
 umask 022
 
 # A CA and a certificate for 127.0.0.1, and one for another name.
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fm test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-for who in good:IP:127.0.0.1 wrongname:DNS:fm.example; do
-    name=${who%%:*}
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" -keyout "$T/$name.key" \
-        -out "$T/$name.csr" >/dev/null 2>&1
-    printf 'subjectAltName=%s\n' "${who#*:}" >"$T/$name.ext"
-    openssl x509 -req -in "$T/$name.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
-        -CAcreateserial -days 2 -extfile "$T/$name.ext" -out "$T/$name.pem" >/dev/null 2>&1
-    chmod 600 "$T/$name.key"
-done
+test_ca "fm test CA"
+test_cert good good IP:127.0.0.1
+test_cert wrongname wrongname DNS:fm.example
 
 # start_broker EXTRA-HWCOLL-TOML: a broker for $FM_URL.
 start_broker () {

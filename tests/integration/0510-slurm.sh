@@ -29,12 +29,7 @@ name = \"vnibtest\"
 [vni]
 pool = \"3000-3099\"
 
-[hwcoll]
-enabled = true
-fm_url = \"$FM_URL\"
-auth = \"none\"
-min_nodes = 3
-addrs_per_job = 4
+$(hwcoll_table 3)
 token_key_file = \"$T/fm.key\""
 broker_up "$T/b.toml" "$BROKER_TOML_EXTRA"
 broker_pin_port "$T/b.toml"

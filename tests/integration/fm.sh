@@ -66,6 +66,13 @@ fm_lacks () {
     ! fm_has "$1"
 }
 
+# hwcoll_table MIN_NODES: the start of an [hwcoll] table for $FM_URL with
+# no FM auth, 4 addresses a job.
+hwcoll_table () {
+    printf '[hwcoll]\nenabled = true\nfm_url = "%s"\nauth = "none"\nmin_nodes = %s\naddrs_per_job = 4\n' \
+        "$FM_URL" "$1"
+}
+
 # hwcoll_config FILE CLUSTER [EXTRA-TOML]: broker_config with hardware
 # collectives on $FM_URL (no FM auth), every job eligible (min_nodes 1),
 # reconciliation as often as the broker allows, short retries.
@@ -75,12 +82,7 @@ hwcoll_config () {
 [cluster]
 name = \"$2\"
 
-[hwcoll]
-enabled = true
-fm_url = \"$FM_URL\"
-auth = \"none\"
-min_nodes = 1
-addrs_per_job = 4
+$(hwcoll_table 1)
 reserve_timeout_ms = 2000
 reconcile_interval_s = 5
 retry_max_s = 1
