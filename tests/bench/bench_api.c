@@ -74,6 +74,20 @@ static double q_ms(const struct lg_hist *h, double q)
     return h->count ? lg_hist_quantile(h, q) / 1e3 : NAN;
 }
 
+/* The row "p99 latency of kind k, in ms, at most target". */
+static void row_p99(const char *name,
+                    const struct lg_result *res,
+                    int k,
+                    double target)
+{
+    bout_row(name,
+             q_ms(&res->kind[k].latency, 0.99),
+             "ms",
+             target,
+             true,
+             bout_failures(res, k));
+}
+
 static double rate_of(const struct lg_result *res, uint64_t n)
 {
     return res->elapsed_s > 0 ? (double)n / res->elapsed_s : NAN;
@@ -130,12 +144,7 @@ static int sc_healthz(struct bench *b, struct lg_result *res)
         return -1;
     }
     if (open)
-        bout_row(name,
-                 q_ms(&res->kind[K_GET].latency, 0.99),
-                 "ms",
-                 10,
-                 true,
-                 bout_failures(res, K_GET));
+        row_p99(name, res, K_GET, 10);
     else
         bout_row(name,
                  rate_of(res, res->kind[K_GET].ok),
@@ -505,12 +514,7 @@ static int sc_drain_load(struct bench *b, struct lg_result *res)
         bout_row(name, NAN, "ms", 20, true, "could not run");
         return -1;
     }
-    bout_row(name,
-             q_ms(&res->kind[K_RESERVE].latency, 0.99),
-             "ms",
-             20,
-             true,
-             bout_failures(res, K_RESERVE));
+    row_p99(name, res, K_RESERVE, 20);
     bout_detail(res);
 
     struct lg_config rel = {
