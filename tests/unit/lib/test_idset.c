@@ -112,8 +112,8 @@ static void check_invariant(const struct idset *set, uint32_t max_id)
 /* ---- decoding ---------------------------------------------------------- */
 
 /* Inputs that decode, by test: the forms an idset may take, and items
- * that overlap, repeat or come out of order and merge (0xffffffffu is
- * UINT32_MAX, the widest max_id).
+ * that overlap, repeat or come out of order and merge.  Leading zeros
+ * are still decimal ("007"); 0xffffffffu is UINT32_MAX, the widest max_id.
  */
 /* clang-format off */
 static const struct decode_case decodes[] = {
@@ -127,7 +127,7 @@ static const struct decode_case decodes[] = {
     {DECODE_FORMS, "65535", 65535, "65535", 1},
     {DECODE_FORMS, "0-65535", 65535, "0-65535", 65536},
     {DECODE_FORMS, "7-7", 10, "7", 1},
-    {DECODE_FORMS, "007", 10, "7", 1}, /* leading zeros are still decimal */
+    {DECODE_FORMS, "007", 10, "7", 1},
     {DECODE_FORMS, "4294967295", 0xffffffffu, "4294967295", 1},
     {DECODE_FORMS, "0,4294967295", 0xffffffffu, "0,4294967295", 2},
     {DECODE_MERGES, "10-20,5-12,21,30,1-3,4", 100, "1-21,30", 22},
