@@ -212,11 +212,14 @@ $(BUILD)/tests/bench/%: tests/bench/%.c $(LIBVNIB)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBVNIB) $(LIBS_BASE)
 
 # The API benchmarks drive a running broker with the load generator.
-$(BUILD)/tests/bench/bench_api: tests/bench/bench_api.c tests/bench/loadgen.c \
+BENCH_API_SRCS := tests/bench/bench_api.c tests/bench/bench_output.c \
+                  tests/bench/bench_requests.c tests/bench/loadgen.c \
+                  tests/bench/loadgen_hist.c
+$(BUILD)/tests/bench/bench_api: $(BENCH_API_SRCS) tests/bench/bench_api.h \
                                 tests/bench/loadgen.h $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
-	    tests/bench/bench_api.c tests/bench/loadgen.c $(LIBVNIB) $(LIBS_BASE) -lm
+	    $(BENCH_API_SRCS) $(LIBVNIB) $(LIBS_BASE) -lm
 
 # The history-checking load client of the stress tests and of the bench's
 # contention row (tests/stress/history.c).

@@ -13,7 +13,8 @@
  * A figure is only credited when nearly every request succeeded: a broker
  * that answers 500 quickly must not meet a latency target.  The few helper
  * commands (freeport, nodekey, token) exist so that run.sh needs no other
- * tools to prepare the broker's credentials.
+ * tools to prepare the broker's credentials.  The table output is in
+ * bench_output.c, the requests each scenario sends in bench_requests.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,379 +28,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/bench/loadgen.h"
+#include "tests/bench/bench_api.h"
 #include "vnib/secfile.h"
 #include "vnib/token.h"
-
-/* Request kinds, as indices into lg_result.kind. */
-enum { K_RESERVE, K_RELEASE, K_GET };
-
-static const char *const kind_names[LG_KINDS] = {
-    "reserve", "release", "get", "other"};
 
 #define BIG_NODES "nid[000001-011136]"
 #define BIG_COUNT 11136
 #define POPULATE_DEFAULT 10000
-
-/* Everything a scenario needs; no state lives outside it. */
-struct bench {
-    const char *url; /* http://127.0.0.1:PORT */
-    char *token;     /* scheduler token (secfile buffer) */
-    size_t token_size;
-    unsigned char *key; /* node key (secfile buffer) */
-    size_t key_len;
-    int conns;              /* -c, 0: the scenario's default */
-    double duration;        /* -d, 0: the scenario's default */
-    double rate;            /* -r, 0: the scenario's default */
-    long count;             /* -n, 0: the scenario's default */
-    long pid;               /* -p: the broker, for rss */
-    double pg_tps;          /* -P: pgbench tps at the same clients */
-    const char *stop_file;  /* -S: drain-load stops once this exists */
-    const char *job_prefix; /* -x: pairs' job id prefix (runs that repeat) */
-    const char *hwcoll_opt; /* -H: "on"/"off" in pairs and openloop reserves */
-
-    /* per-scenario request state */
-    const char *prefix; /* job id prefix */
-    const char *nodes;  /* hostlist of reserve requests */
-    const char *hwcoll; /* "on"/"off" in reserve requests, NULL: omitted */
-    const char *job;    /* the one job of get and storm */
-    uint64_t next_job;  /* next fresh job number */
-    uint64_t limit;     /* populate/release: jobs to touch */
-    char node_token[TOKEN_NODE_SIZE];
-    char **node_tokens; /* storm: one per node */
-    int ntokens;
-};
-
-/* ---- output ----------------------------------------------------------- */
-
-/* One table row, as bench_lib prints it.  A NAN figure (not measured) and
- * a figure from a run with too many failures never meet the target.
- */
-static void row(const char *name,
-                double figure,
-                const char *unit,
-                double target,
-                bool lower_is_better,
-                const char *why_not)
-{
-    bool measured = !isnan(figure);
-    bool met = measured && !why_not
-               && (lower_is_better ? figure <= target : figure >= target);
-    char fig[32], tgt[32];
-
-    if (measured)
-        snprintf(fig, sizeof(fig), "%12.3f", figure);
-    else
-        snprintf(fig, sizeof(fig), "%12s", "n/a");
-    if (isnan(target))
-        snprintf(tgt, sizeof(tgt), "%10s", "n/a");
-    else
-        snprintf(tgt, sizeof(tgt), "%10.3f", target);
-    printf("%-52s %s %-6s %s %s  %s%s%s%s\n",
-           name,
-           fig,
-           unit,
-           lower_is_better ? "<=" : ">=",
-           tgt,
-           met ? "met" : "NOT MET",
-           why_not ? " (" : "",
-           why_not ? why_not : "",
-           why_not ? ")" : "");
-    fflush(stdout);
-}
-
-/* A figure with no target of its own (shown for comparison). */
-static void row_reference(const char *name, double figure, const char *unit)
-{
-    char fig[32];
-
-    if (isnan(figure))
-        snprintf(fig, sizeof(fig), "%12s", "n/a");
-    else
-        snprintf(fig, sizeof(fig), "%12.3f", figure);
-    printf("%-52s %s %-6s %s %10s  %s\n", name, fig, unit, "  ", "-", "ref");
-    fflush(stdout);
-}
-
-/* The detail of one kind: "#" lines below the rows. */
-static void detail_kind(const char *label,
-                        const struct lg_result *res,
-                        const struct lg_kind_stats *s)
-{
-    double el = res->elapsed_s > 0 ? res->elapsed_s : NAN;
-
-    if (s->sent == 0)
-        return;
-    printf(
-        "#   %-8s %llu sent, %llu answered in %.2f s (%.1f/s); "
-        "latency ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n",
-        label,
-        (unsigned long long)s->sent,
-        (unsigned long long)s->done,
-        res->elapsed_s,
-        (double)s->done / el,
-        lg_hist_quantile(&s->latency, 0.50) / 1e3,
-        lg_hist_quantile(&s->latency, 0.90) / 1e3,
-        lg_hist_quantile(&s->latency, 0.99) / 1e3,
-        (double)s->latency.max_us / 1e3);
-    printf("#   %-8s 2xx %llu, non-2xx %llu, transport errors %llu",
-           "",
-           (unsigned long long)s->ok,
-           (unsigned long long)s->non2xx,
-           (unsigned long long)s->errors);
-    if (s->server.count)
-        printf("; server time ms p50 %.3f p90 %.3f p99 %.3f max %.3f (%llu)",
-               lg_hist_quantile(&s->server, 0.50) / 1e3,
-               lg_hist_quantile(&s->server, 0.90) / 1e3,
-               lg_hist_quantile(&s->server, 0.99) / 1e3,
-               (double)s->server.max_us / 1e3,
-               (unsigned long long)s->server.count);
-    else
-        printf("; no Server-Timing");
-    printf("\n");
-    if (s->first_bad_status) {
-        char body[sizeof(s->first_bad_body)];
-        snprintf(body, sizeof(body), "%s", s->first_bad_body);
-        for (char *p = body; *p; p++)
-            if (*p == '\n' || *p == '\r')
-                *p = ' ';
-        printf(
-            "#   %-8s first non-2xx: %d %s\n", "", s->first_bad_status, body);
-    }
-}
-
-static void detail(const struct lg_result *res)
-{
-    for (int k = 0; k < LG_KINDS; k++)
-        detail_kind(kind_names[k], res, &res->kind[k]);
-    if (res->connect_errors || res->io_errors || res->timeouts || res->unsent
-        || res->connects > 0)
-        printf(
-            "#   %-8s %llu connects, %llu connect errors, %llu io "
-            "errors, %llu timeouts, %llu unsent, worst send delay "
-            "%.3f ms\n",
-            "conns",
-            (unsigned long long)res->connects,
-            (unsigned long long)res->connect_errors,
-            (unsigned long long)res->io_errors,
-            (unsigned long long)res->timeouts,
-            (unsigned long long)res->unsent,
-            (double)res->late_us_max / 1e3);
-    fflush(stdout);
-}
-
-/* Why a run's figure is not credited: more than 1% of the requests of
- * kind k (or of all kinds, k < 0) failed or were not sent.
- */
-static const char *failures(const struct lg_result *res, int k)
-{
-    struct lg_kind_stats sum;
-    const struct lg_kind_stats *s = &res->kind[k < 0 ? 0 : k];
-
-    if (k < 0) {
-        lg_result_totals(res, &sum);
-        s = &sum;
-    }
-    uint64_t bad = s->non2xx + s->errors + res->unsent;
-    uint64_t all = s->sent + res->unsent;
-    if (all == 0)
-        return "nothing answered";
-    if ((double)bad > 0.01 * (double)all)
-        return "over 1% failed";
-    return NULL;
-}
-
-/* ---- request producers ------------------------------------------------ */
-
-/* A reserve request for job on nodes. */
-static int body_reserve(struct bench *b,
-                        struct lg_request *req,
-                        const char *job,
-                        const char *nodes)
-{
-    int n = snprintf(req->body,
-                     sizeof(req->body),
-                     "{\"job_id\":\"%s\",\"uid\":1000,\"user\":\"bench\","
-                     "\"nodes\":\"%s\",\"vni_count\":1%s%s%s}",
-                     job,
-                     nodes,
-                     b->hwcoll ? ",\"hwcoll\":\"" : "",
-                     b->hwcoll ? b->hwcoll : "",
-                     b->hwcoll ? "\"" : "");
-    if (n < 0 || (size_t)n >= sizeof(req->body))
-        return -1;
-    req->body_len = (size_t)n;
-    req->kind = K_RESERVE;
-    req->method = "POST";
-    req->token = b->token;
-    snprintf(req->path, sizeof(req->path), "/v1/reservations");
-    return 0;
-}
-
-static void path_release(struct bench *b,
-                         struct lg_request *req,
-                         const char *job)
-{
-    req->kind = K_RELEASE;
-    req->method = "DELETE";
-    req->token = b->token;
-    snprintf(req->path, sizeof(req->path), "/v1/reservations/%s", job);
-}
-
-/* The job id <prefix><n>. */
-static const char *job_name(char *buf, size_t size, const char *p, uint64_t n)
-{
-    snprintf(buf, size, "%s%llu", p, (unsigned long long)n);
-    return buf;
-}
-
-static int make_healthz(void *arg, struct lg_slot *slot, struct lg_request *req)
-{
-    (void)arg;
-    (void)slot;
-    req->kind = K_GET;
-    req->method = "GET";
-    snprintf(req->path, sizeof(req->path), "/healthz");
-    return 0;
-}
-
-/* Each client reserves a fresh job, then releases it, and so on. */
-static int make_pairs(void *arg, struct lg_slot *slot, struct lg_request *req)
-{
-    struct bench *b = arg;
-    char job[64];
-
-    if (slot->slot_seq % 2 == 0) {
-        slot->user = b->next_job++;
-        job_name(job, sizeof(job), b->prefix, slot->user);
-        return body_reserve(b, req, job, b->nodes);
-    }
-    path_release(b, req, job_name(job, sizeof(job), b->prefix, slot->user));
-    return 0;
-}
-
-/* Open loop: request k reserves job <prefix>k. */
-static int make_reserve_seq(void *arg,
-                            struct lg_slot *slot,
-                            struct lg_request *req)
-{
-    struct bench *b = arg;
-    char job[64];
-
-    if (b->limit && slot->seq >= b->limit)
-        return LG_END;
-    job_name(job, sizeof(job), b->prefix, slot->seq);
-    return body_reserve(b, req, job, b->nodes);
-}
-
-/* Open loop until the stop file appears: request k reserves <prefix>k. */
-static int make_reserve_until(void *arg,
-                              struct lg_slot *slot,
-                              struct lg_request *req)
-{
-    struct bench *b = arg;
-
-    if (b->stop_file && access(b->stop_file, F_OK) == 0)
-        return LG_END;
-    return make_reserve_seq(arg, slot, req);
-}
-
-/* Populate: job a<k> on n[k-(k+3)], k = 1 .. limit. */
-static int make_populate(void *arg,
-                         struct lg_slot *slot,
-                         struct lg_request *req)
-{
-    struct bench *b = arg;
-    char nodes[64], job[64];
-    uint64_t k = slot->seq + 1;
-
-    if (slot->seq >= b->limit)
-        return LG_END;
-    snprintf(nodes,
-             sizeof(nodes),
-             "n[%llu-%llu]",
-             (unsigned long long)k,
-             (unsigned long long)k + 3);
-    job_name(job, sizeof(job), b->prefix, k);
-    return body_reserve(b, req, job, nodes);
-}
-
-/* Release job <prefix>k for k = 0 .. limit-1. */
-static int make_release_seq(void *arg,
-                            struct lg_slot *slot,
-                            struct lg_request *req)
-{
-    struct bench *b = arg;
-    char job[64];
-
-    if (slot->seq >= b->limit)
-        return LG_END;
-    path_release(b, req, job_name(job, sizeof(job), b->prefix, slot->seq));
-    return 0;
-}
-
-/* A node's own view, each request from another node n1 .. n<limit>. */
-static int make_nodeview(void *arg,
-                         struct lg_slot *slot,
-                         struct lg_request *req)
-{
-    struct bench *b = arg;
-    char node[32];
-
-    snprintf(node,
-             sizeof(node),
-             "n%llu",
-             (unsigned long long)(slot->seq * 7919 % b->limit + 1));
-    if (token_node_derive(b->key,
-                          b->key_len,
-                          node,
-                          b->node_token,
-                          sizeof(b->node_token),
-                          NULL)
-        < 0)
-        return -1;
-    req->kind = K_GET;
-    req->method = "GET";
-    req->token = b->node_token;
-    snprintf(req->path, sizeof(req->path), "/v1/nodes/%s", node);
-    return 0;
-}
-
-/* Every node of the big job fetches it, cycling through the tokens. */
-static int make_storm(void *arg, struct lg_slot *slot, struct lg_request *req)
-{
-    struct bench *b = arg;
-
-    req->kind = K_GET;
-    req->method = "GET";
-    req->token = b->node_tokens[slot->seq % (uint64_t)b->ntokens];
-    snprintf(req->path, sizeof(req->path), "/v1/reservations/%s", b->job);
-    return 0;
-}
-
-/* One reserve, then one release, of the fixed job b->job. */
-static int make_one_reserve(void *arg,
-                            struct lg_slot *slot,
-                            struct lg_request *req)
-{
-    struct bench *b = arg;
-
-    if (slot->seq > 0)
-        return LG_END;
-    return body_reserve(b, req, b->job, b->nodes);
-}
-
-static int make_one_release(void *arg,
-                            struct lg_slot *slot,
-                            struct lg_request *req)
-{
-    struct bench *b = arg;
-
-    if (slot->seq > 0)
-        return LG_END;
-    path_release(b, req, b->job);
-    return 0;
-}
 
 /* ---- scenarios -------------------------------------------------------- */
 
@@ -439,6 +74,20 @@ static double q_ms(const struct lg_hist *h, double q)
     return h->count ? lg_hist_quantile(h, q) / 1e3 : NAN;
 }
 
+/* The row "p99 latency of kind k, in ms, at most target". */
+static void row_p99(const char *name,
+                    const struct lg_result *res,
+                    int k,
+                    double target)
+{
+    bout_row(name,
+             q_ms(&res->kind[k].latency, 0.99),
+             "ms",
+             target,
+             true,
+             bout_failures(res, k));
+}
+
 static double rate_of(const struct lg_result *res, uint64_t n)
 {
     return res->elapsed_s > 0 ? (double)n / res->elapsed_s : NAN;
@@ -471,7 +120,7 @@ static int sc_healthz(struct bench *b, struct lg_result *res)
     struct lg_config cfg = {.connections = pick(b->conns, 32),
                             .rate = b->rate,
                             .duration_s = pickd(b->duration, 3),
-                            .make = make_healthz};
+                            .make = breq_healthz};
     bool open = cfg.rate > 0;
     char name[64];
 
@@ -486,29 +135,24 @@ static int sc_healthz(struct bench *b, struct lg_result *res)
                  "healthz: requests/s, %d connections (sanity)",
                  cfg.connections);
     if (run(b, &cfg, res, "healthz") < 0) {
-        row(name,
-            NAN,
-            open ? "ms" : "req/s",
-            open ? 10 : 5000,
-            open,
-            "could not run");
+        bout_row(name,
+                 NAN,
+                 open ? "ms" : "req/s",
+                 open ? 10 : 5000,
+                 open,
+                 "could not run");
         return -1;
     }
     if (open)
-        row(name,
-            q_ms(&res->kind[K_GET].latency, 0.99),
-            "ms",
-            10,
-            true,
-            failures(res, K_GET));
+        row_p99(name, res, K_GET, 10);
     else
-        row(name,
-            rate_of(res, res->kind[K_GET].ok),
-            "req/s",
-            5000,
-            false,
-            failures(res, -1));
-    detail(res);
+        bout_row(name,
+                 rate_of(res, res->kind[K_GET].ok),
+                 "req/s",
+                 5000,
+                 false,
+                 bout_failures(res, -1));
+    bout_detail(res);
     return 0;
 }
 
@@ -516,7 +160,7 @@ static int sc_pairs(struct bench *b, struct lg_result *res)
 {
     struct lg_config cfg = {.connections = pick(b->conns, 8),
                             .duration_s = pickd(b->duration, 10),
-                            .make = make_pairs};
+                            .make = breq_pairs};
     char prefix[32], name[3][64];
     int rc = 0;
 
@@ -546,18 +190,18 @@ static int sc_pairs(struct bench *b, struct lg_result *res)
     const char *why = "could not run";
     if (run(b, &cfg, res, "pairs") == 0) {
         pairs = rate_of(res, res->kind[K_RELEASE].ok);
-        why = failures(res, -1);
+        why = bout_failures(res, -1);
     } else {
         rc = -1;
     }
     double tps = b->pg_tps > 0 ? b->pg_tps : NAN;
     if (b->pg_tps > 0) {
-        row(name[0], pairs, "pair/s", 0.5 * tps, false, why);
-        row_reference(name[1], tps, "tps");
-        row(name[2], pairs / tps, "ratio", 0.5, false, why);
+        bout_row(name[0], pairs, "pair/s", 0.5 * tps, false, why);
+        bout_reference(name[1], tps, "tps");
+        bout_row(name[2], pairs / tps, "ratio", 0.5, false, why);
     } else {
         /* no comparison given: run.sh compares runs with each other */
-        row_reference(name[0], why ? NAN : pairs, "pair/s");
+        bout_reference(name[0], why ? NAN : pairs, "pair/s");
     }
     if (rc == 0) {
         /* the slowest request of either kind, for run.sh's max row */
@@ -565,7 +209,7 @@ static int sc_pairs(struct bench *b, struct lg_result *res)
         if (res->kind[K_RELEASE].latency.max_us > mx)
             mx = res->kind[K_RELEASE].latency.max_us;
         printf("#   largest single request: %.3f ms\n", (double)mx / 1e3);
-        detail(res);
+        bout_detail(res);
     }
     return rc;
 }
@@ -575,7 +219,7 @@ static int sc_openloop(struct bench *b, struct lg_result *res)
     struct lg_config cfg = {.connections = pick(b->conns, 64),
                             .rate = pickd(b->rate, 1000),
                             .duration_s = pickd(b->duration, 10),
-                            .make = make_reserve_seq};
+                            .make = breq_reserve_seq};
     char name[64];
 
     if (need_token(b) < 0)
@@ -589,13 +233,13 @@ static int sc_openloop(struct bench *b, struct lg_result *res)
              "reserve p99 latency at %.0f/s (open loop)",
              cfg.rate);
     if (run(b, &cfg, res, "open loop") < 0) {
-        row(name, NAN, "ms", 10, true, "could not run");
+        bout_row(name, NAN, "ms", 10, true, "could not run");
         return -1;
     }
     const struct lg_kind_stats *s = &res->kind[K_RESERVE];
-    const char *why = failures(res, K_RESERVE);
+    const char *why = bout_failures(res, K_RESERVE);
     double cli = q_ms(&s->latency, 0.99), srv = q_ms(&s->server, 0.99);
-    row(name, cli, "ms", 10, true, why);
+    bout_row(name, cli, "ms", 10, true, why);
     /* The broker's own time (Server-Timing, from the request's arrival
      * to its answer) beside the client's: what is left is queueing
      * before the broker reads the request, and the client and network.
@@ -604,26 +248,26 @@ static int sc_openloop(struct bench *b, struct lg_result *res)
              sizeof(name),
              "reserve server p99 at %.0f/s (Server-Timing)",
              cfg.rate);
-    row_reference(name, srv, "ms");
+    bout_reference(name, srv, "ms");
     snprintf(name, sizeof(name), "client p99 / server p99 at %.0f/s", cfg.rate);
-    row(name,
-        cli / srv,
-        "ratio",
-        2,
-        true,
-        s->server.count ? why : "no Server-Timing header");
-    detail(res);
+    bout_row(name,
+             cli / srv,
+             "ratio",
+             2,
+             true,
+             s->server.count ? why : "no Server-Timing header");
+    bout_detail(res);
 
     /* Release what was reserved so the pool and the later rows are not
      * affected.
      */
     struct lg_config rel = {
-        .connections = 8, .duration_s = 120, .make = make_release_seq};
+        .connections = 8, .duration_s = 120, .make = breq_release_seq};
     b->limit = res->kind[K_RESERVE].sent;
     if (run(b, &rel, res, "release") < 0)
         return -1;
     printf("#   released the open-loop jobs:\n");
-    detail_kind(kind_names[K_RELEASE], res, &res->kind[K_RELEASE]);
+    bout_detail_kind(res, K_RELEASE);
     return 0;
 }
 
@@ -633,7 +277,7 @@ static int sc_bigjob(struct bench *b, struct lg_result *res)
     struct lg_config cfg = {.connections = 1,
                             .duration_s = pickd(b->duration, 120),
                             .max_requests = (uint64_t)cycles * 2,
-                            .make = make_pairs};
+                            .make = breq_pairs};
     const char *srv_name = "reserve 11,136 nodes: server time p50";
     const char *cli_name = "reserve 11,136 nodes: client latency p50";
 
@@ -643,19 +287,19 @@ static int sc_bigjob(struct bench *b, struct lg_result *res)
     b->nodes = BIG_NODES;
     b->next_job = 1;
     if (run(b, &cfg, res, "big job") < 0) {
-        row(srv_name, NAN, "ms", 5, true, "could not run");
+        bout_row(srv_name, NAN, "ms", 5, true, "could not run");
         return -1;
     }
     const struct lg_kind_stats *s = &res->kind[K_RESERVE];
-    const char *why = failures(res, -1);
-    row(srv_name,
-        q_ms(&s->server, 0.5),
-        "ms",
-        5,
-        true,
-        s->server.count ? why : "no Server-Timing header");
-    row(cli_name, q_ms(&s->latency, 0.5), "ms", 5, true, why);
-    detail(res);
+    const char *why = bout_failures(res, -1);
+    bout_row(srv_name,
+             q_ms(&s->server, 0.5),
+             "ms",
+             5,
+             true,
+             s->server.count ? why : "no Server-Timing header");
+    bout_row(cli_name, q_ms(&s->latency, 0.5), "ms", 5, true, why);
+    bout_detail(res);
     return 0;
 }
 
@@ -663,7 +307,7 @@ static int sc_populate(struct bench *b, struct lg_result *res)
 {
     struct lg_config cfg = {.connections = pick(b->conns, 8),
                             .duration_s = pickd(b->duration, 300),
-                            .make = make_populate};
+                            .make = breq_populate};
     char name[64];
 
     if (need_token(b) < 0)
@@ -676,16 +320,16 @@ static int sc_populate(struct bench *b, struct lg_result *res)
              "setup: %llu active reservations on n[k-(k+3)]",
              (unsigned long long)b->limit);
     if (run(b, &cfg, res, "populate") < 0) {
-        row(name, NAN, "resv", (double)b->limit, false, "could not run");
+        bout_row(name, NAN, "resv", (double)b->limit, false, "could not run");
         return -1;
     }
-    row(name,
-        (double)res->kind[K_RESERVE].ok,
-        "resv",
-        (double)b->limit,
-        false,
-        NULL);
-    detail(res);
+    bout_row(name,
+             (double)res->kind[K_RESERVE].ok,
+             "resv",
+             (double)b->limit,
+             false,
+             NULL);
+    bout_detail(res);
     return 0;
 }
 
@@ -693,7 +337,7 @@ static int sc_nodeview(struct bench *b, struct lg_result *res)
 {
     struct lg_config cfg = {.connections = pick(b->conns, 1),
                             .duration_s = pickd(b->duration, 5),
-                            .make = make_nodeview};
+                            .make = breq_nodeview};
     const char *names[2] = {"GET /v1/nodes/{node}, 10k active: p50",
                             "GET /v1/nodes/{node}, 10k active: p99"};
 
@@ -701,14 +345,14 @@ static int sc_nodeview(struct bench *b, struct lg_result *res)
         return -1;
     b->limit = (uint64_t)(b->count > 0 ? b->count : POPULATE_DEFAULT);
     if (run(b, &cfg, res, "node view") < 0) {
-        row(names[0], NAN, "ms", 2, true, "could not run");
+        bout_row(names[0], NAN, "ms", 2, true, "could not run");
         return -1;
     }
     const struct lg_kind_stats *s = &res->kind[K_GET];
-    const char *why = failures(res, K_GET);
-    row(names[0], q_ms(&s->latency, 0.5), "ms", 2, true, why);
-    row(names[1], q_ms(&s->latency, 0.99), "ms", 2, true, why);
-    detail(res);
+    const char *why = bout_failures(res, K_GET);
+    bout_row(names[0], q_ms(&s->latency, 0.5), "ms", 2, true, why);
+    bout_row(names[1], q_ms(&s->latency, 0.99), "ms", 2, true, why);
+    bout_detail(res);
     return 0;
 }
 
@@ -726,7 +370,7 @@ static int sc_rss(struct bench *b, struct lg_result *res)
     snprintf(path, sizeof(path), "/proc/%ld/status", b->pid);
     FILE *f = fopen(path, "r");
     if (!f) {
-        row(name, NAN, "MiB", 64, true, "no such process");
+        bout_row(name, NAN, "MiB", 64, true, "no such process");
         return -1;
     }
     while (fgets(line, sizeof(line), f)) {
@@ -735,7 +379,7 @@ static int sc_rss(struct bench *b, struct lg_result *res)
             mib = (double)kb / 1024;
     }
     fclose(f);
-    row(name, mib, "MiB", 64, true, NULL);
+    bout_row(name, mib, "MiB", 64, true, NULL);
     return 0;
 }
 
@@ -753,7 +397,7 @@ static int sc_storm(struct bench *b, struct lg_result *res)
     struct lg_config one = {.connections = 1, .duration_s = 30};
     struct lg_config cfg = {.connections = pick(b->conns, 48),
                             .duration_s = pickd(b->duration, 10),
-                            .make = make_storm};
+                            .make = breq_storm};
     char name[64];
     int rc = -1;
 
@@ -765,10 +409,10 @@ static int sc_storm(struct bench *b, struct lg_result *res)
              cfg.connections);
     b->job = "storm";
     b->nodes = BIG_NODES;
-    one.make = make_one_reserve;
+    one.make = breq_one_reserve;
     if (run(b, &one, res, "storm job") < 0 || res->kind[K_RESERVE].ok != 1) {
-        row(name, NAN, "req/s", 20000, false, "could not reserve the job");
-        detail(res);
+        bout_row(name, NAN, "req/s", 20000, false, "could not reserve the job");
+        bout_detail(res);
         return -1;
     }
     if (!(b->node_tokens = calloc(BIG_COUNT, sizeof(*b->node_tokens))))
@@ -783,22 +427,22 @@ static int sc_storm(struct bench *b, struct lg_result *res)
         b->ntokens++;
     }
     if (run(b, &cfg, res, "storm") < 0) {
-        row(name, NAN, "req/s", 20000, false, "could not run");
+        bout_row(name, NAN, "req/s", 20000, false, "could not run");
         goto done;
     }
-    row(name,
-        rate_of(res, res->kind[K_GET].ok),
-        "req/s",
-        20000,
-        false,
-        failures(res, K_GET));
-    detail(res);
+    bout_row(name,
+             rate_of(res, res->kind[K_GET].ok),
+             "req/s",
+             20000,
+             false,
+             bout_failures(res, K_GET));
+    bout_detail(res);
     rc = 0;
 done:
     if (rc < 0 && b->ntokens < BIG_COUNT)
         printf("#   storm: cannot derive the node tokens\n");
     free_tokens(b);
-    one.make = make_one_release;
+    one.make = breq_one_release;
     (void)run(b, &one, res, "storm release");
     return rc;
 }
@@ -816,7 +460,7 @@ static int sc_drain_step(struct bench *b, struct lg_result *res, bool fill)
 {
     struct lg_config cfg = {.connections = pick(b->conns, 16),
                             .duration_s = pickd(b->duration, 300),
-                            .make = fill ? make_reserve_seq : make_release_seq};
+                            .make = fill ? breq_reserve_seq : breq_release_seq};
     char name[64];
     int k = fill ? K_RESERVE : K_RELEASE;
 
@@ -833,11 +477,12 @@ static int sc_drain_step(struct bench *b, struct lg_result *res, bool fill)
                   : "setup: %llu releases queued for the FM",
              (unsigned long long)b->limit);
     if (run(b, &cfg, res, fill ? "drain fill" : "drain release") < 0) {
-        row(name, NAN, "resv", (double)b->limit, false, "could not run");
+        bout_row(name, NAN, "resv", (double)b->limit, false, "could not run");
         return -1;
     }
-    row(name, (double)res->kind[k].ok, "resv", (double)b->limit, false, NULL);
-    detail(res);
+    bout_row(
+        name, (double)res->kind[k].ok, "resv", (double)b->limit, false, NULL);
+    bout_detail(res);
     return 0;
 }
 
@@ -856,7 +501,7 @@ static int sc_drain_load(struct bench *b, struct lg_result *res)
     struct lg_config cfg = {.connections = pick(b->conns, 32),
                             .rate = pickd(b->rate, 200),
                             .duration_s = pickd(b->duration, 125),
-                            .make = make_reserve_until};
+                            .make = breq_reserve_until};
     const char *name = "reserve p99 during the drain";
 
     if (need_token(b) < 0)
@@ -866,26 +511,21 @@ static int sc_drain_load(struct bench *b, struct lg_result *res)
     b->hwcoll = "off";
     b->limit = 0;
     if (run(b, &cfg, res, "drain load") < 0) {
-        row(name, NAN, "ms", 20, true, "could not run");
+        bout_row(name, NAN, "ms", 20, true, "could not run");
         return -1;
     }
-    row(name,
-        q_ms(&res->kind[K_RESERVE].latency, 0.99),
-        "ms",
-        20,
-        true,
-        failures(res, K_RESERVE));
-    detail(res);
+    row_p99(name, res, K_RESERVE, 20);
+    bout_detail(res);
 
     struct lg_config rel = {
-        .connections = 8, .duration_s = 120, .make = make_release_seq};
+        .connections = 8, .duration_s = 120, .make = breq_release_seq};
     b->limit = res->kind[K_RESERVE].sent;
     if (b->limit == 0)
         return 0;
     if (run(b, &rel, res, "release") < 0)
         return -1;
     printf("#   released the drain-load jobs:\n");
-    detail_kind(kind_names[K_RELEASE], res, &res->kind[K_RELEASE]);
+    bout_detail_kind(res, K_RELEASE);
     return 0;
 }
 

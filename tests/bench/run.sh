@@ -551,19 +551,28 @@ now_ms () {
     echo $(($(date +%s%N) / 1000000))
 }
 
-drain_scenario () {
-    why=""
+# sim_start NAME: start fmsim on free ports, its output in $T/NAME.out
+# and $T/NAME.log; sets SIM_PID, SIM_URL and SIM_ADMIN, or why.
+sim_start () {
     "$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-        --log-level warning >"$T/fmsim.out" 2>"$T/fmsim.log" &
-    FMSIM_PID=$!
-    track "$FMSIM_PID"
-    if ! wait_for 10 grep -q 'fmsim listening on' "$T/fmsim.out"; then
-        sed 's/^/#   /' "$T/fmsim.log" | tail -n 5
+        --log-level warning >"$T/$1.out" 2>"$T/$1.log" &
+    SIM_PID=$!
+    track "$SIM_PID"
+    if ! wait_for 10 grep -q 'fmsim listening on' "$T/$1.out"; then
+        sed 's/^/#   /' "$T/$1.log" | tail -n 5
         why="fmsim does not start"
         return 1
     fi
-    FM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/fmsim.out")
-    FM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/fmsim.out")
+    SIM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/$1.out")
+    SIM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/$1.out")
+}
+
+drain_scenario () {
+    why=""
+    sim_start fmsim || { FMSIM_PID=$SIM_PID; return 1; }
+    FMSIM_PID=$SIM_PID
+    FM_URL=$SIM_URL
+    FM_ADMIN=$SIM_ADMIN
     rm -f "$T/fm.key"
     "$BENCH_API" nodekey "$T/fm.key" || { why="cannot make the token key"; return 1; }
 
@@ -795,16 +804,10 @@ fm_broker_start () {
         [ "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d "$1" -XAtq \
             -c 'SELECT 1' 2>/dev/null)" = 1 ] ||
         { why="cannot create database $1"; return 1; }
-    "$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-        --log-level warning >"$T/$1-sim.out" 2>"$T/$1-sim.log" &
-    FMB_SIM=$!
-    track "$FMB_SIM"
-    wait_for 10 grep -q 'fmsim listening on' "$T/$1-sim.out" || {
-        why="fmsim does not start"
-        return 1
-    }
-    fm_url=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/$1-sim.out")
-    fm_admin=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/$1-sim.out")
+    sim_start "$1-sim" || { FMB_SIM=$SIM_PID; return 1; }
+    FMB_SIM=$SIM_PID
+    fm_url=$SIM_URL
+    fm_admin=$SIM_ADMIN
     rm -f "$T/$1.key"
     "$BENCH_API" nodekey "$T/$1.key" || { why="cannot make the token key"; return 1; }
     saved_port=$PORT

@@ -86,11 +86,7 @@ spank_err_t spank_job_control_setenv(spank_t sp,
                                      const char *value,
                                      int overwrite)
 {
-    (void)sp;
-    (void)name;
-    (void)value;
-    (void)overwrite;
-    return ESPANK_ERROR;
+    return spank_setenv(sp, name, value, overwrite);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -6,10 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
+broker_up "$T/b.toml" '
 max_header_bytes = 8192'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 
 RES='{"job_id":"ct1","uid":1000,"user":"alice","nodes":"n[1-2]"}'
 # Raw curl, as a user would type it: no Content-Type of our own.
@@ -69,15 +67,19 @@ long=$(head -c 7000 /dev/zero | tr '\0' a)
 http GET /healthz -H "X-Padding: $long"
 expect_status "headers within server.max_header_bytes are served" 200
 
+# expect_logged LABEL REGEX: the broker's log lines with the request id of
+# the last reply match REGEX.
+expect_logged () {
+    expect_match "$1" "$(grep "$(header X-Request-Id)" "$BROKER_LOG")" "$2"
+}
+
 # ---- (8) database text stays in the log ---------------------------------------------
 psql_q "ALTER TABLE reservations ADD CONSTRAINT vnib_secret_check CHECK (username <> 'mallory')"
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"db1","uid":1,"user":"mallory","nodes":"n1"}'
 expect_status "a constraint violation is still 400" 400
 expect_json "... with the message fixed" .error.message "database error"
 expect_no_match "... not the server's text" "$HTTP_BODY" 'vnib_secret_check|reservations|violates'
-rid=$(header X-Request-Id)
-expect_match "the log has the server's text under the request id" \
-    "$(grep "$rid" "$BROKER_LOG")" 'vnib_secret_check'
+expect_logged "the log has the server's text under the request id" 'vnib_secret_check'
 
 pg_stop
 http GET /readyz
@@ -85,17 +87,13 @@ expect_status "readyz is 503 with PostgreSQL down" 503
 expect_json "... code database_unavailable" .error.code database_unavailable
 expect_json "... fixed message" .error.message "not ready: database unavailable"
 expect_no_match "... no socket path, host or libpq text" "$HTTP_BODY" "$PGSOCK|\\.s\\.PGSQL|connection to server|No such file"
-rid=$(header X-Request-Id)
-expect_match "the log has libpq's reason under the request id" \
-    "$(grep "$rid" "$BROKER_LOG")" 'readyz: not ready: database unavailable: .+'
+expect_logged "the log has libpq's reason under the request id" 'readyz: not ready: database unavailable: .+'
 
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"db2","uid":1,"user":"u","nodes":"n1"}'
 expect_status "a reserve with PostgreSQL down is 503" 503
 expect_json "... with the fixed message" .error.message "database unavailable"
 expect_no_match "... and no libpq text" "$HTTP_BODY" "$PGSOCK|\\.s\\.PGSQL|connection to server"
-rid=$(header X-Request-Id)
-expect_match "the log has libpq's text under the request id" \
-    "$(grep "$rid" "$BROKER_LOG")" 'database unavailable: .+'
+expect_logged "the log has libpq's text under the request id" 'database unavailable: .+'
 pg_resume_start
 
 broker_stop

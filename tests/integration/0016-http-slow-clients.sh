@@ -8,24 +8,23 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
+broker_up "$T/b.toml" '
 threads = 2
 max_connections = 64
 per_ip_connections = 16
 request_deadline_ms = 2000
 connection_timeout_s = 30'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 PORT=${BROKER_URL##*:}
 
 # trickle SECONDS SPEC...: open connections, each SPEC being
 # COUNT:SOURCE:KIND (KIND headers: a GET whose headers never end; body: a
 # POST with a valid token whose body never ends), send one byte per
 # connection every 0.25 s, and print "SOURCE KIND closed-after-seconds"
-# per connection ("open" if still open after SECONDS).
+# per connection ("open" if still open after SECONDS).  Once every
+# connection is open it creates the file $TRICKLE_READY.
 trickle () {
     python3 - "$PORT" "$SCHED_TOKEN" "$@" <<'PY'
-import select, socket, sys, time
+import os, select, socket, sys, time
 port, token, until = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 conns = []
 start = time.monotonic()
@@ -44,6 +43,7 @@ for spec in sys.argv[4:]:
                        "Content-Length: 1000\r\n\r\n{" % token).encode())
         s.setblocking(False)
         conns.append([s, source, kind, None])
+open(os.environ["TRICKLE_READY"], "w").close()
 last = 0.0
 while time.monotonic() - start < until:
     live = [c for c in conns if c[3] is None]
@@ -74,9 +74,13 @@ PY
 
 # 80 slow connections from 127.0.0.1 (more than max_connections), one
 # slow header and one slow body from 127.0.0.3.
-trickle 6 80:127.0.0.1:headers 1:127.0.0.3:headers 1:127.0.0.3:body >"$T/slow.out" &
+TRICKLE_READY=$T/slow.ready trickle 6 80:127.0.0.1:headers 1:127.0.0.3:headers 1:127.0.0.3:body \
+    >"$T/slow.out" &
 slow=$!
-sleep 1
+# The flood is on once its connections are open and the broker refuses some.
+wait_for 10 test -e "$T/slow.ready" || echo "# the slow clients did not connect"
+wait_for 10 grep -q 'http: Server reached connection limit' "$BROKER_LOG" ||
+    echo "# the broker refused no connection"
 HTTP_STATUS=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 3 \
     --interface 127.0.0.2 "$BROKER_URL/healthz" 2>&1)
 expect_eq "healthz from another address answers during the flood" "$HTTP_STATUS" 200

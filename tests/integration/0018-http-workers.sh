@@ -18,24 +18,6 @@ body () {
     printf '{"job_id":"%s","uid":1001,"user":"alice","nodes":"n[1-2]"}' "$1"
 }
 
-# hold_job_lock JOB SECONDS: a background psql session holds JOB's
-# per-job lock (vnib_job_lock, schema/0004_contention.sql) for SECONDS;
-# sets LOCKER.
-hold_job_lock () {
-    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d vnibroker -XAtq -c \
-        "BEGIN; SELECT vnib_job_lock('$1'); SELECT pg_sleep($2); COMMIT;" \
-        >"$T/locker.out" 2>&1 &
-    LOCKER=$!
-    track "$LOCKER"
-    wait_for 5 advisory_granted || not_ok "the lock of $1 is taken"
-}
-advisory_granted () {
-    [ "$(psql_q "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" -ge 1 ]
-}
-# lock_waiters N: at least N sessions wait for a lock.
-lock_waiters () {
-    [ "$(psql_q "SELECT count(*) FROM pg_locks WHERE NOT granted")" -ge "$1" ]
-}
 
 # reserve_bg JOB NAME: POST the reserve in the background; the status goes
 # to $T/NAME.code, the body to $T/NAME.body, headers to $T/NAME.headers;
@@ -60,14 +42,44 @@ no_sanitizer_report () {
     expect_eq "$1" "$(grep -E 'Sanitizer|runtime error' "$BROKER_LOG" | head -n 5)" ""
 }
 
+# stop_clean: stop the broker; it exits 0 with no sanitizer report.
+stop_clean () {
+    broker_stop
+    expect_eq "clean exit" "$?" 0
+    no_sanitizer_report "no sanitizer report"
+}
+
+# one_worker CONFIG LABEL EXTRA-TOML: start a broker with one thread and
+# one request worker (queries may take 20 s); LABEL names the start.
+one_worker () {
+    broker_config "$1" "threads = 1
+workers = 1
+max_connections = 64
+$3"
+    sed -i 's/query_timeout_ms = 2000/query_timeout_ms = 20000/' "$1"
+    broker_start "$1" || { not_ok "$2"; finish; }
+}
+
+# run_and_queue JOB SECONDS QUEUED: hold JOB's lock for SECONDS, reserve
+# JOB (it takes the only worker) and then QUEUED (it waits in the queue),
+# each in the background with its status in $T/JOB.code; sets RUN_PID and
+# QUEUED_PID.
+run_and_queue () {
+    hold_job_lock "$1" "$2"
+    reserve_bg "$1" "$1"
+    RUN_PID=$BG
+    wait_for 5 lock_waiters 1 || not_ok "the reserve of $1 holds the only worker"
+    reserve_bg "$3" "$3"
+    QUEUED_PID=$BG
+}
+
 # ---- one libmicrohttpd thread, a request blocked in PostgreSQL -------------
 
 broker_config "$T/b.toml" 'threads = 1
 max_connections = 64
 shutdown_timeout_s = 10'
 sed -i 's/query_timeout_ms = 2000/query_timeout_ms = 20000/' "$T/b.toml"
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 
 hold_job_lock held 4
 reserve_bg held held
@@ -97,25 +109,13 @@ kill -0 "$held_pid" 2>/dev/null
 expect_eq "the reserve of 'held' is still waiting" "$?" 0
 wait "$held_pid"
 expect_eq "it is answered once the lock is released (201)" "$(cat "$T/held.code")" 201
-broker_stop
-expect_eq "clean exit" "$?" 0
-no_sanitizer_report "no sanitizer report"
+stop_clean
 
 # ---- a full queue -----------------------------------------------------------
 
-broker_config "$T/q.toml" 'threads = 1
-workers = 1
-queue_limit = 1
-max_connections = 64'
-sed -i 's/query_timeout_ms = 2000/query_timeout_ms = 20000/' "$T/q.toml"
-broker_start "$T/q.toml" || { not_ok "broker with one worker starts"; finish; }
+one_worker "$T/q.toml" "broker with one worker starts" 'queue_limit = 1'
 expect_match "the start line names the workers" "$(cat "$BROKER_LOG")" '1 threads, 1 request workers'
-hold_job_lock q1 4
-reserve_bg q1 q1
-q1_pid=$BG
-wait_for 5 lock_waiters 1 || not_ok "the reserve of q1 holds the only worker"
-reserve_bg q2 q2
-q2_pid=$BG
+run_and_queue q1 4 q2
 metrics_depth () {
     curl -s -m 1 "$BROKER_URL/metrics" | grep -q '^vnib_http_queue_depth 1$'
 }
@@ -127,27 +127,15 @@ expect_json "... with code unavailable" .error.code unavailable
 expect_eq "... and Retry-After" "$(header Retry-After)" 1
 timed GET /healthz
 expect_status "/healthz runs inline and still answers" 200
-wait "$q1_pid" "$q2_pid"
+wait "$RUN_PID" "$QUEUED_PID"
 expect_eq "q1 is reserved once the lock is released" "$(cat "$T/q1.code")" 201
 expect_eq "q2 then too" "$(cat "$T/q2.code")" 201
-broker_stop
-expect_eq "clean exit" "$?" 0
-no_sanitizer_report "no sanitizer report"
+stop_clean
 
 # ---- SIGTERM with a request running and one queued -------------------------
 
-broker_config "$T/s.toml" 'threads = 1
-workers = 1
-max_connections = 64
-shutdown_timeout_s = 1'
-sed -i 's/query_timeout_ms = 2000/query_timeout_ms = 20000/' "$T/s.toml"
-broker_start "$T/s.toml" || { not_ok "broker starts again"; finish; }
-hold_job_lock s1 3
-reserve_bg s1 s1
-s1_pid=$BG
-wait_for 5 lock_waiters 1 || not_ok "the reserve of s1 holds the only worker"
-reserve_bg s2 s2
-s2_pid=$BG
+one_worker "$T/s.toml" "broker starts again" 'shutdown_timeout_s = 1'
+run_and_queue s1 3 s2
 wait_for 5 metrics_depth || not_ok "the reserve of s2 is queued"
 # A client that gives up while its request is queued.
 curl -s -m 0.3 -o /dev/null -X POST -H "Authorization: Bearer $SCHED_TOKEN" \
@@ -158,7 +146,7 @@ wait "$BROKER_PID"
 rc=$?
 elapsed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 expect_eq "the broker exits 0 after SIGTERM" "$rc" 0
-wait "$s1_pid" "$s2_pid"
+wait "$RUN_PID" "$QUEUED_PID"
 expect_eq "the running reserve finished and was answered (201)" "$(cat "$T/s1.code")" 201
 expect_eq "the queued one was answered 503 after the grace period" "$(cat "$T/s2.code")" 503
 expect_eq "... code unavailable" "$(jq -r .error.code "$T/s2.body")" unavailable

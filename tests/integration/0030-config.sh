@@ -98,34 +98,24 @@ done
 expect_eq "every key is set in config.example.toml" "$missing" ""
 
 # Secrets are masked in the printout.
-cat >"$T/secret.toml" <<'EOF2'
-[database]
-conninfo = "host=db1 user=vnib password='hunter2 x' dbname=vnibroker"
-EOF2
-out=$(vnibrokerd --check-config "$T/secret.toml")
+# check_conninfo NAME CONNINFO: --check-config of a file NAME.toml that sets
+# database.conninfo (TOML escapes and all); sets out.
+check_conninfo () {
+    printf '[database]\nconninfo = "%s"\n' "$2" >"$T/$1.toml"
+    out=$(vnibrokerd --check-config "$T/$1.toml")
+}
+check_conninfo secret "host=db1 user=vnib password='hunter2 x' dbname=vnibroker"
 expect_no_match "passwords in conninfo are masked" "$out" 'hunter2'
 expect_match "... and the rest is shown" "$out" "user=vnib password=\*\*\* dbname=vnibroker host=db1"
-cat >"$T/secret-uri.toml" <<'EOF2'
-[database]
-conninfo = "postgresql://vnib:hunter2@db1/vnibroker?password=hunter3&sslmode=verify-full"
-EOF2
-out=$(vnibrokerd --check-config "$T/secret-uri.toml")
+check_conninfo secret-uri 'postgresql://vnib:hunter2@db1/vnibroker?password=hunter3&sslmode=verify-full'
 expect_no_match "URI passwords are masked" "$out" 'hunter[23]'
 expect_match "... and the URI stays readable" "$out" 'postgresql://vnib:\*\*\*@db1/vnibroker\?sslmode=verify-full'
 # Every form libpq accepts: tab and newline separators, an escaped space,
 # sslpassword, a percent-encoded key; the raw string is never printed.
-cat >"$T/secret-forms.toml" <<'EOF2'
-[database]
-conninfo = "host=db1\tpassword=hunter4\nsslpassword=hunter5 user=a\\ b password=hunter6\\ x"
-EOF2
-out=$(vnibrokerd --check-config "$T/secret-forms.toml")
+check_conninfo secret-forms 'host=db1\tpassword=hunter4\nsslpassword=hunter5 user=a\\ b password=hunter6\\ x'
 expect_no_match "tab, newline and escaped-space passwords are masked" "$out" 'hunter'
 expect_match "... sslpassword too" "$out" 'sslpassword=\*\*\*'
-cat >"$T/secret-uri2.toml" <<'EOF2'
-[database]
-conninfo = "postgresql://db1/vnibroker?pass%77ord=hunter7&sslpassword=hunter8"
-EOF2
-out=$(vnibrokerd --check-config "$T/secret-uri2.toml")
+check_conninfo secret-uri2 'postgresql://db1/vnibroker?pass%77ord=hunter7&sslpassword=hunter8'
 expect_no_match "percent-encoded URI keys are masked" "$out" 'hunter'
 
 out=$(vnibrokerd --bogus 2>&1)

@@ -6,18 +6,25 @@
 pg_start || exit 1
 broker_config "$T/b.toml"
 
-out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
-expect_eq "the broker refuses an unmigrated database (exit 1)" "$?" 1
-expect_match "... and says how to migrate" "$out" "schema is at version 0.*run 'vnibrokerd -c $T/b.toml --migrate'"
+# expect_run RC LABEL MATCH-LABEL REGEX CMD...: run CMD; its exit status
+# is RC and its output (stdout and stderr, also left in out) matches REGEX.
+expect_run () {
+    rc=$1 label=$2 mlabel=$3 re=$4
+    shift 4
+    out=$("$@" 2>&1)
+    expect_eq "$label" "$?" "$rc"
+    expect_match "$mlabel" "$out" "$re"
+}
 
-out=$("$VNIBROKERD" -c "$T/b.toml" --migrate 2>&1)
-expect_eq "--migrate succeeds" "$?" 0
-expect_match "... reporting the upgrade" "$out" "schema upgraded from version 0 to $SCHEMA_VERSION"
+expect_run 1 "the broker refuses an unmigrated database (exit 1)" "... and says how to migrate" \
+    "schema is at version 0.*run 'vnibrokerd -c $T/b.toml --migrate'" timeout 20 "$VNIBROKERD" -c "$T/b.toml"
+
+expect_run 0 "--migrate succeeds" "... reporting the upgrade" \
+    "schema upgraded from version 0 to $SCHEMA_VERSION" "$VNIBROKERD" -c "$T/b.toml" --migrate
 expect_eq "schema_version holds one row per migration" "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_version")" "$SCHEMA_VERSIONS"
 
-out=$("$VNIBROKERD" -c "$T/b.toml" --migrate 2>&1)
-expect_eq "a second --migrate succeeds" "$?" 0
-expect_match "... as a no-op" "$out" "schema is current \\(version $SCHEMA_VERSION\\)"
+expect_run 0 "a second --migrate succeeds" "... as a no-op" \
+    "schema is current \\(version $SCHEMA_VERSION\\)" "$VNIBROKERD" -c "$T/b.toml" --migrate
 expect_eq "... adding no rows" "$(psql_q 'SELECT count(*) FROM schema_version')" "$SCHEMA_VERSION"
 
 # Each applied migration's SHA-256 is recorded (schema/0013): the texts
@@ -57,9 +64,8 @@ as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d old -XAtq -v ON_ERROR_STOP=1 \
     -f "$(share "$TOP/schema/0001_init.sql")" \
     -c "INSERT INTO schema_version (version, name) VALUES (1, '0001_init.sql')" >/dev/null
 sed "s/dbname=vnibroker/dbname=old/" "$T/b.toml" >"$T/old.toml"
-out=$(timeout 20 "$VNIBROKERD" -c "$T/old.toml" 2>&1)
-expect_eq "a database one release behind is refused (exit 1)" "$?" 1
-expect_match "... naming both versions" "$out" "schema is at version 1, this vnibrokerd needs $SCHEMA_VERSION"
+expect_run 1 "a database one release behind is refused (exit 1)" "... naming both versions" \
+    "schema is at version 1, this vnibrokerd needs $SCHEMA_VERSION" timeout 20 "$VNIBROKERD" -c "$T/old.toml"
 out=$("$VNIBROKERD" -c "$T/old.toml" --migrate 2>&1)
 expect_match "--migrate applies only the missing migrations" "$out" "upgraded from version 1 to $SCHEMA_VERSION"
 expect_no_match "... not the first one again" "$out" 'applying 0001'
@@ -77,12 +83,10 @@ expect_eq "digests recorded before 0013 are filled in by the first migrate that 
 broker_stop
 good=$(psql_q "SELECT sha256 FROM schema_version WHERE version = 4")
 psql_q "UPDATE schema_version SET sha256 = repeat('0', 64) WHERE version = 4"
-out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)
-expect_eq "a changed migration stops the broker (exit 1)" "$?" 1
-expect_match "... naming the file" "$out" 'migration 0004_contention.sql differs from the one applied'
-out=$("$VNIBROKERD" -c "$T/b.toml" --migrate 2>&1)
-expect_eq "--migrate refuses it too" "$?" 1
-expect_match "... naming the file" "$out" '0004_contention.sql differs'
+expect_run 1 "a changed migration stops the broker (exit 1)" "... naming the file" \
+    'migration 0004_contention.sql differs from the one applied' timeout 20 "$VNIBROKERD" -c "$T/b.toml"
+expect_run 1 "--migrate refuses it too" "... naming the file" \
+    '0004_contention.sql differs' "$VNIBROKERD" -c "$T/b.toml" --migrate
 psql_q "UPDATE schema_version SET sha256 = '$good' WHERE version = 4"
 psql_q "UPDATE schema_version SET name = '0004_renamed.sql' WHERE version = 4"
 out=$(timeout 20 "$VNIBROKERD" -c "$T/b.toml" 2>&1)

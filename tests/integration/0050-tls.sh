@@ -6,14 +6,8 @@
 pg_start || exit 1
 
 # A throwaway CA and a server certificate for 127.0.0.1.
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=vnib test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
-    -keyout "$T/server.key" -out "$T/server.csr" >/dev/null 2>&1
-printf 'subjectAltName=IP:127.0.0.1\n' >"$T/san.ext"
-openssl x509 -req -in "$T/server.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
-    -CAcreateserial -days 2 -extfile "$T/san.ext" -out "$T/server.pem" >/dev/null 2>&1
-chmod 600 "$T/server.key"
+test_ca "vnib test CA"
+test_cert server 127.0.0.1 IP:127.0.0.1
 expect_eq "test CA and certificate generated" "$(test -s "$T/server.pem" && echo yes)" yes
 
 broker_config "$T/b.toml" "tls_cert = \"$T/server.pem\"

@@ -4,11 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "1024-1025"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 1024-1025)"
 CTL=$BUILD/vnibctl
 export VNIB_URL=$BROKER_URL
 umask 077

@@ -5,11 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "2000-2004"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 2000-2004)"
 TOKEN=$SCHED_TOKEN
 
 # reserve JOB [VNI_COUNT] [NODES]

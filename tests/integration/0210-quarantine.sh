@@ -7,12 +7,10 @@
 # PostgreSQL logs every statement, so that the test sees the sweeper run.
 PG_OPTS="-c log_statement=all"
 pg_start || exit 1
-broker_config "$T/b.toml" '
+broker_up "$T/b.toml" '
 [vni]
 pool = "3000-3001"
 sweep_interval_s = 1'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"q1","uid":1001,"user":"alice","nodes":"n[1-3]"}'
 expect_json "q1 takes 3000" '.vnis | join(",")' 3000

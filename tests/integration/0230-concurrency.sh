@@ -7,16 +7,8 @@
 pg_start || exit 1
 POOL_LO=1024
 POOL_HI=1100
-broker_config "$T/a.toml" "
-[vni]
-pool = \"$POOL_LO-$POOL_HI\""
-broker_migrate "$T/a.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/a.toml" || { not_ok "broker A starts"; finish; }
-URL_A=$BROKER_URL
-PID_A=$BROKER_PID
-broker_start "$T/a.toml" || { not_ok "broker B starts"; finish; }
-URL_B=$BROKER_URL
-PID_B=$BROKER_PID
+broker_config "$T/a.toml" "$(vni_pool "$POOL_LO-$POOL_HI")"
+brokers_ab "$T/a.toml"
 
 # worker ID URL ITERATIONS: reserve, report creating from a node, release
 # (quarantined), report destroyed.  Acknowledged reservations are logged
@@ -60,13 +52,7 @@ holds_consistent () {
 }
 
 start=$(date +%s)
-workers=""
-for w in 1 2 3 4 5 6 7 8; do
-    if [ $((w % 2)) = 0 ]; then url=$URL_A; else url=$URL_B; fi
-    worker "$w" "$url" 25 &
-    workers="$workers $!"
-done
-wait $workers
+clients_ab 8 worker 25
 secs=$(($(date +%s) - start))
 acked=$(cat "$T"/acked.* 2>/dev/null | wc -l)
 expect_eq "all 200 reservations from 8 clients on 2 brokers were acknowledged (${secs}s)" "$acked" 200
@@ -86,7 +72,9 @@ for w in 11 12 13 14; do
     worker "$w" "$URL_A" 40 &
     workers="$workers $!"
 done
-sleep 2
+# Kill once the load is under way: some reservations are acknowledged.
+acked_some () { [ "$(cat "$T"/acked.* 2>/dev/null | wc -l)" -ge 5 ]; }
+wait_for 30 acked_some
 kill -KILL "$PID_A"
 wait "$PID_A" 2>/dev/null
 wait $workers

@@ -27,12 +27,6 @@ reserve_bg () {
     pids="$pids $!"
 }
 
-advisory_granted () {
-    [ "$(psql_q "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" -ge 1 ]
-}
-lock_waiters () {
-    [ "$(psql_q "SELECT count(*) FROM pg_locks WHERE NOT granted")" -ge "$1" ]
-}
 
 broker_config "$T/b.toml" 'workers = 40
 max_connections = 256'
@@ -42,17 +36,11 @@ cat >>"$T/b.toml" <<EOF
 [vni]
 pool = "2000-2063"
 EOF
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 
 # ---- a held job does not hold up its group ------------------------------------
 
-as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d vnibroker -XAtq -c \
-    "BEGIN; SELECT vnib_job_lock('held'); SELECT pg_sleep(5); COMMIT;" \
-    >"$T/locker.out" 2>&1 &
-LOCKER=$!
-track "$LOCKER"
-wait_for 5 advisory_granted || not_ok "the lock of 'held' is taken"
+hold_job_lock held 5
 pids=""
 reserve_bg held 1 held
 held_pid=$pids

@@ -5,11 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "1024-1027"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 1024-1027)"
 TOKEN=$SCHED_TOKEN
 http POST /v1/reservations -d '{"job_id":"old1","uid":1,"user":"u","nodes":"n1","vni_count":2}'
 expect_json "old1 takes 1024,1025" '.vnis | join(",")' 1024,1025
@@ -75,12 +71,10 @@ TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?node=n2'
 expect_json "a node in no job" '.reservations | length' 0
 TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?uid=2'
 expect_json "filter by uid" '.reservations | length' 0
-TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?state=bogus'
-expect_status "a bad state filter is 400" 400
-TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?limit=0'
-expect_status "limit 0 is 400" 400
-TOKEN=$ADMIN_TOKEN http GET '/v1/reservations?limit=1001'
-expect_status "limit 1001 is 400" 400
+for bad in 'state=bogus:a bad state filter' 'limit=0:limit 0' 'limit=1001:limit 1001'; do
+    TOKEN=$ADMIN_TOKEN http GET "/v1/reservations?${bad%%:*}"
+    expect_status "${bad#*:} is 400" 400
+done
 
 # History is purged by age: make old1 look 100 days old, and run the
 # sweeper (every second here) with a 90-day retention.

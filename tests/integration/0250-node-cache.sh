@@ -7,12 +7,7 @@
 
 pg_start || exit 1
 broker_config "$T/b.toml" 'node_cache_ms = 1500'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker A starts"; finish; }
-URL_A=$BROKER_URL
-PID_A=$BROKER_PID
-broker_start "$T/b.toml" || { not_ok "broker B starts"; finish; }
-URL_B=$BROKER_URL
+brokers_ab "$T/b.toml"
 N1=$(node_token n1)
 
 state_via () {

@@ -47,28 +47,12 @@ replica_config () {
 
 replica_config A
 replica_config B
-broker_migrate "$T/A.toml" || { not_ok "migrate"; finish; }
-replica_first A || { not_ok "replica A starts"; finish; }
-replica_first B || { not_ok "replica B starts"; finish; }
+replicas_ab_start
 ok "two replicas on fixed ports: $URL_A $URL_B"
-
-"$HISTORY" --url "$URL_A" --url "$URL_B" --threads "$THREADS" \
-    --seconds "$SECONDS_RUN" --nodes-prefix hn \
-    --sched-token-file "$T/sched.token" --admin-token-file "$T/admin.token" \
-    --node-key-file "$T/node.key" --settle 3 --log "$T/history.jsonl" \
-    >"$T/history.out" 2>&1 &
-HPID=$!
-track "$HPID"
 
 # SIGKILL one replica, then the other, every KILL_EVERY seconds while the
 # clients run; each comes back on its port half a second later.
-kill_replicas_during "$HPID" "$SECONDS_RUN" "$KILL_EVERY" A B
-wait "$HPID"
-hrc=$?
-sed 's/^/# /' "$T/history.out"
-expect_match "replicas were killed mid-load ($KILLS) and restarted on their ports ($RESTARTS)" \
-    "$KILLS $RESTARTS" '^([1-9][0-9]*) \1$'
-expect_eq "the history checker found every invariant held (exit status)" "$hrc" 0
+history_with_kills --nodes-prefix hn
 expect_match "... and said so" "$(tail -n 1 "$T/history.out")" '^history: PASS'
 
 # ---- the database --------------------------------------------------------

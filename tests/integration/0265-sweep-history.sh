@@ -29,9 +29,7 @@ replica_config () {
 
 replica_config A
 replica_config B
-broker_migrate "$T/A.toml" || { not_ok "migrate"; finish; }
-replica_first A || { not_ok "replica A starts"; finish; }
-replica_first B || { not_ok "replica B starts"; finish; }
+replicas_ab_start
 
 auth="Authorization: Bearer $SCHED_TOKEN"
 

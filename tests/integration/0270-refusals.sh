@@ -12,11 +12,7 @@
 . "$(dirname "$0")/fm.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "2000-2002"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 2000-2002)"
 
 reserve () { # JOB VNI_COUNT
     TOKEN=$SCHED_TOKEN http POST /v1/reservations \

@@ -25,10 +25,6 @@ lock_granted () {
                   WHERE c.relname = 'reservations' AND l.mode = 'ShareRowExclusiveLock'
                     AND l.granted")" -ge 1 ]
 }
-# lock_waiters N: at least N sessions wait for a lock.
-lock_waiters () {
-    [ "$(psql_q "SELECT count(*) FROM pg_locks WHERE NOT granted")" -ge "$1" ]
-}
 
 # The sessions where A's reserve waits for the lock; whether there are
 # any; whether those found before (backend_a) have all ended.
@@ -59,11 +55,8 @@ zombie_round () {
     url_a=$BROKER_URL
     pid_a=$BROKER_PID
     BROKER_URL=$URL_B
-    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d vnibroker -XAtq -c \
-        "BEGIN; LOCK TABLE reservations IN SHARE ROW EXCLUSIVE MODE; SELECT pg_sleep(6); COMMIT;" \
-        >"$T/locker.out" 2>&1 &
-    locker=$!
-    track "$locker"
+    pg_hold "LOCK TABLE reservations IN SHARE ROW EXCLUSIVE MODE; SELECT pg_sleep(6)"
+    locker=$LOCKER
     wait_for 5 lock_granted || not_ok "the lock on reservations is taken"
 
     curl -s -m 20 -o "$T/a.body" -w '%{http_code}' -X POST \

@@ -7,11 +7,7 @@
 pg_start || exit 1
 broker_config "$T/b.toml"
 sed -i 's/level = "debug"/level = "info"/' "$T/b.toml"
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker A starts"; finish; }
-URL_A=$BROKER_URL
-broker_start "$T/b.toml" || { not_ok "broker B starts"; finish; }
-URL_B=$BROKER_URL
+brokers_ab "$T/b.toml"
 
 # loop ID URL SECONDS: reserve and release jobs until the time is up.
 loop () {
@@ -27,13 +23,7 @@ loop () {
     done
 }
 
-pids=""
-for w in 1 2 3 4 5 6 7 8; do
-    if [ $((w % 2)) = 0 ]; then url=$URL_A; else url=$URL_B; fi
-    loop "$w" "$url" 10 &
-    pids="$pids $!"
-done
-wait $pids
+clients_ab 8 loop 10
 total=$(psql_q 'SELECT count(*) FROM events')
 expect_match "the load made events ($total)" "$total" '^[0-9]{3,}$'
 

@@ -4,39 +4,13 @@
 # sub-codes, the state file across a restart, TLS, each injected fault
 # through the admin API and at start, and the refusals at start.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fm.sh"
 
-FMSIM=$BUILD/fmsim
-FM_N=0
-FM_PID=""
-FM_URL=""
-ADMIN_URL=""
-FM_LOGS=""
-
-# fmsim_start ARGS...: start fmsim in the background; sets FM_PID, FM_URL
-# (also as BROKER_URL, for lib.sh's http), ADMIN_URL, FM_OUT, FM_ERR.
+# fmsim_start ARGS...: fm_start_as, and FM_URL also as BROKER_URL, for
+# lib.sh's http.
 fmsim_start () {
-    FM_N=$((FM_N + 1))
-    FM_OUT=$T/fmsim.$FM_N.out
-    FM_ERR=$T/fmsim.$FM_N.err
-    FM_LOGS="$FM_LOGS $FM_ERR"
-    "$FMSIM" "$@" >"$FM_OUT" 2>"$FM_ERR" &
-    FM_PID=$!
-    track "$FM_PID"
-    wait_for 10 grep -q '^fmsim listening on' "$FM_OUT" || {
-        echo "# fmsim did not start:"
-        sed 's/^/#   /' "$FM_ERR"
-        return 1
-    }
-    FM_LINE=$(head -n 1 "$FM_OUT")
-    FM_URL=$(printf '%s\n' "$FM_LINE" | sed -E 's|^fmsim listening on (https?://[^ ]+) admin .*|\1|')
-    ADMIN_URL=$(printf '%s\n' "$FM_LINE" | sed -E 's|.* admin (http://[^ ]+)$|\1|')
+    fm_start_as "$@" || return 1
     BROKER_URL=$FM_URL
-}
-
-# fmsim_stop [SIGNAL]: stop it and wait; returns its exit status.
-fmsim_stop () {
-    kill "-${1:-TERM}" "$FM_PID" 2>/dev/null
-    wait "$FM_PID"
 }
 
 # admin METHOD PATH [CURL-ARGS...]: ADMIN_STATUS, body in $T/admin.body.
@@ -45,7 +19,7 @@ admin () {
     p=$2
     shift 2
     ADMIN_STATUS=$(curl -sS -o "$T/admin.body" -w '%{http_code}' -X "$m" \
-        --max-time 10 "$@" "$ADMIN_URL$p" 2>"$T/admin.err") ||
+        --max-time 10 "$@" "$FM_ADMIN$p" 2>"$T/admin.err") ||
         ADMIN_STATUS="curl-failed:$(cat "$T/admin.err")"
 }
 
@@ -56,7 +30,14 @@ faults () {
 
 # state FILTER: jq over GET /fmsim/state.
 state () {
-    curl -sS --max-time 10 "$ADMIN_URL/fmsim/state" | jq -r "$1"
+    curl -sS --max-time 10 "$FM_ADMIN/fmsim/state" | jq -r "$1"
+}
+
+# arrived N: wait until fmsim has counted N main-port requests (counted on
+# arrival, before any injected latency).
+arrived_n () { [ "$(state .counters.total)" -ge "$1" ]; }
+arrived () {
+    wait_for 10 arrived_n "$1" || echo "# fmsim counted $(state .counters.total) requests, not $1"
 }
 
 # create_job ID LIMIT: POST a job; sets JOB_TOKEN.
@@ -277,7 +258,7 @@ expect_status "the server still answers after that" 200
 # ---- the state file, across a restart ------------------------------------------------
 expect_eq "the state file is mode 0600" "$(stat -c %a "$T/fm.json")" 600
 expect_eq "it holds the job" "$(jq -r '.jobs[].jobID' "$T/fm.json")" c-2
-fmsim_stop TERM
+fm_stop TERM
 expect_eq "SIGTERM: exit 0" "$?" 0
 fmsim_start --state "$T/fm.json" || { not_ok "fmsim restarts"; finish; }
 http GET /fabric/collectives/jobs/c-2
@@ -301,12 +282,13 @@ expect_eq "... and echoes the new settings" "$(jq -r .latency_ms "$T/admin.body"
 ms=$(elapsed_ms curl -s "$FM_URL/fabric/collectives/jobs/c-2")
 if [ "$ms" -ge 380 ]; then ok "latency: a request takes >= 400 ms ($ms)"; else not_ok "latency: $ms ms"; fi
 faults '{"latency_ms":3000}'
+n0=$(state .counters.total)
 curl -s -o /dev/null "$FM_URL/fabric/collectives/jobs/c-2" &
 slow1=$!
 curl -s -o /dev/null "$FM_URL/fabric/collectives/jobs/" &
 slow2=$!
-sleep 0.3
-ms=$(elapsed_ms curl -s "$ADMIN_URL/fmsim/state")
+arrived $((n0 + 2))
+ms=$(elapsed_ms curl -s "$FM_ADMIN/fmsim/state")
 if [ "$ms" -lt 500 ]; then ok "the admin API answers during slow requests ($ms ms)"; else not_ok "admin waited $ms ms"; fi
 faults '{"latency_ms":0}'
 t0=$(now_ms)
@@ -316,9 +298,10 @@ if [ "$ms" -lt 1500 ]; then ok "lowering the latency releases waiting requests (
 ms=$(elapsed_ms curl -s "$FM_URL/fabric/collectives/jobs/")
 if [ "$ms" -lt 300 ]; then ok "latency 0: fast again ($ms ms)"; else not_ok "still slow: $ms ms"; fi
 faults '{"latency_ms":20000}'
+n0=$(state .counters.total)
 curl -sS -o /dev/null --max-time 30 "$FM_URL/fabric/collectives/jobs/" 2>"$T/slow.err" &
 slow1=$!
-sleep 0.3
+arrived $((n0 + 1))
 ms=$(elapsed_ms faults '{"outage":"refuse","latency_ms":0}')
 if [ "$ms" -lt 2000 ]; then ok "an outage does not wait for delayed requests ($ms ms)"; else not_ok "the outage took $ms ms"; fi
 wait "$slow1"
@@ -416,18 +399,19 @@ expect_eq "the state counts requests by method and route" \
 expect_eq "... and replies by status" "$(jq -r '.counters.statuses["503"]' "$T/state.json")" 2
 expect_eq "... the injected errors" "$(jq -r .counters.injected_errors "$T/state.json")" 4
 expect_eq "... jobs with their tokens" "$(jq -r '.jobs["other-7"].sessionToken | length > 20' "$T/state.json")" true
-fmsim_stop INT
+fm_stop INT
 expect_eq "SIGINT: exit 0" "$?" 0
 
 fmsim_start --latency-ms 20000 || { not_ok "fmsim with --latency-ms starts"; finish; }
 timeout 10 "$FMSIM" --listen "127.0.0.1:${FM_URL##*:}" >/dev/null 2>"$T/inuse.err"
 expect_eq "a port in use stops the start (exit 1)" "$?" 1
 expect_match "... saying so" "$(cat "$T/inuse.err")" "cannot listen on 127.0.0.1 port ${FM_URL##*:}"
+n0=$(state .counters.total)
 curl -s -o /dev/null --max-time 30 "$FM_URL/fabric/collectives/jobs/" &
 slow1=$!
-sleep 0.3
+arrived $((n0 + 1))
 t0=$(now_ms)
-fmsim_stop
+fm_stop
 rc=$?
 ms=$(($(now_ms) - t0))
 if [ "$ms" -lt 2000 ]; then ok "SIGTERM does not wait for delayed requests ($ms ms)"; else not_ok "the stop took $ms ms"; fi
@@ -456,7 +440,7 @@ expect_status "two trees fill a fabric of 2 addresses" 200
 mcast "$JOB_TOKEN" '{"jobID":"f-1","vni":1,"timeout":1,"macs":["1:0:3"]}'
 expect_status "a third is 507" 507
 expect_json "... message 02:" '.message | startswith("02:")' true
-fmsim_stop
+fm_stop
 expect_eq "stopped" "$?" 0
 
 # ---- HTTP Basic ---------------------------------------------------------------------
@@ -481,7 +465,7 @@ mcast "$TOKB" '{"jobID":"b-1","vni":1,"timeout":1,"macs":["1:0:1"]}'
 expect_status "basic: multicasts use the session token, not Basic" 200
 http POST /oauth/token -d 'grant_type=client_credentials&client_id=a&client_secret=b'
 expect_status "basic: there is no token endpoint" 404
-fmsim_stop
+fm_stop
 
 printf 'otherpass' >"$T/pw2"
 chmod 600 "$T/pw2"
@@ -490,7 +474,7 @@ http GET /fabric/collectives/jobs/ -u "wlm:otherpass"
 expect_status "basic: --user sets the user name" 200
 http GET /fabric/collectives/jobs/ -u "cxi:otherpass"
 expect_status "... cxi is then refused" 401
-fmsim_stop
+fm_stop
 
 # ---- OAuth -----------------------------------------------------------------------
 umask 077
@@ -544,7 +528,7 @@ TOKEN=$AT http GET /fabric/collectives/jobs/
 expect_status "oauth: a fresh token works again" 200
 expect_eq "the secret is not in the log" "$(grep -c "$CS" "$FM_ERR")" 0
 expect_eq "nor the access token" "$(grep -c "$AT" "$FM_ERR")" 0
-fmsim_stop
+fm_stop
 
 fmsim_start --auth oauth --client-id vnib --client-secret-file "$T/cs" --token-ttl 1 ||
     { not_ok "oauth fmsim with ttl 1 starts"; finish; }
@@ -559,17 +543,11 @@ token_refused () {
 wait_for 10 token_refused
 TOKEN=$AT http GET /fabric/collectives/jobs/
 expect_status "... 401 once it has expired" 401
-fmsim_stop
+fm_stop
 
 # ---- TLS --------------------------------------------------------------------------
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fmsim test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
-    -keyout "$T/fm.key" -out "$T/fm.csr" >/dev/null 2>&1
-printf 'subjectAltName=IP:127.0.0.1\n' >"$T/san.ext"
-openssl x509 -req -in "$T/fm.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
-    -CAcreateserial -days 2 -extfile "$T/san.ext" -out "$T/fm.pem" >/dev/null 2>&1
-chmod 600 "$T/fm.key"
+test_ca "fmsim test CA"
+test_cert fm 127.0.0.1 IP:127.0.0.1
 fmsim_start --tls-cert "$T/fm.pem" --tls-key "$T/fm.key" || { not_ok "TLS fmsim starts"; finish; }
 expect_match "TLS: the start line says https" "$FM_LINE" '^fmsim listening on https://127\.0\.0\.1:[0-9]+ admin http://'
 http GET /fabric/collectives/jobs/ --cacert "$T/ca.pem"
@@ -580,7 +558,7 @@ faults '{"outage":"refuse"}'
 faults '{"outage":"none"}'
 http GET /fabric/collectives/jobs/ --cacert "$T/ca.pem"
 expect_status "TLS: still HTTPS after an outage" 200
-fmsim_stop
+fm_stop
 chmod 644 "$T/fm.key"
 out=$(timeout 10 "$FMSIM" --tls-cert "$T/fm.pem" --tls-key "$T/fm.key" 2>&1)
 expect_eq "TLS: a world-readable key stops the start (exit 1)" "$?" 1

@@ -5,31 +5,25 @@
 # left in the FM), who may see session tokens, and that tokens are neither
 # in the database in clear text nor in the logs.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fm.sh"
 
 pg_start || exit 1
-FMSIM=$BUILD/fmsim
 
 # fmsim with OAuth client credentials.
 umask 077
 printf 'fm-client-secret-%s' "$(openssl rand -hex 8)" >"$T/fm.secret"
 openssl rand 32 >"$T/token.key"
 umask 022
-"$FMSIM" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --auth oauth \
-    --client-id vnibroker --client-secret-file "$T/fm.secret" \
-    --state "$T/fmsim.json" >"$T/fmsim.out" 2>"$T/fmsim.log" &
-track $!
-wait_for 10 grep -q 'fmsim listening on' "$T/fmsim.out" || { not_ok "fmsim starts"; finish; }
-FM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/fmsim.out")
-FM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/fmsim.out")
+fm_start --auth oauth --client-id vnibroker --client-secret-file "$T/fm.secret" \
+    --state "$T/fmsim.json" || { not_ok "fmsim starts"; finish; }
 ok "fmsim listens at $FM_URL (admin $FM_ADMIN)"
 
 fm_state () { curl -s "$FM_ADMIN/fmsim/state"; }
-fm_fault () { curl -s -o /dev/null -X POST -d "$1" "$FM_ADMIN/fmsim/faults"; }
 # FM job ids are <cluster>-<job>-r<reservation id>; the list shows them
 # without the reservation part.
 fm_jobs () { fm_state | jq -r '[.jobs[].jobID | sub("-r[0-9]+$"; "")] | sort | join(",")'; }
 
-broker_config "$T/b.toml" "
+broker_up "$T/b.toml" "
 [cluster]
 name = \"tux\"
 
@@ -48,8 +42,6 @@ total_addrs = 4086
 reserve_timeout_ms = 1000
 request_timeout_ms = 3000
 token_key_file = \"$T/token.key\""
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
 expect_match "the broker prints addrs_per_job at start" "$(cat "$BROKER_LOG")" \
     '23 multicast addresses per job \(computed'
 

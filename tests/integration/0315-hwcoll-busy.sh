@@ -14,8 +14,7 @@ hwcoll_config "$T/b.toml" tux "request_concurrency = 2"
 # A reserve is one FM request (two if the job exists), so 2-4 s with 2 s
 # of latency each.
 set_key "$T/b.toml" reserve_timeout_ms 10000
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 
 TOKEN=$SCHED_TOKEN http POST /v1/reservations \
     -d '{"job_id":"base","uid":1,"user":"u","nodes":"n[1-2]","hwcoll":"off"}'
@@ -23,6 +22,11 @@ expect_status "a job for node fetches" 201
 NODE_TOKEN=$(node_token n1)
 
 fm_fault '{"latency_ms":2000}'
+fm_posts () {
+    curl -sS --max-time 10 "$FM_ADMIN/fmsim/state" |
+        jq -r '.counters.requests["POST /fabric/collectives/jobs/"] // 0'
+}
+posts0=$(fm_posts)
 for i in 1 2 3 4 5 6 7 8; do
     curl -sS -o "$T/r$i.json" -w '%{time_total}\n' --max-time 20 \
         -H "Authorization: Bearer $SCHED_TOKEN" -H "Content-Type: application/json" \
@@ -33,7 +37,9 @@ for i in 1 2 3 4 5 6 7 8; do
     # that waits on the FM accepts none).
     sleep 0.05
 done
-sleep 0.3
+# The node fetches start once request_concurrency (2) reserves wait on the FM.
+fm_waited_on () { [ "$(fm_posts)" -ge $((posts0 + 2)) ]; }
+wait_for 10 fm_waited_on || echo "# fmsim has $(fm_posts) reserve requests, expected $((posts0 + 2))"
 slowest=0
 for i in 1 2 3 4 5 6; do
     t=$(curl -sS -o /dev/null -w '%{time_total} %{http_code}' --max-time 20 \

@@ -4,9 +4,9 @@
 # with a test CA (verification failures are errors; the explicit off
 # switch works and is logged).  Every failure leaves the VNIs reserved.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fm.sh"
 
 pg_start || exit 1
-FMSIM=$BUILD/fmsim
 umask 077
 printf 'fm-password-%s\n' "$(openssl rand -hex 6)" >"$T/fm.pass"
 printf 'wrong\n' >"$T/wrong.pass"
@@ -15,30 +15,9 @@ openssl rand 32 >"$T/token.key"
 umask 022
 
 # A CA and a certificate for 127.0.0.1, and one for another name.
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fm test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-for who in good:IP:127.0.0.1 wrongname:DNS:fm.example; do
-    name=${who%%:*}
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" -keyout "$T/$name.key" \
-        -out "$T/$name.csr" >/dev/null 2>&1
-    printf 'subjectAltName=%s\n' "${who#*:}" >"$T/$name.ext"
-    openssl x509 -req -in "$T/$name.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
-        -CAcreateserial -days 2 -extfile "$T/$name.ext" -out "$T/$name.pem" >/dev/null 2>&1
-    chmod 600 "$T/$name.key"
-done
-
-# start_fmsim NAME ARGS...: sets FM_URL and FM_ADMIN.
-start_fmsim () {
-    name=$1
-    shift
-    "$FMSIM" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 "$@" \
-        >"$T/$name.out" 2>"$T/$name.log" &
-    track $!
-    FMSIM_PID=$!
-    wait_for 10 grep -q 'fmsim listening on' "$T/$name.out" || return 1
-    FM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/$name.out")
-    FM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/$name.out")
-}
+test_ca "fm test CA"
+test_cert good good IP:127.0.0.1
+test_cert wrongname wrongname DNS:fm.example
 
 # start_broker EXTRA-HWCOLL-TOML: a broker for $FM_URL.
 start_broker () {
@@ -115,7 +94,7 @@ expect_match "VNIs are reserved; hwcoll unavailable, unreachable" "$(hw_state)" 
 broker_stop
 
 # ---- Basic ------------------------------------------------------------------------
-start_fmsim basic --auth basic --user cxi --password-file "$T/fm.pass" || { not_ok "fmsim starts"; finish; }
+fm_start --auth basic --user cxi --password-file "$T/fm.pass" || { not_ok "fmsim starts"; finish; }
 start_broker "auth = \"basic\"
 password_file = \"$T/fm.pass\"" || { not_ok "broker starts"; finish; }
 expect_eq "Basic auth reserves" "$(hw_state)" "reserved|"
@@ -143,10 +122,10 @@ grep -v '^allow_insecure_http' "$T/b.toml" >"$T/b-http.toml"
 out=$(timeout 20 "$VNIBROKERD" -c "$T/b-http.toml" 2>&1)
 expect_eq "basic auth to a plain http:// FM without allow_insecure_http: no start" "$?" 2
 expect_match "... saying why" "$out" 'hwcoll.fm_url is plain http:// and hwcoll.auth is basic'
-kill -TERM "$FMSIM_PID"
+kill -TERM "$FM_PID"
 
 # ---- OAuth -------------------------------------------------------------------------
-start_fmsim oauth --auth oauth --client-id vnib --client-secret-file "$T/fm.secret" --token-ttl 300 \
+fm_start --auth oauth --client-id vnib --client-secret-file "$T/fm.secret" --token-ttl 300 \
     || { not_ok "fmsim (oauth) starts"; finish; }
 start_broker "auth = \"oauth\"
 token_url = \"$FM_URL/oauth/token\"
@@ -175,10 +154,10 @@ grep -v '^allow_insecure_http' "$T/b.toml" >"$T/b-http.toml"
 out=$(timeout 20 "$VNIBROKERD" -c "$T/b-http.toml" 2>&1)
 expect_eq "oauth to a plain http:// FM without allow_insecure_http: no start" "$?" 2
 expect_match "... saying why" "$out" 'hwcoll.fm_url is plain http:// and hwcoll.auth is oauth'
-kill -TERM "$FMSIM_PID"
+kill -TERM "$FM_PID"
 
 # ---- TLS ---------------------------------------------------------------------------
-start_fmsim tls --tls-cert "$T/good.pem" --tls-key "$T/good.key" || { not_ok "fmsim (TLS) starts"; finish; }
+fm_start --tls-cert "$T/good.pem" --tls-key "$T/good.key" || { not_ok "fmsim (TLS) starts"; finish; }
 expect_match "fmsim speaks https" "$FM_URL" '^https://'
 start_broker "auth = \"none\"
 ca_file = \"$T/ca.pem\"" || { not_ok "broker starts"; finish; }
@@ -195,8 +174,8 @@ tls_verify = false"
 expect_eq "tls_verify = false reserves" "$(hw_state)" "reserved|"
 expect_match "... and the broker warns at start" "$(cat "$BROKER_LOG")" 'TLS verification of the Fabric Manager is OFF'
 broker_stop
-kill -TERM "$FMSIM_PID"
-start_fmsim wrongname --tls-cert "$T/wrongname.pem" --tls-key "$T/wrongname.key" || { not_ok "fmsim starts"; finish; }
+kill -TERM "$FM_PID"
+fm_start --tls-cert "$T/wrongname.pem" --tls-key "$T/wrongname.key" || { not_ok "fmsim starts"; finish; }
 start_broker "auth = \"none\"
 ca_file = \"$T/ca.pem\""
 expect_match "a certificate for another host name is refused" "$(hw_state)" '^unavailable\|'

@@ -14,8 +14,7 @@ hwcoll_config "$T/b.toml" tux "
 [hooks]
 on_reservation_lost = [\"/bin/sh\", \"-c\", \"echo lost \$0 \$1 >> $T/hook.out\", \"{job_id}\", \"{fm_job_id}\"]
 timeout_s = 5"
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 
 reserve () { # JOB
     TOKEN=$SCHED_TOKEN http POST /v1/reservations \

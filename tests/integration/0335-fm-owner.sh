@@ -15,12 +15,8 @@ hwcoll_config "$T/tuxa.toml" tux-a
 sed -i 's/dbname=vnibroker/dbname=vnib2/' "$T/tuxa.toml"
 broker_migrate "$T/tux.toml" || { not_ok "migrate tux"; finish; }
 broker_migrate "$T/tuxa.toml" || { not_ok "migrate tux-a"; finish; }
-broker_start "$T/tux.toml" || { not_ok "broker tux starts"; finish; }
-URL_TUX=$BROKER_URL
-PID_TUX=$BROKER_PID
-broker_start "$T/tuxa.toml" || { not_ok "broker tux-a starts"; finish; }
-URL_TUXA=$BROKER_URL
-PID_TUXA=$BROKER_PID
+broker_start_as TUX "$T/tux.toml" tux
+broker_start_as TUXA "$T/tuxa.toml" tux-a
 
 reserve () { # URL JOB
     BROKER_URL=$1 TOKEN=$SCHED_TOKEN http POST /v1/reservations \

@@ -16,8 +16,7 @@ pg_start || exit 1
 # ---- 1. an 11,136-node fragmented job ---------------------------------------------------
 broker_config "$T/b.toml"
 sed -i 's/level = "debug"/level = "info"/' "$T/b.toml"
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 nodes="nid[$(seq -f '%05g' 1 2 22271 | paste -sd, -)]"
 expect_eq "the node list names 11136 nodes" \
     "$(printf '%s' "$nodes" | tr -cd , | wc -c)" 11135

@@ -16,8 +16,7 @@ hwcoll_config "$T/b.toml" tux "
 on_reservation_lost = [\"/bin/sh\", \"-c\", \"echo lost \$0 \$1 >> $T/hook.out\", \"{job_id}\", \"{fm_job_id}\"]
 timeout_s = 5"
 set_key "$T/b.toml" retry_max_s 2
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 URL_A=$BROKER_URL
 PID_A=$BROKER_PID
 

@@ -36,25 +36,10 @@ for r in A B; do
         -e 's/^acquire_timeout_ms = .*/acquire_timeout_ms = 2000/' \
         -e 's/^level = .*/level = "notice"/' "$T/$r.toml"
 done
-broker_migrate "$T/A.toml" || { not_ok "migrate"; finish; }
-replica_first A || { not_ok "replica A starts"; finish; }
-replica_first B || { not_ok "replica B starts"; finish; }
+replicas_ab_start
 ok "two replicas with hardware collectives on fixed ports: $URL_A $URL_B"
 
-"$HISTORY" --hwcoll --url "$URL_A" --url "$URL_B" --threads "$THREADS" \
-    --seconds "$SECONDS_RUN" --nodes-prefix hw \
-    --sched-token-file "$T/sched.token" --admin-token-file "$T/admin.token" \
-    --node-key-file "$T/node.key" --settle 3 --log "$T/history.jsonl" \
-    >"$T/history.out" 2>&1 &
-HPID=$!
-track "$HPID"
-kill_replicas_during "$HPID" "$SECONDS_RUN" "$KILL_EVERY" A B
-wait "$HPID"
-hrc=$?
-sed 's/^/# /' "$T/history.out"
-expect_match "replicas were killed mid-load ($KILLS) and restarted on their ports ($RESTARTS)" \
-    "$KILLS $RESTARTS" '^([1-9][0-9]*) \1$'
-expect_eq "the history checker found every invariant held (exit status)" "$hrc" 0
+history_with_kills --hwcoll --nodes-prefix hw
 expect_match "... tokens were reported and read back, so the check had teeth" \
     "$(grep 'hwcoll: every session token' "$T/history.out")" \
     'PASS .*told [1-9][0-9]*, read back [1-9][0-9]*, differed 0\)'

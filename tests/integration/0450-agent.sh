@@ -8,11 +8,7 @@
 . "$(dirname "$0")/agent.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "3000-3099"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 3000-3099)"
 
 agent_setup n1 4
 agent_setup n2 4
@@ -51,17 +47,19 @@ expect_eq "a second prolog exits 0" "$AGENT_RC" 0
 expect_match "... and reuses the services" "$AGENT_OUT" "cxi0:3\\(reused\\) cxi1:3\\(reused\\) cxi2:3\\(reused\\) cxi3:3\\(reused\\)"
 expect_eq "... no second service appears" "$(sim_count n1 cxi0)" 1
 
-agent n1 env --job j1
-expect_eq "env (export) byte for byte" "$AGENT_OUT" "export SLINGSHOT_VNIS=$J1_VNIS
-export SLINGSHOT_DEVICES=cxi0,cxi1,cxi2,cxi3
-export SLINGSHOT_SVC_IDS=3,3,3,3
-export SLINGSHOT_TCS=0xa
-unset FI_CXI_COLL_JOB_ID
+# The lines that clear the hardware collectives' variables.
+UNSET_HWCOLL="unset FI_CXI_COLL_JOB_ID
 unset FI_CXI_COLL_JOB_STEP_ID
 unset FI_CXI_COLL_MCAST_TOKEN
 unset FI_CXI_COLL_FABRIC_MGR_URL
 unset FI_CXI_HWCOLL_ADDRS_PER_JOB
 unset FI_CXI_HWCOLL_MIN_NODES"
+agent n1 env --job j1
+expect_eq "env (export) byte for byte" "$AGENT_OUT" "export SLINGSHOT_VNIS=$J1_VNIS
+export SLINGSHOT_DEVICES=cxi0,cxi1,cxi2,cxi3
+export SLINGSHOT_SVC_IDS=3,3,3,3
+export SLINGSHOT_TCS=0xa
+$UNSET_HWCOLL"
 agent n1 env --job j1 --format slurm-taskprolog
 expect_eq "env (slurm-taskprolog) is the same lines" "$(head -n 2 <<<"$AGENT_OUT")" "export SLINGSHOT_VNIS=$J1_VNIS
 export SLINGSHOT_DEVICES=cxi0,cxi1,cxi2,cxi3"
@@ -99,12 +97,7 @@ expect_eq "env clears every variable (byte for byte)" "$AGENT_OUT" "unset SLINGS
 unset SLINGSHOT_DEVICES
 unset SLINGSHOT_SVC_IDS
 unset SLINGSHOT_TCS
-unset FI_CXI_COLL_JOB_ID
-unset FI_CXI_COLL_JOB_STEP_ID
-unset FI_CXI_COLL_MCAST_TOKEN
-unset FI_CXI_COLL_FABRIC_MGR_URL
-unset FI_CXI_HWCOLL_ADDRS_PER_JOB
-unset FI_CXI_HWCOLL_MIN_NODES"
+$UNSET_HWCOLL"
 agent n1 env --job never-reserved
 expect_eq "env for a job the broker does not know clears them too" "$AGENT_RC:$(grep -c '^unset' <<<"$AGENT_OUT")" 0:10
 expect_eq "a user reads the cleared file root left" \

@@ -7,11 +7,7 @@
 . "$(dirname "$0")/agent.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "3000-3099"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 3000-3099)"
 agent_setup n1 4
 reserve () { # JOB NODES
     TOKEN=$SCHED_TOKEN http POST /v1/reservations \

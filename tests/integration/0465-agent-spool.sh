@@ -12,16 +12,9 @@
 . "$(dirname "$0")/agent.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "3000-3099"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 3000-3099)"
 # A fixed port, so that the broker comes back where the agents look.
-PORT=${BROKER_URL##*:}
-broker_stop
-sed -i "s/^port = 0\$/port = $PORT/" "$T/b.toml"
-broker_start "$T/b.toml" || { not_ok "broker starts on port $PORT"; finish; }
+broker_pin_port "$T/b.toml"
 
 for n in n1 n2; do agent_setup "$n" 2; done
 # A fetch would wait its whole deadline with the broker down: make that

@@ -9,11 +9,7 @@ VNIBCTL=$BUILD/vnibctl
 unset VNIB_URL VNIB_TOKEN VNIB_TOKEN_FILE VNIB_CACERT
 
 pg_start || exit 1
-broker_config "$T/b.toml" '
-[vni]
-pool = "3000-3009"'
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 3000-3009)"
 
 TOKEN=$SCHED_TOKEN http GET /v1/nodes/tux3
 expect_status "the scheduler's token may not read a node" 403

@@ -12,17 +12,13 @@
 # cleans it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
+. "$(dirname "$0")/fm.sh"
 . "$(dirname "$0")/slurm.sh"
 
 pg_start || exit 1
 
 # ---- fmsim and the broker, on a fixed port (it is restarted below) ----------
-"$BUILD/fmsim" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-    >"$T/fmsim.out" 2>"$T/fmsim.log" &
-track $!
-wait_for 10 grep -q 'fmsim listening on' "$T/fmsim.out" || { not_ok "fmsim starts"; finish; }
-FM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/fmsim.out")
-FM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/fmsim.out")
+fm_start || { not_ok "fmsim starts"; finish; }
 fm_jobs () { curl -s "$FM_ADMIN/fmsim/state" | jq -r '[.jobs[].jobID] | sort | join(",")'; }
 
 (umask 077 && openssl rand 32 >"$T/fm.key")
@@ -33,20 +29,10 @@ name = \"vnibtest\"
 [vni]
 pool = \"3000-3099\"
 
-[hwcoll]
-enabled = true
-fm_url = \"$FM_URL\"
-auth = \"none\"
-min_nodes = 3
-addrs_per_job = 4
+$(hwcoll_table 3)
 token_key_file = \"$T/fm.key\""
-broker_config "$T/b.toml" "$BROKER_TOML_EXTRA"
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
-PORT=${BROKER_URL##*:}
-broker_stop
-sed -i "s/^port = 0\$/port = $PORT/" "$T/b.toml"
-broker_start "$T/b.toml" || { not_ok "broker starts on port $PORT"; finish; }
+broker_up "$T/b.toml" "$BROKER_TOML_EXTRA"
+broker_pin_port "$T/b.toml"
 
 # ---- the nodes' agents, the hook and the plugin -----------------------------
 for n in n1 n2 n3; do agent_setup "$n" 4; done

@@ -12,16 +12,9 @@
 . "$(dirname "$0")/slurm.sh"
 
 pg_start || exit 1
-broker_config "$T/b.toml" "
-[vni]
-pool = \"3000-3099\""
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
 # A fixed port, since the broker is restarted.
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
-PORT=${BROKER_URL##*:}
-broker_stop
-sed -i "s/^port = 0\$/port = $PORT/" "$T/b.toml"
-broker_start "$T/b.toml" || { not_ok "broker starts on port $PORT"; finish; }
+broker_up "$T/b.toml" "$(vni_pool 3000-3099)"
+broker_pin_port "$T/b.toml"
 
 slurm_hook_setup RELEASE_ATTEMPTS=1 || { not_ok "the hook"; finish; }
 slurm_start prolog_ctld="$VNIB_HOOK" epilog_ctld="$VNIB_HOOK" ||

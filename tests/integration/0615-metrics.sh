@@ -17,8 +17,7 @@ pool = "3000-3009"
 sweep_interval_s = 1'
 # min_nodes = 0: only jobs that ask get hardware collectives.
 set_key "$T/b.toml" min_nodes 0
-broker_migrate "$T/b.toml" || { not_ok "migrate"; finish; }
-broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+broker_migrate_start "$T/b.toml"
 expect_match "the start-up line says who is eligible with min_nodes = 0" \
     "$(cat "$BROKER_LOG")" 'only jobs that ask for hardware collectives'
 expect_no_match "... not 'jobs of 0+ nodes'" "$(cat "$BROKER_LOG")" 'jobs of 0\+ nodes'

@@ -1,6 +1,6 @@
 # Helpers for tests of the broker against fmsim, sourced after lib.sh.
 #
-# fm_start starts one fmsim (no auth unless told otherwise) and records it
+# fm_start starts an fmsim (no auth unless told otherwise) and records it
 # for lib.sh's cleanup; hwcoll_config writes a broker configuration with
 # hardware collectives on that fmsim.  A second database on the test's
 # private PostgreSQL server is made with pg_createdb, and read with psql_db.
@@ -9,20 +9,41 @@ FMSIM=$BUILD/fmsim
 FM_PID=""
 FM_URL=""
 FM_ADMIN=""
+FM_N=0
+FM_LOGS=""
 
-# fm_start [FMSIM-ARGS...]: sets FM_PID, FM_URL, FM_ADMIN.
+# fm_start [FMSIM-ARGS...]: start fmsim on free ports of 127.0.0.1; sets
+# FM_PID, FM_URL, FM_ADMIN and what fm_start_as sets.
 fm_start () {
-    "$FMSIM" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 "$@" \
-        >"$T/fmsim.out" 2>"$T/fmsim.log" &
+    fm_start_as --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 "$@"
+}
+
+# fm_start_as FMSIM-ARGS...: start fmsim with just these arguments; sets
+# FM_PID, FM_URL, FM_ADMIN, FM_LINE (its start line), FM_OUT and FM_ERR
+# (its stdout and stderr, $T/fmsim.N.out and .log for the Nth start), and
+# adds FM_ERR to FM_LOGS.
+fm_start_as () {
+    FM_N=$((FM_N + 1))
+    FM_OUT=$T/fmsim.$FM_N.out
+    FM_ERR=$T/fmsim.$FM_N.log
+    FM_LOGS="$FM_LOGS $FM_ERR"
+    "$FMSIM" "$@" >"$FM_OUT" 2>"$FM_ERR" &
     FM_PID=$!
     track "$FM_PID"
-    wait_for 30 grep -q 'fmsim listening on' "$T/fmsim.out" || {
+    wait_for 30 grep -q '^fmsim listening on' "$FM_OUT" || {
         echo "# fmsim did not start:"
-        sed 's/^/#   /' "$T/fmsim.log"
+        sed 's/^/#   /' "$FM_ERR"
         return 1
     }
-    FM_URL=$(sed -n 's/^fmsim listening on \([^ ]*\) admin .*/\1/p' "$T/fmsim.out")
-    FM_ADMIN=$(sed -n 's/.* admin \(http[^ ]*\).*/\1/p' "$T/fmsim.out")
+    FM_LINE=$(head -n 1 "$FM_OUT")
+    FM_URL=$(printf '%s\n' "$FM_LINE" | sed -E 's|^fmsim listening on (https?://[^ ]+) admin .*|\1|')
+    FM_ADMIN=$(printf '%s\n' "$FM_LINE" | sed -E 's|.* admin (http://[^ ]+)$|\1|')
+}
+
+# fm_stop [SIGNAL]: stop the last fmsim and wait; returns its exit status.
+fm_stop () {
+    kill "-${1:-TERM}" "$FM_PID" 2>/dev/null
+    wait "$FM_PID"
 }
 
 # fm_fault JSON: POST /fmsim/faults on the admin port.
@@ -45,6 +66,13 @@ fm_lacks () {
     ! fm_has "$1"
 }
 
+# hwcoll_table MIN_NODES: the start of an [hwcoll] table for $FM_URL with
+# no FM auth, 4 addresses a job.
+hwcoll_table () {
+    printf '[hwcoll]\nenabled = true\nfm_url = "%s"\nauth = "none"\nmin_nodes = %s\naddrs_per_job = 4\n' \
+        "$FM_URL" "$1"
+}
+
 # hwcoll_config FILE CLUSTER [EXTRA-TOML]: broker_config with hardware
 # collectives on $FM_URL (no FM auth), every job eligible (min_nodes 1),
 # reconciliation as often as the broker allows, short retries.
@@ -54,12 +82,7 @@ hwcoll_config () {
 [cluster]
 name = \"$2\"
 
-[hwcoll]
-enabled = true
-fm_url = \"$FM_URL\"
-auth = \"none\"
-min_nodes = 1
-addrs_per_job = 4
+$(hwcoll_table 1)
 reserve_timeout_ms = 2000
 reconcile_interval_s = 5
 retry_max_s = 1

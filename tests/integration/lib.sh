@@ -411,6 +411,32 @@ node_token () {
     printf 'vnibnode.%s.%s' "$1" "$mac"
 }
 
+# pg_hold SQL: a background psql session runs "BEGIN; SQL; COMMIT;" (SQL
+# takes a lock and sleeps); sets LOCKER.
+pg_hold () {
+    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d vnibroker -XAtq -c \
+        "BEGIN; $1; COMMIT;" >"$T/locker.out" 2>&1 &
+    LOCKER=$!
+    track "$LOCKER"
+}
+
+# hold_job_lock JOB SECONDS: pg_hold JOB's per-job lock (vnib_job_lock,
+# schema/0004_contention.sql) for SECONDS, once it is taken; sets LOCKER.
+hold_job_lock () {
+    pg_hold "SELECT vnib_job_lock('$1'); SELECT pg_sleep($2)"
+    wait_for 5 advisory_granted || not_ok "the lock of $1 is taken"
+}
+
+# advisory_granted: an advisory lock is held.
+advisory_granted () {
+    [ "$(psql_q "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" -ge 1 ]
+}
+
+# lock_waiters N: at least N sessions wait for a lock.
+lock_waiters () {
+    [ "$(psql_q "SELECT count(*) FROM pg_locks WHERE NOT granted")" -ge "$1" ]
+}
+
 # ---- the broker -------------------------------------------------------------
 
 # broker_config FILE [EXTRA-TOML]: a config for this test's database with a
@@ -463,6 +489,67 @@ broker_start () {
     }
     line=$(grep -m1 "listening on" "$BROKER_LOG")
     BROKER_URL=$(printf '%s\n' "$line" | sed -E 's|.*listening on (https?://[^ ]+).*|\1|')
+}
+
+# broker_migrate_start CONFIG: migrate and start; a failure is reported
+# ("migrate", "broker starts") and ends the test.
+broker_migrate_start () {
+    broker_migrate "$1" || { not_ok "migrate"; finish; }
+    broker_start "$1" || { not_ok "broker starts"; finish; }
+}
+
+# broker_up CONFIG [EXTRA-TOML]: broker_config CONFIG and
+# broker_migrate_start it.
+broker_up () {
+    broker_config "$1" "${2:-}"
+    broker_migrate_start "$1"
+}
+
+# vni_pool RANGE: a [vni] table with that pool, as EXTRA-TOML.
+vni_pool () {
+    printf '\n[vni]\npool = "%s"' "$1"
+}
+
+# broker_start_as NAME CONFIG [LABEL]: broker_start CONFIG, or report
+# "broker LABEL starts" (LABEL defaults to NAME) and end the test; sets
+# URL_NAME and PID_NAME.
+broker_start_as () {
+    broker_start "$2" || { not_ok "broker ${3:-$1} starts"; finish; }
+    eval "URL_$1=\$BROKER_URL PID_$1=\$BROKER_PID"
+}
+
+# brokers_ab CONFIG: migrate, then start brokers A and B on CONFIG (each
+# on a free port); sets URL_A, PID_A, URL_B and PID_B.
+brokers_ab () {
+    broker_migrate "$1" || { not_ok "migrate"; finish; }
+    broker_start_as A "$1"
+    broker_start_as B "$1"
+}
+
+# clients_ab N CMD [ARGS...]: run CMD ID URL ARGS... for ID 1 .. N in the
+# background, even IDs against URL_A and odd ones against URL_B, and wait
+# for them all.
+clients_ab () {
+    ab_n=$1
+    ab_cmd=$2
+    shift 2
+    ab_pids=""
+    for ab_id in $(seq 1 "$ab_n"); do
+        if [ $((ab_id % 2)) = 0 ]; then ab_url=$URL_A; else ab_url=$URL_B; fi
+        "$ab_cmd" "$ab_id" "$ab_url" "$@" &
+        ab_pids="$ab_pids $!"
+    done
+    wait $ab_pids
+}
+
+# broker_pin_port CONFIG: restart the running broker of CONFIG on the port
+# it got, now written into CONFIG, so that later restarts come back where
+# the clients look; sets PORT.
+broker_pin_port () {
+    PORT=${BROKER_URL##*:}
+    broker_stop
+    sed -i "s/^port = 0\$/port = $PORT/" "$1"
+    broker_start "$1" || { not_ok "broker starts on port $PORT"; finish; }
 }
 
 # broker_stop: SIGTERM and wait; echoes nothing, returns the exit status.
@@ -570,6 +657,54 @@ kill_replicas_during () {
         done
         if [ "$victim" = "$4" ]; then victim=$5; else victim=$4; fi
     done
+}
+
+# replicas_ab_start: migrate with $T/A.toml and start replicas A and B
+# (replica_first); a failure is reported and ends the test.
+replicas_ab_start () {
+    broker_migrate "$T/A.toml" || { not_ok "migrate"; finish; }
+    replica_first A || { not_ok "replica A starts"; finish; }
+    replica_first B || { not_ok "replica B starts"; finish; }
+}
+
+# history_with_kills [HISTORY-ARGS...]: run the history client ($HISTORY,
+# $THREADS threads for $SECONDS_RUN s) against replicas A and B while
+# kill_replicas_during SIGKILLs one, then the other, every $KILL_EVERY s.
+# Its output is in $T/history.out (and printed as comments); checks that
+# the replicas were killed and restarted and that it found every
+# invariant held.
+history_with_kills () {
+    "$HISTORY" "$@" --url "$URL_A" --url "$URL_B" --threads "$THREADS" \
+        --seconds "$SECONDS_RUN" \
+        --sched-token-file "$T/sched.token" --admin-token-file "$T/admin.token" \
+        --node-key-file "$T/node.key" --settle 3 --log "$T/history.jsonl" \
+        >"$T/history.out" 2>&1 &
+    HPID=$!
+    track "$HPID"
+    kill_replicas_during "$HPID" "$SECONDS_RUN" "$KILL_EVERY" A B
+    wait "$HPID"
+    hrc=$?
+    sed 's/^/# /' "$T/history.out"
+    expect_match "replicas were killed mid-load ($KILLS) and restarted on their ports ($RESTARTS)" \
+        "$KILLS $RESTARTS" '^([1-9][0-9]*) \1$'
+    expect_eq "the history checker found every invariant held (exit status)" "$hrc" 0
+}
+
+# test_ca CN: a throwaway CA named CN, $T/ca.pem and $T/ca.key.
+test_ca () {
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$1" \
+        -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
+}
+
+# test_cert NAME CN SAN: a certificate of test_ca's CA for CN with
+# subjectAltName SAN (IP:127.0.0.1): $T/NAME.pem, and $T/NAME.key (0600).
+test_cert () {
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$2" -keyout "$T/$1.key" \
+        -out "$T/$1.csr" >/dev/null 2>&1
+    printf 'subjectAltName=%s\n' "$3" >"$T/$1.ext"
+    openssl x509 -req -in "$T/$1.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
+        -CAcreateserial -days 2 -extfile "$T/$1.ext" -out "$T/$1.pem" >/dev/null 2>&1
+    chmod 600 "$T/$1.key"
 }
 
 # http METHOD PATH [CURL-ARGS...]: sets HTTP_STATUS; body in $T/http.body,

@@ -418,15 +418,20 @@ static void test_name_length(void **state)
     check_fail(buf, 10, E2BIG, "name at offset 3 is longer");
 }
 
+/* A row of test_malformed (text: the message) and test_encode (text: the
+ * encoding).
+ */
+struct expr_case {
+    const char *expr;
+    const char *text;
+};
+
 /* ---- malformed input --------------------------------------------------- */
 
 static void test_malformed(void **state)
 {
     (void)state;
-    static const struct {
-        const char *expr;
-        const char *msg;
-    } cases[] = {
+    static const struct expr_case cases[] = {
         {"n[1-3", "hostlist: unbalanced '[' at offset 1"},
         {"abc[", "hostlist: unbalanced '[' at offset 3"},
         {"n[1,", "hostlist: unbalanced '[' at offset 1"},
@@ -473,7 +478,7 @@ static void test_malformed(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_fail(
-            cases[i].expr, HOSTLIST_DEFAULT_MAX_NAMES, EINVAL, cases[i].msg);
+            cases[i].expr, HOSTLIST_DEFAULT_MAX_NAMES, EINVAL, cases[i].text);
 
     /* Syntax is checked left to right: the first problem is reported. */
     check_fail("n[5-2],n[1-999999]", 10, EINVAL, "reversed");
@@ -524,10 +529,7 @@ static void test_null_args(void **state)
 static void test_encode(void **state)
 {
     (void)state;
-    static const struct {
-        const char *expr;
-        const char *want;
-    } cases[] = {
+    static const struct expr_case cases[] = {
         {"", ""},
         {"tux3", "tux3"},
         {"login", "login"},
@@ -569,7 +571,7 @@ static void test_encode(void **state)
         {"n[1-5,7,9-10]", "n[1-5,7,9-10]"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        check_encode(cases[i].expr, cases[i].want);
+        check_encode(cases[i].expr, cases[i].text);
 }
 
 /* A name whose last digit run is too long for a bracket stands alone, and

@@ -42,6 +42,16 @@ static void check_decode(const char *s,
     idset_destroy(set);
 }
 
+/* A row of test_decode_forms or test_decode_merges (topic). */
+enum decode_topic { DECODE_FORMS, DECODE_MERGES };
+struct decode_case {
+    enum decode_topic topic;
+    const char *s;
+    uint32_t max_id;
+    const char *want;
+    size_t count;
+};
+
 /* s is refused with EINVAL and a message containing msg. */
 static void check_fail(const char *s, uint32_t max_id, const char *msg)
 {
@@ -56,6 +66,19 @@ static void check_fail(const char *s, uint32_t max_id, const char *msg)
     errno = 0;
     assert_null(idset_decode(s, max_id, NULL));
     assert_int_equal(errno, EINVAL);
+}
+
+/* A row of test_decode_errors. */
+struct fail_case {
+    const char *s;
+    uint32_t max_id;
+    const char *msg;
+};
+
+static void check_fails(const struct fail_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        check_fail(cases[i].s, cases[i].max_id, cases[i].msg);
 }
 
 static void check_encode(const struct idset *set, const char *want)
@@ -88,63 +111,89 @@ static void check_invariant(const struct idset *set, uint32_t max_id)
 
 /* ---- decoding ---------------------------------------------------------- */
 
+/* Inputs that decode, by test: the forms an idset may take, and items
+ * that overlap, repeat or come out of order and merge.  Leading zeros
+ * are still decimal ("007"); 0xffffffffu is UINT32_MAX, the widest max_id.
+ */
+/* clang-format off */
+static const struct decode_case decodes[] = {
+    {DECODE_FORMS, "1024-65535", 65535, "1024-65535", 64512},
+    {DECODE_FORMS, "1024-2047,4096-8191", 65535, "1024-2047,4096-8191", 5120},
+    {DECODE_FORMS, " 5 , 7-9 ", 65535, "5,7-9", 4},
+    {DECODE_FORMS, "\t5,\n7-9\r", 65535, "5,7-9", 4},
+    {DECODE_FORMS, "", 65535, "", 0},
+    {DECODE_FORMS, "   ", 65535, "", 0},
+    {DECODE_FORMS, "0", 65535, "0", 1},
+    {DECODE_FORMS, "65535", 65535, "65535", 1},
+    {DECODE_FORMS, "0-65535", 65535, "0-65535", 65536},
+    {DECODE_FORMS, "7-7", 10, "7", 1},
+    {DECODE_FORMS, "007", 10, "7", 1},
+    {DECODE_FORMS, "4294967295", 0xffffffffu, "4294967295", 1},
+    {DECODE_FORMS, "0,4294967295", 0xffffffffu, "0,4294967295", 2},
+    {DECODE_MERGES, "10-20,5-12,21,30,1-3,4", 100, "1-21,30", 22},
+    {DECODE_MERGES, "5,4,3,2,1", 100, "1-5", 5},
+    {DECODE_MERGES, "1-10,2-3,5", 100, "1-10", 10},
+    {DECODE_MERGES, "8-9,1-2,5", 100, "1-2,5,8-9", 5},
+    {DECODE_MERGES, "1-2,4-5,3", 100, "1-5", 5},
+    {DECODE_MERGES, "1,1,1", 100, "1", 1},
+};
+/* clang-format on */
+
+/* Check every row of decodes[] of topic t. */
+static void check_decodes(enum decode_topic t)
+{
+    for (size_t i = 0; i < sizeof(decodes) / sizeof(decodes[0]); i++) {
+        if (decodes[i].topic == t)
+            check_decode(decodes[i].s,
+                         decodes[i].max_id,
+                         decodes[i].want,
+                         decodes[i].count);
+    }
+}
+
 static void test_decode_forms(void **state)
 {
     (void)state;
-    check_decode("1024-65535", 65535, "1024-65535", 64512);
-    check_decode("1024-2047,4096-8191", 65535, "1024-2047,4096-8191", 5120);
-    check_decode(" 5 , 7-9 ", 65535, "5,7-9", 4);
-    check_decode("\t5,\n7-9\r", 65535, "5,7-9", 4);
-    check_decode("", 65535, "", 0);
-    check_decode("   ", 65535, "", 0);
-    check_decode("0", 65535, "0", 1);
-    check_decode("65535", 65535, "65535", 1);
-    check_decode("0-65535", 65535, "0-65535", 65536);
-    check_decode("7-7", 10, "7", 1);
-    check_decode("007", 10, "7", 1); /* leading zeros are still decimal */
-    check_decode("4294967295", UINT32_MAX, "4294967295", 1);
-    check_decode("0,4294967295", UINT32_MAX, "0,4294967295", 2);
+    check_decodes(DECODE_FORMS);
 }
 
 static void test_decode_merges(void **state)
 {
     (void)state;
-    check_decode("10-20,5-12,21,30,1-3,4", 100, "1-21,30", 22);
-    check_decode("5,4,3,2,1", 100, "1-5", 5);
-    check_decode("1-10,2-3,5", 100, "1-10", 10);
-    check_decode("8-9,1-2,5", 100, "1-2,5,8-9", 5);
-    check_decode("1-2,4-5,3", 100, "1-5", 5);
-    check_decode("1,1,1", 100, "1", 1);
+    check_decodes(DECODE_MERGES);
 }
 
 static void test_decode_errors(void **state)
 {
+    static const struct fail_case cases[] = {
+        {"70000", 65535, "idset: '70000' is out of range 0-65535"},
+        {"1-70000", 65535, "idset: '70000' is out of range 0-65535"},
+        {"65536", 65535, "'65536' is out of range"},
+        {"11", 10, "idset: '11' is out of range 0-10"},
+        {"4294967296", UINT32_MAX, "'4294967296' is out of range 0-4294967295"},
+        {"99999999999999999999999", UINT32_MAX, "is out of range"},
+        /* 2^64 and 2^64 + 1 would wrap to 0 and 1 in 64-bit arithmetic. */
+        {"18446744073709551616", UINT32_MAX, "is out of range"},
+        {"5-18446744073709551617", UINT32_MAX, "is out of range"},
+        {"9-5", 65535, "idset: reversed range '9-5'"},
+        {"x", 65535, "idset: invalid item 'x'"},
+        {"-5", 65535, "idset: invalid item '-5'"},
+        {"+5", 65535, "idset: invalid item '+5'"},
+        {"0x10", 65535, "idset: invalid item '0x10'"},
+        {"5-", 65535, "idset: invalid item '5-'"},
+        {"5--6", 65535, "idset: invalid item '5--6'"},
+        {"5-6-7", 65535, "idset: invalid item '5-6-7'"},
+        {"5 6", 65535, "idset: invalid item '5 6'"},
+        {"5 - 6", 65535, "idset: invalid item '5 - 6'"},
+        {"1.5", 65535, "idset: invalid item '1.5'"},
+        {"1,,2", 65535, "idset: empty item at offset 2"},
+        {"1,", 65535, "idset: empty item at offset 2"},
+        {",1", 65535, "idset: empty item at offset 0"},
+        {"1, ,2", 65535, "idset: empty item"},
+    };
+
     (void)state;
-    check_fail("70000", 65535, "idset: '70000' is out of range 0-65535");
-    check_fail("1-70000", 65535, "idset: '70000' is out of range 0-65535");
-    check_fail("65536", 65535, "'65536' is out of range");
-    check_fail("11", 10, "idset: '11' is out of range 0-10");
-    check_fail(
-        "4294967296", UINT32_MAX, "'4294967296' is out of range 0-4294967295");
-    check_fail("99999999999999999999999", UINT32_MAX, "is out of range");
-    /* 2^64 and 2^64 + 1 would wrap to 0 and 1 in 64-bit arithmetic. */
-    check_fail("18446744073709551616", UINT32_MAX, "is out of range");
-    check_fail("5-18446744073709551617", UINT32_MAX, "is out of range");
-    check_fail("9-5", 65535, "idset: reversed range '9-5'");
-    check_fail("x", 65535, "idset: invalid item 'x'");
-    check_fail("-5", 65535, "idset: invalid item '-5'");
-    check_fail("+5", 65535, "idset: invalid item '+5'");
-    check_fail("0x10", 65535, "idset: invalid item '0x10'");
-    check_fail("5-", 65535, "idset: invalid item '5-'");
-    check_fail("5--6", 65535, "idset: invalid item '5--6'");
-    check_fail("5-6-7", 65535, "idset: invalid item '5-6-7'");
-    check_fail("5 6", 65535, "idset: invalid item '5 6'");
-    check_fail("5 - 6", 65535, "idset: invalid item '5 - 6'");
-    check_fail("1.5", 65535, "idset: invalid item '1.5'");
-    check_fail("1,,2", 65535, "idset: empty item at offset 2");
-    check_fail("1,", 65535, "idset: empty item at offset 2");
-    check_fail(",1", 65535, "idset: empty item at offset 0");
-    check_fail("1, ,2", 65535, "idset: empty item");
+    check_fails(cases, sizeof(cases) / sizeof(cases[0]));
 
     vnib_error_t e = {{0}};
     errno = 0;

@@ -67,6 +67,23 @@ static void write_file(const char *path, const char *text, mode_t mode)
     close(fd);
 }
 
+/* secfile_read refuses path, naming it: errno err (0: not checked) and a
+ * message that contains part (NULL: the path is enough).
+ */
+static void expect_refused(const char *path, int err, const char *part)
+{
+    vnib_error_t e = {""};
+    char *buf = NULL;
+    size_t len = 0;
+
+    assert_int_equal(secfile_read(path, &buf, &len, &e), -1);
+    if (err)
+        assert_int_equal(errno, err);
+    if (part)
+        assert_non_null(strstr(e.text, part));
+    assert_non_null(strstr(e.text, path));
+}
+
 static void test_regular_file(void **state)
 {
     struct dir *d = *state;
@@ -81,9 +98,7 @@ static void test_regular_file(void **state)
     secfile_free(buf, len);
 
     write_file(d->file, "s3cret\n", 0640);
-    assert_int_equal(secfile_read(d->file, &buf, &len, &e), -1);
-    assert_int_equal(errno, EPERM);
-    assert_non_null(strstr(e.text, d->file));
+    expect_refused(d->file, EPERM, NULL);
 }
 
 /* Without O_NONBLOCK the open() of a FIFO waits for a writer forever:
@@ -99,10 +114,7 @@ static void test_fifo_refused_at_once(void **state)
     assert_int_equal(mkfifo(d->file, 0600), 0);
     signal(SIGALRM, SIG_DFL);
     alarm(5);
-    assert_int_equal(secfile_read(d->file, &buf, &len, &e), -1);
-    assert_int_equal(errno, EPERM);
-    assert_non_null(strstr(e.text, "not a regular file"));
-    assert_non_null(strstr(e.text, d->file));
+    expect_refused(d->file, EPERM, "not a regular file");
     assert_int_equal(secfile_read_public(d->file, &buf, &len, &e), -1);
     assert_int_equal(errno, EPERM);
     alarm(0);
@@ -111,13 +123,9 @@ static void test_fifo_refused_at_once(void **state)
 static void test_directory_refused(void **state)
 {
     struct dir *d = *state;
-    vnib_error_t e = {""};
-    char *buf = NULL;
-    size_t len = 0;
 
     assert_int_equal(mkdir(d->file, 0700), 0);
-    assert_int_equal(secfile_read(d->file, &buf, &len, &e), -1);
-    assert_non_null(strstr(e.text, d->file));
+    expect_refused(d->file, 0, NULL);
 }
 
 /* A uid that owns nothing here (nobody). */

@@ -91,6 +91,37 @@ static struct config *load_auth(struct keys *k,
     return config_load(k->conf, e);
 }
 
+/* Load node_key_file (the current key), node_key_previous_file = prev
+ * and node_key_previous_until = until.
+ */
+static struct config *load_previous(struct keys *k,
+                                    const char *prev,
+                                    const char *until,
+                                    vnib_error_t *e)
+{
+    char lines[512];
+
+    snprintf(lines,
+             sizeof(lines),
+             "node_key_file = \"%s\"\n"
+             "node_key_previous_file = \"%s\"\n"
+             "node_key_previous_until = \"%s\"\n",
+             k->cur,
+             prev,
+             until);
+    return load_auth(k, lines, e);
+}
+
+/* a refuses hdr at now: -1, "invalid token". */
+static void expect_invalid(struct auth *a, const char *hdr, time_t now)
+{
+    vnib_error_t e = {""};
+    struct identity who;
+
+    assert_int_equal(auth_check_at(a, hdr, now, &who, &e), -1);
+    assert_string_equal(e.text, "invalid token");
+}
+
 /* "Bearer <node token of node under key>" */
 static void bearer(const unsigned char *key, const char *node, char *out)
 {
@@ -104,18 +135,10 @@ static void test_overlap(void **state)
 {
     struct keys *k = *state;
     vnib_error_t e = {""};
-    char lines[512];
     char hdr[7 + TOKEN_NODE_SIZE + 1];
     struct identity who;
 
-    snprintf(lines,
-             sizeof(lines),
-             "node_key_file = \"%s\"\n"
-             "node_key_previous_file = \"%s\"\n"
-             "node_key_previous_until = \"2030-01-01T00:00:00Z\"\n",
-             k->cur,
-             k->prev);
-    struct config *cfg = load_auth(k, lines, &e);
+    struct config *cfg = load_previous(k, k->prev, "2030-01-01T00:00:00Z", &e);
     assert_non_null(cfg);
     assert_int_equal(cfg->node_key_previous_until, UNTIL);
     struct auth *a = auth_create(cfg, NULL, &e);
@@ -138,13 +161,11 @@ static void test_overlap(void **state)
     assert_string_equal(e.text, "invalid token");
     assert_string_equal(who.node, "");
     /* Again (the warning is logged once, the refusal is every time). */
-    assert_int_equal(auth_check_at(a, hdr, UNTIL + 3600, &who, &e), -1);
-    assert_string_equal(e.text, "invalid token");
+    expect_invalid(a, hdr, UNTIL + 3600);
 
     /* A key that is neither: refused, same message, overlap or not. */
     bearer(k->other_key, "nid003", hdr);
-    assert_int_equal(auth_check_at(a, hdr, UNTIL - 1, &who, &e), -1);
-    assert_string_equal(e.text, "invalid token");
+    expect_invalid(a, hdr, UNTIL - 1);
 
     auth_destroy(a);
     config_destroy(cfg);
@@ -156,7 +177,6 @@ static void test_no_previous(void **state)
     vnib_error_t e = {""};
     char lines[256];
     char hdr[7 + TOKEN_NODE_SIZE + 1];
-    struct identity who;
 
     snprintf(lines, sizeof(lines), "node_key_file = \"%s\"\n", k->cur);
     struct config *cfg = load_auth(k, lines, &e);
@@ -164,8 +184,7 @@ static void test_no_previous(void **state)
     struct auth *a = auth_create(cfg, NULL, &e);
     assert_non_null(a);
     bearer(k->prev_key, "nid002", hdr);
-    assert_int_equal(auth_check_at(a, hdr, 0, &who, &e), -1);
-    assert_string_equal(e.text, "invalid token");
+    expect_invalid(a, hdr, 0);
     auth_destroy(a);
     config_destroy(cfg);
 }
@@ -174,31 +193,17 @@ static void test_short_previous_key(void **state)
 {
     struct keys *k = *state;
     vnib_error_t e = {""};
-    char lines[512];
 
-    snprintf(lines,
-             sizeof(lines),
-             "node_key_file = \"%s\"\n"
-             "node_key_previous_file = \"%s\"\n"
-             "node_key_previous_until = \"2030-01-01T00:00:00Z\"\n",
-             k->cur,
-             k->shortk);
-    struct config *cfg = load_auth(k, lines, &e);
+    struct config *cfg =
+        load_previous(k, k->shortk, "2030-01-01T00:00:00Z", &e);
     assert_non_null(cfg);
     assert_null(auth_create(cfg, NULL, &e));
     assert_int_equal(errno, EINVAL);
     assert_non_null(strstr(e.text, "short.key: the node key has 16 bytes"));
     /* Loose permissions are refused as for the current key. */
     chmod(k->prev, 0644);
-    snprintf(lines,
-             sizeof(lines),
-             "node_key_file = \"%s\"\n"
-             "node_key_previous_file = \"%s\"\n"
-             "node_key_previous_until = \"2030-01-01T00:00:00Z\"\n",
-             k->cur,
-             k->prev);
     config_destroy(cfg);
-    cfg = load_auth(k, lines, &e);
+    cfg = load_previous(k, k->prev, "2030-01-01T00:00:00Z", &e);
     assert_non_null(cfg);
     assert_null(auth_create(cfg, NULL, &e));
     assert_int_equal(errno, EPERM);
@@ -210,7 +215,6 @@ static void test_config_errors(void **state)
 {
     struct keys *k = *state;
     vnib_error_t e = {""};
-    char lines[512];
     static const struct {
         const char *prev, *until, *want;
     } cases[] = {
@@ -225,15 +229,8 @@ static void test_config_errors(void **state)
         {"P", "30d", "is not an RFC 3339 UTC time"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        snprintf(lines,
-                 sizeof(lines),
-                 "node_key_file = \"%s\"\n"
-                 "node_key_previous_file = \"%s\"\n"
-                 "node_key_previous_until = \"%s\"\n",
-                 k->cur,
-                 cases[i].prev[0] ? k->prev : "",
-                 cases[i].until);
-        struct config *cfg = load_auth(k, lines, &e);
+        struct config *cfg = load_previous(
+            k, cases[i].prev[0] ? k->prev : "", cases[i].until, &e);
         if (cfg)
             fail_msg("case %zu accepted", i);
         assert_int_equal(errno, EINVAL);

@@ -130,6 +130,26 @@ static void start(struct submitter *s, struct ctx *c, struct item *it)
     assert_int_equal(pthread_create(&s->t, NULL, submit_thread, s), 0);
 }
 
+/* Give the n submitters (started, the first group held in run()) ns
+ * nanoseconds to queue behind it, open the gate, join them all and check
+ * that each item was processed once.
+ */
+static void open_and_join(struct ctx *c,
+                          struct submitter *subs,
+                          const struct item *items,
+                          int n,
+                          long ns)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
+
+    nanosleep(&ts, NULL);
+    ctx_open(c);
+    for (int i = 0; i < n; i++)
+        pthread_join(subs[i].t, NULL);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(items[i].processed, 1);
+}
+
 static void test_alone(void **state)
 {
     struct ctx c;
@@ -169,13 +189,7 @@ static void test_groups_form(void **state)
     for (int i = 1; i < 7; i++)
         start(&subs[i], &c, &items[i]);
     /* Let the others queue behind the running group. */
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = 100000000};
-    nanosleep(&ts, NULL);
-    ctx_open(&c);
-    for (int i = 0; i < 7; i++)
-        pthread_join(subs[i].t, NULL);
-    for (int i = 0; i < 7; i++)
-        assert_int_equal(items[i].processed, 1);
+    open_and_join(&c, subs, items, 7, 100000000);
     group_get_stats(c.g, &st);
     assert_int_equal(st.items, 7);
     assert_int_equal(st.groups, 3);
@@ -204,13 +218,7 @@ static void test_fits(void **state)
         items[i] = (struct item){.key = i % 2}; /* keys 1,0,1,0,1 */
         start(&subs[i], &c, &items[i]);
     }
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = 100000000};
-    nanosleep(&ts, NULL);
-    ctx_open(&c);
-    for (int i = 0; i < 6; i++)
-        pthread_join(subs[i].t, NULL);
-    for (int i = 0; i < 6; i++)
-        assert_int_equal(items[i].processed, 1);
+    open_and_join(&c, subs, items, 6, 100000000);
     assert_false(c.mixed_keys);
     /* 1 + (1,0) + (1,0) + (1): no group larger than the two keys. */
     for (int i = 1; i < c.groups; i++)
@@ -233,13 +241,7 @@ static void test_leaders(void **state)
         start(&subs[i], &c, &items[i]);
     }
     assert_true(ctx_wait_running(&c, 2));
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = 50000000};
-    nanosleep(&ts, NULL);
-    ctx_open(&c);
-    for (int i = 0; i < 5; i++)
-        pthread_join(subs[i].t, NULL);
-    for (int i = 0; i < 5; i++)
-        assert_int_equal(items[i].processed, 1);
+    open_and_join(&c, subs, items, 5, 50000000);
     assert_int_equal(c.most_running, 2);
     group_destroy(c.g);
 }

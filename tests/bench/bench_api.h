@@ -1,0 +1,95 @@
+/* What the REST API benchmarks share: the state of a scenario (struct
+ * bench), the request kinds, the table output (bench_output.c) and the
+ * request producers handed to the load generator (bench_requests.c).
+ * bench_api.c holds the scenarios and the command line.
+ */
+#ifndef VNIB_BENCH_API_H
+#define VNIB_BENCH_API_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tests/bench/loadgen.h"
+#include "vnib/token.h"
+
+/* Request kinds, as indices into lg_result.kind. */
+enum { K_RESERVE, K_RELEASE, K_GET };
+
+/* Everything a scenario needs; no state lives outside it. */
+struct bench {
+    const char *url; /* http://127.0.0.1:PORT */
+    char *token;     /* scheduler token (secfile buffer) */
+    size_t token_size;
+    unsigned char *key; /* node key (secfile buffer) */
+    size_t key_len;
+    int conns;              /* -c, 0: the scenario's default */
+    double duration;        /* -d, 0: the scenario's default */
+    double rate;            /* -r, 0: the scenario's default */
+    long count;             /* -n, 0: the scenario's default */
+    long pid;               /* -p: the broker, for rss */
+    double pg_tps;          /* -P: pgbench tps at the same clients */
+    const char *stop_file;  /* -S: drain-load stops once this exists */
+    const char *job_prefix; /* -x: pairs' job id prefix (runs that repeat) */
+    const char *hwcoll_opt; /* -H: "on"/"off" in pairs and openloop reserves */
+
+    /* per-scenario request state */
+    const char *prefix; /* job id prefix */
+    const char *nodes;  /* hostlist of reserve requests */
+    const char *hwcoll; /* "on"/"off" in reserve requests, NULL: omitted */
+    const char *job;    /* the one job of get and storm */
+    uint64_t next_job;  /* next fresh job number */
+    uint64_t limit;     /* populate/release: jobs to touch */
+    char node_token[TOKEN_NODE_SIZE];
+    char **node_tokens; /* storm: one per node */
+    int ntokens;
+};
+/* ---- output (bench_output.c) ------------------------------------------ */
+
+/* One table row, as bench_lib prints it.  A NAN figure (not measured) and
+ * a figure from a run with too many failures (why_not) never meet the
+ * target.
+ */
+void bout_row(const char *name,
+              double figure,
+              const char *unit,
+              double target,
+              bool lower_is_better,
+              const char *why_not);
+
+/* A figure with no target of its own (shown for comparison). */
+void bout_reference(const char *name, double figure, const char *unit);
+
+/* The detail of kind k of a run: "#" lines below the rows. */
+void bout_detail_kind(const struct lg_result *res, int k);
+
+/* The detail of every kind and of the connections. */
+void bout_detail(const struct lg_result *res);
+
+/* Why a run's figure is not credited (NULL: it is): more than 1% of the
+ * requests of kind k (or of all kinds, k < 0) failed or were not sent.
+ */
+const char *bout_failures(const struct lg_result *res, int k);
+
+/* ---- request producers (bench_requests.c) ----------------------------- */
+
+/* Each is an lg_make_f whose arg is the struct bench. */
+int breq_healthz(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* Each client reserves a fresh job <prefix>n, then releases it, and so on. */
+int breq_pairs(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* Open loop: request k reserves job <prefix>k (k < limit, if limit). */
+int breq_reserve_seq(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* breq_reserve_seq until the stop file appears. */
+int breq_reserve_until(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* Populate: job <prefix>k on n[k-(k+3)], k = 1 .. limit. */
+int breq_populate(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* Release job <prefix>k for k = 0 .. limit-1. */
+int breq_release_seq(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* A node's own view, each request from another node n1 .. n<limit>. */
+int breq_nodeview(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* Every node of the big job fetches it, cycling through the tokens. */
+int breq_storm(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* One reserve, then one release, of the fixed job b->job. */
+int breq_one_reserve(void *arg, struct lg_slot *slot, struct lg_request *req);
+int breq_one_release(void *arg, struct lg_slot *slot, struct lg_request *req);
+
+#endif
