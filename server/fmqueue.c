@@ -63,6 +63,7 @@ static int deferred_one(struct hwcoll *h, json_t *w)
     bool active = json_is_true(json_object_get(w, "active"));
     int attempts = (int)json_integer_value(json_object_get(w, "attempts"));
     long timeout = h->b->cfg->hwcoll.request_timeout_ms;
+    struct hwcoll_call call = {id, fm, timeout, "hwcoll"};
     vnib_error_t error = {""};
     char *token = NULL;
     int rc = 0;
@@ -85,15 +86,14 @@ static int deferred_one(struct hwcoll *h, json_t *w)
                    h->fmc, fm, h->addrs_per_job, timeout, &token, &error)
                    < 0)) {
         int e = errno;
-        hwcoll_reserve_failed(
-            h, id, fm, e, timeout, error.text, "hwcoll", NULL);
+        hwcoll_reserve_failed(h, &call, e, error.text, NULL);
         rc = e == ECONNREFUSED || e == ETIMEDOUT ? -1 : 0;
         goto done;
     }
     hwcoll_note_result(h, 0, "reserve", "");
     /* (When it cannot be recorded it is still deferred: claimed again
      * when the lease ends.) */
-    if (hwcoll_reserve_done(h, id, fm, token, "hwcoll", NULL) > 0)
+    if (hwcoll_reserve_done(h, &call, token, NULL) > 0)
         logger_printf(h->b->log,
                       LOG_INFO,
                       NULL,

@@ -186,12 +186,9 @@ static void slot_give(struct hwcoll *h)
 }
 
 void hwcoll_reserve_failed(struct hwcoll *h,
-                           long long id,
-                           const char *fm,
+                           const struct hwcoll_call *c,
                            int e,
-                           long timeout_ms,
                            const char *fm_text,
-                           const char *actor,
                            json_t **recp)
 {
     enum hwstate_cause cause = hwstate_cause_of_errno(e);
@@ -201,22 +198,22 @@ void hwcoll_reserve_failed(struct hwcoll *h,
 
     errno = e;
     hwcoll_note_result(h, -1, "reserve", fm_text);
-    hwstate_cause_reason(cause, timeout_ms, reason, sizeof(reason));
+    hwstate_cause_reason(cause, c->timeout_ms, reason, sizeof(reason));
     logger_printf(h->b->log,
                   LOG_WARNING,
                   NULL,
                   "hwcoll: reservation %lld: %s: %s: %s",
-                  id,
-                  fm,
+                  c->id,
+                  c->fm,
                   hwstate_cause_phrase(cause),
                   fm_text);
     if (store_hwcoll_set(h->b->store,
-                         id,
+                         c->id,
                          HWSTATE_UNAVAILABLE,
                          cause,
                          reason,
                          NULL,
-                         actor,
+                         c->actor,
                          recp,
                          &outcome,
                          &error)
@@ -228,10 +225,8 @@ void hwcoll_reserve_failed(struct hwcoll *h,
 }
 
 int hwcoll_reserve_done(struct hwcoll *h,
-                        long long id,
-                        const char *fm,
+                        const struct hwcoll_call *c,
                         const char *token,
-                        const char *actor,
                         json_t **recp)
 {
     vnib_error_t error = {""};
@@ -240,35 +235,38 @@ int hwcoll_reserve_done(struct hwcoll *h,
     char *hex = NULL;
     int rc = -1;
 
-    if (hwcoll_seal_hex(h, id, token, &hex) < 0) {
-        logger_printf(
-            h->b->log, LOG_ERR, NULL, "hwcoll: %s: cannot seal the token", fm);
+    if (hwcoll_seal_hex(h, c->id, token, &hex) < 0) {
+        logger_printf(h->b->log,
+                      LOG_ERR,
+                      NULL,
+                      "hwcoll: %s: cannot seal the token",
+                      c->fm);
         goto done;
     }
     if (store_hwcoll_set(h->b->store,
-                         id,
+                         c->id,
                          HWSTATE_RESERVED,
                          HWSTATE_CAUSE_NONE,
                          NULL,
                          hex,
-                         actor,
+                         c->actor,
                          recp ? &rec : NULL,
                          &outcome,
                          &error)
         < 0) {
         logger_printf(
-            h->b->log, LOG_ERR, NULL, "hwcoll: %s: %s", fm, error.text);
+            h->b->log, LOG_ERR, NULL, "hwcoll: %s: %s", c->fm, error.text);
         goto done;
     }
     if (outcome == STORE_HWSET_NOT_ACTIVE) {
         /* Released while the FM worked: its reservation is an orphan. */
-        if (fmc_job_delete(h->fmc, fm, &error) < 0)
+        if (fmc_job_delete(h->fmc, c->fm, &error) < 0)
             logger_printf(
                 h->b->log,
                 LOG_WARNING,
                 NULL,
                 "hwcoll: %s: released job's reservation not deleted: %s",
-                fm,
+                c->fm,
                 error.text);
         rc = 0;
         goto done;
@@ -290,6 +288,7 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
     const char *fm_job_id = json_string_value(json_object_get(hw, "fm_job_id"));
     long long id = json_integer_value(json_object_get(*resp, "id"));
     long timeout = h->b->cfg->hwcoll.reserve_timeout_ms;
+    struct hwcoll_call call = {id, fm_job_id, timeout, actor};
     vnib_error_t error = {""};
     char *token = NULL;
     json_t *rec = NULL;
@@ -325,8 +324,7 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
     int e = errno;
     slot_give(h);
     if (frc < 0) {
-        hwcoll_reserve_failed(
-            h, id, fm_job_id, e, timeout, error.text, actor, &rec);
+        hwcoll_reserve_failed(h, &call, e, error.text, &rec);
         if (rec) {
             json_decref(*resp);
             *resp = rec;
@@ -334,7 +332,7 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
         return;
     }
     hwcoll_note_result(h, 0, "reserve", "");
-    if (hwcoll_reserve_done(h, id, fm_job_id, token, actor, &rec) > 0) {
+    if (hwcoll_reserve_done(h, &call, token, &rec) > 0) {
         json_decref(*resp);
         *resp = rec;
         /* The caller reserved it, so may see it (scheduler or admin). */

@@ -90,31 +90,35 @@ void hwcoll_record(struct hwcoll *h,
                    enum hwstate_cause cause,
                    const char *hex);
 
-/* A reserve fm (reservation id) failed with errno e after waiting up to
- * timeout_ms: note it, log it with the FM's text, record "unavailable"
- * with the cause and the reason clients read, and after a timeout wake the
- * leader, which checks whether the FM completed it late.  recp (may be
- * NULL) receives the reservation as recorded.
+/* One FM reserve, by a request thread or a worker: for reservation id,
+ * FM job fm, waiting up to timeout_ms; actor goes to the audit trail.
+ */
+struct hwcoll_call {
+    long long id;
+    const char *fm;
+    long timeout_ms;
+    const char *actor;
+};
+
+/* Call c failed with errno e and the FM's text fm_text: note it, log it,
+ * record "unavailable" with the cause and the reason clients read, and
+ * after a timeout wake the leader, which checks whether the FM completed
+ * it late.  recp (may be NULL) receives the reservation as recorded.
  */
 void hwcoll_reserve_failed(struct hwcoll *h,
-                           long long id,
-                           const char *fm,
+                           const struct hwcoll_call *c,
                            int e,
-                           long timeout_ms,
                            const char *fm_text,
-                           const char *actor,
                            json_t **recp);
 
-/* The FM reserved fm (reservation id) and answered token: record it,
- * sealed.  Returns 1 when recorded (recp, may be NULL, receives the
- * reservation), 0 when the job ended meanwhile (the orphan FM job is
- * deleted), -1 when it could not be recorded (logged).
+/* The FM made c's job and answered token: record it, sealed.  Returns 1
+ * when recorded (recp, may be NULL, receives the reservation), 0 when the
+ * job ended meanwhile (the orphan FM job is deleted), -1 when it could not
+ * be recorded (logged).
  */
 int hwcoll_reserve_done(struct hwcoll *h,
-                        long long id,
-                        const char *fm,
+                        const struct hwcoll_call *c,
                         const char *token,
-                        const char *actor,
                         json_t **recp);
 
 /* CLOCK_MONOTONIC in milliseconds. */
