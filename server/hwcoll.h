@@ -36,7 +36,8 @@ struct store_reserve;
 struct hwcoll;
 
 /* When hwcoll.enabled, create the FM client and start the threads: the
- * release-queue workers, the NOTIFY listener and the leader (hwcoll.c).
+ * release-queue workers and the NOTIFY listener (fmqueue.c), the leader
+ * (fmleader.c).
  * The FM is not contacted: the broker starts and serves VNIs while the FM
  * is unreachable.
  */
@@ -48,7 +49,7 @@ void hwcoll_destroy(struct hwcoll *h);
 
 /* Decide what a new reservation gets, from the request's mode ("auto",
  * "on", "off") and its node count: fills a's hwcoll fields (state
- * disabled, not_eligible or pending, the reason, the FM job id and
+ * HWSTATE_DISABLED, _NOT_ELIGIBLE or _PENDING, the reason, the FM job id and
  * addresses).  fm_job_id is storage for the id, at least 300 bytes.
  */
 void hwcoll_plan(struct hwcoll *h,
@@ -94,15 +95,5 @@ void hwcoll_write_metrics(struct hwcoll *h, FILE *f);
  * on the Fabric Manager inside a request at once.
  */
 int hwcoll_request_concurrency(const struct hwcoll *h);
-
-/* Queue the release of one job step's multicast trees (FM PATCH
- * jobSteps.<step> = null); *outcomep says what it did.
- */
-int hwcoll_release_step(struct hwcoll *h,
-                        const char *job_id,
-                        const char *step_id,
-                        const char *actor,
-                        enum store_step_outcome *outcomep,
-                        vnib_error_t *errp);
 
 #endif /* !VNIB_SERVER_HWCOLL_H */

@@ -472,8 +472,8 @@ int reservations_release_step(struct request *req,
             "invalid_field",
             errp,
             "step_id must be 1-64 characters from [A-Za-z0-9._-]");
-    if (hwcoll_release_step(
-            req->broker->hwcoll, job_id, step, req->who.name, &outcome, errp)
+    if (store_step_release(
+            req->broker->store, job_id, step, req->who.name, &outcome, errp)
         < 0)
         return -1;
     if (step_answers[outcome].error_code)

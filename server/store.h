@@ -29,6 +29,7 @@
 #include "vnib/logger.h"
 #include "server/config.h"
 #include "server/group.h"
+#include "server/hwstate.h"
 
 struct store;
 struct hostlist;
@@ -139,7 +140,7 @@ struct store_reserve {
     const char *actor;            /* token name, for the audit trail */
     const struct idset *pool;     /* vni.pool */
     const char *hwcoll_mode;      /* auto, on, off (as requested) */
-    const char *hwcoll_state;     /* disabled, not_eligible or pending */
+    enum hwstate hwcoll_state;    /* disabled, not_eligible or pending */
     const char *hwcoll_reason;    /* why not, or NULL */
     const char *fm_job_id;        /* when pending */
     int addrs_per_job;            /* when pending */
@@ -181,15 +182,17 @@ enum store_hwset_outcome {
     STORE_HWSET_NOT_FOUND,  /* no such reservation */
 };
 
-/* Record the Fabric Manager's answer (see vnib_hwcoll_set in schema/0002):
- * state reserved (sealed_hex: the sealed token), unavailable, released or
- * lost; *outcomep says what it did.  resp (may be NULL) receives the
- * reservation.  Answers recorded at the same time commit together
- * (database.group_max).
+/* Record the Fabric Manager's answer (see vnib_hwcoll_set in schema/0016):
+ * state reserved (sealed_hex: the sealed token), unavailable (with its
+ * cause, and reason: the text clients read), released or lost; cause is
+ * HWSTATE_CAUSE_NONE but for unavailable.  *outcomep says what it did.  resp
+ * (may be NULL) receives the reservation.  Answers recorded at the same time
+ * commit together (database.group_max).
  */
 int store_hwcoll_set(struct store *s,
                      long long id,
-                     const char *state,
+                     enum hwstate state,
+                     enum hwstate_cause cause,
                      const char *reason,
                      const char *sealed_hex,
                      const char *actor,

@@ -11,12 +11,13 @@
 #include "server/store_int.h"
 
 /* A reservation's FM outcome, grouped with those of concurrent reserves
- * (schema/0012 vnib_hwcoll_set_many), with what it did.
+ * (schema/0016 vnib_hwcoll_set_many), with what it did.
  */
 struct hwset_item {
     struct item_result res; /* first */
     long long id;
-    const char *state;
+    enum hwstate state;
+    enum hwstate_cause cause;
     const char *reason;
     const char *sealed_hex;
     const char *actor;
@@ -47,9 +48,9 @@ static void hwset_group(struct store *s,
                         bool wait)
 {
     struct hwset_item **items = (struct hwset_item **)base;
-    struct sbuf ids = {0}, states = {0}, reasons = {0}, tokens = {0},
-                actors = {0};
-    struct sbuf *all[] = {&ids, &states, &reasons, &tokens, &actors};
+    struct sbuf ids = {0}, states = {0}, causes = {0}, reasons = {0},
+                tokens = {0}, actors = {0};
+    struct sbuf *all[] = {&ids, &states, &causes, &reasons, &tokens, &actors};
     const size_t nall = sizeof(all) / sizeof(all[0]);
     PGresult *r = NULL;
 
@@ -57,15 +58,20 @@ static void hwset_group(struct store *s,
         store_sb_putc(all[i], '{');
     for (size_t i = 0; i < n; i++) {
         store_sb_elem_num(&ids, i, items[i]->id);
-        store_sb_elem(&states, i, items[i]->state);
+        store_sb_elem(&states, i, hwstate_name(items[i]->state));
+        store_sb_elem(&causes, i, hwstate_cause_code(items[i]->cause));
         store_sb_elem(&reasons, i, items[i]->reason);
         store_sb_elem(&tokens, i, items[i]->sealed_hex);
         store_sb_elem(&actors, i, items[i]->actor);
     }
     if (!store_arrays_close(all, nall, false, base, n))
         goto done;
-    const char *params[5] = {
-        ids.data, states.data, reasons.data, tokens.data, actors.data};
+    const char *params[6] = {ids.data,
+                             states.data,
+                             causes.data,
+                             reasons.data,
+                             tokens.data,
+                             actors.data};
     if (!(r = store_group_exec(
               s, STMT_HWCOLL_SET_MANY, params, base, n, wait, hwset_group)))
         goto done;
@@ -107,7 +113,8 @@ void store_hwset_run(void *arg, struct group_item **items, size_t n)
 
 int store_hwcoll_set(struct store *s,
                      long long id,
-                     const char *state,
+                     enum hwstate state,
+                     enum hwstate_cause cause,
                      const char *reason,
                      const char *sealed_hex,
                      const char *actor,
@@ -117,6 +124,7 @@ int store_hwcoll_set(struct store *s,
 {
     struct hwset_item it = {.id = id,
                             .state = state,
+                            .cause = cause,
                             .reason = reason,
                             .sealed_hex = sealed_hex,
                             .actor = actor,

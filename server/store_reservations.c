@@ -209,7 +209,7 @@ static void reserve_group(struct store *s,
         store_sb_elem(&empty, i, a->empty_reason);
         store_sb_elem(&actor, i, a->actor);
         store_sb_elem(&hmode, i, a->hwcoll_mode);
-        store_sb_elem(&hstate, i, a->hwcoll_state);
+        store_sb_elem(&hstate, i, hwstate_name(a->hwcoll_state));
         store_sb_elem(&hreason, i, a->hwcoll_reason);
         store_sb_elem(&fm, i, a->fm_job_id);
         if (a->addrs_per_job > 0)

@@ -53,10 +53,11 @@ static const char sql_reserve[] =
 
 static const char sql_hwcoll_set_many[] =
     "SELECT * FROM vnib_hwcoll_set_many($1::bigint[], $2::text[], "
-    "$3::text[], $4::text[], $5::text[])";
+    "$3::text[], $4::text[], $5::text[], $6::text[])";
 
-/* Fabric Manager work: releases to make, and reserves that timed out,
- * which the Fabric Manager may have completed late.  Deferred reserves
+/* Fabric Manager work: releases to make, and reserves that timed out
+ * (by their cause, schema/0016), which the Fabric Manager may have
+ * completed late.  Deferred reserves
  * (hwcoll_due set) are the claim's (schema/0005), not this check's.
  */
 static const char sql_hwcoll_work[] =
@@ -64,7 +65,7 @@ static const char sql_hwcoll_work[] =
     "coalesce(extract(epoch FROM now() - hwcoll_updated_at), 1e9) "
     "FROM reservations "
     "WHERE ((hwcoll_state = 'unavailable' "
-    "AND hwcoll_reason LIKE 'timed out%') OR (hwcoll_state = 'pending' "
+    "AND hwcoll_cause = 'timeout') OR (hwcoll_state = 'pending' "
     "AND hwcoll_due IS NULL AND created_at < now() - interval '1 minute')) "
     "ORDER BY id LIMIT $1::integer";
 
@@ -251,7 +252,7 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_EVENTS] = {"events", sql_events, 3},
     [STMT_SWEEP] = {"sweep", sql_sweep, 1},
     [STMT_PURGE] = {"purge", sql_purge, 2},
-    [STMT_HWCOLL_SET_MANY] = {"hwcoll_set_many", sql_hwcoll_set_many, 5},
+    [STMT_HWCOLL_SET_MANY] = {"hwcoll_set_many", sql_hwcoll_set_many, 6},
     [STMT_HWCOLL_WORK] = {"hwcoll_work", sql_hwcoll_work, 1},
     [STMT_HWCOLL_DEFER] = {"hwcoll_defer", sql_hwcoll_defer, 3},
     [STMT_HWCOLL_CLAIM] = {"hwcoll_claim", sql_hwcoll_claim, 2},

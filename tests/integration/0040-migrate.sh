@@ -103,4 +103,37 @@ broker_start "$T/b.toml"
 expect_eq "a newer schema does not stop an older replica" "$?" 0
 expect_match "... which warns" "$(cat "$BROKER_LOG")" 'newer than this vnibrokerd'
 broker_stop
+
+# Rows written before 0016, when a timed-out reserve was known by its
+# reason's wording: --migrate gives each failure its cause.
+as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib pre16
+args=()
+for f in "$TOP"/schema/00*.sql; do
+    v=$((10#$(basename "$f" | cut -c1-4)))
+    [ "$v" -le 15 ] || continue
+    args+=(-f "$(share "$f")" -c "INSERT INTO schema_version (version, name) VALUES ($v, '$(basename "$f")')")
+done
+as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pre16 -XAtq -v ON_ERROR_STOP=1 "${args[@]}" >/dev/null
+as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pre16 -XAtq -v ON_ERROR_STOP=1 -c "
+INSERT INTO reservations (job_id, uid, username, nodes, node_count, vni_count,
+                          tcs_mask, created_by, hwcoll_state, hwcoll_reason)
+VALUES ('t', 1, 'u', 'n1', 1, 0, 0, 'test', 'unavailable',
+        'timed out after 750 ms waiting for the Fabric Manager'),
+       ('u', 1, 'u', 'n1', 1, 0, 0, 'test', 'unavailable',
+        'Fabric Manager unreachable'),
+       ('d', 1, 'u', 'n1', 1, 0, 0, 'test', 'unavailable',
+        'timeout; the late Fabric Manager reservation was deleted'),
+       ('r', 1, 'u', 'n1', 1, 0, 0, 'test', 'reserved', NULL),
+       ('n', 1, 'u', 'n1', 1, 0, 0, 'test', 'not_eligible', 'off by request')" >/dev/null
+sed "s/dbname=vnibroker/dbname=pre16/" "$T/b.toml" >"$T/pre16.toml"
+out=$("$VNIBROKERD" -c "$T/pre16.toml" --migrate 2>&1)
+expect_match "a database of schema 15 with hwcoll history migrates" "$out" "upgraded from version 15 to $SCHEMA_VERSION"
+expect_eq "... each failure gets its cause from its old wording, the rest none" \
+    "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pre16 -XAtq -c \
+        "SELECT string_agg(job_id || '=' || coalesce(hwcoll_cause, '-'), ' ' ORDER BY job_id) FROM reservations")" \
+    "d=timeout_late_deleted n=- r=- t=timeout u=unreachable"
+expect_eq "... the reasons clients read unchanged" \
+    "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pre16 -XAtq -c \
+        "SELECT hwcoll_reason FROM reservations WHERE job_id = 't'")" \
+    "timed out after 750 ms waiting for the Fabric Manager"
 finish
