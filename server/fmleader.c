@@ -306,14 +306,14 @@ void *fmleader_main(void *arg)
             h->reconcile_now = true;
         }
         h->leading = lead;
-        if (lead && (h->reconcile_now || hwcoll_mono_ms() >= next_reconcile)) {
+        if (lead && (h->reconcile_now || monotime_ms() >= next_reconcile)) {
             h->reconcile_now = false;
             pthread_mutex_unlock(&h->lock);
             reconcile(h);
             follow_up_timeouts(h);
             pthread_mutex_lock(&h->lock);
-            next_reconcile = hwcoll_mono_ms()
-                             + h->b->cfg->hwcoll.reconcile_interval_s * 1000;
+            next_reconcile =
+                monotime_ms() + h->b->cfg->hwcoll.reconcile_interval_s * 1000;
         } else if (lead) {
             pthread_mutex_unlock(&h->lock);
             follow_up_timeouts(h);

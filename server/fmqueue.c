@@ -117,7 +117,7 @@ static double backoff_s(struct hwcoll *h, int attempts)
         d = cap;
     return d
            * (0.5
-              + (double)(rand_r(&(unsigned){(unsigned)hwcoll_mono_ms()
+              + (double)(rand_r(&(unsigned){(unsigned)monotime_ms()
                                             ^ (unsigned)attempts})
                          % 1000)
                     / 1000.0);
@@ -196,7 +196,7 @@ void *fmqueue_worker_main(void *arg)
     _Static_assert(CLAIM_BATCH <= STORE_FM_DONE_MAX, "done fits one call");
     pthread_mutex_lock(&h->lock);
     while (!stopping) {
-        int64_t wait = h->paused_until - hwcoll_mono_ms();
+        int64_t wait = h->paused_until - monotime_ms();
         bool paused = wait > 0 || h->stop;
         unsigned gen = h->generation;
         if (!paused) {
@@ -279,11 +279,11 @@ void *fmqueue_worker_main(void *arg)
         json_t *def = NULL;
         pthread_mutex_lock(&h->lock);
         bool look = h->deferred_total != seen_deferred
-                    || hwcoll_mono_ms() >= next_deferred_look;
+                    || monotime_ms() >= next_deferred_look;
         seen_deferred = h->deferred_total;
         pthread_mutex_unlock(&h->lock);
         if (look)
-            next_deferred_look = hwcoll_mono_ms() + 1000;
+            next_deferred_look = monotime_ms() + 1000;
         if (!unreachable && look
             && store_hwcoll_claim(h->b->store, 1, 2 * lease_s, &def, &error)
                    == 0) {
@@ -303,7 +303,7 @@ void *fmqueue_worker_main(void *arg)
             h->pause_ms = h->pause_ms ? h->pause_ms * 2 : 1000;
             if (h->pause_ms > 30000)
                 h->pause_ms = 30000;
-            h->paused_until = hwcoll_mono_ms() + h->pause_ms;
+            h->paused_until = monotime_ms() + h->pause_ms;
         } else if (n > 0)
             h->pause_ms = 0;
         if (h->stop)

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vnib/monotime.h"
+#include "vnib/hex.h"
 #include "vnib/fmclient.h"
 #include "vnib/logger.h"
 #include "vnib/seal.h"
@@ -80,8 +82,7 @@ int hwcoll_seal_hex(struct hwcoll *h,
         free(sealed);
         return -1;
     }
-    for (size_t i = 0; i < len; i++)
-        snprintf(hex + 2 * i, 3, "%02x", sealed[i]);
+    hex_encode(sealed, len, hex);
     free(sealed);
     *hexp = hex;
     return 0;
@@ -103,13 +104,9 @@ static int open_hex(struct hwcoll *h,
 
     if (!raw)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
-            free(raw);
-            return -1;
-        }
-        raw[i] = (unsigned char)v;
+    if (hex_decode(hex, raw, n) < 0) {
+        free(raw);
+        return -1;
     }
     snprintf(aad, sizeof(aad), "%lld", id);
     rc = seal_decrypt(h->key, raw, n, aad, strlen(aad), tokenp, &plen, NULL);
@@ -376,13 +373,6 @@ void hwcoll_kick(struct hwcoll *h)
     pthread_cond_broadcast(&h->cond);
     pthread_cond_broadcast(&h->qcond);
     pthread_mutex_unlock(&h->lock);
-}
-
-int64_t hwcoll_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 bool hwcoll_nap(struct hwcoll *h, pthread_cond_t *cond, unsigned gen, long ms)

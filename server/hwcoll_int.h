@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "vnib/monotime.h"
 #include "vnib/seal.h"
 #include "server/hwcoll.h"
 #include "server/hwstate.h"
@@ -120,9 +121,6 @@ int hwcoll_reserve_done(struct hwcoll *h,
                         const struct hwcoll_call *c,
                         const char *token,
                         json_t **recp);
-
-/* CLOCK_MONOTONIC in milliseconds. */
-int64_t hwcoll_mono_ms(void);
 
 /* Sleep on cond until a wake-up after generation gen, or ms pass; false
  * when stopping.  Called with the lock held.
