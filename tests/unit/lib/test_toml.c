@@ -62,6 +62,23 @@ static void check_line(json_t *lines, const char *path, int line)
     assert_int_equal(json_integer_value(v), line);
 }
 
+/* A key path and the line that lines gives it (0: it has no entry). */
+struct key_line {
+    const char *path;
+    int line;
+};
+
+/* check_line for each of want, up to the entry with a NULL path. */
+static void check_lines(json_t *lines, const struct key_line *want)
+{
+    for (; want->path; want++) {
+        if (want->line)
+            check_line(lines, want->path, want->line);
+        else
+            assert_null(json_object_get(lines, want->path));
+    }
+}
+
 /* Write text to a new temporary file; returns its malloc'd path. */
 static char *write_temp(const char *text)
 {
@@ -396,36 +413,40 @@ static void test_lines(void **state)
         "\"\"\"\n"                               /* 21 */
         "after = true\n",                        /* 22 */
         &lines);
-    check_line(lines, "top", 1);
-    check_line(lines, "server", 3);
-    check_line(lines, "server.port", 4);
-    check_line(lines, "server.tls", 5);
-    check_line(lines, "server.tls.cert", 5);
-    check_line(lines, "pool", 6);
-    check_line(lines, "pool[0]", 6);
-    check_line(lines, "pool[0].name", 7);
-    check_line(lines, "pool[1]", 8);
-    check_line(lines, "pool[1].name", 9);
-    check_line(lines, "pool[1].range", 10);
-    check_line(lines, "pool[1].range.lo", 11);
-    check_line(lines, "x", 13); /* implied on 12, defined on 13 */
-    check_line(lines, "x.y", 12);
-    check_line(lines, "x.y.z", 12);
-    check_line(lines, "x.inl", 14);
-    check_line(lines, "x.inl.a", 14);
-    check_line(lines, "x.inl.a.b", 14);
-    check_line(lines, "x.inl.a.b.c", 14);
-    check_line(lines, "x.inl.d", 14);
-    check_line(lines, "x.inl.d[0]", 14);
-    check_line(lines, "x.inl.d[0].e", 14);
-    check_line(lines, "x.arr", 15);
-    /* Scalars inside arrays get no entry (their array has one). */
-    assert_null(json_object_get(lines, "x.arr[0]"));
-    assert_null(json_object_get(lines, "x.arr[1]"));
-    check_line(lines, "x.ml", 19);
-    check_line(lines, "x.after", 22);
-    assert_null(json_object_get(lines, "pool[2]"));
-    assert_null(json_object_get(lines, ""));
+    check_lines(
+        lines,
+        (const struct key_line[]){
+            {"top", 1},
+            {"server", 3},
+            {"server.port", 4},
+            {"server.tls", 5},
+            {"server.tls.cert", 5},
+            {"pool", 6},
+            {"pool[0]", 6},
+            {"pool[0].name", 7},
+            {"pool[1]", 8},
+            {"pool[1].name", 9},
+            {"pool[1].range", 10},
+            {"pool[1].range.lo", 11},
+            {"x", 13}, /* implied on 12, defined on 13 */
+            {"x.y", 12},
+            {"x.y.z", 12},
+            {"x.inl", 14},
+            {"x.inl.a", 14},
+            {"x.inl.a.b", 14},
+            {"x.inl.a.b.c", 14},
+            {"x.inl.d", 14},
+            {"x.inl.d[0]", 14},
+            {"x.inl.d[0].e", 14},
+            {"x.arr", 15},
+            /* Scalars inside arrays get no entry (their array has one). */
+            {"x.arr[0]", 0},
+            {"x.arr[1]", 0},
+            {"x.ml", 19},
+            {"x.after", 22},
+            {"pool[2]", 0},
+            {"", 0},
+            {NULL, 0}});
     assert_int_equal(json_object_size(lines), 25);
     json_decref(root);
     json_decref(lines);
@@ -560,15 +581,17 @@ static void test_realistic_config(void **state)
         assert_true(syslog_on);
     }
 
-    check_line(lines, "server", 3);
-    check_line(lines, "server.listen", 4);
-    check_line(lines, "server.tls.cert", 8);
-    check_line(lines, "database", 10);
-    check_line(lines, "database.retry_backoff", 13);
-    check_line(lines, "log.syslog", 17);
-    check_line(lines, "vni_pool[0]", 19);
-    assert_null(json_object_get(lines, "vni_pool[0].ranges[1]"));
-    check_line(lines, "vni_pool[1].name", 27);
+    check_lines(lines,
+                (const struct key_line[]){{"server", 3},
+                                          {"server.listen", 4},
+                                          {"server.tls.cert", 8},
+                                          {"database", 10},
+                                          {"database.retry_backoff", 13},
+                                          {"log.syslog", 17},
+                                          {"vni_pool[0]", 19},
+                                          {"vni_pool[0].ranges[1]", 0},
+                                          {"vni_pool[1].name", 27},
+                                          {NULL, 0}});
     json_decref(root);
     json_decref(lines);
 }
