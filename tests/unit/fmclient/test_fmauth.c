@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "tests/unit/fmclient/fmtest.h"
 
 /* ---- Basic --------------------------------------------------------------- */
@@ -77,9 +78,7 @@ static void test_basic(void **state)
     fmc_destroy(c);
     cfg.password_file = pw1;
     c = fmtest_create_ok(&cfg);
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, EIO);
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), EIO);
     /* A server quoting the password does not get it into the message. */
     assert_string_equal(e.text,
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 500: "
@@ -419,9 +418,7 @@ static void test_oauth_token_refused(void **state)
     fakehttp_add_json(
         s, fmtest_token_post, 404, "{\"detail\":\"no such realm\"}", 1);
     struct fmc *c = oauth_client(&o);
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, EACCES);
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), EACCES);
     snprintf(want,
              sizeof(want),
              "OAuth POST %s: HTTP 401: client secret '***' is wrong",

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "tests/unit/fmclient/fmtest.h"
 
 /* ---- sizing -------------------------------------------------------------- */
@@ -81,9 +82,7 @@ static void test_create_ok(void **state)
                                               .cert_file = cert,
                                               .key_file = key,
                                               .tls_verify = true});
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, ECONNREFUSED);
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), ECONNREFUSED);
     errno = EEXIST;
     fmc_destroy(c);
     assert_int_equal(errno, EEXIST);
@@ -107,19 +106,11 @@ static void test_invalid_arguments(void **state)
     struct fmc *c =
         fmtest_create_ok(&(struct fmc_config){.url = "http://127.0.0.1:1"});
     fmtest_get_fails(c, "", EINVAL, "no FM job id given");
-    errno = 0;
-    assert_int_equal(fmc_job_reserve(c, "c-1", 0, 0, &token, &e), -1);
-    assert_int_equal(errno, EINVAL);
+    assert_fails(fmc_job_reserve(c, "c-1", 0, 0, &token, &e), EINVAL);
     assert_string_equal(e.text, "mcastLimit 0 is not positive");
-    errno = 0;
-    assert_int_equal(fmc_job_release_step(c, "c-1", "", &e), -1);
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_int_equal(fmc_job_delete(c, NULL, &e), -1);
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_int_equal(fmc_job_list(c, "", &ids, &count, &e), -1);
-    assert_int_equal(errno, EINVAL);
+    assert_fails(fmc_job_release_step(c, "c-1", "", &e), EINVAL);
+    assert_fails(fmc_job_delete(c, NULL, &e), EINVAL);
+    assert_fails(fmc_job_list(c, "", &ids, &count, &e), EINVAL);
     fmc_destroy(c);
 }
 
@@ -406,9 +397,7 @@ static void test_release_step(void **state)
     assert_int_equal(fmc_job_release_step(c, "c-1", "3", &e), 0);
     assert_int_equal(fmc_job_release_step(c, "c-1", "3", &e), 0);
     assert_string_equal(e.text, "");
-    errno = 0;
-    assert_int_equal(fmc_job_release_step(c, "c-1", "4", &e), -1);
-    assert_int_equal(errno, EIO);
+    assert_fails(fmc_job_release_step(c, "c-1", "4", &e), EIO);
     assert_string_equal(e.text,
                         "FM PATCH /fabric/collectives/jobs/c-1: HTTP 500: "
                         "tree busy");
@@ -443,16 +432,12 @@ static void test_delete(void **state)
     assert_int_equal(fmc_job_delete(c, "c-1", &e), 0);
     assert_int_equal(fmc_job_delete(c, "c-1", &e), 0);
     assert_string_equal(e.text, "");
-    errno = 0;
-    assert_int_equal(fmc_job_delete(c, "c-1", &e), -1);
-    assert_int_equal(errno, EIO);
+    assert_fails(fmc_job_delete(c, "c-1", &e), EIO);
     assert_string_equal(e.text,
                         "FM DELETE /fabric/collectives/jobs/c-1: HTTP 503: 99: "
                         "busy");
     /* A gateway's HTML error page: the status is what counts. */
-    errno = 0;
-    assert_int_equal(fmc_job_delete(c, "c-1", &e), -1);
-    assert_int_equal(errno, EIO);
+    assert_fails(fmc_job_delete(c, "c-1", &e), EIO);
     assert_string_equal(e.text,
                         "FM DELETE /fabric/collectives/jobs/c-1: HTTP 502");
     fmtest_finish_expect(c, s, 4, 1);
@@ -568,9 +553,7 @@ static void test_list_empty_and_bad(void **state)
     assert_int_equal(fmc_job_list(c, "cluster", &ids, &count, &e), 0);
     assert_int_equal(count, 0);
     fmc_free_ids(ids, count);
-    errno = 0;
-    assert_int_equal(fmc_job_list(c, "cluster", &ids, &count, &e), -1);
-    assert_int_equal(errno, EPROTO);
+    assert_fails(fmc_job_list(c, "cluster", &ids, &count, &e), EPROTO);
     assert_null(ids);
     assert_int_equal(count, 0);
     assert_string_equal(e.text,

@@ -17,15 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "vnib/idset.h"
-
-/* call returns -1 with errno err (cleared before the call). */
-#define assert_fails(call, err)         \
-    do {                                \
-        errno = 0;                      \
-        assert_int_equal((call), -1);   \
-        assert_int_equal(errno, (err)); \
-    } while (0)
 
 /* ---- helpers ----------------------------------------------------------- */
 

@@ -641,6 +641,21 @@ static void test_file(void **state)
     free(path);
 }
 
+/* toml_parse_file(path) fails with errno err and the message
+ * "path: why".
+ */
+static void parse_file_fails(const char *path, int err, const char *why)
+{
+    vnib_error_t e = {{0}};
+    char want[sizeof(e.text)];
+
+    snprintf(want, sizeof(want), "%s: %s", path, why);
+    errno = 0;
+    assert_null(toml_parse_file(path, NULL, &e));
+    assert_int_equal(errno, err);
+    assert_string_equal(e.text, want);
+}
+
 /* toml_parse_file() refusals: missing, directory, device, too large,
  * unreadable. */
 static void test_file_errors(void **state)
@@ -660,15 +675,8 @@ static void test_file_errors(void **state)
                         "/nonexistent/vnib.toml: No such file or directory");
     json_decref(lines_before);
 
-    errno = 0;
-    assert_null(toml_parse_file("/tmp", NULL, &e));
-    assert_int_equal(errno, EINVAL);
-    assert_string_equal(e.text, "/tmp: not a regular file");
-
-    errno = 0;
-    assert_null(toml_parse_file("/dev/null", NULL, &e));
-    assert_int_equal(errno, EINVAL);
-    assert_string_equal(e.text, "/dev/null: not a regular file");
+    parse_file_fails("/tmp", EINVAL, "not a regular file");
+    parse_file_fails("/dev/null", EINVAL, "not a regular file");
 
     /* A sparse file one byte past the limit. */
     path = write_temp("");
@@ -676,10 +684,7 @@ static void test_file_errors(void **state)
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, TOML_MAX_FILE_SIZE + 1), 0);
     close(fd);
-    errno = 0;
-    assert_null(toml_parse_file(path, NULL, &e));
-    assert_int_equal(errno, E2BIG);
-    assert_non_null(strstr(e.text, ": file is larger than 4194304 bytes"));
+    parse_file_fails(path, E2BIG, "file is larger than 4194304 bytes");
     unlink(path);
     free(path);
 
@@ -687,10 +692,7 @@ static void test_file_errors(void **state)
     if (geteuid() != 0) {
         path = write_temp("a = 1\n");
         assert_int_equal(chmod(path, 0), 0);
-        errno = 0;
-        assert_null(toml_parse_file(path, NULL, &e));
-        assert_int_equal(errno, EACCES);
-        assert_non_null(strstr(e.text, ": Permission denied"));
+        parse_file_fails(path, EACCES, "Permission denied");
         unlink(path);
         free(path);
     }
