@@ -285,6 +285,14 @@ fi
 
 # ---- rows, medians and ranges ---------------------------------------------
 
+# empty_files PREFIX NAME...: empty (create) each PREFIX.NAME, the files a
+# scenario's rounds append their figures to.
+empty_files () {
+    ef_prefix=$1
+    shift
+    for ef_name; do : >"$ef_prefix.$ef_name"; done
+}
+
 # median_range FILE: "MEDIAN MIN MAX" of the numbers in FILE.
 median_range () {
     sort -n "$1" | awk '{ v[NR] = $1 } END {
@@ -410,11 +418,7 @@ compare_scenario () {
     chmod 644 "$T/pair.sql"
     row_ref "broker's requests per group, $POOL clients (warm-up)" "${gm%%\?}" \
         req "pgbench same SQL sends groups of $GROUP_N"
-    : >"$T/cmp.largest"
-    : >"$T/cmp.ovh"
-    : >"$T/cmp.cost"
-    : >"$T/cmp.wratio"
-    for w in broker sql insert wide; do : >"$T/cmp.$w"; done
+    empty_files "$T/cmp" largest ovh cost wratio broker sql insert wide
     order="broker sql insert wide"
     r=0
     while [ "$r" -lt "$ROUNDS" ]; do
@@ -925,9 +929,7 @@ hwcoll_scenario () {
     fm_broker_start hw 2 8 "$rc_line" || { HW_SIM=$FMB_SIM; HW_PID=$FMB_PID; return 1; }
     HW_SIM=$FMB_SIM
     HW_PID=$FMB_PID
-    : >"$T/hw.plain"
-    : >"$T/hw.on"
-    : >"$T/hw.ratio"
+    empty_files "$T/hw" plain on ratio
     r=0
     while [ "$r" -lt "$ROUNDS" ]; do
         r=$((r + 1))
@@ -1046,8 +1048,7 @@ openloop_p99 () {
 SLOW_ROUNDS=${BENCH_SLOW_ROUNDS:-3}
 
 slow_scenario () {
-    : >"$T/slow.quiet"
-    : >"$T/slow.loud"
+    empty_files "$T/slow" quiet loud
     r=0
     while [ "$r" -lt "$SLOW_ROUNDS" ]; do
         r=$((r + 1))
@@ -1365,9 +1366,7 @@ history_scenario () {
     # warm-up, not measured: each broker's connections and plans
     bench_out "$T/h.warm" "$FRESH_URL" pairs -c "$POOL" -d 1 -x warmf-
     bench_out "$T/h.warm" "$HIST_URL" pairs -c "$POOL" -d 1 -x warmh-
-    : >"$T/h.bytes"
-    : >"$T/h.tables"
-    for w in fresh-ol hist-ol fresh-pairs hist-pairs; do : >"$T/h.$w"; done
+    empty_files "$T/h" bytes tables fresh-ol hist-ol fresh-pairs hist-pairs
     order="fresh-ol hist-ol fresh-pairs hist-pairs"
     r=0
     while [ "$r" -lt "$ROUNDS" ]; do
