@@ -197,9 +197,9 @@ struct reserve_case {
     const char *want; /* the token, or the error message */
     bool prefix;      /* want is the start of the message */
     int nrequests;
-    int accepted;         /* connections, -1: any number */
-    const char *lines[3]; /* each request's line, NULL: not checked */
-    int post;             /* the POST whose body is checked, -1: none */
+    int connections;      /* accepted, 0: any number */
+    const char *lines[3]; /* each request's line, NULL: not checked; a
+                           * POST_LINE's body is checked too */
 };
 
 #define GET_C7_LINE "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n"
@@ -211,9 +211,8 @@ static const struct reserve_case reserve_creates_on_404 = {
     .limit = 23,
     .want = "st-new",
     .nrequests = 2,
-    .accepted = 1,
+    .connections = 1,
     .lines = {GET_C7_LINE, POST_LINE},
-    .post = 1,
 };
 
 static const struct reserve_case reserve_existing_no_post = {
@@ -222,9 +221,7 @@ static const struct reserve_case reserve_existing_no_post = {
     .no_error = true,
     .want = "st-old",
     .nrequests = 1,
-    .accepted = -1,
     .lines = {GET_C7_LINE},
-    .post = -1,
 };
 
 static const struct reserve_case reserve_conflict_gets_again = {
@@ -234,9 +231,7 @@ static const struct reserve_case reserve_conflict_gets_again = {
     .limit = 5,
     .want = "st-theirs",
     .nrequests = 3,
-    .accepted = -1,
     .lines = {NULL, NULL, GET_C7_LINE},
-    .post = -1,
 };
 
 /* fmc_job_create: one POST for a job id never sent before. */
@@ -246,9 +241,7 @@ static const struct reserve_case create_posts_once = {
     .limit = 23,
     .want = "st-new",
     .nrequests = 1,
-    .accepted = -1,
     .lines = {POST_LINE},
-    .post = 0,
 };
 
 /* fmc_job_create on a job that exists after all: 409, then its token. */
@@ -259,9 +252,7 @@ static const struct reserve_case create_conflict_gets = {
     .limit = 23,
     .want = "st-old",
     .nrequests = 2,
-    .accepted = -1,
     .lines = {POST_LINE, GET_C7_LINE},
-    .post = -1,
 };
 
 static const struct reserve_case reserve_conflict_then_gone = {
@@ -274,8 +265,6 @@ static const struct reserve_case reserve_conflict_then_gone = {
         "found: FM GET /fabric/collectives/jobs/c-7: HTTP 404",
     .prefix = true,
     .nrequests = 3,
-    .accepted = -1,
-    .post = -1,
 };
 
 static const struct reserve_case reserve_out_of_addresses = {
@@ -290,8 +279,6 @@ static const struct reserve_case reserve_out_of_addresses = {
         "FM POST /fabric/collectives/jobs: HTTP 507: 01: job mcastLimit "
         "reached",
     .nrequests = 2,
-    .accepted = -1,
-    .post = -1,
 };
 
 static const struct reserve_case reserve_reply_without_token = {
@@ -303,8 +290,6 @@ static const struct reserve_case reserve_reply_without_token = {
         "FM POST /fabric/collectives/jobs: HTTP 201 reply has no valid "
         "sessionToken",
     .nrequests = 2,
-    .accepted = -1,
-    .post = -1,
 };
 
 static void run_reserve_case(const struct reserve_case *k)
@@ -342,16 +327,18 @@ static void run_reserve_case(const struct reserve_case *k)
         else
             assert_string_equal(e.text, k->want);
     }
-    fmtest_finish_expect(c, s, k->nrequests, k->accepted);
-    for (int i = 0; i < 3; i++)
-        if (k->lines[i])
+    fmtest_finish_expect(
+        c, s, k->nrequests, k->connections ? k->connections : -1);
+    for (int i = 0; i < 3; i++) {
+        if (k->lines[i] && !strcmp(k->lines[i], POST_LINE))
+            fmtest_assert_post(s,
+                               i,
+                               POST_LINE,
+                               "application/json",
+                               "{\"jobID\":\"c-7\",\"mcastLimit\":23}");
+        else if (k->lines[i])
             fakehttp_assert_request(s, i, k->lines[i], NULL);
-    if (k->post >= 0)
-        fmtest_assert_post(s,
-                           k->post,
-                           POST_LINE,
-                           "application/json",
-                           "{\"jobID\":\"c-7\",\"mcastLimit\":23}");
+    }
     fakehttp_free(s);
 }
 
