@@ -204,93 +204,59 @@ struct reserve_case {
 
 #define GET_C7_LINE "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n"
 #define POST_LINE "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n"
+#define GET_C7_404                  \
+    {                               \
+        fmtest_job_c7, 404, "{}", 1 \
+    }
+#define FM_POST "FM POST /fabric/collectives/jobs: "
 
+/* clang-format off */
 static const struct reserve_case reserve_creates_on_404 = {
-    .replies = {{fmtest_job_c7, 404, "{}", 1},
-                {fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1}},
-    .limit = 23,
-    .want = "st-new",
-    .nrequests = 2,
-    .connections = 1,
-    .lines = {GET_C7_LINE, POST_LINE},
-};
+    {GET_C7_404, {fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1}},
+    .limit = 23, .want = "st-new", .nrequests = 2, .connections = 1,
+    .lines = {GET_C7_LINE, POST_LINE}};
 
 static const struct reserve_case reserve_existing_no_post = {
-    .replies = {{fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1}},
-    .limit = 23,
-    .no_error = true,
-    .want = "st-old",
-    .nrequests = 1,
-    .lines = {GET_C7_LINE},
-};
+    {{fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1}},
+    .limit = 23, .no_error = true, .want = "st-old", .nrequests = 1,
+    .lines = {GET_C7_LINE}};
 
 static const struct reserve_case reserve_conflict_gets_again = {
-    .replies = {{fmtest_job_c7, 404, "{}", 1},
-                {fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1},
-                {fmtest_job_c7, 200, "{\"sessionToken\":\"st-theirs\"}", 1}},
-    .limit = 5,
-    .want = "st-theirs",
-    .nrequests = 3,
-    .lines = {NULL, NULL, GET_C7_LINE},
-};
+    {GET_C7_404, {fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1},
+     {fmtest_job_c7, 200, "{\"sessionToken\":\"st-theirs\"}", 1}},
+    .limit = 5, .want = "st-theirs", .nrequests = 3,
+    .lines = {NULL, NULL, GET_C7_LINE}};
 
 /* fmc_job_create: one POST for a job id never sent before. */
 static const struct reserve_case create_posts_once = {
-    .replies = {{fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1}},
-    .create = true,
-    .limit = 23,
-    .want = "st-new",
-    .nrequests = 1,
-    .lines = {POST_LINE},
-};
+    {{fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1}},
+    .create = true, .limit = 23, .want = "st-new", .nrequests = 1,
+    .lines = {POST_LINE}};
 
 /* fmc_job_create on a job that exists after all: 409, then its token. */
 static const struct reserve_case create_conflict_gets = {
-    .replies = {{fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1},
-                {fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1}},
-    .create = true,
-    .limit = 23,
-    .want = "st-old",
-    .nrequests = 2,
-    .lines = {POST_LINE, GET_C7_LINE},
-};
+    {{fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1},
+     {fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1}},
+    .create = true, .limit = 23, .want = "st-old", .nrequests = 2,
+    .lines = {POST_LINE, GET_C7_LINE}};
 
 static const struct reserve_case reserve_conflict_then_gone = {
-    .replies = {{fmtest_job_c7, 404, "{}", 2},
-                {fmtest_post_jobs, 409, "{}", 1}},
-    .limit = 5,
-    .err = EIO,
-    .want =
-        "FM POST /fabric/collectives/jobs: HTTP 409, yet the job is not "
-        "found: FM GET /fabric/collectives/jobs/c-7: HTTP 404",
-    .prefix = true,
-    .nrequests = 3,
-};
+    {{fmtest_job_c7, 404, "{}", 2}, {fmtest_post_jobs, 409, "{}", 1}},
+    .limit = 5, .err = EIO, .prefix = true, .nrequests = 3,
+    .want = FM_POST "HTTP 409, yet the job is not found: "
+                    "FM GET /fabric/collectives/jobs/c-7: HTTP 404"};
 
 static const struct reserve_case reserve_out_of_addresses = {
-    .replies = {{fmtest_job_c7, 404, "{}", 1},
-                {fmtest_post_jobs,
-                 507,
-                 "{\"message\":\"01: job mcastLimit reached\"}",
-                 1}},
-    .limit = 23,
-    .err = ENOSPC,
-    .want =
-        "FM POST /fabric/collectives/jobs: HTTP 507: 01: job mcastLimit "
-        "reached",
-    .nrequests = 2,
-};
+    {GET_C7_404, {fmtest_post_jobs, 507,
+                  "{\"message\":\"01: job mcastLimit reached\"}", 1}},
+    .limit = 23, .err = ENOSPC, .nrequests = 2,
+    .want = FM_POST "HTTP 507: 01: job mcastLimit reached"};
 
 static const struct reserve_case reserve_reply_without_token = {
-    .replies = {{fmtest_job_c7, 404, "{}", 1},
-                {fmtest_post_jobs, 201, "{\"jobID\":\"c-7\"}", 1}},
-    .limit = 23,
-    .err = EPROTO,
-    .want =
-        "FM POST /fabric/collectives/jobs: HTTP 201 reply has no valid "
-        "sessionToken",
-    .nrequests = 2,
-};
+    {GET_C7_404, {fmtest_post_jobs, 201, "{\"jobID\":\"c-7\"}", 1}},
+    .limit = 23, .err = EPROTO, .nrequests = 2,
+    .want = FM_POST "HTTP 201 reply has no valid sessionToken"};
+/* clang-format on */
 
 static void run_reserve_case(const struct reserve_case *k)
 {
