@@ -293,6 +293,14 @@ empty_files () {
     for ef_name; do : >"$ef_prefix.$ef_name"; done
 }
 
+# rotate WORD...: the words with the first moved to the end, so that each
+# round of a scenario starts its runs with another one.
+rotate () {
+    rot_first=$1
+    shift
+    echo "$* $rot_first"
+}
+
 # median_range FILE: "MEDIAN MIN MAX" of the numbers in FILE.
 median_range () {
     sort -n "$1" | awk '{ v[NR] = $1 } END {
@@ -432,8 +440,7 @@ compare_scenario () {
             if (b + 0 > 0 && s + 0 > 0) print b / s >>(d ".ovh")
             if (s + 0 > 0 && i + 0 > 0) print s / (i / 2) >>(d ".cost")
             if (w + 0 > 0 && b + 0 > 0) print w / b >>(d ".wratio") }'
-        set -- $order
-        order="$2 $3 $4 $1"
+        order=$(rotate $order)
     done
     mb=$(median_range "$T/cmp.broker")
     ms=$(median_range "$T/cmp.sql")
@@ -1374,8 +1381,7 @@ history_scenario () {
         for w in $order; do hist_run "$w" "$r"; done
         echo "#   round $r ($order): open-loop p99 fresh $r_fresh_ol ms," \
             "history $r_hist_ol ms; pairs/s fresh $r_fresh_pairs, history $r_hist_pairs"
-        set -- $order
-        order="$2 $3 $4 $1"
+        order=$(rotate $order)
     done
     n="median of $ROUNDS"
     fo=$(median_range "$T/h.fresh-ol")

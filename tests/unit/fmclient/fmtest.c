@@ -131,7 +131,7 @@ void fmtest_get_fails(
     assert_string_equal(e.text, want);
 }
 
-void fmtest_assert_post(const struct fakehttp *s,
+void fmtest_assert_sent(const struct fakehttp *s,
                         int i,
                         const char *line,
                         const char *content_type,

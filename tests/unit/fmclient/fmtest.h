@@ -67,10 +67,10 @@ void fmtest_get_fails(struct fmc *c,
                       const char *fmt,
                       ...) __attribute__((format(printf, 4, 5)));
 
-/* Request i that s received is a POST with this request line, a
+/* Request i that s received has this request line (a POST, a PATCH), a
  * Content-Type of content_type, no "Expect:" header and exactly this body.
  */
-void fmtest_assert_post(const struct fakehttp *s,
+void fmtest_assert_sent(const struct fakehttp *s,
                         int i,
                         const char *line,
                         const char *content_type,

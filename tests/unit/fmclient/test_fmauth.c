@@ -203,7 +203,7 @@ static void test_oauth_cached(void **state)
     }
     /* One token request for three calls, all on one connection. */
     fmtest_finish_expect(c, s, 4, 1);
-    fmtest_assert_post(s,
+    fmtest_assert_sent(s,
                        0,
                        "POST /token HTTP/1.1\r\n",
                        "application/x-www-form-urlencoded",
