@@ -301,6 +301,22 @@ rotate () {
     echo "$* $rot_first"
 }
 
+# rounds RUN NOTE WORD...: $ROUNDS rounds, each of "RUN WORD ROUND" for
+# every WORD, then "NOTE ROUND ORDER"; each round starts with the next WORD.
+rounds () {
+    rd_run=$1
+    rd_note=$2
+    shift 2
+    rd_order=$*
+    rd_r=0
+    while [ "$rd_r" -lt "$ROUNDS" ]; do
+        rd_r=$((rd_r + 1))
+        for rd_w in $rd_order; do "$rd_run" "$rd_w" "$rd_r"; done
+        "$rd_note" "$rd_r" "$rd_order"
+        rd_order=$(rotate $rd_order)
+    done
+}
+
 # median_range FILE: "MEDIAN MIN MAX" of the numbers in FILE.
 median_range () {
     sort -n "$1" | awk '{ v[NR] = $1 } END {
@@ -369,6 +385,19 @@ compare_not_run () {
     row_not_run "largest single request, pairs runs" ms "<=" 50 "$1"
 }
 
+# compare_round ROUND ORDER: the round's figures, and their ratios appended
+# to $T/cmp.ovh, $T/cmp.cost and $T/cmp.wratio.
+compare_round () {
+    echo "#   round $1 ($2): broker $r_broker pair/s (groups of $g_broker)," \
+        "same SQL $r_sql pair/s, INSERT $r_insert tps," \
+        "broker at $WIDE clients $r_wide pair/s (groups of $g_wide)"
+    awk -v b="$r_broker" -v s="$r_sql" -v i="$r_insert" -v w="$r_wide" \
+        -v d="$T/cmp" 'BEGIN {
+        if (b + 0 > 0 && s + 0 > 0) print b / s >>(d ".ovh")
+        if (s + 0 > 0 && i + 0 > 0) print s / (i / 2) >>(d ".cost")
+        if (w + 0 > 0 && b + 0 > 0) print w / b >>(d ".wratio") }'
+}
+
 # compare_run WHAT ROUND: one run of the compare scenario; appends its
 # figure to $T/cmp.WHAT (nothing when it failed).
 compare_run () {
@@ -427,21 +456,7 @@ compare_scenario () {
     row_ref "broker's requests per group, $POOL clients (warm-up)" "${gm%%\?}" \
         req "pgbench same SQL sends groups of $GROUP_N"
     empty_files "$T/cmp" largest ovh cost wratio broker sql insert wide
-    order="broker sql insert wide"
-    r=0
-    while [ "$r" -lt "$ROUNDS" ]; do
-        r=$((r + 1))
-        for w in $order; do compare_run "$w" "$r"; done
-        echo "#   round $r ($order): broker $r_broker pair/s (groups of $g_broker)," \
-            "same SQL $r_sql pair/s, INSERT $r_insert tps," \
-            "broker at $WIDE clients $r_wide pair/s (groups of $g_wide)"
-        awk -v b="$r_broker" -v s="$r_sql" -v i="$r_insert" -v w="$r_wide" \
-            -v d="$T/cmp" 'BEGIN {
-            if (b + 0 > 0 && s + 0 > 0) print b / s >>(d ".ovh")
-            if (s + 0 > 0 && i + 0 > 0) print s / (i / 2) >>(d ".cost")
-            if (w + 0 > 0 && b + 0 > 0) print w / b >>(d ".wratio") }'
-        order=$(rotate $order)
-    done
+    rounds compare_run compare_round broker sql insert wide
     mb=$(median_range "$T/cmp.broker")
     ms=$(median_range "$T/cmp.sql")
     mi=$(median_range "$T/cmp.insert")
@@ -1273,6 +1288,12 @@ hist_broker () {
     return $((1 - ok))
 }
 
+# hist_round ROUND ORDER: the round's figures.
+hist_round () {
+    echo "#   round $1 ($2): open-loop p99 fresh $r_fresh_ol ms," \
+        "history $r_hist_ol ms; pairs/s fresh $r_fresh_pairs, history $r_hist_pairs"
+}
+
 # hist_run WHAT ROUND: one run of the history comparison.
 hist_run () {
     case "$1" in
@@ -1374,15 +1395,7 @@ history_scenario () {
     bench_out "$T/h.warm" "$FRESH_URL" pairs -c "$POOL" -d 1 -x warmf-
     bench_out "$T/h.warm" "$HIST_URL" pairs -c "$POOL" -d 1 -x warmh-
     empty_files "$T/h" bytes tables fresh-ol hist-ol fresh-pairs hist-pairs
-    order="fresh-ol hist-ol fresh-pairs hist-pairs"
-    r=0
-    while [ "$r" -lt "$ROUNDS" ]; do
-        r=$((r + 1))
-        for w in $order; do hist_run "$w" "$r"; done
-        echo "#   round $r ($order): open-loop p99 fresh $r_fresh_ol ms," \
-            "history $r_hist_ol ms; pairs/s fresh $r_fresh_pairs, history $r_hist_pairs"
-        order=$(rotate $order)
-    done
+    rounds hist_run hist_round fresh-ol hist-ol fresh-pairs hist-pairs
     n="median of $ROUNDS"
     fo=$(median_range "$T/h.fresh-ol")
     ho=$(median_range "$T/h.hist-ol")
