@@ -23,7 +23,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 
 #include "vnib/logger.h"
 #include "vnib/secfile.h"
+#include "vnib/sigstop.h"
 #include "fmsim/fmsim_http.h"
 #include "fmsim/fmsim_state.h"
 
@@ -420,15 +420,10 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    /* Block the stop signals before any thread exists, so that every
-     * thread inherits the mask and only sigwait() below sees them.
+    /* Before any thread exists, so that only sigstop_wait() below sees
+     * the stop signals.
      */
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sigstop_block(&sigs);
 
     if (read_secrets(&opt, &sec, &error) < 0) {
         logger_printf(log, LOG_ERR, NULL, "cannot start: %s", error.text);
@@ -465,19 +460,7 @@ int main(int argc, char **argv)
                   opt.state_file ? ", state in " : "",
                   opt.state_file ? opt.state_file : "");
 
-    for (;;) {
-        int sig;
-        if (sigwait(&sigs, &sig) != 0)
-            continue;
-        if (sig == SIGHUP)
-            continue;
-        logger_printf(log,
-                      LOG_NOTICE,
-                      NULL,
-                      "%s: shutting down",
-                      sig == SIGTERM ? "SIGTERM" : "SIGINT");
-        break;
-    }
+    sigstop_wait(&sigs, log, NULL);
     rc = 0;
 done:
     fmsim_http_destroy(http);

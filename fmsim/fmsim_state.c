@@ -258,6 +258,24 @@ static int state_save(struct fmsim_state *s)
     return rc;
 }
 
+/* The error for entry index of the state file's list (jobs, trees). */
+static int load_invalid(const struct fmsim_state *s,
+                        const char *list,
+                        size_t index,
+                        const char *why,
+                        vnib_error_t *errp)
+{
+    errno = EINVAL;
+    return errprintf(errp, "%s: %s[%zu]: %s", s->path, list, index, why);
+}
+
+/* The error for running out of memory while loading the state file. */
+static int load_oom(const struct fmsim_state *s, vnib_error_t *errp)
+{
+    errno = ENOMEM;
+    return errprintf(errp, "%s: out of memory", s->path);
+}
+
 /* Add one job from the state file. */
 static int load_job(struct fmsim_state *s,
                     json_t *obj,
@@ -295,14 +313,11 @@ static int load_job(struct fmsim_state *s,
         goto invalid;
     }
     if (json_object_set_new(s->jobs, id, job_new(id, limit, token)) < 0
-        || json_object_set_new(s->sessions, token, json_string(id)) < 0) {
-        errno = ENOMEM;
-        return errprintf(errp, "%s: out of memory", s->path);
-    }
+        || json_object_set_new(s->sessions, token, json_string(id)) < 0)
+        return load_oom(s, errp);
     return 0;
 invalid:
-    errno = EINVAL;
-    return errprintf(errp, "%s: jobs[%zu]: %s", s->path, index, jerr.text);
+    return load_invalid(s, "jobs", index, jerr.text, errp);
 }
 
 /* Add one tree from the state file; a tree whose job is missing becomes
@@ -359,14 +374,11 @@ static int load_tree(struct fmsim_state *s,
     t->timeout = timeout;
     t->nmacs = (size_t)nmacs;
     s->used_addrs++;
-    if (!t->job || !t->step || (job && tree_link(job, step, (int)id) < 0)) {
-        errno = ENOMEM;
-        return errprintf(errp, "%s: out of memory", s->path);
-    }
+    if (!t->job || !t->step || (job && tree_link(job, step, (int)id) < 0))
+        return load_oom(s, errp);
     return 0;
 invalid:
-    errno = EINVAL;
-    return errprintf(errp, "%s: trees[%zu]: %s", s->path, index, jerr.text);
+    return load_invalid(s, "trees", index, jerr.text, errp);
 }
 
 /* Load the state file if there is one.  It holds session tokens, so it is

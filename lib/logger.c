@@ -180,16 +180,8 @@ static void write_line(const struct logger *log,
         int prio = level < LOG_EMERG   ? LOG_EMERG
                    : level > LOG_DEBUG ? LOG_DEBUG
                                        : level;
-        n = snprintf(line,
-                     sizeof(line),
-                     "<%d>%s: %s%s%s%s%s\n",
-                     prio,
-                     logger_level_name(level),
-                     rq,
-                     rid,
-                     rsep,
-                     lead,
-                     text);
+        n = snprintf(
+            line, sizeof(line), "<%d>%s: ", prio, logger_level_name(level));
     } else {
         struct timespec ts;
         struct tm tm;
@@ -197,8 +189,7 @@ static void write_line(const struct logger *log,
         gmtime_r(&ts.tv_sec, &tm);
         n = snprintf(line,
                      sizeof(line),
-                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%ld]: %s: "
-                     "%s%s%s%s%s\n",
+                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%ld]: %s: ",
                      tm.tm_year + 1900,
                      tm.tm_mon + 1,
                      tm.tm_mday,
@@ -208,15 +199,22 @@ static void write_line(const struct logger *log,
                      ts.tv_nsec / 1000000,
                      log ? log->ident : "vnib",
                      (long)(log ? log->pid : getpid()),
-                     logger_level_name(level),
+                     logger_level_name(level));
+    }
+    /* Then what both share: the request id and the text. */
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return;
+    int m = snprintf(line + n,
+                     sizeof(line) - (size_t)n,
+                     "%s%s%s%s%s\n",
                      rq,
                      rid,
                      rsep,
                      lead,
                      text);
-    }
-    if (n < 0)
+    if (m < 0)
         return;
+    n += m;
     if ((size_t)n >= sizeof(line)) {
         n = sizeof(line) - 1;
         line[n - 1] = '\n';

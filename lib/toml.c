@@ -193,6 +193,28 @@ static const char *describe(const json_t *v)
     }
 }
 
+/* The message for a key that holds v where a table should be. */
+static int fail_not_table(struct parser *ps,
+                          int line,
+                          const char *path,
+                          const json_t *v)
+{
+    return fail(ps,
+                EINVAL,
+                line,
+                "key '%s' is already defined as %s, not a table",
+                path,
+                describe(v));
+}
+
+/* The message for a table header or dotted key reaching into an inline
+ * table, which is complete where it stands.
+ */
+static int fail_inline(struct parser *ps, int line, const char *path)
+{
+    return fail(ps, EINVAL, line, "cannot extend inline table '%s'", path);
+}
+
 /* ---- buffers --------------------------------------------------------- */
 
 /* Make room for `extra` more bytes plus the terminating NUL. */
@@ -1209,19 +1231,10 @@ static int parse_keyval(struct parser *ps, json_t *tbl, int depth)
                 || record_line(ps, line, false) < 0)
                 goto done;
         } else if (!json_is_object(next)) {
-            fail(ps,
-                 EINVAL,
-                 line,
-                 "key '%s' is already defined as %s, not a table",
-                 show_path(ps, shown),
-                 describe(next));
+            fail_not_table(ps, line, show_path(ps, shown), next);
             goto done;
         } else if ((kind = kind_get(ps, next)) == KIND_INLINE) {
-            fail(ps,
-                 EINVAL,
-                 line,
-                 "cannot extend inline table '%s'",
-                 show_path(ps, shown));
+            fail_inline(ps, line, show_path(ps, shown));
             goto done;
         } else if (kind != KIND_DOTTED) {
             fail(ps,
@@ -1333,12 +1346,7 @@ static json_t *define_table(struct parser *ps,
                  "table '%s' is already an array of tables",
                  path);
         else
-            fail(ps,
-                 EINVAL,
-                 line,
-                 "key '%s' is already defined as %s, not a table",
-                 path,
-                 describe(t));
+            fail_not_table(ps, line, path, t);
         return NULL;
     } else {
         switch (kind_get(ps, t)) {
@@ -1437,19 +1445,10 @@ static int parse_header(struct parser *ps)
                 goto done;
             next = json_array_get(next, last);
         } else if (!json_is_object(next)) {
-            fail(ps,
-                 EINVAL,
-                 line,
-                 "key '%s' is already defined as %s, not a table",
-                 show_path(ps, shown),
-                 describe(next));
+            fail_not_table(ps, line, show_path(ps, shown), next);
             goto done;
         } else if (kind == KIND_INLINE) {
-            fail(ps,
-                 EINVAL,
-                 line,
-                 "cannot extend inline table '%s'",
-                 show_path(ps, shown));
+            fail_inline(ps, line, show_path(ps, shown));
             goto done;
         }
         t = next;

@@ -22,6 +22,7 @@
 
 #include "vnib/idset.h"
 #include "vnib/logger.h"
+#include "vnib/sigstop.h"
 #include "server/auth.h"
 #include "server/broker.h"
 #include "server/cache.h"
@@ -232,30 +233,6 @@ static int sync_pool(struct broker *b)
     return 0;
 }
 
-/* Wait for SIGTERM or SIGINT (blocked in every thread). */
-static void wait_for_stop(struct broker *b, const sigset_t *set)
-{
-    for (;;) {
-        int sig;
-        if (sigwait(set, &sig) != 0)
-            continue;
-        if (sig == SIGHUP) {
-            logger_printf(b->log,
-                          LOG_NOTICE,
-                          NULL,
-                          "SIGHUP: the configuration is read only at start; "
-                          "restart vnibrokerd to apply changes");
-            continue;
-        }
-        logger_printf(b->log,
-                      LOG_NOTICE,
-                      NULL,
-                      "%s: shutting down",
-                      sig == SIGTERM ? "SIGTERM" : "SIGINT");
-        return;
-    }
-}
-
 int main(int argc, char **argv)
 {
     struct options opt = {0};
@@ -283,15 +260,10 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    /* Block the stop signals before any thread exists, so that every
-     * thread inherits the mask and only sigwait() below sees them.
+    /* Before any thread exists, so that only sigstop_wait() below sees
+     * the stop signals.
      */
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sigstop_block(&sigs);
 
     if (!(b.store = store_create(cfg, b.log, &error))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
@@ -376,7 +348,10 @@ int main(int argc, char **argv)
     }
     (void)sdnotify_send("READY=1");
 
-    wait_for_stop(&b, &sigs);
+    sigstop_wait(&sigs,
+                 b.log,
+                 "SIGHUP: the configuration is read only at start; "
+                 "restart vnibrokerd to apply changes");
     (void)sdnotify_send("STOPPING=1");
     rc = 0;
 done:

@@ -34,6 +34,17 @@ static const double buckets[] = {0.0005,
                                  10};
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
 
+/* The end of bucket b's line in a histogram: its le label (b ==
+ * NBUCKETS: +Inf), then the cumulative count cum.
+ */
+static void bucket_end(FILE *out, size_t b, uint_fast64_t cum)
+{
+    if (b < NBUCKETS)
+        fprintf(out, "le=\"%g\"} %llu\n", buckets[b], (unsigned long long)cum);
+    else
+        fprintf(out, "le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+}
+
 struct route_slot {
     atomic_uint_fast64_t status[NSTATUS];
     atomic_uint_fast64_t bucket[NBUCKETS + 1]; /* last is +Inf only */
@@ -124,15 +135,8 @@ void metrics_write_queue(const struct metrics *m, long depth, FILE *out)
             depth);
     for (size_t b = 0; b <= NBUCKETS; b++) {
         cum += atomic_load_explicit(&q->bucket[b], memory_order_relaxed);
-        if (b < NBUCKETS)
-            fprintf(out,
-                    "vnib_http_queue_wait_seconds_bucket{le=\"%g\"} %llu\n",
-                    buckets[b],
-                    (unsigned long long)cum);
-        else
-            fprintf(out,
-                    "vnib_http_queue_wait_seconds_bucket{le=\"+Inf\"} %llu\n",
-                    (unsigned long long)cum);
+        fprintf(out, "vnib_http_queue_wait_seconds_bucket{");
+        bucket_end(out, b, cum);
     }
     uint_fast64_t sum_ns =
         atomic_load_explicit(&q->sum_ns, memory_order_relaxed);
@@ -189,13 +193,8 @@ void metrics_write_http(const struct metrics *m, FILE *out)
             cum += atomic_load_explicit(&s->bucket[b], memory_order_relaxed);
             fprintf(out, "vnib_http_request_duration_seconds_bucket{");
             route_labels(m, i, out);
-            if (b < NBUCKETS)
-                fprintf(out,
-                        ",le=\"%g\"} %llu\n",
-                        buckets[b],
-                        (unsigned long long)cum);
-            else
-                fprintf(out, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+            fputc(',', out);
+            bucket_end(out, b, cum);
         }
         fprintf(out, "vnib_http_request_duration_seconds_sum{");
         route_labels(m, i, out);

@@ -6,6 +6,7 @@
  * to a replica that cannot reach PostgreSQL and resumes when it can.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -149,40 +150,37 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
     /* Group commit, per kind of write: reserves, releases, and the FM
      * outcomes of reserves with hardware collectives.
      */
+    static const char *const ops[] = {"reserve", "release", "hwcoll"};
     const struct {
-        const char *op;
-        const struct group_stats *g;
-    } kinds[] = {{"reserve", &st.reserves},
-                 {"release", &st.releases},
-                 {"hwcoll", &st.hwsets}};
-    const size_t nkinds = sizeof(kinds) / sizeof(kinds[0]);
-    fprintf(f,
-            "# HELP vnib_db_groups_total Transactions of reserves, releases "
-            "or FM outcomes (op), each carrying one or more requests (group "
-            "commit).\n"
-            "# TYPE vnib_db_groups_total counter\n");
-    for (size_t i = 0; i < nkinds; i++)
-        fprintf(f,
-                "vnib_db_groups_total{op=\"%s\"} %llu\n",
-                kinds[i].op,
-                (unsigned long long)kinds[i].g->groups);
-    fprintf(f,
-            "# HELP vnib_db_group_requests_total Requests those transactions "
-            "carried.\n"
-            "# TYPE vnib_db_group_requests_total counter\n");
-    for (size_t i = 0; i < nkinds; i++)
-        fprintf(f,
-                "vnib_db_group_requests_total{op=\"%s\"} %llu\n",
-                kinds[i].op,
-                (unsigned long long)kinds[i].g->items);
-    fprintf(f,
-            "# HELP vnib_db_group_largest Most requests one of them carried.\n"
-            "# TYPE vnib_db_group_largest gauge\n");
-    for (size_t i = 0; i < nkinds; i++)
-        fprintf(f,
-                "vnib_db_group_largest{op=\"%s\"} %llu\n",
-                kinds[i].op,
-                (unsigned long long)kinds[i].g->max);
+        const char *head; /* its HELP and TYPE lines */
+        const char *name;
+        uint64_t v[3]; /* a figure per op, in the order of ops */
+    } families[] = {
+        {"# HELP vnib_db_groups_total Transactions of reserves, releases "
+         "or FM outcomes (op), each carrying one or more requests (group "
+         "commit).\n"
+         "# TYPE vnib_db_groups_total counter\n",
+         "vnib_db_groups_total",
+         {st.reserves.groups, st.releases.groups, st.hwsets.groups}},
+        {"# HELP vnib_db_group_requests_total Requests those transactions "
+         "carried.\n"
+         "# TYPE vnib_db_group_requests_total counter\n",
+         "vnib_db_group_requests_total",
+         {st.reserves.items, st.releases.items, st.hwsets.items}},
+        {"# HELP vnib_db_group_largest Most requests one of them carried.\n"
+         "# TYPE vnib_db_group_largest gauge\n",
+         "vnib_db_group_largest",
+         {st.reserves.max, st.releases.max, st.hwsets.max}},
+    };
+    for (size_t m = 0; m < sizeof(families) / sizeof(families[0]); m++) {
+        fputs(families[m].head, f);
+        for (size_t i = 0; i < 3; i++)
+            fprintf(f,
+                    "%s{op=\"%s\"} %llu\n",
+                    families[m].name,
+                    ops[i],
+                    (unsigned long long)families[m].v[i]);
+    }
     fprintf(
         f,
         "# HELP vnib_build_info vnibrokerd version, git revision and schema "

@@ -285,6 +285,38 @@ fi
 
 # ---- rows, medians and ranges ---------------------------------------------
 
+# empty_files PREFIX NAME...: empty (create) each PREFIX.NAME, the files a
+# scenario's rounds append their figures to.
+empty_files () {
+    ef_prefix=$1
+    shift
+    for ef_name; do : >"$ef_prefix.$ef_name"; done
+}
+
+# rotate WORD...: the words with the first moved to the end, so that each
+# round of a scenario starts its runs with another one.
+rotate () {
+    rot_first=$1
+    shift
+    echo "$* $rot_first"
+}
+
+# rounds RUN NOTE WORD...: $ROUNDS rounds, each of "RUN WORD ROUND" for
+# every WORD, then "NOTE ROUND ORDER"; each round starts with the next WORD.
+rounds () {
+    rd_run=$1
+    rd_note=$2
+    shift 2
+    rd_order=$*
+    rd_r=0
+    while [ "$rd_r" -lt "$ROUNDS" ]; do
+        rd_r=$((rd_r + 1))
+        for rd_w in $rd_order; do "$rd_run" "$rd_w" "$rd_r"; done
+        "$rd_note" "$rd_r" "$rd_order"
+        rd_order=$(rotate $rd_order)
+    done
+}
+
 # median_range FILE: "MEDIAN MIN MAX" of the numbers in FILE.
 median_range () {
     sort -n "$1" | awk '{ v[NR] = $1 } END {
@@ -353,6 +385,19 @@ compare_not_run () {
     row_not_run "largest single request, pairs runs" ms "<=" 50 "$1"
 }
 
+# compare_round ROUND ORDER: the round's figures, and their ratios appended
+# to $T/cmp.ovh, $T/cmp.cost and $T/cmp.wratio.
+compare_round () {
+    echo "#   round $1 ($2): broker $r_broker pair/s (groups of $g_broker)," \
+        "same SQL $r_sql pair/s, INSERT $r_insert tps," \
+        "broker at $WIDE clients $r_wide pair/s (groups of $g_wide)"
+    awk -v b="$r_broker" -v s="$r_sql" -v i="$r_insert" -v w="$r_wide" \
+        -v d="$T/cmp" 'BEGIN {
+        if (b + 0 > 0 && s + 0 > 0) print b / s >>(d ".ovh")
+        if (s + 0 > 0 && i + 0 > 0) print s / (i / 2) >>(d ".cost")
+        if (w + 0 > 0 && b + 0 > 0) print w / b >>(d ".wratio") }'
+}
+
 # compare_run WHAT ROUND: one run of the compare scenario; appends its
 # figure to $T/cmp.WHAT (nothing when it failed).
 compare_run () {
@@ -410,27 +455,8 @@ compare_scenario () {
     chmod 644 "$T/pair.sql"
     row_ref "broker's requests per group, $POOL clients (warm-up)" "${gm%%\?}" \
         req "pgbench same SQL sends groups of $GROUP_N"
-    : >"$T/cmp.largest"
-    : >"$T/cmp.ovh"
-    : >"$T/cmp.cost"
-    : >"$T/cmp.wratio"
-    for w in broker sql insert wide; do : >"$T/cmp.$w"; done
-    order="broker sql insert wide"
-    r=0
-    while [ "$r" -lt "$ROUNDS" ]; do
-        r=$((r + 1))
-        for w in $order; do compare_run "$w" "$r"; done
-        echo "#   round $r ($order): broker $r_broker pair/s (groups of $g_broker)," \
-            "same SQL $r_sql pair/s, INSERT $r_insert tps," \
-            "broker at $WIDE clients $r_wide pair/s (groups of $g_wide)"
-        awk -v b="$r_broker" -v s="$r_sql" -v i="$r_insert" -v w="$r_wide" \
-            -v d="$T/cmp" 'BEGIN {
-            if (b + 0 > 0 && s + 0 > 0) print b / s >>(d ".ovh")
-            if (s + 0 > 0 && i + 0 > 0) print s / (i / 2) >>(d ".cost")
-            if (w + 0 > 0 && b + 0 > 0) print w / b >>(d ".wratio") }'
-        set -- $order
-        order="$2 $3 $4 $1"
-    done
+    empty_files "$T/cmp" largest ovh cost wratio broker sql insert wide
+    rounds compare_run compare_round broker sql insert wide
     mb=$(median_range "$T/cmp.broker")
     ms=$(median_range "$T/cmp.sql")
     mi=$(median_range "$T/cmp.insert")
@@ -925,9 +951,7 @@ hwcoll_scenario () {
     fm_broker_start hw 2 8 "$rc_line" || { HW_SIM=$FMB_SIM; HW_PID=$FMB_PID; return 1; }
     HW_SIM=$FMB_SIM
     HW_PID=$FMB_PID
-    : >"$T/hw.plain"
-    : >"$T/hw.on"
-    : >"$T/hw.ratio"
+    empty_files "$T/hw" plain on ratio
     r=0
     while [ "$r" -lt "$ROUNDS" ]; do
         r=$((r + 1))
@@ -1046,8 +1070,7 @@ openloop_p99 () {
 SLOW_ROUNDS=${BENCH_SLOW_ROUNDS:-3}
 
 slow_scenario () {
-    : >"$T/slow.quiet"
-    : >"$T/slow.loud"
+    empty_files "$T/slow" quiet loud
     r=0
     while [ "$r" -lt "$SLOW_ROUNDS" ]; do
         r=$((r + 1))
@@ -1265,6 +1288,12 @@ hist_broker () {
     return $((1 - ok))
 }
 
+# hist_round ROUND ORDER: the round's figures.
+hist_round () {
+    echo "#   round $1 ($2): open-loop p99 fresh $r_fresh_ol ms," \
+        "history $r_hist_ol ms; pairs/s fresh $r_fresh_pairs, history $r_hist_pairs"
+}
+
 # hist_run WHAT ROUND: one run of the history comparison.
 hist_run () {
     case "$1" in
@@ -1365,19 +1394,8 @@ history_scenario () {
     # warm-up, not measured: each broker's connections and plans
     bench_out "$T/h.warm" "$FRESH_URL" pairs -c "$POOL" -d 1 -x warmf-
     bench_out "$T/h.warm" "$HIST_URL" pairs -c "$POOL" -d 1 -x warmh-
-    : >"$T/h.bytes"
-    : >"$T/h.tables"
-    for w in fresh-ol hist-ol fresh-pairs hist-pairs; do : >"$T/h.$w"; done
-    order="fresh-ol hist-ol fresh-pairs hist-pairs"
-    r=0
-    while [ "$r" -lt "$ROUNDS" ]; do
-        r=$((r + 1))
-        for w in $order; do hist_run "$w" "$r"; done
-        echo "#   round $r ($order): open-loop p99 fresh $r_fresh_ol ms," \
-            "history $r_hist_ol ms; pairs/s fresh $r_fresh_pairs, history $r_hist_pairs"
-        set -- $order
-        order="$2 $3 $4 $1"
-    done
+    empty_files "$T/h" bytes tables fresh-ol hist-ol fresh-pairs hist-pairs
+    rounds hist_run hist_round fresh-ol hist-ol fresh-pairs hist-pairs
     n="median of $ROUNDS"
     fo=$(median_range "$T/h.fresh-ol")
     ho=$(median_range "$T/h.hist-ol")

@@ -450,14 +450,16 @@ static void test_enospc(void **state)
     assert_int_equal(errno, ENOSPC);
     assert_string_equal(e.text,
                         "sim: cxi3: cannot reserve 80 pte: 70 available");
-    assert_int_equal(fail.avail[NIC_RSRC_PTE], 70);
-    assert_int_equal(fail.avail[NIC_RSRC_TXQ], 45);
-    assert_int_equal(fail.avail[NIC_RSRC_TGQ], 40);
-    assert_int_equal(fail.avail[NIC_RSRC_EQ], 30);
-    assert_int_equal(fail.avail[NIC_RSRC_CT], 20);
-    assert_int_equal(fail.avail[NIC_RSRC_LE], 1000);
-    assert_int_equal(fail.avail[NIC_RSRC_TLE], 88);
-    assert_int_equal(fail.avail[NIC_RSRC_AC], 6);
+    const unsigned avail[NIC_RSRC_COUNT] = {[NIC_RSRC_PTE] = 70,
+                                            [NIC_RSRC_TXQ] = 45,
+                                            [NIC_RSRC_TGQ] = 40,
+                                            [NIC_RSRC_EQ] = 30,
+                                            [NIC_RSRC_CT] = 20,
+                                            [NIC_RSRC_LE] = 1000,
+                                            [NIC_RSRC_TLE] = 88,
+                                            [NIC_RSRC_AC] = 6};
+    for (int r = 0; r < NIC_RSRC_COUNT; r++)
+        assert_int_equal(fail.avail[r], avail[r]);
     assert_false(fail.no_le_pools);
     assert_false(fail.no_tle_pools);
 

@@ -130,3 +130,17 @@ void fmtest_get_fails(
     assert_null(token);
     assert_string_equal(e.text, want);
 }
+
+void fmtest_assert_sent(const struct fakehttp *s,
+                        int i,
+                        const char *line,
+                        const char *content_type,
+                        const char *body)
+{
+    char header[128];
+
+    snprintf(header, sizeof(header), "\r\nContent-Type: %s\r\n", content_type);
+    fakehttp_assert_request(s, i, line, header);
+    fakehttp_assert_lacks(fakehttp_request(s, i), "Expect:");
+    assert_string_equal(fakehttp_body(s, i), body);
+}

@@ -67,6 +67,15 @@ void fmtest_get_fails(struct fmc *c,
                       const char *fmt,
                       ...) __attribute__((format(printf, 4, 5)));
 
+/* Request i that s received has this request line (a POST, a PATCH), a
+ * Content-Type of content_type, no "Expect:" header and exactly this body.
+ */
+void fmtest_assert_sent(const struct fakehttp *s,
+                        int i,
+                        const char *line,
+                        const char *content_type,
+                        const char *body);
+
 double fmtest_seconds_since(const struct timespec *t0);
 
 #endif /* !VNIB_TESTS_FMTEST_H */

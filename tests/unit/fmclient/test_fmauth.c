@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "tests/unit/fmclient/fmtest.h"
 
 /* ---- Basic --------------------------------------------------------------- */
@@ -77,9 +78,7 @@ static void test_basic(void **state)
     fmc_destroy(c);
     cfg.password_file = pw1;
     c = fmtest_create_ok(&cfg);
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, EIO);
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), EIO);
     /* A server quoting the password does not get it into the message. */
     assert_string_equal(e.text,
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 500: "
@@ -204,15 +203,13 @@ static void test_oauth_cached(void **state)
     }
     /* One token request for three calls, all on one connection. */
     fmtest_finish_expect(c, s, 4, 1);
-    fakehttp_assert_request(
-        s,
-        0,
-        "POST /token HTTP/1.1\r\n",
-        "\r\nContent-Type: application/x-www-form-urlencoded\r\n");
+    fmtest_assert_sent(s,
+                       0,
+                       "POST /token HTTP/1.1\r\n",
+                       "application/x-www-form-urlencoded",
+                       "grant_type=client_credentials&client_id=vnib%20broker"
+                       "&client_secret=p%26ss%3D%2Bw%25rd&scope=openid");
     fakehttp_assert_lacks(fakehttp_request(s, 0), "Authorization");
-    assert_string_equal(fakehttp_body(s, 0),
-                        "grant_type=client_credentials&client_id=vnib%20broker"
-                        "&client_secret=p%26ss%3D%2Bw%25rd&scope=openid");
     for (int i = 1; i < 4; i++) {
         fakehttp_assert_prefix(
             fakehttp_request(s, i),
@@ -421,9 +418,7 @@ static void test_oauth_token_refused(void **state)
     fakehttp_add_json(
         s, fmtest_token_post, 404, "{\"detail\":\"no such realm\"}", 1);
     struct fmc *c = oauth_client(&o);
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, EACCES);
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), EACCES);
     snprintf(want,
              sizeof(want),
              "OAuth POST %s: HTTP 401: client secret '***' is wrong",

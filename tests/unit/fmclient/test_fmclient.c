@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "tests/unit/fmclient/fmtest.h"
 
 /* ---- sizing -------------------------------------------------------------- */
@@ -81,9 +82,7 @@ static void test_create_ok(void **state)
                                               .cert_file = cert,
                                               .key_file = key,
                                               .tls_verify = true});
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, ECONNREFUSED);
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), ECONNREFUSED);
     errno = EEXIST;
     fmc_destroy(c);
     assert_int_equal(errno, EEXIST);
@@ -107,19 +106,11 @@ static void test_invalid_arguments(void **state)
     struct fmc *c =
         fmtest_create_ok(&(struct fmc_config){.url = "http://127.0.0.1:1"});
     fmtest_get_fails(c, "", EINVAL, "no FM job id given");
-    errno = 0;
-    assert_int_equal(fmc_job_reserve(c, "c-1", 0, 0, &token, &e), -1);
-    assert_int_equal(errno, EINVAL);
+    assert_fails(fmc_job_reserve(c, "c-1", 0, 0, &token, &e), EINVAL);
     assert_string_equal(e.text, "mcastLimit 0 is not positive");
-    errno = 0;
-    assert_int_equal(fmc_job_release_step(c, "c-1", "", &e), -1);
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_int_equal(fmc_job_delete(c, NULL, &e), -1);
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_int_equal(fmc_job_list(c, "", &ids, &count, &e), -1);
-    assert_int_equal(errno, EINVAL);
+    assert_fails(fmc_job_release_step(c, "c-1", "", &e), EINVAL);
+    assert_fails(fmc_job_delete(c, NULL, &e), EINVAL);
+    assert_fails(fmc_job_list(c, "", &ids, &count, &e), EINVAL);
     fmc_destroy(c);
 }
 
@@ -186,194 +177,153 @@ static void test_get_not_found(void **state)
 
 /* ---- reserve ------------------------------------------------------------- */
 
-static void test_reserve_creates_on_404(void **state)
-{
-    char url[64];
-    vnib_error_t e = {""};
-    char *token = NULL;
-    (void)state;
+/* One reply the fake FM gives, times times in a row. */
+struct reply {
+    const char *expect;
+    int status;
+    const char *body;
+    int times;
+};
 
-    struct fakehttp *s = fakehttp_new(2);
-    fakehttp_add_json(s, fmtest_job_c7, 404, "{}", 1);
-    fakehttp_add_json(
-        s, fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1);
-    struct fmc *c = fmtest_serve(s, url);
-    assert_int_equal(fmc_job_reserve(c, "c-7", 23, 0, &token, &e), 0);
-    assert_string_equal(token, "st-new");
-    assert_string_equal(e.text, "");
-    fmc_free_secret(token);
-    fmtest_finish_expect(c, s, 2, 1);
-    fakehttp_assert_request(
-        s, 0, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
-    fakehttp_assert_request(
-        s,
-        1,
-        "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n",
-        "\r\nContent-Type: application/json\r\n");
-    fakehttp_assert_lacks(fakehttp_request(s, 1), "Expect:");
-    assert_string_equal(fakehttp_body(s, 1),
-                        "{\"jobID\":\"c-7\",\"mcastLimit\":23}");
-    fakehttp_free(s);
-}
+/* A scripted fmc_job_reserve or fmc_job_create: the FM's replies in
+ * order, the call, what it returns, and what went on the wire.
+ */
+struct reserve_case {
+    struct reply replies[3];
+    bool create;      /* fmc_job_create, else fmc_job_reserve */
+    int limit;        /* mcastLimit */
+    bool no_error;    /* pass no vnib_error_t */
+    int err;          /* 0: the call succeeds */
+    const char *want; /* the token, or the error message */
+    bool prefix;      /* want is the start of the message */
+    int nrequests;
+    int connections;      /* accepted, 0: any number */
+    const char *lines[3]; /* each request's line, NULL: not checked; a
+                           * POST_LINE's body is checked too */
+};
 
-static void test_reserve_existing_no_post(void **state)
-{
-    char url[64];
-    char *token = NULL;
-    (void)state;
+#define GET_C7_LINE "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n"
+#define POST_LINE "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n"
+#define GET_C7_404                  \
+    {                               \
+        fmtest_job_c7, 404, "{}", 1 \
+    }
+#define FM_POST "FM POST /fabric/collectives/jobs: "
 
-    struct fakehttp *s = fakehttp_new(1);
-    fakehttp_add_json(
-        s, fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1);
-    struct fmc *c = fmtest_serve(s, url);
-    assert_int_equal(fmc_job_reserve(c, "c-7", 23, 0, &token, NULL), 0);
-    assert_string_equal(token, "st-old");
-    fmc_free_secret(token);
-    fmtest_finish_expect(c, s, 1, -1);
-    fakehttp_assert_request(
-        s, 0, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
-    fakehttp_free(s);
-}
+/* clang-format off */
+static const struct reserve_case reserve_creates_on_404 = {
+    {GET_C7_404, {fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1}},
+    .limit = 23, .want = "st-new", .nrequests = 2, .connections = 1,
+    .lines = {GET_C7_LINE, POST_LINE}};
 
-static void test_reserve_conflict_gets_again(void **state)
-{
-    char url[64];
-    vnib_error_t e = {""};
-    char *token = NULL;
-    (void)state;
+static const struct reserve_case reserve_existing_no_post = {
+    {{fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1}},
+    .limit = 23, .no_error = true, .want = "st-old", .nrequests = 1,
+    .lines = {GET_C7_LINE}};
 
-    struct fakehttp *s = fakehttp_new(3);
-    fakehttp_add_json(s, fmtest_job_c7, 404, "{}", 1);
-    fakehttp_add_json(s, fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1);
-    fakehttp_add_json(
-        s, fmtest_job_c7, 200, "{\"sessionToken\":\"st-theirs\"}", 1);
-    struct fmc *c = fmtest_serve(s, url);
-    assert_int_equal(fmc_job_reserve(c, "c-7", 5, 0, &token, &e), 0);
-    assert_string_equal(token, "st-theirs");
-    assert_string_equal(e.text, "");
-    fmc_free_secret(token);
-    fmtest_finish_expect(c, s, 3, -1);
-    fakehttp_assert_request(
-        s, 2, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
-    fakehttp_free(s);
-}
+static const struct reserve_case reserve_conflict_gets_again = {
+    {GET_C7_404, {fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1},
+     {fmtest_job_c7, 200, "{\"sessionToken\":\"st-theirs\"}", 1}},
+    .limit = 5, .want = "st-theirs", .nrequests = 3,
+    .lines = {NULL, NULL, GET_C7_LINE}};
 
 /* fmc_job_create: one POST for a job id never sent before. */
-static void test_create_posts_once(void **state)
-{
-    char url[64];
-    vnib_error_t e = {""};
-    char *token = NULL;
-    (void)state;
-
-    struct fakehttp *s = fakehttp_new(1);
-    fakehttp_add_json(
-        s, fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1);
-    struct fmc *c = fmtest_serve(s, url);
-    assert_int_equal(fmc_job_create(c, "c-7", 23, 0, &token, &e), 0);
-    assert_string_equal(token, "st-new");
-    assert_string_equal(e.text, "");
-    fmc_free_secret(token);
-    fmtest_finish_expect(c, s, 1, -1);
-    fakehttp_assert_request(
-        s, 0, "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n", NULL);
-    assert_string_equal(fakehttp_body(s, 0),
-                        "{\"jobID\":\"c-7\",\"mcastLimit\":23}");
-    fakehttp_free(s);
-}
+static const struct reserve_case create_posts_once = {
+    {{fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1}},
+    .create = true, .limit = 23, .want = "st-new", .nrequests = 1,
+    .lines = {POST_LINE}};
 
 /* fmc_job_create on a job that exists after all: 409, then its token. */
-static void test_create_conflict_gets(void **state)
+static const struct reserve_case create_conflict_gets = {
+    {{fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1},
+     {fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1}},
+    .create = true, .limit = 23, .want = "st-old", .nrequests = 2,
+    .lines = {POST_LINE, GET_C7_LINE}};
+
+static const struct reserve_case reserve_conflict_then_gone = {
+    {{fmtest_job_c7, 404, "{}", 2}, {fmtest_post_jobs, 409, "{}", 1}},
+    .limit = 5, .err = EIO, .prefix = true, .nrequests = 3,
+    .want = FM_POST "HTTP 409, yet the job is not found: "
+                    "FM GET /fabric/collectives/jobs/c-7: HTTP 404"};
+
+static const struct reserve_case reserve_out_of_addresses = {
+    {GET_C7_404, {fmtest_post_jobs, 507,
+                  "{\"message\":\"01: job mcastLimit reached\"}", 1}},
+    .limit = 23, .err = ENOSPC, .nrequests = 2,
+    .want = FM_POST "HTTP 507: 01: job mcastLimit reached"};
+
+static const struct reserve_case reserve_reply_without_token = {
+    {GET_C7_404, {fmtest_post_jobs, 201, "{\"jobID\":\"c-7\"}", 1}},
+    .limit = 23, .err = EPROTO, .nrequests = 2,
+    .want = FM_POST "HTTP 201 reply has no valid sessionToken"};
+/* clang-format on */
+
+static void run_reserve_case(const struct reserve_case *k)
 {
     char url[64];
     vnib_error_t e = {""};
     char *token = NULL;
-    (void)state;
+    int n = 0;
 
-    struct fakehttp *s = fakehttp_new(2);
-    fakehttp_add_json(s, fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1);
-    fakehttp_add_json(
-        s, fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1);
+    while (n < 3 && k->replies[n].expect)
+        n++;
+    struct fakehttp *s = fakehttp_new(k->nrequests);
+    for (int i = 0; i < n; i++)
+        fakehttp_add_json(s,
+                          k->replies[i].expect,
+                          k->replies[i].status,
+                          k->replies[i].body,
+                          k->replies[i].times);
     struct fmc *c = fmtest_serve(s, url);
-    assert_int_equal(fmc_job_create(c, "c-7", 23, 0, &token, &e), 0);
-    assert_string_equal(token, "st-old");
-    fmc_free_secret(token);
-    fmtest_finish_expect(c, s, 2, -1);
-    fakehttp_assert_request(
-        s, 0, "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n", NULL);
-    fakehttp_assert_request(
-        s, 1, "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n", NULL);
+    vnib_error_t *ep = k->no_error ? NULL : &e;
+    errno = 0;
+    int rc = k->create ? fmc_job_create(c, "c-7", k->limit, 0, &token, ep)
+                       : fmc_job_reserve(c, "c-7", k->limit, 0, &token, ep);
+    if (k->err == 0) {
+        assert_int_equal(rc, 0);
+        assert_string_equal(token, k->want);
+        assert_string_equal(e.text, "");
+        fmc_free_secret(token);
+    } else {
+        assert_int_equal(rc, -1);
+        assert_int_equal(errno, k->err);
+        assert_null(token);
+        if (k->prefix)
+            fakehttp_assert_prefix(e.text, k->want);
+        else
+            assert_string_equal(e.text, k->want);
+    }
+    fmtest_finish_expect(
+        c, s, k->nrequests, k->connections ? k->connections : -1);
+    for (int i = 0; i < 3; i++) {
+        if (k->lines[i] && !strcmp(k->lines[i], POST_LINE))
+            fmtest_assert_sent(s,
+                               i,
+                               POST_LINE,
+                               "application/json",
+                               "{\"jobID\":\"c-7\",\"mcastLimit\":23}");
+        else if (k->lines[i])
+            fakehttp_assert_request(s, i, k->lines[i], NULL);
+    }
     fakehttp_free(s);
 }
 
-static void test_reserve_conflict_then_gone(void **state)
-{
-    char url[64];
-    vnib_error_t e = {""};
-    char *token = NULL;
-    (void)state;
+/* One cmocka test a case. */
+#define RESERVE_TEST(k)                \
+    static void test_##k(void **state) \
+    {                                  \
+        (void)state;                   \
+        run_reserve_case(&(k));        \
+    }
 
-    struct fakehttp *s = fakehttp_new(3);
-    fakehttp_add_json(s, fmtest_job_c7, 404, "{}", 2);
-    fakehttp_add_json(s, fmtest_post_jobs, 409, "{}", 1);
-    struct fmc *c = fmtest_serve(s, url);
-    errno = 0;
-    assert_int_equal(fmc_job_reserve(c, "c-7", 5, 0, &token, &e), -1);
-    assert_int_equal(errno, EIO);
-    assert_null(token);
-    fakehttp_assert_prefix(
-        e.text,
-        "FM POST /fabric/collectives/jobs: HTTP 409, yet the job "
-        "is not found: FM GET /fabric/collectives/jobs/c-7: HTTP "
-        "404");
-    fmtest_finish_expect(c, s, 3, -1);
-    fakehttp_free(s);
-}
-
-static void test_reserve_out_of_addresses(void **state)
-{
-    char url[64];
-    vnib_error_t e = {""};
-    char *token = NULL;
-    (void)state;
-
-    struct fakehttp *s = fakehttp_new(2);
-    fakehttp_add_json(s, fmtest_job_c7, 404, "{}", 1);
-    fakehttp_add_json(s,
-                      fmtest_post_jobs,
-                      507,
-                      "{\"message\":\"01: job mcastLimit reached\"}",
-                      1);
-    struct fmc *c = fmtest_serve(s, url);
-    errno = 0;
-    assert_int_equal(fmc_job_reserve(c, "c-7", 23, 0, &token, &e), -1);
-    assert_int_equal(errno, ENOSPC);
-    assert_null(token);
-    assert_string_equal(e.text,
-                        "FM POST /fabric/collectives/jobs: HTTP 507: 01: job "
-                        "mcastLimit reached");
-    fmtest_done(c, s);
-}
-
-static void test_reserve_reply_without_token(void **state)
-{
-    char url[64];
-    vnib_error_t e = {""};
-    char *token = NULL;
-    (void)state;
-
-    struct fakehttp *s = fakehttp_new(2);
-    fakehttp_add_json(s, fmtest_job_c7, 404, "{}", 1);
-    fakehttp_add_json(s, fmtest_post_jobs, 201, "{\"jobID\":\"c-7\"}", 1);
-    struct fmc *c = fmtest_serve(s, url);
-    errno = 0;
-    assert_int_equal(fmc_job_reserve(c, "c-7", 23, 0, &token, &e), -1);
-    assert_int_equal(errno, EPROTO);
-    assert_string_equal(e.text,
-                        "FM POST /fabric/collectives/jobs: HTTP 201 reply has "
-                        "no valid sessionToken");
-    fmtest_done(c, s);
-}
+RESERVE_TEST(reserve_creates_on_404)
+RESERVE_TEST(reserve_existing_no_post)
+RESERVE_TEST(reserve_conflict_gets_again)
+RESERVE_TEST(reserve_conflict_then_gone)
+RESERVE_TEST(create_posts_once)
+RESERVE_TEST(create_conflict_gets)
+RESERVE_TEST(reserve_out_of_addresses)
+RESERVE_TEST(reserve_reply_without_token)
 
 /* ---- PATCH and DELETE ---------------------------------------------------- */
 
@@ -400,19 +350,17 @@ static void test_release_step(void **state)
     assert_int_equal(fmc_job_release_step(c, "c-1", "3", &e), 0);
     assert_int_equal(fmc_job_release_step(c, "c-1", "3", &e), 0);
     assert_string_equal(e.text, "");
-    errno = 0;
-    assert_int_equal(fmc_job_release_step(c, "c-1", "4", &e), -1);
-    assert_int_equal(errno, EIO);
+    assert_fails(fmc_job_release_step(c, "c-1", "4", &e), EIO);
     assert_string_equal(e.text,
                         "FM PATCH /fabric/collectives/jobs/c-1: HTTP 500: "
                         "tree busy");
     fmtest_finish_expect(c, s, 3, -1);
-    fakehttp_assert_request(
+    fmtest_assert_sent(
         s,
         0,
         "PATCH /apis/fm/fabric/collectives/jobs/c-1 HTTP/1.1\r\n",
-        "\r\nContent-Type: application/json\r\n");
-    assert_string_equal(fakehttp_body(s, 0), "{\"jobSteps\":{\"3\":null}}");
+        "application/json",
+        "{\"jobSteps\":{\"3\":null}}");
     assert_string_equal(fakehttp_body(s, 2), "{\"jobSteps\":{\"4\":null}}");
     fakehttp_free(s);
 }
@@ -437,16 +385,12 @@ static void test_delete(void **state)
     assert_int_equal(fmc_job_delete(c, "c-1", &e), 0);
     assert_int_equal(fmc_job_delete(c, "c-1", &e), 0);
     assert_string_equal(e.text, "");
-    errno = 0;
-    assert_int_equal(fmc_job_delete(c, "c-1", &e), -1);
-    assert_int_equal(errno, EIO);
+    assert_fails(fmc_job_delete(c, "c-1", &e), EIO);
     assert_string_equal(e.text,
                         "FM DELETE /fabric/collectives/jobs/c-1: HTTP 503: 99: "
                         "busy");
     /* A gateway's HTML error page: the status is what counts. */
-    errno = 0;
-    assert_int_equal(fmc_job_delete(c, "c-1", &e), -1);
-    assert_int_equal(errno, EIO);
+    assert_fails(fmc_job_delete(c, "c-1", &e), EIO);
     assert_string_equal(e.text,
                         "FM DELETE /fabric/collectives/jobs/c-1: HTTP 502");
     fmtest_finish_expect(c, s, 4, 1);
@@ -562,9 +506,7 @@ static void test_list_empty_and_bad(void **state)
     assert_int_equal(fmc_job_list(c, "cluster", &ids, &count, &e), 0);
     assert_int_equal(count, 0);
     fmc_free_ids(ids, count);
-    errno = 0;
-    assert_int_equal(fmc_job_list(c, "cluster", &ids, &count, &e), -1);
-    assert_int_equal(errno, EPROTO);
+    assert_fails(fmc_job_list(c, "cluster", &ids, &count, &e), EPROTO);
     assert_null(ids);
     assert_int_equal(count, 0);
     assert_string_equal(e.text,

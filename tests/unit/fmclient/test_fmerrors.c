@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "tests/unit/fmclient/fmtest.h"
 
 /* ---- creation ------------------------------------------------------------ */
@@ -259,17 +260,13 @@ static void test_refused(void **state)
         fakehttp_listen_any(&port)); /* a port that was just free, now closed */
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
     struct fmc *c = fmtest_create_ok(&(struct fmc_config){.url = url});
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, ECONNREFUSED);
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), ECONNREFUSED);
     assert_null(token);
     fakehttp_assert_prefix(
         e.text,
         "FM GET /fabric/collectives/jobs/c-1: cannot reach the "
         "server: ");
-    errno = 0;
-    assert_int_equal(fmc_job_delete(c, "c-1", &e), -1);
-    assert_int_equal(errno, ECONNREFUSED);
+    assert_fails(fmc_job_delete(c, "c-1", &e), ECONNREFUSED);
     fmc_destroy(c);
 }
 
@@ -290,9 +287,7 @@ static void test_timeout(void **state)
     struct fmc *c =
         fmtest_create_ok(&(struct fmc_config){.url = url, .timeout_ms = 300});
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    errno = 0;
-    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
-    assert_int_equal(errno, ETIMEDOUT);
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), ETIMEDOUT);
     double secs = fmtest_seconds_since(&t0);
     assert_true(secs >= 0.25 && secs < 3.0);
     fakehttp_assert_prefix(e.text,
@@ -302,9 +297,7 @@ static void test_timeout(void **state)
     /* The reserve call's own timeout bounds the whole call. */
     c = fmtest_create_ok(&(struct fmc_config){.url = url, .timeout_ms = 30000});
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    errno = 0;
-    assert_int_equal(fmc_job_reserve(c, "c-1", 23, 300, &token, &e), -1);
-    assert_int_equal(errno, ETIMEDOUT);
+    assert_fails(fmc_job_reserve(c, "c-1", 23, 300, &token, &e), ETIMEDOUT);
     assert_null(token);
     secs = fmtest_seconds_since(&t0);
     assert_true(secs >= 0.25 && secs < 3.0);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "vnib/hex.h"
 #include "vnib/monotime.h"
 
@@ -54,9 +55,7 @@ static void test_decode_refuses(void **state)
     assert_int_equal(hex_decode("ABcd", out, 2), 0);
     assert_int_equal(out[0], 0xab);
     assert_int_equal(out[1], 0xcd);
-    errno = 0;
-    assert_int_equal(hex_decode("ab c", out, 2), -1);
-    assert_int_equal(errno, EINVAL);
+    assert_fails(hex_decode("ab c", out, 2), EINVAL);
     assert_int_equal(hex_decode("abc", out, 2), -1); /* stops at the NUL */
     assert_int_equal(hex_decode("+1ab", out, 2), -1);
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "vnib/idset.h"
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -254,21 +255,11 @@ static void test_add_remove(void **state)
     assert_false(idset_contains(set, UINT32_MAX));
 
     /* Errors leave the set alone. */
-    errno = 0;
-    assert_int_equal(idset_add_range(set, 5, 4), -1);
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_int_equal(idset_add_range(set, 50, 101), -1);
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_int_equal(idset_remove_range(set, 5, 4), -1);
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_int_equal(idset_remove_range(set, 0, 101), -1);
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_int_equal(idset_add_range(NULL, 0, 0), -1);
-    assert_int_equal(errno, EINVAL);
+    assert_fails(idset_add_range(set, 5, 4), EINVAL);
+    assert_fails(idset_add_range(set, 50, 101), EINVAL);
+    assert_fails(idset_remove_range(set, 5, 4), EINVAL);
+    assert_fails(idset_remove_range(set, 0, 101), EINVAL);
+    assert_fails(idset_add_range(NULL, 0, 0), EINVAL);
     check_encode(set, "0,100");
     idset_destroy(set);
 }
@@ -309,12 +300,8 @@ static void test_first_last(void **state)
     uint32_t id = 42;
 
     assert_non_null(set);
-    errno = 0;
-    assert_int_equal(idset_first(set, &id), -1);
-    assert_int_equal(errno, ENOENT);
-    errno = 0;
-    assert_int_equal(idset_last(set, &id), -1);
-    assert_int_equal(errno, ENOENT);
+    assert_fails(idset_first(set, &id), ENOENT);
+    assert_fails(idset_last(set, &id), ENOENT);
     assert_int_equal(id, 42);
 
     assert_int_equal(idset_add_range(set, 1024, 2047), 0);
@@ -382,13 +369,9 @@ static void test_next_after(void **state)
     /* The empty set has none. */
     set = idset_create(100);
     assert_non_null(set);
-    errno = 0;
-    assert_int_equal(idset_next_after(set, 0, &id), -1);
-    assert_int_equal(errno, ENOENT);
+    assert_fails(idset_next_after(set, 0, &id), ENOENT);
     idset_destroy(set);
-    errno = 0;
-    assert_int_equal(idset_next_after(NULL, 0, &id), -1);
-    assert_int_equal(errno, ENOENT);
+    assert_fails(idset_next_after(NULL, 0, &id), ENOENT);
 }
 
 static void test_ranges_accessors(void **state)
@@ -406,9 +389,7 @@ static void test_ranges_accessors(void **state)
     assert_int_equal(idset_range(set, 1, &lo, &hi), 0);
     assert_int_equal(lo, 4096);
     assert_int_equal(hi, 4096);
-    errno = 0;
-    assert_int_equal(idset_range(set, 2, &lo, &hi), -1);
-    assert_int_equal(errno, EINVAL);
+    assert_fails(idset_range(set, 2, &lo, &hi), EINVAL);
     idset_destroy(set);
 
     assert_int_equal(idset_range_count(NULL), 0);

@@ -62,6 +62,23 @@ static void check_line(json_t *lines, const char *path, int line)
     assert_int_equal(json_integer_value(v), line);
 }
 
+/* A key path and the line that lines gives it (0: it has no entry). */
+struct key_line {
+    const char *path;
+    int line;
+};
+
+/* check_line for each of want, up to the entry with a NULL path. */
+static void check_lines(json_t *lines, const struct key_line *want)
+{
+    for (; want->path; want++) {
+        if (want->line)
+            check_line(lines, want->path, want->line);
+        else
+            assert_null(json_object_get(lines, want->path));
+    }
+}
+
 /* Write text to a new temporary file; returns its malloc'd path. */
 static char *write_temp(const char *text)
 {
@@ -396,36 +413,40 @@ static void test_lines(void **state)
         "\"\"\"\n"                               /* 21 */
         "after = true\n",                        /* 22 */
         &lines);
-    check_line(lines, "top", 1);
-    check_line(lines, "server", 3);
-    check_line(lines, "server.port", 4);
-    check_line(lines, "server.tls", 5);
-    check_line(lines, "server.tls.cert", 5);
-    check_line(lines, "pool", 6);
-    check_line(lines, "pool[0]", 6);
-    check_line(lines, "pool[0].name", 7);
-    check_line(lines, "pool[1]", 8);
-    check_line(lines, "pool[1].name", 9);
-    check_line(lines, "pool[1].range", 10);
-    check_line(lines, "pool[1].range.lo", 11);
-    check_line(lines, "x", 13); /* implied on 12, defined on 13 */
-    check_line(lines, "x.y", 12);
-    check_line(lines, "x.y.z", 12);
-    check_line(lines, "x.inl", 14);
-    check_line(lines, "x.inl.a", 14);
-    check_line(lines, "x.inl.a.b", 14);
-    check_line(lines, "x.inl.a.b.c", 14);
-    check_line(lines, "x.inl.d", 14);
-    check_line(lines, "x.inl.d[0]", 14);
-    check_line(lines, "x.inl.d[0].e", 14);
-    check_line(lines, "x.arr", 15);
-    /* Scalars inside arrays get no entry (their array has one). */
-    assert_null(json_object_get(lines, "x.arr[0]"));
-    assert_null(json_object_get(lines, "x.arr[1]"));
-    check_line(lines, "x.ml", 19);
-    check_line(lines, "x.after", 22);
-    assert_null(json_object_get(lines, "pool[2]"));
-    assert_null(json_object_get(lines, ""));
+    check_lines(
+        lines,
+        (const struct key_line[]){
+            {"top", 1},
+            {"server", 3},
+            {"server.port", 4},
+            {"server.tls", 5},
+            {"server.tls.cert", 5},
+            {"pool", 6},
+            {"pool[0]", 6},
+            {"pool[0].name", 7},
+            {"pool[1]", 8},
+            {"pool[1].name", 9},
+            {"pool[1].range", 10},
+            {"pool[1].range.lo", 11},
+            {"x", 13}, /* implied on 12, defined on 13 */
+            {"x.y", 12},
+            {"x.y.z", 12},
+            {"x.inl", 14},
+            {"x.inl.a", 14},
+            {"x.inl.a.b", 14},
+            {"x.inl.a.b.c", 14},
+            {"x.inl.d", 14},
+            {"x.inl.d[0]", 14},
+            {"x.inl.d[0].e", 14},
+            {"x.arr", 15},
+            /* Scalars inside arrays get no entry (their array has one). */
+            {"x.arr[0]", 0},
+            {"x.arr[1]", 0},
+            {"x.ml", 19},
+            {"x.after", 22},
+            {"pool[2]", 0},
+            {"", 0},
+            {NULL, 0}});
     assert_int_equal(json_object_size(lines), 25);
     json_decref(root);
     json_decref(lines);
@@ -560,15 +581,17 @@ static void test_realistic_config(void **state)
         assert_true(syslog_on);
     }
 
-    check_line(lines, "server", 3);
-    check_line(lines, "server.listen", 4);
-    check_line(lines, "server.tls.cert", 8);
-    check_line(lines, "database", 10);
-    check_line(lines, "database.retry_backoff", 13);
-    check_line(lines, "log.syslog", 17);
-    check_line(lines, "vni_pool[0]", 19);
-    assert_null(json_object_get(lines, "vni_pool[0].ranges[1]"));
-    check_line(lines, "vni_pool[1].name", 27);
+    check_lines(lines,
+                (const struct key_line[]){{"server", 3},
+                                          {"server.listen", 4},
+                                          {"server.tls.cert", 8},
+                                          {"database", 10},
+                                          {"database.retry_backoff", 13},
+                                          {"log.syslog", 17},
+                                          {"vni_pool[0]", 19},
+                                          {"vni_pool[0].ranges[1]", 0},
+                                          {"vni_pool[1].name", 27},
+                                          {NULL, 0}});
     json_decref(root);
     json_decref(lines);
 }
@@ -618,6 +641,21 @@ static void test_file(void **state)
     free(path);
 }
 
+/* toml_parse_file(path) fails with errno err and the message
+ * "path: why".
+ */
+static void parse_file_fails(const char *path, int err, const char *why)
+{
+    vnib_error_t e = {{0}};
+    char want[sizeof(e.text)];
+
+    snprintf(want, sizeof(want), "%s: %s", path, why);
+    errno = 0;
+    assert_null(toml_parse_file(path, NULL, &e));
+    assert_int_equal(errno, err);
+    assert_string_equal(e.text, want);
+}
+
 /* toml_parse_file() refusals: missing, directory, device, too large,
  * unreadable. */
 static void test_file_errors(void **state)
@@ -637,15 +675,8 @@ static void test_file_errors(void **state)
                         "/nonexistent/vnib.toml: No such file or directory");
     json_decref(lines_before);
 
-    errno = 0;
-    assert_null(toml_parse_file("/tmp", NULL, &e));
-    assert_int_equal(errno, EINVAL);
-    assert_string_equal(e.text, "/tmp: not a regular file");
-
-    errno = 0;
-    assert_null(toml_parse_file("/dev/null", NULL, &e));
-    assert_int_equal(errno, EINVAL);
-    assert_string_equal(e.text, "/dev/null: not a regular file");
+    parse_file_fails("/tmp", EINVAL, "not a regular file");
+    parse_file_fails("/dev/null", EINVAL, "not a regular file");
 
     /* A sparse file one byte past the limit. */
     path = write_temp("");
@@ -653,10 +684,7 @@ static void test_file_errors(void **state)
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, TOML_MAX_FILE_SIZE + 1), 0);
     close(fd);
-    errno = 0;
-    assert_null(toml_parse_file(path, NULL, &e));
-    assert_int_equal(errno, E2BIG);
-    assert_non_null(strstr(e.text, ": file is larger than 4194304 bytes"));
+    parse_file_fails(path, E2BIG, "file is larger than 4194304 bytes");
     unlink(path);
     free(path);
 
@@ -664,10 +692,7 @@ static void test_file_errors(void **state)
     if (geteuid() != 0) {
         path = write_temp("a = 1\n");
         assert_int_equal(chmod(path, 0), 0);
-        errno = 0;
-        assert_null(toml_parse_file(path, NULL, &e));
-        assert_int_equal(errno, EACCES);
-        assert_non_null(strstr(e.text, ": Permission denied"));
+        parse_file_fails(path, EACCES, "Permission denied");
         unlink(path);
         free(path);
     }
