@@ -88,55 +88,26 @@ BEGIN
                     WHERE parent_id = p_id AND state <> 'released');
 END $$;
 
--- As in 0012, and then the jobs whose last held step this ended: a job
--- releasing with no node holding and no step left ends its quarantine too.
--- SKIP LOCKED: the sweeper must not wait on a job's row while holding its
--- steps'; a report or release of a step holds the job's row already
--- (vnib_step_report, vnib_step_free), so it always gets it.  A job
--- skipped here is ended by its holder or by the next sweep.
-CREATE OR REPLACE FUNCTION vnib_end_quarantines(p_id bigint[], p_job text[],
-                                                p_actor text, p_action text[],
-                                                p_requested boolean[],
-                                                p_forced boolean,
-                                                p_hw_release boolean[])
+-- vnib_end_quarantines of 0012, and then the jobs whose last held step
+-- this ended: a job releasing with no node holding and no step left ends
+-- its quarantine too.  SKIP LOCKED: the sweeper must not wait on a job's
+-- row while holding its steps'; a report or release of a step holds the
+-- job's row already (vnib_step_report, vnib_step_free), so it always gets
+-- it.  A job skipped here is ended by its holder or by the next sweep.
+ALTER FUNCTION vnib_end_quarantines(bigint[], text[], text, text[],
+                                    boolean[], boolean, boolean[])
+    RENAME TO vnib_end_quarantines_own;
+CREATE FUNCTION vnib_end_quarantines(p_id bigint[], p_job text[],
+                                     p_actor text, p_action text[],
+                                     p_requested boolean[], p_forced boolean,
+                                     p_hw_release boolean[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     pids bigint[];
     pjobs text[];
 BEGIN
-    WITH freed AS (DELETE FROM vni_holds WHERE reservation_id = ANY (p_id)
-                   RETURNING vni, reservation_id),
-    queued AS (
-        INSERT INTO vni_free (vni, seq)
-             SELECT f.vni, nextval('vni_free_seq')
-               FROM (SELECT freed.vni, array_position(p_id, freed.reservation_id) AS k
-                       FROM freed
-                      WHERE NOT EXISTS (SELECT 1 FROM vni_pool)
-                         OR EXISTS (SELECT 1 FROM vni_pool p
-                                     WHERE freed.vni BETWEEN p.lo AND p.hi)
-                      ORDER BY 2, 1) f
-        ON CONFLICT (vni) DO NOTHING),
-    up AS (
-        UPDATE reservations r
-           SET state = 'released', released_at = now(), released_by = p_actor,
-               forced = p_forced,
-               release_requested_at =
-                   CASE WHEN p_requested[array_position(p_id, r.id)] THEN now()
-                        ELSE r.release_requested_at END,
-               hwcoll_state =
-                   CASE WHEN p_hw_release[array_position(p_id, r.id)]
-                        THEN 'releasing' ELSE r.hwcoll_state END,
-               hwcoll_updated_at =
-                   CASE WHEN p_hw_release[array_position(p_id, r.id)]
-                        THEN now() ELSE r.hwcoll_updated_at END
-         WHERE r.id = ANY (p_id)
-        RETURNING r.id)
-    INSERT INTO events (reservation_id, job_id, actor, action, detail)
-         SELECT x.id, x.job, p_actor, x.action,
-                jsonb_build_object('quarantined', NOT x.req, 'forced', p_forced)
-           FROM unnest(p_id, p_job, p_action, p_requested)
-                WITH ORDINALITY x(id, job, action, req, k)
-          ORDER BY x.k;
+    PERFORM vnib_end_quarantines_own(p_id, p_job, p_actor, p_action,
+                                     p_requested, p_forced, p_hw_release);
     SELECT array_agg(q.id ORDER BY q.id), array_agg(q.job_id ORDER BY q.id)
       INTO pids, pjobs
       FROM (SELECT j.id, j.job_id FROM reservations j
