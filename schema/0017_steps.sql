@@ -202,7 +202,6 @@ DECLARE
     st text[];
     hw text[];
     holding boolean[];
-    now_st text[];
     outcome text[] := array_fill('not_found'::text, ARRAY[n]);
     end_k integer[] := '{}';
     quar bigint[] := '{}';
@@ -226,24 +225,23 @@ BEGIN
                                             state = 'releasing' DESC, id DESC
                                    LIMIT 1))
              FOR UPDATE) r ON true;
-    -- The steps go with their job (force ends their quarantines too),
-    -- before the job's own holders are counted.
-    PERFORM vnib_steps_release(
-        ARRAY(SELECT rid[k] FROM generate_subscripts(p_job, 1) k
-               WHERE got[k] AND rid[k] IS NOT NULL
-                 AND (st[k] = 'active' OR (p_force AND st[k] = 'releasing'))),
-        p_actor, p_force);
+    -- The steps go with their job, before the job's own holders are
+    -- counted; forced ones after their job is (so that it is the job's
+    -- force, not its last step's end, that ends the job's quarantine).
+    IF NOT p_force THEN
+        PERFORM vnib_steps_release(
+            ARRAY(SELECT rid[k] FROM generate_subscripts(p_job, 1) k
+                   WHERE got[k] AND st[k] = 'active'),
+            p_actor, false);
+    END IF;
     SELECT array_agg(EXISTS (SELECT 1 FROM node_reports nr
                               WHERE nr.reservation_id = x.id
                                 AND nr.cxi <> 'destroyed')
                      OR EXISTS (SELECT 1 FROM reservations s
                                  WHERE s.parent_id = x.id
-                                   AND s.state <> 'released') ORDER BY x.k),
-           array_agg(c.state ORDER BY x.k)
-      INTO holding, now_st
-      FROM unnest(rid) WITH ORDINALITY x(id, k)
-      LEFT JOIN LATERAL (SELECT state FROM reservations
-                          WHERE id = x.id LIMIT 1) c ON true;
+                                   AND s.state <> 'released') ORDER BY x.k)
+      INTO holding
+      FROM unnest(rid) WITH ORDINALITY x(id, k);
     FOR k IN 1 .. n LOOP
         IF NOT got[k] THEN
             outcome[k] := 'busy';
@@ -252,11 +250,6 @@ BEGIN
         CONTINUE WHEN rid[k] IS NULL;
         IF st[k] = 'released' THEN
             outcome[k] := 'already_released';
-            CONTINUE;
-        END IF;
-        IF now_st[k] = 'released' THEN
-            -- Its last step's forced end ended it (vnib_end_quarantines).
-            outcome[k] := 'released';
             CONTINUE;
         END IF;
         -- The job ended: its multicast reservation goes to the Fabric
@@ -307,6 +300,12 @@ BEGIN
         INSERT INTO events (reservation_id, job_id, actor, action, detail)
              SELECT up.id, up.job_id, p_actor, 'release', '{"quarantined": true}'
                FROM up ORDER BY up.id;
+    END IF;
+    IF p_force THEN
+        PERFORM vnib_steps_release(
+            ARRAY(SELECT rid[k] FROM generate_subscripts(p_job, 1) k
+                   WHERE got[k] AND st[k] IN ('active', 'releasing')),
+            p_actor, true);
     END IF;
     RETURN QUERY SELECT * FROM vnib_batch_rows(outcome, rid,
                                                array_fill(NULL::text, ARRAY[n]));

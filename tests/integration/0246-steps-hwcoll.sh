@@ -4,7 +4,9 @@
 # FI_CXI_* variables with FI_CXI_COLL_JOB_STEP_ID, the session token to
 # schedulers and the step's nodes, never to monitors), SLINGSHOT_VNIS is
 # the step's VNIs then the job's, and ending the step queues the Fabric
-# Manager's jobSteps release and releases the step's reservation.
+# Manager's jobSteps release and releases the step's reservation.  Then
+# the same through vnibctl (reserve, show and release with --step, the
+# list's STEP column).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fm.sh"
 
@@ -59,4 +61,40 @@ expect_eq "the job's reservation is untouched" \
     "$(psql_q "SELECT state FROM reservations WHERE id = $job_id")" active
 TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/77
 expect_eq "the job releases" "$HTTP_STATUS" 200
+
+# ---- vnibctl --------------------------------------------------------------------
+CTL=$BUILD/vnibctl
+export VNIB_URL=$BROKER_URL
+umask 077
+printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token"
+umask 022
+ctl () { "$CTL" --token-file "$T/sched.token" "$@"; }
+ctl reserve 88 --uid 1 --user bob --nodes 'hc[1-2]' >/dev/null
+expect_eq "vnibctl reserves a job" "$?" 0
+out=$(ctl --json reserve 88 --step s.1 --nodes hc1 --vnis 1)
+expect_eq "vnibctl reserve --step exits 0" "$?" 0
+expect_eq "... printing the step's reservation" "$(jq -r '.job_id + " " + .step_id' <<<"$out")" "88 s.1"
+out=$(ctl reserve 88 --step s.1 --nodes hc1 --uid 1 2>&1)
+expect_eq "--uid with --step is a usage error (2)" "$?" 2
+expect_match "... saying why" "$out" "not with --step"
+out=$(ctl reserve 89 --nodes hc1 2>&1)
+expect_eq "a job's reserve without --uid is a usage error (2)" "$?" 2
+expect_match "... naming it" "$out" "--uid N is required"
+out=$(ctl reserve 88 --step 'a#b' --nodes hc1 2>&1)
+expect_eq "a bad step id is a usage error (2)" "$?" 2
+out=$(ctl show 88 --step s.1)
+expect_match "vnibctl show --step prints the step" "$out" 'step_id: +s\.1'
+expect_match "... and its job's VNIs" "$out" 'job_vnis: +'
+out=$(ctl list --state active)
+expect_match "vnibctl list has a STEP column" "$(head -n 1 <<<"$out")" 'CREATED +STEP$'
+expect_eq "... the step's row shows its step, the job's none" \
+    "$(awk 'NR > 1 && $1 == "88" { print $NF }' <<<"$out" | sort | tr '\n' ' ')" "- s.1 "
+out=$(ctl release 88 --step s.1 --reservation 3 2>&1)
+expect_eq "--reservation with --step is a usage error (2)" "$?" 2
+out=$(ctl release 88 --step s.1)
+expect_eq "vnibctl release --step exits 0" "$?" 0
+expect_match "... printing the outcome (its job has hardware collectives)" "$out" 'outcome: +queued'
+expect_match "... and the step's reservation, released" "$out" 'state: +released'
+ctl release 88 >/dev/null
+expect_eq "vnibctl releases the job" "$?" 0
 finish
