@@ -116,12 +116,7 @@ BEGIN
                                AND s.parent_id IS NOT NULL)
                AND j.state = 'releasing'
                AND NOT j.id = ANY (p_id)
-               AND NOT EXISTS (SELECT 1 FROM node_reports n
-                                WHERE n.reservation_id = j.id
-                                  AND n.cxi <> 'destroyed')
-               AND NOT EXISTS (SELECT 1 FROM reservations s
-                                WHERE s.parent_id = j.id
-                                  AND s.state <> 'released')
+               AND NOT vnib_nodes_holding(j.id)
              ORDER BY j.id
                FOR UPDATE OF j SKIP LOCKED) q;
     IF pids IS NOT NULL THEN
