@@ -596,6 +596,7 @@ static void test_step_roles(void **state)
                               "{\"nodes\": \"tux[1-2]\", \"vni_count\": 1}",
                               &out),
                      201);
+    long long step_vni = jint_at(out, "vnis", 0);
     json_decref(out);
     /* A node of the step reads it; a node of the job only is refused. */
     assert_int_equal(step_call(h,
@@ -605,6 +606,17 @@ static void test_step_roles(void **state)
                                &out),
                      200);
     assert_string_equal(jstr(out, "step_id"), "7");
+    json_decref(out);
+    /* Who holds a step's VNI: the step, with its job's VNIs. */
+    char target[64];
+    snprintf(target, sizeof(target), "/v1/vnis/%lld", step_vni);
+    assert_int_equal(
+        harness_call(h, (struct harness_req){"GET", target, admin, NULL}, &out),
+        200);
+    json_t *held = json_object_get(out, "reservation");
+    assert_string_equal(jstr(out, "state"), "active");
+    assert_string_equal(jstr(held, "step_id"), "7");
+    assert_int_equal(json_array_size(json_object_get(held, "job_vnis")), 1);
     json_decref(out);
     /* The node's view and the list show the step with its step id. */
     struct harness_caller tux2 = {ROLE_NODE, "tux2"};
