@@ -159,6 +159,7 @@ struct vnib_report {
     json_t *services;      /* borrowed, may be NULL: [{"device", "svc_id"}] */
     const char *message;   /* may be NULL */
     long long reservation; /* the reservation acted on; <= 0 omits it */
+    const char *step_id;   /* a step's services; NULL: the job's */
 };
 
 /* PUT /v1/reservations/JOB_ID/nodes/NODE: report a node's CXI state.
