@@ -106,7 +106,7 @@ static int fake_report(void *arg,
     (void)deadline_ms;
 
     json_array_append_new(b->reports,
-                          json_pack("{s:s, s:s?, s:s, s:s, s:I, s:s?, s:O?}",
+                          json_pack("{s:s, s:s*, s:s, s:s, s:I, s:s?, s:O?}",
                                     "job_id",
                                     r->job_id,
                                     "step_id",
@@ -659,6 +659,20 @@ static void test_step_spool(void **state)
     list = jobstate_spool_list(fx->ctx.cfg->spool_dir, NULL, &e);
     assert_non_null(list);
     assert_int_equal(json_array_size(list), 0);
+    json_decref(list);
+
+    /* A job's report is spooled as before: no step_id at all. */
+    fx->opts.step = NULL;
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    fx->broker.report_status = 503;
+    assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
+    list = jobstate_spool_list(fx->ctx.cfg->spool_dir, NULL, &e);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 1);
+    entry = json_array_get(list, 0);
+    assert_null(json_object_get(entry, "step_id"));
+    assert_string_equal(json_string_value(json_object_get(entry, "job_id")),
+                        JOB);
     json_decref(list);
 }
 
