@@ -848,6 +848,16 @@ static const struct topo_node *find_node(const struct topology *t,
     return NULL;
 }
 
+const char *topology_node(const struct topology *t,
+                          size_t i,
+                          const char **leafp)
+{
+    if (i >= t->nnodes)
+        return NULL;
+    *leafp = t->sw[t->nodes[i].sw].name;
+    return t->nodes[i].name;
+}
+
 bool topology_has_node(const struct topology *t, const char *node)
 {
     return find_node(t, node) != NULL;

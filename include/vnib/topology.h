@@ -85,6 +85,13 @@ int topology_switch(const struct topology *t,
                     size_t i,
                     struct topology_switch_info *info);
 
+/* Node i in the order of names (0 <= i < topology_node_count), with its
+ * leaf switch in *leafp; both borrowed from t.  NULL past the end.
+ */
+const char *topology_node(const struct topology *t,
+                          size_t i,
+                          const char **leafp);
+
 /* True when node is under a leaf switch. */
 bool topology_has_node(const struct topology *t, const char *node);
 
