@@ -28,8 +28,8 @@
 
 struct topo_switch {
     char *name;
-    unsigned line, col;        /* of the SwitchName value */
-    struct hostlist *nodes;    /* Nodes= (uniq'd), NULL when absent */
+    unsigned line, col;     /* of the SwitchName value */
+    struct hostlist *nodes; /* Nodes= (uniq'd), NULL when absent */
     unsigned nodes_line, nodes_col;
     struct hostlist *children; /* Switches= (uniq'd), NULL when absent */
     unsigned sw_line, sw_col;
@@ -46,7 +46,7 @@ struct topo_node {
 struct topology {
     struct topo_switch *sw; /* in the file's order */
     size_t nsw, capsw;
-    size_t *by_name; /* switch indices sorted by name */
+    size_t *by_name;         /* switch indices sorted by name */
     struct topo_node *nodes; /* sorted by name */
     size_t nnodes;
     size_t nleaves;
@@ -179,8 +179,7 @@ static int skip_space(struct topo_scan *sc)
         } else if (c == '#') {
             while (sc->pos < sc->len && sc->text[sc->pos] != '\n') {
                 if (sc->text[sc->pos] == '\0')
-                    return topo_fail(
-                        sc, EINVAL, sc->line, sc->col, "NUL byte");
+                    return topo_fail(sc, EINVAL, sc->line, sc->col, "NUL byte");
                 advance(sc);
             }
         } else
@@ -281,8 +280,8 @@ static struct hostlist *expand(struct topo_scan *sc,
             /* Point at the byte the hostlist parser names. */
             if ((at = strstr(why.text, "at offset ")))
                 off = strtoul(at + 10, NULL, 10);
-            msg = strncmp(why.text, "hostlist: ", 10) ? why.text
-                                                       : why.text + 10;
+            msg =
+                strncmp(why.text, "hostlist: ", 10) ? why.text : why.text + 10;
             topo_fail(sc,
                       e,
                       tok->line,
@@ -605,7 +604,8 @@ static void cycle_text(const struct topology *t,
  */
 static int check_cycles(struct topo_scan *sc, struct topology *t)
 {
-    unsigned char *state = calloc(t->nsw ? t->nsw : 1, 1); /* 0, 1 on path, 2 done */
+    unsigned char *state =
+        calloc(t->nsw ? t->nsw : 1, 1); /* 0, 1 on path, 2 done */
     size_t *path = calloc(t->nsw ? t->nsw : 1, sizeof(size_t));
     size_t *next = calloc(t->nsw ? t->nsw : 1, sizeof(size_t));
     char text[120];
@@ -764,11 +764,11 @@ struct topology *topology_load(const char *path,
     }
     if (!S_ISREG(st.st_mode) || st.st_size > (off_t)TOPOLOGY_MAX_FILE_BYTES) {
         errno = S_ISREG(st.st_mode) ? E2BIG : EINVAL;
-        errprintf(errp,
-                  "%s: %s",
-                  path,
-                  S_ISREG(st.st_mode) ? "larger than 16 MiB"
-                                      : "not a regular file");
+        errprintf(
+            errp,
+            "%s: %s",
+            path,
+            S_ISREG(st.st_mode) ? "larger than 16 MiB" : "not a regular file");
         goto done;
     }
     /* One byte more than allowed tells a file that grew while read. */

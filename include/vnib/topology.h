@@ -74,12 +74,12 @@ size_t topology_node_count(const struct topology *t);
 
 /* One switch, in the file's order (0 <= i < topology_switch_count). */
 struct topology_switch_info {
-    const char *name;  /* borrowed from t */
-    bool leaf;         /* has Nodes= */
-    size_t nodes;      /* nodes under it (leaf switches) */
-    size_t children;   /* switches under it (others) */
-    long link_speed;   /* LinkSpeed=, or -1 when not given */
-    unsigned line;     /* where it is defined */
+    const char *name; /* borrowed from t */
+    bool leaf;        /* has Nodes= */
+    size_t nodes;     /* nodes under it (leaf switches) */
+    size_t children;  /* switches under it (others) */
+    long link_speed;  /* LinkSpeed=, or -1 when not given */
+    unsigned line;    /* where it is defined */
 };
 int topology_switch(const struct topology *t,
                     size_t i,

@@ -72,23 +72,52 @@ static const struct good_case good_cases[] = {
     {"empty file", "", 0, 0, 0},
     {"comments and blank lines only", "# nothing\n\n   \n\t# more\n", 0, 0, 0},
     {"no final newline", "SwitchName=a Nodes=n1", 1, 1, 1},
-    {"CRLF lines", "SwitchName=a Nodes=n[1-2]\r\nSwitchName=b Switches=a\r\n",
-     2, 1, 2},
-    {"keys in any case", "switchname=a NODES=n1 linkspeed=5\nSWITCHNAME=b "
-     "switches=a\n", 2, 1, 1},
+    {"CRLF lines",
+     "SwitchName=a Nodes=n[1-2]\r\nSwitchName=b Switches=a\r\n",
+     2,
+     1,
+     2},
+    {"keys in any case",
+     "switchname=a NODES=n1 linkspeed=5\nSWITCHNAME=b "
+     "switches=a\n",
+     2,
+     1,
+     1},
     {"comment after the values", "SwitchName=a Nodes=n1 # leaf a\n", 1, 1, 1},
-    {"backslash continues a line", "SwitchName=a \\\n   Nodes=n[1-3]\n", 1, 1,
+    {"backslash continues a line",
+     "SwitchName=a \\\n   Nodes=n[1-3]\n",
+     1,
+     1,
      3},
-    {"leaves without a common parent", "SwitchName=a Nodes=x[1-2]\n"
-     "SwitchName=b Nodes=y[1-2]\n", 2, 2, 4},
-    {"child defined after its parent", "SwitchName=top Switches=l[1-2]\n"
-     "SwitchName=l1 Nodes=n[1-2]\nSwitchName=l2 Nodes=n[3-4]\n", 3, 2, 4},
-    {"a node listed twice under one leaf", "SwitchName=a Nodes=n[1-3],n2\n",
-     1, 1, 3},
-    {"a child listed twice under one parent", "SwitchName=a Nodes=n1\n"
-     "SwitchName=b Switches=a,a\n", 2, 1, 1},
-    {"irregular hostlists", "SwitchName=a Nodes=tux[0-3,12,18-20]\n"
-     "SwitchName=b Nodes=login1,gpu07\nSwitchName=c Switches=a,b\n", 3, 2, 10},
+    {"leaves without a common parent",
+     "SwitchName=a Nodes=x[1-2]\n"
+     "SwitchName=b Nodes=y[1-2]\n",
+     2,
+     2,
+     4},
+    {"child defined after its parent",
+     "SwitchName=top Switches=l[1-2]\n"
+     "SwitchName=l1 Nodes=n[1-2]\nSwitchName=l2 Nodes=n[3-4]\n",
+     3,
+     2,
+     4},
+    {"a node listed twice under one leaf",
+     "SwitchName=a Nodes=n[1-3],n2\n",
+     1,
+     1,
+     3},
+    {"a child listed twice under one parent",
+     "SwitchName=a Nodes=n1\n"
+     "SwitchName=b Switches=a,a\n",
+     2,
+     1,
+     1},
+    {"irregular hostlists",
+     "SwitchName=a Nodes=tux[0-3,12,18-20]\n"
+     "SwitchName=b Nodes=login1,gpu07\nSwitchName=c Switches=a,b\n",
+     3,
+     2,
+     10},
 };
 
 static void test_good_files(void **state)
@@ -104,15 +133,16 @@ static void test_good_files(void **state)
         if (topology_switch_count(t) != c->switches
             || topology_leaf_count(t) != c->leaves
             || topology_node_count(t) != c->nodes)
-            fail_msg("%s: %zu switches, %zu leaves, %zu nodes; want %zu, "
-                     "%zu, %zu",
-                     c->what,
-                     topology_switch_count(t),
-                     topology_leaf_count(t),
-                     topology_node_count(t),
-                     c->switches,
-                     c->leaves,
-                     c->nodes);
+            fail_msg(
+                "%s: %zu switches, %zu leaves, %zu nodes; want %zu, "
+                "%zu, %zu",
+                c->what,
+                topology_switch_count(t),
+                topology_leaf_count(t),
+                topology_node_count(t),
+                c->switches,
+                c->leaves,
+                c->nodes);
         topology_destroy(t);
     }
 }
@@ -125,57 +155,101 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-    {"unknown key", "SwitchName=s0 Nodes=n1\n\nSwitchName=s1 Nodez=n2\n",
-     EINVAL, "t.conf:3:15: unknown key \"Nodez\""},
-    {"unknown first key", "  Frob=1\n", EINVAL,
+    {"unknown key",
+     "SwitchName=s0 Nodes=n1\n\nSwitchName=s1 Nodez=n2\n",
+     EINVAL,
+     "t.conf:3:15: unknown key \"Nodez\""},
+    {"unknown first key",
+     "  Frob=1\n",
+     EINVAL,
      "t.conf:1:3: unknown key \"Frob\""},
-    {"line not starting with SwitchName", "Nodes=n1 SwitchName=a\n", EINVAL,
+    {"line not starting with SwitchName",
+     "Nodes=n1 SwitchName=a\n",
+     EINVAL,
      "t.conf:1:1: a line must start with SwitchName=, not Nodes"},
-    {"block topology", "BlockName=b1 Nodes=n[1-4]\n", EINVAL,
+    {"block topology",
+     "BlockName=b1 Nodes=n[1-4]\n",
+     EINVAL,
      "t.conf:1:1: BlockName: only tree topologies (SwitchName=) are read"},
-    {"ring topology", "RingName=ring0 Nodes=node[01-08]\n", EINVAL,
+    {"ring topology",
+     "RingName=ring0 Nodes=node[01-08]\n",
+     EINVAL,
      "t.conf:1:1: RingName: only tree topologies (SwitchName=) are read"},
-    {"no equals sign", "SwitchName=a Nodes n1\n", EINVAL,
+    {"no equals sign",
+     "SwitchName=a Nodes n1\n",
+     EINVAL,
      "t.conf:1:14: expected KEY=VALUE, found \"Nodes\""},
-    {"empty key", "SwitchName=a =n1\n", EINVAL,
+    {"empty key",
+     "SwitchName=a =n1\n",
+     EINVAL,
      "t.conf:1:14: expected KEY=VALUE, found \"=n1\""},
-    {"empty value", "SwitchName=a Nodes=\n", EINVAL,
+    {"empty value",
+     "SwitchName=a Nodes=\n",
+     EINVAL,
      "t.conf:1:20: Nodes has no value"},
-    {"key twice", "SwitchName=a Nodes=n1 Nodes=n2\n", EINVAL,
+    {"key twice",
+     "SwitchName=a Nodes=n1 Nodes=n2\n",
+     EINVAL,
      "t.conf:1:23: Nodes given twice for switch a"},
-    {"SwitchName twice", "SwitchName=a SwitchName=b Nodes=n1\n", EINVAL,
+    {"SwitchName twice",
+     "SwitchName=a SwitchName=b Nodes=n1\n",
+     EINVAL,
      "t.conf:1:14: SwitchName given twice for switch a"},
-    {"Nodes and Switches", "SwitchName=b Nodes=n1\nSwitchName=a Nodes=n2 "
-     "Switches=b\n", EINVAL,
+    {"Nodes and Switches",
+     "SwitchName=b Nodes=n1\nSwitchName=a Nodes=n2 "
+     "Switches=b\n",
+     EINVAL,
      "t.conf:2:23: switch a has both Nodes= and Switches="},
-    {"neither Nodes nor Switches", "SwitchName=a LinkSpeed=5\n", EINVAL,
+    {"neither Nodes nor Switches",
+     "SwitchName=a LinkSpeed=5\n",
+     EINVAL,
      "t.conf:1:12: switch a has neither Nodes= nor Switches="},
-    {"bad switch name", "SwitchName=s[0-1] Nodes=n1\n", EINVAL,
+    {"bad switch name",
+     "SwitchName=s[0-1] Nodes=n1\n",
+     EINVAL,
      "t.conf:1:13: SwitchName: '[' is not allowed in a switch name "
      "(letters, digits, '-', '_', '.')"},
-    {"bad LinkSpeed", "SwitchName=a Nodes=n1 LinkSpeed=fast\n", EINVAL,
+    {"bad LinkSpeed",
+     "SwitchName=a Nodes=n1 LinkSpeed=fast\n",
+     EINVAL,
      "t.conf:1:33: LinkSpeed: not a number in 0-999999999"},
-    {"bad hostlist, column of the byte", "SwitchName=a Nodes=n[1-2,x]\n",
-     EINVAL, "t.conf:1:26: Nodes: expected a number at offset 6, found 'x'"},
-    {"duplicate switch", "SwitchName=a Nodes=n1\n# again\nSwitchName=a "
-     "Nodes=n2\n", EINVAL,
+    {"bad hostlist, column of the byte",
+     "SwitchName=a Nodes=n[1-2,x]\n",
+     EINVAL,
+     "t.conf:1:26: Nodes: expected a number at offset 6, found 'x'"},
+    {"duplicate switch",
+     "SwitchName=a Nodes=n1\n# again\nSwitchName=a "
+     "Nodes=n2\n",
+     EINVAL,
      "t.conf:3:12: switch a is defined twice (first on line 1)"},
-    {"unknown child switch", "SwitchName=a Nodes=n1\nSwitchName=top "
-     "Switches=a,b9\n", EINVAL,
+    {"unknown child switch",
+     "SwitchName=a Nodes=n1\nSwitchName=top "
+     "Switches=a,b9\n",
+     EINVAL,
      "t.conf:2:25: Switches: switch b9 is not defined"},
-    {"node under two leaf switches", "SwitchName=a Nodes=n[1-4]\nSwitchName=b "
-     "Nodes=n[4-8]\n", EINVAL,
+    {"node under two leaf switches",
+     "SwitchName=a Nodes=n[1-4]\nSwitchName=b "
+     "Nodes=n[4-8]\n",
+     EINVAL,
      "t.conf:2:20: Nodes: node n4 is under two leaf switches, a (line 1) "
      "and b"},
-    {"cycle of two", "SwitchName=l Nodes=n1\nSwitchName=x Switches=y,l\n"
-     "SwitchName=y Switches=x\n", EINVAL,
+    {"cycle of two",
+     "SwitchName=l Nodes=n1\nSwitchName=x Switches=y,l\n"
+     "SwitchName=y Switches=x\n",
+     EINVAL,
      "t.conf:3:23: Switches: switch cycle x -> y -> x"},
-    {"switch under itself", "SwitchName=x Switches=x\n", EINVAL,
+    {"switch under itself",
+     "SwitchName=x Switches=x\n",
+     EINVAL,
      "t.conf:1:23: Switches: switch cycle x -> x"},
-    {"NUL byte", "SwitchName=a Nodes=n1\n#x\0y\n", EINVAL,
+    {"NUL byte",
+     "SwitchName=a Nodes=n1\n#x\0y\n",
+     EINVAL,
      "t.conf:2:3: NUL byte"},
-    {"position after a continuation", "SwitchName=a \\\n  Nodes=n1 Foo=2\n",
-     EINVAL, "t.conf:2:12: unknown key \"Foo\""},
+    {"position after a continuation",
+     "SwitchName=a \\\n  Nodes=n1 Foo=2\n",
+     EINVAL,
+     "t.conf:2:12: unknown key \"Foo\""},
 };
 
 static void test_bad_files(void **state)
@@ -239,7 +313,8 @@ static void test_switch_limit(void **state)
     (void)state;
     assert_non_null(text);
     for (size_t i = 0; i < n; i++)
-        len += (size_t)sprintf(text + len, "SwitchName=s%zu Nodes=n%zu\n", i, i);
+        len +=
+            (size_t)sprintf(text + len, "SwitchName=s%zu Nodes=n%zu\n", i, i);
     errno = 0;
     assert_null(topology_parse(text, len, "t.conf", 1000000, &e));
     assert_int_equal(errno, E2BIG);
