@@ -120,9 +120,7 @@ static json_t *job_spans(const struct topology *t,
     vnib_error_t error = {""};
     struct hostlist *hl =
         hostlist_decode(nodes, HOSTLIST_DEFAULT_MAX_NAMES, &error);
-    struct topology_span *spans = NULL;
-    size_t n = 0, unknown = 0;
-    const char *first = NULL;
+    struct topology_spans sp = {NULL, 0, 0, NULL};
     json_t *obj = NULL;
     json_t *rows = NULL;
 
@@ -132,16 +130,15 @@ static json_t *job_spans(const struct topology *t,
         return NULL;
     }
     hostlist_uniq(hl);
-    if (topology_span(t, hl, &spans, &n, &unknown, &first, &error) < 0
-        || !(rows = json_array()))
+    if (topology_span(t, hl, &sp, &error) < 0 || !(rows = json_array()))
         goto nomem;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < sp.n; i++)
         if (json_array_append_new(rows,
                                   json_pack("{s:s, s:I}",
                                             "switch",
-                                            spans[i].leaf,
+                                            sp.v[i].leaf,
                                             "nodes",
-                                            (json_int_t)spans[i].nodes))
+                                            (json_int_t)sp.v[i].nodes))
             < 0)
             goto nomem;
     obj = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s?, s:O}",
@@ -154,11 +151,11 @@ static json_t *job_spans(const struct topology *t,
                     "node_count",
                     (json_int_t)hostlist_count(hl),
                     "leaf_switches",
-                    (json_int_t)n,
+                    (json_int_t)sp.n,
                     "unknown_nodes",
-                    (json_int_t)unknown,
+                    (json_int_t)sp.unknown,
                     "first_unknown",
-                    first,
+                    sp.first_unknown,
                     "switches",
                     rows);
     if (!obj)
@@ -168,7 +165,7 @@ nomem:
     *rcp = ctl_fail(CTL_EXIT_FAILED, "out of memory");
 done:
     json_decref(rows);
-    free(spans);
+    topology_spans_free(&sp);
     hostlist_destroy(hl);
     return obj;
 }

@@ -871,20 +871,12 @@ const char *topology_leaf_of(const struct topology *t, const char *node)
 
 int topology_span(const struct topology *t,
                   const struct hostlist *hl,
-                  struct topology_span **spansp,
-                  size_t *nspansp,
-                  size_t *unknownp,
-                  const char **first_unknownp,
+                  struct topology_spans *out,
                   vnib_error_t *errp)
 {
     size_t *count = calloc(t->nsw ? t->nsw : 1, sizeof(size_t));
-    struct topology_span *spans = NULL;
-    size_t nspans = 0;
 
-    *spansp = NULL;
-    *nspansp = 0;
-    *unknownp = 0;
-    *first_unknownp = NULL;
+    memset(out, 0, sizeof(*out));
     if (!count) {
         errno = ENOMEM;
         return errprintf(errp, "out of memory");
@@ -892,21 +884,26 @@ int topology_span(const struct topology *t,
     for (size_t i = 0; i < hostlist_count(hl); i++) {
         const char *name = hostlist_nth(hl, i);
         const struct topo_node *n = find_node(t, name);
-        if (n) {
-            nspans += count[n->sw]++ == 0;
-        } else if ((*unknownp)++ == 0)
-            *first_unknownp = name;
+        if (n)
+            out->n += count[n->sw]++ == 0;
+        else if (out->unknown++ == 0)
+            out->first_unknown = name;
     }
-    if (nspans > 0 && !(spans = calloc(nspans, sizeof(*spans)))) {
+    if (out->n > 0 && !(out->v = calloc(out->n, sizeof(*out->v)))) {
         free(count);
+        memset(out, 0, sizeof(*out));
         errno = ENOMEM;
         return errprintf(errp, "out of memory");
     }
     for (size_t i = 0, k = 0; i < t->nsw; i++)
         if (count[i] > 0)
-            spans[k++] = (struct topology_span){t->sw[i].name, count[i]};
+            out->v[k++] = (struct topology_span){t->sw[i].name, count[i]};
     free(count);
-    *spansp = spans;
-    *nspansp = nspans;
     return 0;
+}
+
+void topology_spans_free(struct topology_spans *spans)
+{
+    free(spans->v);
+    memset(spans, 0, sizeof(*spans));
 }

@@ -106,19 +106,25 @@ struct topology_span {
     size_t nodes;
 };
 
-/* The leaf switches the names of hl span, in the file's order, into a new
- * array *spansp (the caller frees it; NULL when none) of *nspansp entries.
- * Names that no leaf switch holds are counted in *unknownp, and the first
- * of them (in hl's order, borrowed from hl) is *first_unknownp (NULL when
- * none).  A name listed twice in hl counts twice: pass a uniq'd list.
- * Returns 0, or -1 with errno ENOMEM.
+/* What a node list spans (topology_span), freed with topology_spans_free. */
+struct topology_spans {
+    struct topology_span *v;   /* leaf switches, in the file's order */
+    size_t n;                  /* entries of v */
+    size_t unknown;            /* names no leaf switch holds */
+    const char *first_unknown; /* the first of them in the list's order
+                                  (borrowed from the list), or NULL */
+};
+
+/* The leaf switches the names of hl span, into *out.  A name listed twice
+ * in hl counts twice: pass a uniq'd list.  Returns 0, or -1 with errno
+ * ENOMEM (and *out empty).
  */
 int topology_span(const struct topology *t,
                   const struct hostlist *hl,
-                  struct topology_span **spansp,
-                  size_t *nspansp,
-                  size_t *unknownp,
-                  const char **first_unknownp,
+                  struct topology_spans *out,
                   vnib_error_t *errp);
+
+/* Free what topology_span put in *spans and empty it. */
+void topology_spans_free(struct topology_spans *spans);
 
 #endif /* !VNIB_TOPOLOGY_H */

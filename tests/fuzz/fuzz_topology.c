@@ -40,13 +40,12 @@ static void check_refusal(const vnib_error_t *e, int err)
 /* The span of every node is every leaf, with its own count. */
 static void check_span(const struct topology *t, const struct hostlist *all)
 {
-    struct topology_span *spans = NULL;
-    size_t n = 0, unknown = 0, k = 0;
-    const char *first = NULL;
+    struct topology_spans sp;
+    size_t k = 0;
 
-    if (topology_span(t, all, &spans, &n, &unknown, &first, NULL) < 0)
+    if (topology_span(t, all, &sp, NULL) < 0)
         return; /* out of memory */
-    if (unknown != 0 || first || n > topology_leaf_count(t))
+    if (sp.unknown != 0 || sp.first_unknown || sp.n > topology_leaf_count(t))
         abort();
     for (size_t i = 0; i < topology_switch_count(t); i++) {
         struct topology_switch_info info;
@@ -54,14 +53,14 @@ static void check_span(const struct topology *t, const struct hostlist *all)
             abort();
         if (!info.leaf || info.nodes == 0)
             continue;
-        if (k >= n || strcmp(spans[k].leaf, info.name)
-            || spans[k].nodes != info.nodes)
+        if (k >= sp.n || strcmp(sp.v[k].leaf, info.name)
+            || sp.v[k].nodes != info.nodes)
             abort();
         k++;
     }
-    if (k != n)
+    if (k != sp.n)
         abort();
-    free(spans);
+    topology_spans_free(&sp);
 }
 
 static void check_inventory(const struct topology *t)

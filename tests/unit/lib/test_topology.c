@@ -392,31 +392,29 @@ static void test_span(void **state)
     for (size_t i = 0; i < sizeof(span_cases) / sizeof(span_cases[0]); i++) {
         const struct span_case *c = &span_cases[i];
         struct hostlist *hl = hostlist_decode(c->nodes, 1000, NULL);
-        struct topology_span *spans = NULL;
-        size_t n = 0, unknown = 0;
-        const char *first = NULL;
+        struct topology_spans sp;
         char got[256] = "";
         size_t used = 0;
 
         assert_non_null(hl);
         hostlist_uniq(hl);
-        assert_int_equal(
-            topology_span(t, hl, &spans, &n, &unknown, &first, NULL), 0);
-        for (size_t k = 0; k < n; k++)
+        assert_int_equal(topology_span(t, hl, &sp, NULL), 0);
+        for (size_t k = 0; k < sp.n; k++)
             used += (size_t)snprintf(got + used,
                                      sizeof(got) - used,
                                      "%s%s:%zu",
                                      k ? "," : "",
-                                     spans[k].leaf,
-                                     spans[k].nodes);
+                                     sp.v[k].leaf,
+                                     sp.v[k].nodes);
         if (strcmp(got, c->want) != 0)
             fail_msg("%s: spans '%s', want '%s'", c->nodes, got, c->want);
-        assert_int_equal(unknown, c->unknown);
+        assert_int_equal(sp.unknown, c->unknown);
         if (c->first_unknown)
-            assert_string_equal(first, c->first_unknown);
+            assert_string_equal(sp.first_unknown, c->first_unknown);
         else
-            assert_null(first);
-        free(spans);
+            assert_null(sp.first_unknown);
+        topology_spans_free(&sp);
+        assert_null(sp.v);
         hostlist_destroy(hl);
     }
     topology_destroy(t);

@@ -19,15 +19,18 @@
 #include "server/config.h"
 #include "server/inventory.h"
 
-/* Write text to a fresh temporary file; returns its malloc'd path. */
-static char *write_temp(const char *text)
+/* A new file under /tmp holding text; the caller unlinks and frees the
+ * name it returns.
+ */
+static char *temp_file_with(const char *text)
 {
-    char *path = strdup("/tmp/vnib-test-inventory.XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    return path;
+    char name[] = "/tmp/vnib-test-inventory.XXXXXX";
+    FILE *f = fdopen(mkstemp(name), "w");
+
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    return strdup(name);
 }
 
 /* Four leaf switches of four nodes, one top switch. */
@@ -49,7 +52,7 @@ static struct config *load_config(const char *topo,
              "token_key_file = \"/nonexistent\"\n%s",
              topo,
              extra);
-    char *path = write_temp(text);
+    char *path = temp_file_with(text);
     struct config *cfg = config_load(path, e);
     unlink(path);
     free(path);
@@ -104,7 +107,7 @@ static const struct sizing_case sizing_cases[] = {
 
 static void test_sizing(void **state)
 {
-    char *topo = write_temp(topo_text);
+    char *topo = temp_file_with(topo_text);
 
     (void)state;
     for (size_t i = 0; i < sizeof(sizing_cases) / sizeof(sizing_cases[0]);
@@ -138,7 +141,7 @@ static void test_sizing(void **state)
 
 static void test_print(void **state)
 {
-    char *topo = write_temp(topo_text);
+    char *topo = temp_file_with(topo_text);
     vnib_error_t e = {""};
     char *buf = NULL;
     size_t len = 0;
@@ -172,8 +175,9 @@ static void test_print(void **state)
 
 static void test_bad_files(void **state)
 {
-    char *bad = write_temp("SwitchName=s0 Nodes=n1\nSwitchName=s1 Nodez=n2\n");
-    char *empty = write_temp("# no switches yet\n");
+    char *bad =
+        temp_file_with("SwitchName=s0 Nodes=n1\nSwitchName=s1 Nodez=n2\n");
+    char *empty = temp_file_with("# no switches yet\n");
     vnib_error_t e = {""};
     char want[256];
 
