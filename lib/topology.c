@@ -58,7 +58,8 @@ struct topo_scan {
     size_t len, pos;
     unsigned line, col; /* of text[pos], 1-based */
     const char *name;   /* the file, in messages */
-    size_t budget;      /* names the file may still expand to */
+    size_t max_names;   /* names the whole file may expand to */
+    size_t budget;      /* names it may still expand to */
     vnib_error_t *errp;
 };
 
@@ -268,14 +269,15 @@ static struct hostlist *expand(struct topo_scan *sc,
             errprintf(sc->errp, "out of memory");
             return NULL;
         }
-        if (e == E2BIG && strstr(why.text, "more than"))
+        if (e == E2BIG && strstr(why.text, "more than")
+            && !strstr(why.text, "bytes"))
             topo_fail(sc,
                       E2BIG,
                       tok->line,
                       tok->value_col,
                       "%s: the file names more than %zu hosts and switches",
                       key,
-                      sc->budget);
+                      sc->max_names);
         else {
             /* Point at the byte the hostlist parser names. */
             if ((at = strstr(why.text, "at offset ")))
@@ -712,6 +714,7 @@ struct topology *topology_parse(const char *text,
         .line = 1,
         .col = 1,
         .name = name ? name : "topology.conf",
+        .max_names = max_names,
         .budget = max_names,
         .errp = errp,
     };

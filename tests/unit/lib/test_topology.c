@@ -292,12 +292,12 @@ static void test_budget(void **state)
     assert_null(t);
     assert_int_equal(errno, E2BIG);
     assert_string_equal(e.text,
-                        "t.conf:3:23: Switches: the file names more than 1 "
+                        "t.conf:3:23: Switches: the file names more than 21 "
                         "hosts and switches");
     t = topology_parse(text, strlen(text), "t.conf", 15, &e);
     assert_null(t);
     assert_string_equal(e.text,
-                        "t.conf:2:20: Nodes: the file names more than 5 "
+                        "t.conf:2:20: Nodes: the file names more than 15 "
                         "hosts and switches");
 }
 
