@@ -95,6 +95,11 @@ static int topo_fail(const struct topo_scan *sc,
     return -1;
 }
 
+/* As error.h does for errprintf: the -1 made visible where it is called,
+ * for clang's static analyzer, which does not follow variadic calls.
+ */
+#define topo_fail(...) vnib_error_ret(topo_fail(__VA_ARGS__))
+
 /* Copy at most TOPO_QUOTE_MAX bytes of s (n bytes) for a message, with
  * bytes that are not printable ASCII shown as '?'.
  */
