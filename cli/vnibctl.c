@@ -9,7 +9,7 @@
  * This file holds main, the global options and the dispatcher.  Each
  * command is a table for cli/opts.c in its group's file: cmd_reserve.c
  * (reserve, release, show, report), cmd_list.c (list, events) and
- * cmd_admin.c (pool, vni, node).
+ * cmd_admin.c (pool, vni, node), cmd_topo.c (topology).
  *
  * Exit statuses, which scripts rely on:
  *   0  success, including idempotent repeats (HTTP 200, 201, 202)
@@ -32,6 +32,7 @@
 #include "cli/cmd_admin.h"
 #include "cli/cmd_list.h"
 #include "cli/cmd_reserve.h"
+#include "cli/cmd_topo.h"
 #include "cli/ctl.h"
 #include "cli/opts.h"
 #include "cli/tokencmd.h"
@@ -55,6 +56,7 @@ static const char usage_text[] =
     "  node NAME [--undrain]\n"
     "  report JOB_ID NODE --cxi creating|created|destroyed|failed\n"
     "         [--service DEV:SVCID]... [--message TEXT]\n"
+    "  topology [--file PATH] [--check] [JOB_ID]   (topology.conf)\n"
     "  token new ROLE NAME | token node NAME --key-file FILE |\n"
     "  token key --out FILE          (local; no broker needed)\n"
     "'vnibctl COMMAND --help' describes each command.\n"
@@ -138,6 +140,7 @@ static const struct opts_command *command_find(const char *name)
         cmd_reserve_commands,
         cmd_list_commands,
         cmd_admin_commands,
+        cmd_topo_commands,
     };
 
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {

@@ -21,6 +21,7 @@ struct cache;
 struct hwcoll;
 struct gauges;
 struct ratelimit;
+struct inventory;
 
 struct broker {
     const struct config *cfg; /* immutable after load */
@@ -30,6 +31,7 @@ struct broker {
     struct cache *cache;     /* node fetches of active reservations */
     struct hwcoll *hwcoll;   /* Fabric Manager reservations */
     struct ratelimit *rl;    /* node reports, per node; NULL: no limit */
+    struct inventory *inv;   /* cluster.topology_file; NULL in tests */
     struct metrics *metrics; /* request counters for /metrics */
     struct gauges *gauges;   /* database figures for /metrics */
     struct http *http;       /* the listener (set once started) */

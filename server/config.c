@@ -110,6 +110,10 @@ static const struct cfgtable_row rows[] = {
          "how often quarantines whose nodes all confirmed are closed (a safety net)"),
     STR ("cluster.name", cluster.name, "cluster", 0,
          "this cluster's name; prefixes the Fabric Manager job ids"),
+    STR ("cluster.topology_file", cluster.topology_file, "", 0,
+         "Slurm topology.conf naming every node under its leaf switch, read at start (\"\": no inventory)"),
+    BOOL ("cluster.reject_unknown_nodes", cluster.reject_unknown_nodes, 1,
+          "with topology_file: refuse a reservation naming a node the file lacks (false: log a warning)"),
     BOOL ("hwcoll.enabled", hwcoll.enabled, 0,
           "make Fabric Manager multicast reservations for eligible jobs"),
     STR ("hwcoll.fm_url", hwcoll.fm_url, "", 0,
@@ -347,8 +351,11 @@ static int check_hwcoll(const struct config *cfg,
         missing = "hwcoll.client_secret_file (auth is oauth)";
     else if (!cfg->hwcoll.token_key_file[0])
         missing = "hwcoll.token_key_file (session tokens are sealed at rest)";
-    else if (cfg->hwcoll.addrs_per_job == 0 && cfg->hwcoll.system_size == 0)
-        missing = "hwcoll.addrs_per_job, or hwcoll.system_size to compute it";
+    else if (cfg->hwcoll.addrs_per_job == 0 && cfg->hwcoll.system_size == 0
+             && !cfg->cluster.topology_file[0])
+        missing =
+            "hwcoll.addrs_per_job, or hwcoll.system_size or "
+            "cluster.topology_file to compute it";
     else if (!cfg->hwcoll.cert_file[0] != !cfg->hwcoll.key_file[0])
         missing = "hwcoll.cert_file and hwcoll.key_file together";
     const char *clear = config_insecure_http(cfg);
@@ -535,6 +542,7 @@ struct config *config_load(const char *path, vnib_error_t *errp)
         goto error;
     if (check_semantics(cfg, path, lines, errp) < 0)
         goto error;
+    cfg->min_job_size_set = key_line(lines, "hwcoll.min_job_size") > 0;
     json_decref(root);
     json_decref(lines);
     return cfg;

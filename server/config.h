@@ -86,7 +86,9 @@ struct config {
     } vni;
 
     struct {
-        char *name; /* this cluster's name */
+        char *name;                /* this cluster's name */
+        char *topology_file;       /* Slurm topology.conf; "" = none */
+        long reject_unknown_nodes; /* with it: refuse (1) or warn (0) */
     } cluster;
 
     struct {
@@ -139,6 +141,10 @@ struct config {
     unsigned tcs_mask;      /* vni.traffic_classes as TCLASS_* bits */
     /* auth.node_key_previous_until, parsed (0 when no previous key). */
     time_t node_key_previous_until;
+    /* hwcoll.min_job_size is in the file (not its default): with a
+     * topology file, s is then this value rather than S / leaf switches.
+     */
+    bool min_job_size_set;
 };
 
 /* Load and validate a configuration file.  Keys absent from the file take

@@ -29,6 +29,7 @@
 #include "server/broker.h"
 #include "server/config.h"
 #include "server/hwcoll_int.h"
+#include "server/inventory.h"
 #include "server/store.h"
 
 /* What a reservation says while a worker, not the request, reserves. */
@@ -464,12 +465,10 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
     if (!cfg->hwcoll.enabled)
         return h;
 
-    h->addrs_per_job = cfg->hwcoll.addrs_per_job
-                           ? (int)cfg->hwcoll.addrs_per_job
-                           : fmc_addrs_per_job((int)cfg->hwcoll.total_addrs,
-                                               (int)cfg->hwcoll.system_size,
-                                               (int)cfg->hwcoll.min_job_size,
-                                               (int)cfg->hwcoll.jobs_per_node);
+    /* S and s may come from cluster.topology_file (inventory.h). */
+    struct inventory_sizing sizing;
+    inventory_sizing(cfg, b->inv, &sizing);
+    h->addrs_per_job = sizing.addrs_per_job;
     if (load_key(cfg->hwcoll.token_key_file, h->key, errp) < 0)
         goto error;
     if (cfg->hwcoll.token_key_previous_file[0]) {
@@ -524,7 +523,10 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
         cfg->hwcoll.fm_url,
         cfg->hwcoll.auth,
         h->addrs_per_job,
-        cfg->hwcoll.addrs_per_job ? "" : " (computed: (M / (S / s)) / j)",
+        cfg->hwcoll.addrs_per_job  ? ""
+        : sizing.min_job_size == 0 ? " (computed: (M / (S / s)) / j, S / s "
+                                     "= the topology's leaf switches)"
+                                   : " (computed: (M / (S / s)) / j)",
         eligible,
         h->prefix);
     char host[256] = "localhost";

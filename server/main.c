@@ -30,6 +30,7 @@
 #include "server/gauges.h"
 #include "server/http.h"
 #include "server/hwcoll.h"
+#include "server/inventory.h"
 #include "server/metrics.h"
 #include "server/ratelimit.h"
 #include "server/routes.h"
@@ -110,12 +111,16 @@ static int parse_options(int argc, char **argv, struct options *opt)
 static int check_config(const char *path)
 {
     vnib_error_t error = {""};
+    struct inventory *inv = NULL;
     struct config *cfg = config_load(path, &error);
-    if (!cfg) {
+    if (!cfg || !(inv = inventory_create(cfg, &error))) {
         fprintf(stderr, "vnibrokerd: %s\n", error.text);
+        config_destroy(cfg);
         return EXIT_USAGE;
     }
     config_print(cfg, stdout);
+    inventory_print(inv, cfg, stdout);
+    inventory_destroy(inv);
     config_destroy(cfg);
     return 0;
 }
@@ -249,8 +254,10 @@ int main(int argc, char **argv)
     if (opt.check_path)
         return check_config(opt.check_path);
 
-    if (!(cfg = config_load(opt.config_path, &error))) {
+    if (!(cfg = config_load(opt.config_path, &error))
+        || !(b.inv = inventory_create(cfg, &error))) {
         fprintf(stderr, "vnibrokerd: %s\n", error.text);
+        config_destroy(cfg);
         return EXIT_USAGE;
     }
     b.cfg = cfg;
@@ -294,6 +301,16 @@ int main(int argc, char **argv)
                       "%s) cross the network in clear",
                       config_insecure_http(cfg),
                       cfg->hwcoll.auth);
+    char inventory[600];
+    inventory_describe(b.inv, inventory, sizeof(inventory));
+    if (inventory[0])
+        logger_printf(
+            b.log,
+            LOG_NOTICE,
+            NULL,
+            "inventory: %s; reservations naming other nodes are %s",
+            inventory,
+            cfg->cluster.reject_unknown_nodes ? "refused" : "warned about");
     if (check_schema(&b, &schema_version) < 0 || sync_pool(&b) < 0)
         goto done;
     if (!(b.hwcoll = hwcoll_create(&b, &error))) {
@@ -367,6 +384,7 @@ done:
     if (rc == 0 && !opt.migrate)
         logger_printf(b.log, LOG_NOTICE, NULL, "stopped");
     logger_destroy(b.log);
+    inventory_destroy(b.inv);
     config_destroy(cfg);
     return rc;
 }

@@ -18,6 +18,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/hwcoll.h"
+#include "server/inventory.h"
 #include "server/params.h"
 #include "server/ratelimit.h"
 #include "server/reservations.h"
@@ -108,6 +109,7 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const struct config *cfg = req->broker->cfg;
     struct store_reserve a = {0};
+    struct inventory_verdict known;
     struct hostlist *hosts = NULL;
     json_t *body = NULL;
     char *nodes = NULL;
@@ -129,6 +131,8 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
      * "n[1-3]" are the same job on a retry.
      */
     hostlist_uniq(hosts);
+    if (inventory_check(req, hosts, &known, errp) < 0)
+        goto done;
     if (!(nodes = hostlist_encode(hosts))) {
         errprintf(errp, "out of memory");
         goto done;
@@ -156,6 +160,8 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
         goto done;
     }
     status = created ? 201 : 200;
+    if (created)
+        inventory_warn(req, a.job_id, &known);
     cache_forget(req->broker->cache, a.job_id);
     /* The VNIs are committed; now the Fabric Manager, which may fail or
      * be slow without failing the reservation.  Only schedulers and
