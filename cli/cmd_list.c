@@ -29,7 +29,8 @@ static const char help_list[] =
     "  --all            fetch every page\n"
     "  --json           print the page (with --all: every reservation) as "
     "JSON\n"
-    "Columns: JOB_ID STATE UID USER NODES VNIS CREATED.\n";
+    "Columns: JOB_ID STATE UID USER NODES VNIS CREATED STEP (a job step's\n"
+    "reservation: its step id; its VNIS are the step's own).\n";
 
 /* One page of the list (params include the cursor): GET, append its
  * reservations to `all`, and return its `next` cursor (a new string, or NULL on
@@ -81,9 +82,16 @@ struct list_args {
 };
 
 /* The table's columns: headers, then the keys of the reply's objects. */
-static const char *const list_columns[2][7] = {
-    {"JOB_ID", "STATE", "UID", "USER", "NODES", "VNIS", "CREATED"},
-    {"job_id", "state", "uid", "user", "nodes", "vnis", "created_at"},
+static const char *const list_columns[2][8] = {
+    {"JOB_ID", "STATE", "UID", "USER", "NODES", "VNIS", "CREATED", "STEP"},
+    {"job_id",
+     "state",
+     "uid",
+     "user",
+     "nodes",
+     "vnis",
+     "created_at",
+     "step_id"},
 };
 
 static int run_list(struct ctl *ctl, void *args, char **pos)
@@ -136,7 +144,7 @@ static int run_list(struct ctl *ctl, void *args, char **pos)
         rc = o ? ctl_print_json(o) : ctl_fail(CTL_EXIT_FAILED, "out of memory");
         json_decref(o);
     } else {
-        rc = print_table(all, 7, list_columns[0], list_columns[1]);
+        rc = print_table(all, 8, list_columns[0], list_columns[1]);
         fflush(stdout); /* the table before the hint, also in a pipe */
         if (rc == CTL_EXIT_OK && next)
             fprintf(stderr,

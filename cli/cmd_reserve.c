@@ -1,6 +1,6 @@
 /* vnibctl's commands on one job's reservation: reserve, release, show and
- * report, each a table for cli/opts.c and a handler making one REST call
- * through lib/client.c.
+ * report (each also of a job step's, with --step), each a table for
+ * cli/opts.c and a handler making one REST call through lib/client.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +38,7 @@ static const char help_reserve[] =
     "Usage: vnibctl reserve JOB_ID --uid N --user NAME --nodes HOSTLIST "
     "[--vnis N]\n"
     "                      [--hwcoll on|off|auto]\n"
+    "       vnibctl reserve JOB_ID --step STEP --nodes HOSTLIST [--vnis N]\n"
     "Reserve VNIs for a job (roles: scheduler, admin).  Repeating the same\n"
     "reservation is harmless and prints it again; different parameters for\n"
     "an active job are refused (reservation_conflict).\n"
@@ -47,6 +48,10 @@ static const char help_reserve[] =
     "  --vnis N          VNIs to reserve (0-4; default: the broker's)\n"
     "  --hwcoll MODE     hardware collectives: on, off or auto (the\n"
     "                    broker's rule by node count; the default)\n"
+    "  --step STEP       reserve for a step of the active job instead: on\n"
+    "                    nodes of the job, --vnis (default 0) of its own,\n"
+    "                    with the job's at most 4; uid, user and traffic\n"
+    "                    classes are the job's\n"
     "  --json            print the reservation as JSON\n";
 
 struct reserve_args {
@@ -55,7 +60,43 @@ struct reserve_args {
     const char *nodes;
     struct opts_uint vnis;
     const char *hwcoll;
+    const char *step;
 };
+
+/* A job step id: 1-64 of letters, digits and ._- (as the broker's). */
+static int check_step(const char *cmd, const char *step)
+{
+    size_t n = strspn(step,
+                      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "0123456789._-");
+    if (n == 0 || n > 64 || step[n] != '\0')
+        return ctl_usage_error(cmd,
+                               "--step '%s' is not a valid step id (1-64 of "
+                               "letters, digits and ._-)",
+                               step);
+    return 0;
+}
+
+/* A step's reserve: the job's uid, user and hwcoll are not its to set. */
+static int run_reserve_step(struct ctl *ctl,
+                            const struct reserve_args *a,
+                            const char *job_id)
+{
+    if (a->uid.text || a->user || a->hwcoll)
+        return ctl_usage_error("reserve",
+                               "--uid, --user and --hwcoll are the job's; "
+                               "not with --step");
+    const struct vnib_step_reserve r = {
+        .job_id = job_id,
+        .step_id = a->step,
+        .nodes = a->nodes,
+        .vni_count = a->vnis.text ? (int)a->vnis.value : -1,
+    };
+    vnib_error_t error = {""};
+    json_t *reply = NULL;
+    int status = vnib_client_step_reserve(ctl->client, &r, &reply, &error);
+    return reservation_reply(ctl, status, reply, &error);
+}
 
 static int check_user(const char *cmd, const char *user)
 {
@@ -78,6 +119,11 @@ static int check_nodes(const char *cmd, const char *nodes)
 static int run_reserve(struct ctl *ctl, void *args, char **pos)
 {
     const struct reserve_args *a = args;
+    if (a->step)
+        return run_reserve_step(ctl, a, pos[0]);
+    if (!a->uid.text || !a->user)
+        return ctl_usage_error(
+            "reserve", "--%s is required", a->uid.text ? "user NAME" : "uid N");
     const struct vnib_reserve r = {
         .job_id = pos[0],
         .uid = (uint32_t)a->uid.value,
@@ -96,11 +142,12 @@ static const char *const hwcoll_modes[] = {"on", "off", "auto", NULL};
 
 /* clang-format off */
 static const struct opts_option reserve_options[] = {
-    OPTS_ROW_UINT("uid", 'u', struct reserve_args, uid, OPTS_REQUIRED | OPTS_LATE, "N", 0, 4294967294ull),
-    OPTS_ROW_STRING("user", 'U', struct reserve_args, user, OPTS_REQUIRED | OPTS_LATE, "NAME", check_user),
+    OPTS_ROW_UINT("uid", 'u', struct reserve_args, uid, OPTS_LATE, "N", 0, 4294967294ull),
+    OPTS_ROW_STRING("user", 'U', struct reserve_args, user, OPTS_LATE, "NAME", check_user),
     OPTS_ROW_STRING("nodes", 'n', struct reserve_args, nodes, OPTS_REQUIRED | OPTS_LATE, "HOSTLIST", check_nodes),
     OPTS_ROW_UINT("vnis", 'v', struct reserve_args, vnis, 0, "N", 0, 4),
     OPTS_ROW_CHOICE("hwcoll", 'H', struct reserve_args, hwcoll, 0, "MODE", hwcoll_modes, "on, off or auto"),
+    OPTS_ROW_STRING("step", 'S', struct reserve_args, step, OPTS_LATE, "STEP", check_step),
     OPTS_ROW_END,
 };
 /* clang-format on */
@@ -109,6 +156,7 @@ static const struct opts_option reserve_options[] = {
 
 static const char help_release[] =
     "Usage: vnibctl release JOB_ID [--force] [--reservation ID]\n"
+    "       vnibctl release JOB_ID --step STEP [--force]\n"
     "Release a job's VNIs (roles: scheduler, admin).  They stay quarantined\n"
     "until every node that created CXI services reports them destroyed.\n"
     "Repeating the call is harmless.\n"
@@ -116,12 +164,41 @@ static const char help_release[] =
     "  --reservation ID   that reservation of the job and no other (not a\n"
     "                     requeued job's newer one); default: the active\n"
     "                     one, else the newest\n"
+    "  --step STEP        end a step of the job instead: its multicast\n"
+    "                     trees and its own VNIs, quarantined as a job's\n"
     "  --json             print the reservation as JSON\n";
 
 struct release_args {
     bool force;
     long long reservation;
+    const char *step;
 };
+
+/* The end of a step release: its outcome, then the step's reservation
+ * (none when the step had none).  Consumes reply.
+ */
+static int step_release_reply(const struct ctl *ctl,
+                              int status,
+                              json_t *reply,
+                              const vnib_error_t *error)
+{
+    static const char *const order[] = {"job_id", "step_id", "outcome", NULL};
+    static const char *const skip[] = {"reservation", NULL};
+    int rc = ctl_outcome(ctl, status, reply, error);
+    json_t *res = json_object_get(reply, "reservation");
+
+    if (rc == CTL_EXIT_OK && ctl->json)
+        rc = ctl_print_json(reply);
+    else if (rc == CTL_EXIT_OK) {
+        rc = print_kv(reply, order, skip);
+        if (rc == CTL_EXIT_OK && json_is_object(res)) {
+            printf("\n");
+            rc = print_reservation_kv(res);
+        }
+    }
+    json_decref(reply);
+    return rc;
+}
 
 static int release_reservation(void *args, const char *cmd, const char *arg)
 {
@@ -146,6 +223,14 @@ static int run_release(struct ctl *ctl, void *args, char **pos)
     const struct release_args *a = args;
     vnib_error_t error = {""};
     json_t *reply = NULL;
+    if (a->step && a->reservation > 0)
+        return ctl_usage_error("release",
+                               "--reservation is a job's; not with --step");
+    if (a->step) {
+        int status = vnib_client_step_release(
+            ctl->client, pos[0], a->step, a->force, &reply, &error);
+        return step_release_reply(ctl, status, reply, &error);
+    }
     int status = vnib_client_release(
         ctl->client, pos[0], a->reservation, a->force, &reply, &error);
     return reservation_reply(ctl, status, reply, &error);
@@ -155,6 +240,7 @@ static int run_release(struct ctl *ctl, void *args, char **pos)
 static const struct opts_option release_options[] = {
     OPTS_ROW_FLAG("force", 'f', struct release_args, force),
     OPTS_ROW_CALL("reservation", 'r', "ID", release_reservation),
+    OPTS_ROW_STRING("step", 'S', struct release_args, step, OPTS_LATE, "STEP", check_step),
     OPTS_ROW_END,
 };
 /* clang-format on */
@@ -162,22 +248,37 @@ static const struct opts_option release_options[] = {
 /* ---- show ------------------------------------------------------------- */
 
 static const char help_show[] =
-    "Usage: vnibctl show JOB_ID\n"
+    "Usage: vnibctl show JOB_ID [--step STEP]\n"
     "Show the newest reservation of a job, with its VNIs and how many nodes\n"
     "have cleaned up (roles: scheduler, admin, monitor, a node of the "
     "job).\n"
-    "  --json    print the reservation as JSON\n";
+    "  --step STEP   the newest reservation of a step of the job instead\n"
+    "                (a node: of the step's nodes)\n"
+    "  --json        print the reservation as JSON\n";
+
+struct show_args {
+    const char *step;
+};
 
 static int run_show(struct ctl *ctl, void *args, char **pos)
 {
+    const struct show_args *a = args;
     vnib_error_t error = {""};
     json_t *reply = NULL;
     int status =
-        vnib_client_get_reservation(ctl->client, pos[0], &reply, &error);
+        a->step
+            ? vnib_client_get_step(ctl->client, pos[0], a->step, &reply, &error)
+            : vnib_client_get_reservation(ctl->client, pos[0], &reply, &error);
 
-    (void)args;
     return reservation_reply(ctl, status, reply, &error);
 }
+
+/* clang-format off */
+static const struct opts_option show_options[] = {
+    OPTS_ROW_STRING("step", 'S', struct show_args, step, OPTS_LATE, "STEP", check_step),
+    OPTS_ROW_END,
+};
+/* clang-format on */
 
 /* ---- report ----------------------------------------------------------- */
 
@@ -308,7 +409,7 @@ static const struct opts_option report_options[] = {
 const struct opts_command cmd_reserve_commands[] = {
     {"reserve", help_reserve, false, 1, "JOB_ID", {ctl_check_job_id, NULL}, reserve_options, sizeof(struct reserve_args), run_reserve, NULL},
     {"release", help_release, false, 1, "JOB_ID", {ctl_check_job_id, NULL}, release_options, sizeof(struct release_args), run_release, NULL},
-    {"show", help_show, false, 1, "JOB_ID", {ctl_check_job_id, NULL}, NULL, 0, run_show, NULL},
+    {"show", help_show, false, 1, "JOB_ID", {ctl_check_job_id, NULL}, show_options, sizeof(struct show_args), run_show, NULL},
     {"report", help_report, false, 2, "JOB_ID and NODE", {ctl_check_job_id, ctl_check_node}, report_options, sizeof(struct report_args), run_report, report_cleanup},
     {.name = NULL},
 };

@@ -182,11 +182,14 @@ done:
 }
 
 static const char *const reservation_order[] = {
-    "job_id",       "state",           "uid",        "user",
-    "nodes",        "node_count",      "vni_count",  "vnis",
-    "empty_reason", "traffic_classes", "tcs_mask",   "quarantined",
-    "cleanup",      "created_at",      "created_by", "release_requested_at",
-    "released_at",  "released_by",     "forced",     NULL,
+    "job_id",      "step_id",      "state",
+    "uid",         "user",         "nodes",
+    "node_count",  "vni_count",    "vnis",
+    "job_vnis",    "empty_reason", "traffic_classes",
+    "tcs_mask",    "quarantined",  "cleanup",
+    "created_at",  "created_by",   "release_requested_at",
+    "released_at", "released_by",  "forced",
+    NULL,
 };
 
 int print_reservation_kv(json_t *r)

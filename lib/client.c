@@ -435,6 +435,23 @@ done:
     return path;
 }
 
+/* "/v1/reservations/JOB/steps/STEP" [+ "/nodes/NODE"] + suffix. */
+static char *step_path(const char *job_id,
+                       const char *step_id,
+                       const char *node,
+                       const char *suffix)
+{
+    char *head = NULL;
+    char *path = NULL;
+
+    if (!(head =
+              path_build("/v1/reservations/", job_id, "/steps/", step_id, "")))
+        return NULL;
+    path = path_build(head, "", "/nodes/", node, suffix);
+    free(head);
+    return path;
+}
+
 int vnib_client_get_reservation(struct vnib_client *c,
                                 const char *job_id,
                                 json_t **replyp,
@@ -495,8 +512,12 @@ int vnib_client_report(struct vnib_client *c,
         errno = EINVAL;
         return errprintf(errp, "report: node and cxi state are needed");
     }
-    if (!(path = path_build(
-              "/v1/reservations/", r->job_id, "/nodes/", r->node, ""))) {
+    if (!(path = r->step_id ? step_path(r->job_id, r->step_id, r->node, "")
+                            : path_build("/v1/reservations/",
+                                         r->job_id,
+                                         "/nodes/",
+                                         r->node,
+                                         ""))) {
         errprintf(errp, "%s", strerror(errno));
         goto done;
     }
@@ -521,6 +542,81 @@ int vnib_client_report(struct vnib_client *c,
     rc = vnib_client_request(c, "PUT", path, body, replyp, errp);
 done:
     json_decref(body);
+    free(path);
+    return rc;
+}
+
+int vnib_client_step_reserve(struct vnib_client *c,
+                             const struct vnib_step_reserve *r,
+                             json_t **replyp,
+                             vnib_error_t *errp)
+{
+    json_t *body = NULL;
+    char *path = NULL;
+    int rc = -1;
+
+    if (replyp)
+        *replyp = NULL;
+    if (!r || !r->job_id || !r->step_id || !r->nodes) {
+        errno = EINVAL;
+        return errprintf(errp,
+                         "step reserve: job id, step id and nodes are needed");
+    }
+    if (!(body = json_pack("{s:s}", "nodes", r->nodes))) {
+        errno = EINVAL;
+        return errprintf(errp, "step reserve: nodes are not valid UTF-8");
+    }
+    if (r->vni_count >= 0
+        && json_object_set_new(body, "vni_count", json_integer(r->vni_count))
+               < 0) {
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        goto done;
+    }
+    if (!(path = step_path(r->job_id, r->step_id, NULL, ""))) {
+        errprintf(errp, "%s", strerror(errno));
+        goto done;
+    }
+    rc = vnib_client_request(c, "PUT", path, body, replyp, errp);
+done:
+    json_decref(body);
+    free(path);
+    return rc;
+}
+
+int vnib_client_get_step(struct vnib_client *c,
+                         const char *job_id,
+                         const char *step_id,
+                         json_t **replyp,
+                         vnib_error_t *errp)
+{
+    char *path;
+    int rc;
+
+    if (replyp)
+        *replyp = NULL;
+    if (!(path = step_path(job_id, step_id, NULL, "")))
+        return errprintf(errp, "%s", strerror(errno));
+    rc = vnib_client_request(c, "GET", path, NULL, replyp, errp);
+    free(path);
+    return rc;
+}
+
+int vnib_client_step_release(struct vnib_client *c,
+                             const char *job_id,
+                             const char *step_id,
+                             bool force,
+                             json_t **replyp,
+                             vnib_error_t *errp)
+{
+    char *path;
+    int rc;
+
+    if (replyp)
+        *replyp = NULL;
+    if (!(path = step_path(job_id, step_id, NULL, force ? "?force=true" : "")))
+        return errprintf(errp, "%s", strerror(errno));
+    rc = vnib_client_request(c, "DELETE", path, NULL, replyp, errp);
     free(path);
     return rc;
 }

@@ -346,12 +346,13 @@ void hwcoll_reveal(struct hwcoll *h, json_t *res, bool allowed)
 {
     const char *hex =
         json_string_value(json_object_get(res, STORE_SEALED_TOKEN));
+    /* A step's token is its job's, sealed under the job's reservation. */
+    json_t *sealed_id = json_object_get(res, STORE_SEALED_ID);
+    long long id =
+        json_integer_value(sealed_id ? sealed_id : json_object_get(res, "id"));
     char *token = NULL;
 
-    if (hex && allowed
-        && open_hex(
-               h, json_integer_value(json_object_get(res, "id")), hex, &token)
-               == 0) {
+    if (hex && allowed && open_hex(h, id, hex, &token) == 0) {
         json_object_set_new(json_object_get(res, "hwcoll"),
                             "session_token",
                             json_string(token));
@@ -362,6 +363,7 @@ void hwcoll_reveal(struct hwcoll *h, json_t *res, bool allowed)
         free(token);
     }
     json_object_del(res, STORE_SEALED_TOKEN);
+    json_object_del(res, STORE_SEALED_ID);
 }
 
 void hwcoll_kick(struct hwcoll *h)

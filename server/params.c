@@ -32,6 +32,23 @@ int params_job_id(struct request *req, const char *value, vnib_error_t *errp)
     return 0;
 }
 
+int params_step_id(struct request *req, const char *value, vnib_error_t *errp)
+{
+    size_t n =
+        value ? strspn(value,
+                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                       "0123456789._-")
+              : 0;
+    if (!value || n == 0 || n > 64 || value[n] != '\0')
+        return request_fail(
+            req,
+            EINVAL,
+            "invalid_field",
+            errp,
+            "step_id must be 1-64 characters from [A-Za-z0-9._-]");
+    return 0;
+}
+
 int params_node(struct request *req,
                 const char *field,
                 const char *value,

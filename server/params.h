@@ -22,6 +22,9 @@ struct request;
  */
 int params_job_id(struct request *req, const char *value, vnib_error_t *errp);
 
+/* A job step id: 1-64 characters from [A-Za-z0-9._-]. */
+int params_step_id(struct request *req, const char *value, vnib_error_t *errp);
+
 /* A node name (token_node_name_valid). */
 int params_node(struct request *req,
                 const char *field,

@@ -39,7 +39,8 @@ static json_t *tclass_names(unsigned mask)
 static int render_hwcoll(const struct config *cfg,
                          const struct render_row *f,
                          json_t *o,
-                         const char *tcs)
+                         const char *tcs,
+                         const char *step)
 {
     const char *state = f->hwcoll_state;
     const char *reason = f->hwcoll_reason;
@@ -96,7 +97,11 @@ static int render_hwcoll(const struct config *cfg,
                    < 0
             || json_object_set_new(
                    env, "FI_CXI_HWCOLL_MIN_NODES", json_string(n))
-                   < 0) {
+                   < 0
+            || (step
+                && json_object_set_new(
+                       env, "FI_CXI_COLL_JOB_STEP_ID", json_string(step))
+                       < 0)) {
             json_decref(env);
             return -1;
         }
@@ -104,24 +109,69 @@ static int render_hwcoll(const struct config *cfg,
     return json_object_set_new(o, "environment", env);
 }
 
+/* VNIs as array_to_string gives them ("1024,1025"), as a JSON array. */
+static json_t *vni_array(const char *v)
+{
+    json_t *a = json_array();
+
+    for (const char *p = v ? v : ""; a && *p;) {
+        char *end;
+        long n = strtol(p, &end, 10);
+        if (json_array_append_new(a, json_integer(n)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+        p = *end == ',' ? end + 1 : end + strlen(end);
+    }
+    return a;
+}
+
+/* A step's fields (job_id "<job>#<step>", schema/0017): "job_id" and
+ * "step_id" apart and "job_vnis".  *h becomes the row whose hwcoll object
+ * and environment the step shows: its job's multicast reservation, and
+ * its own VNIs followed by its job's (both, of at least 64 bytes, holds
+ * them).
+ */
+static int render_step(const struct render_row *f,
+                       const char *hash,
+                       json_t *o,
+                       struct render_row *h,
+                       char *both,
+                       size_t size)
+{
+    const char *own = f->vnis ? f->vnis : "";
+    const char *job = f->parent_vnis ? f->parent_vnis : "";
+
+    if (json_object_set_new(
+            o, "job_id", json_stringn(f->job_id, (size_t)(hash - f->job_id)))
+            < 0
+        || json_object_set_new(o, "step_id", json_string(hash + 1)) < 0
+        || json_object_set_new(o, "job_vnis", vni_array(f->parent_vnis)) < 0)
+        return -1;
+    if (f->parent_hwcoll_mode) {
+        h->hwcoll_mode = f->parent_hwcoll_mode;
+        h->hwcoll_state = f->parent_hwcoll_state;
+        h->hwcoll_reason = f->parent_hwcoll_reason;
+        h->fm_job_id = f->parent_fm_job_id;
+        h->addrs_per_job = f->parent_addrs_per_job;
+    }
+    snprintf(both, size, "%s%s%s", own, *own && *job ? "," : "", job);
+    h->vnis = both;
+    return 0;
+}
+
 json_t *render_reservation(const struct config *cfg, const struct render_row *f)
 {
     json_t *o = json_object();
-    json_t *vnis = json_array();
+    json_t *vnis = vni_array(f->vnis);
+    const char *hash = f->job_id ? strchr(f->job_id, '#') : NULL;
+    struct render_row h = *f;
+    char both[128];
     char tcs[16];
     const char *v;
 
     if (!o || !vnis)
         goto nomem;
-    /* array_to_string gives "1024,1025". */
-    if ((v = f->vnis) && *v) {
-        for (const char *p = v; *p;) {
-            char *end;
-            long n = strtol(p, &end, 10);
-            json_array_append_new(vnis, json_integer(n));
-            p = *end == ',' ? end + 1 : end + strlen(end);
-        }
-    }
     unsigned mask = (unsigned)num(f->tcs_mask);
     tclass_mask_hex(mask, tcs, sizeof(tcs));
     const char *state = f->state;
@@ -161,7 +211,9 @@ json_t *render_reservation(const struct config *cfg, const struct render_row *f)
         && json_object_set_new(o, "empty_reason", str_or_null(f->empty_reason))
                < 0)
         goto nomem;
-    if (render_hwcoll(cfg, f, o, tcs) < 0)
+    if (hash && render_step(f, hash, o, &h, both, sizeof(both)) < 0)
+        goto nomem;
+    if (render_hwcoll(cfg, &h, o, tcs, hash ? hash + 1 : NULL) < 0)
         goto nomem;
     if ((v = f->counts)) {
         long long creating, created, destroyed, failed;
@@ -339,6 +391,17 @@ json_t *render_event(const struct render_event *ev)
                   ev->action,
                   "detail",
                   detail ? detail : json_object());
+    const char *hash = ev->job_id ? strchr(ev->job_id, '#') : NULL;
+    if (e && hash
+        && (json_object_set_new(
+                e,
+                "job_id",
+                json_stringn(ev->job_id, (size_t)(hash - ev->job_id)))
+                < 0
+            || json_object_set_new(e, "step_id", json_string(hash + 1)) < 0)) {
+        json_decref(e);
+        e = NULL;
+    }
     if (!e)
         errno = ENOMEM;
     return e;

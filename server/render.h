@@ -45,11 +45,23 @@ struct render_row {
     const char *hwcoll_reason;
     const char *fm_job_id;
     const char *addrs_per_job;
+    /* A step's row (job_id "<job>#<step>", schema/0017): its job's
+     * reservation, NULL when unknown (and for a job's row).
+     */
+    const char *parent_vnis;
+    const char *parent_hwcoll_mode;
+    const char *parent_hwcoll_state;
+    const char *parent_hwcoll_reason;
+    const char *parent_fm_job_id;
+    const char *parent_addrs_per_job;
 };
 
 /* A reservation; the cleanup counts are included when f carries them.
  * The session token is never part of it: only callers allowed to see it
- * add it.
+ * add it.  A step's (job_id "<job>#<step>") shows "job_id" and "step_id"
+ * apart, "job_vnis", its job's "hwcoll", and an environment whose
+ * SLINGSHOT_VNIS are the step's VNIs and then the job's, with the job's
+ * FI_CXI_* variables and FI_CXI_COLL_JOB_STEP_ID; a job's has no step_id.
  */
 json_t *render_reservation(const struct config *cfg,
                            const struct render_row *f);
@@ -90,7 +102,9 @@ json_t *render_vni(int vni,
                    json_t *res,
                    const char *last_released_at);
 
-/* One audit event; detail is JSON object text. */
+/* One audit event; detail is JSON object text.  A step's event (job_id
+ * "<job>#<step>") shows "job_id" and "step_id" apart.
+ */
 struct render_event {
     const char *id;
     const char *time;

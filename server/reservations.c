@@ -364,7 +364,9 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
 
     a.job_id = routes_param(&req->params, "job_id");
     a.node = routes_param(&req->params, "node");
+    a.step_id = routes_param(&req->params, "step_id"); /* a step's route */
     if (params_job_id(req, a.job_id, errp) < 0
+        || (a.step_id && params_step_id(req, a.step_id, errp) < 0)
         || params_node(req, "node", a.node, errp) < 0)
         return -1;
     if (req->who.role == ROLE_NODE && strcmp(req->who.node, a.node) != 0)
@@ -436,63 +438,4 @@ done:
     free(services);
     json_decref(body);
     return status;
-}
-
-/* What a step release answers for each outcome: the "outcome" of a 202,
- * or the error code of a refusal.
- */
-static const struct {
-    const char *outcome;
-    const char *error_code;
-} step_answers[] = {
-    [STORE_STEP_QUEUED] = {"queued", NULL},
-    [STORE_STEP_NO_HWCOLL] = {"no_hwcoll", NULL},
-    [STORE_STEP_NOT_FOUND] = {NULL, "reservation_not_found"},
-};
-
-int reservations_release_step(struct request *req,
-                              json_t **out,
-                              vnib_error_t *errp)
-{
-    const char *job_id = routes_param(&req->params, "job_id");
-    const char *step = routes_param(&req->params, "step_id");
-    enum store_step_outcome outcome;
-    size_t n =
-        step ? strspn(
-            step,
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-             : 0;
-
-    if (params_job_id(req, job_id, errp) < 0)
-        return -1;
-    if (!step || n == 0 || n > 64 || step[n] != '\0')
-        return request_fail(
-            req,
-            EINVAL,
-            "invalid_field",
-            errp,
-            "step_id must be 1-64 characters from [A-Za-z0-9._-]");
-    if (store_step_release(
-            req->broker->store, job_id, step, req->who.name, &outcome, errp)
-        < 0)
-        return -1;
-    if (step_answers[outcome].error_code)
-        return request_fail(req,
-                            ENOENT,
-                            step_answers[outcome].error_code,
-                            errp,
-                            "no reservation for job %s",
-                            job_id);
-    /* An unknown step, or a job without hardware collectives, is not an
-     * error: there is simply nothing for the Fabric Manager to free.
-     */
-    if (!(*out = json_pack("{s:s, s:s, s:s}",
-                           "job_id",
-                           job_id,
-                           "step_id",
-                           step,
-                           "outcome",
-                           step_answers[outcome].outcome)))
-        return errprintf(errp, "out of memory");
-    return 202;
 }

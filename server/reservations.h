@@ -20,14 +20,10 @@ int reservations_list(struct request *req, json_t **out, vnib_error_t *errp);
 /* DELETE /v1/reservations/{job_id}: 202 quarantined, 200 released. */
 int reservations_release(struct request *req, json_t **out, vnib_error_t *errp);
 
-/* PUT /v1/reservations/{job_id}/nodes/{node}: a node's CXI report. */
-int reservations_report(struct request *req, json_t **out, vnib_error_t *errp);
-
-/* DELETE /v1/reservations/{job_id}/steps/{step_id}: queue the release of
- * one step's multicast trees; 202.
+/* PUT /v1/reservations/{job_id}/nodes/{node}, and
+ * /v1/reservations/{job_id}/steps/{step_id}/nodes/{node} for a step's
+ * services: a node's CXI report.
  */
-int reservations_release_step(struct request *req,
-                              json_t **out,
-                              vnib_error_t *errp);
+int reservations_report(struct request *req, json_t **out, vnib_error_t *errp);
 
 #endif /* !VNIB_SERVER_RESERVATIONS_H */

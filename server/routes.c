@@ -16,6 +16,7 @@
 #include "server/pool.h"
 #include "server/reservations.h"
 #include "server/routes.h"
+#include "server/steps.h"
 
 /* Who may call what.  Body limits are per route; the server-wide
  * server.max_body_bytes caps them all.  ROUTE_INLINE only for handlers
@@ -40,9 +41,14 @@ const struct route routes[] = {
       ANY_READER | ROLE_NODE, 0, ROUTE_WORKER },
     { "DELETE", "/v1/reservations/{job_id}", reservations_release,
       ROLE_ADMIN | ROLE_SCHEDULER, 0, ROUTE_WORKER },
-    { "DELETE", "/v1/reservations/{job_id}/steps/{step_id}",
-      reservations_release_step, ROLE_ADMIN | ROLE_SCHEDULER, 0,
-      ROUTE_WORKER },
+    { "PUT", "/v1/reservations/{job_id}/steps/{step_id}", steps_reserve,
+      ROLE_ADMIN | ROLE_SCHEDULER, 1 * MiB, ROUTE_WORKER },
+    { "GET", "/v1/reservations/{job_id}/steps/{step_id}", steps_get,
+      ANY_READER | ROLE_NODE, 0, ROUTE_WORKER },
+    { "DELETE", "/v1/reservations/{job_id}/steps/{step_id}", steps_release,
+      ROLE_ADMIN | ROLE_SCHEDULER, 0, ROUTE_WORKER },
+    { "PUT", "/v1/reservations/{job_id}/steps/{step_id}/nodes/{node}",
+      reservations_report, ROLE_ADMIN | ROLE_NODE, 16 * KiB, ROUTE_WORKER },
     { "PUT", "/v1/reservations/{job_id}/nodes/{node}", reservations_report,
       ROLE_ADMIN | ROLE_NODE, 16 * KiB, ROUTE_WORKER },
     { "GET", "/v1/nodes/{node}", nodes_get, ROLE_ADMIN | ROLE_NODE, 0,

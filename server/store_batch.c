@@ -49,6 +49,17 @@ void store_row_fields(const PGresult *r, int row, struct render_row *f)
     f->hwcoll_reason = store_col(r, row, ROW_HWCOLL_REASON);
     f->fm_job_id = store_col(r, row, ROW_FM_JOB_ID);
     f->addrs_per_job = store_col(r, row, ROW_ADDRS_PER_JOB);
+    /* A step's job (schema/0017), when the query reads it: the columns
+     * from parent_id on, in PARENT_COLS' order (store_sql.c).
+     */
+    int pc = PQfnumber(r, "parent_id");
+    bool known = pc >= 0 && pc + 6 < PQnfields(r) && !PQgetisnull(r, row, pc);
+    f->parent_vnis = known ? store_col(r, row, pc + 1) : NULL;
+    f->parent_hwcoll_mode = known ? store_col(r, row, pc + 2) : NULL;
+    f->parent_hwcoll_state = known ? store_col(r, row, pc + 3) : NULL;
+    f->parent_hwcoll_reason = known ? store_col(r, row, pc + 4) : NULL;
+    f->parent_fm_job_id = known ? store_col(r, row, pc + 5) : NULL;
+    f->parent_addrs_per_job = known ? store_col(r, row, pc + 6) : NULL;
 }
 
 json_t *store_row_json(const struct config *cfg, const PGresult *r, int row)

@@ -13,6 +13,7 @@
  * store_nodes.c   node reports, the node view, undrain
  * store_pool.c    the pool, VNIs, events, sweep, purge
  * store_fm.c      hardware collectives and the Fabric Manager queue
+ * store_steps.c   job steps' reservations (schema/0017)
  */
 #ifndef VNIB_SERVER_STORE_INT_H
 #define VNIB_SERVER_STORE_INT_H
@@ -69,6 +70,10 @@ enum stmt_id {
     STMT_LEADER_GET,
     STMT_PING,
     STMT_WRITE_PROBE,
+    STMT_STEP_RESERVE,
+    STMT_STEP_GET,
+    STMT_STEP_FREE,
+    STMT_STEP_REPORT,
     STMT_COUNT
 };
 
@@ -284,6 +289,26 @@ void store_sb_num(struct sbuf *b, long long v);
 void store_sb_elem(struct sbuf *b, size_t i, const char *v);
 /* Append element i to a numeric array literal. */
 void store_sb_elem_num(struct sbuf *b, size_t i, long long v);
+
+/* Node lists as ranges of trailing numbers (see reservation_ranges in
+ * schema/0002), of the items of a group: six parallel array literals, the
+ * item of each range in `item` (store_reservations.c).
+ */
+struct store_ranges {
+    struct sbuf item, prefix, suffix, width, lo, hi;
+    size_t count;
+};
+
+void store_ranges_open(struct store_ranges *g);
+/* Append the ranges of item `item` (1-based); hosts must be sorted
+ * (hostlist_uniq) so that runs are adjacent.
+ */
+void store_ranges_add(struct store_ranges *g,
+                      const struct hostlist *hosts,
+                      int item);
+/* Close the literals: 0, or -1 with ENOMEM. */
+int store_ranges_close(struct store_ranges *g);
+void store_ranges_free(struct store_ranges *g);
 
 /* The pool as two array literals of range bounds (-1 with ENOMEM). */
 int store_pool_arrays(const struct idset *pool,

@@ -17,10 +17,11 @@ int store_report(struct store *s,
 {
     struct store_node_params np;
     store_node_params(&np, a->node);
-    char res[24];
+    char res[24], what[256];
     if (a->reservation_id > 0)
         snprintf(res, sizeof(res), "%lld", a->reservation_id);
-    const char *params[11] = {a->job_id,
+    /* A step's report goes to its key (schema/0017), with the job first. */
+    const char *params[12] = {a->job_id,
                               a->node,
                               a->cxi,
                               a->services,
@@ -31,7 +32,18 @@ int store_report(struct store *s,
                               np.width,
                               np.num,
                               a->reservation_id > 0 ? res : NULL};
-    PGresult *r = store_run_one(s, STMT_REPORT, params, "no answer", errp);
+    if (a->step_id) {
+        memmove(params + 2, params + 1, 10 * sizeof(params[0]));
+        params[1] = a->step_id;
+        snprintf(
+            what, sizeof(what), "step %s of job %s", a->step_id, a->job_id);
+    } else
+        snprintf(what, sizeof(what), "job %s", a->job_id);
+    PGresult *r = store_run_one(s,
+                                a->step_id ? STMT_STEP_REPORT : STMT_REPORT,
+                                params,
+                                "no answer",
+                                errp);
     if (!r)
         return -1;
     const char *outcome = store_col(r, 0, ROW_OUTCOME);
@@ -41,37 +53,36 @@ int store_report(struct store *s,
     if (!strcmp(outcome, "not_found")) {
         errno = ENOENT;
         *refusalp = STORE_REPORT_NOT_FOUND;
-        errprintf(errp, "no reservation for job %s", a->job_id);
+        errprintf(errp, "no reservation for %s", what);
     } else if (!strcmp(outcome, "not_member")) {
         errno = EPERM;
         *refusalp = STORE_REPORT_NOT_MEMBER;
-        errprintf(
-            errp, "node %s is not in job %s's node list", a->node, a->job_id);
+        errprintf(errp, "node %s is not in %s's node list", a->node, what);
     } else if (!strcmp(outcome, "stale_reservation")) {
         errno = EEXIST;
         *refusalp = STORE_REPORT_STALE_RESERVATION;
         errprintf(errp,
-                  "reservation %lld is not job %s's current one; fetch the "
+                  "reservation %lld is not %s's current one; fetch the "
                   "job again",
                   a->reservation_id,
-                  a->job_id);
+                  what);
     } else if (!strcmp(outcome, "invalid_transition")) {
         errno = EEXIST;
         *refusalp = STORE_REPORT_INVALID_TRANSITION;
         errprintf(errp,
-                  "node %s already reported %s for job %s; %s would go "
+                  "node %s already reported %s for %s; %s would go "
                   "backwards",
                   a->node,
                   prev ? prev : "?",
-                  a->job_id,
+                  what,
                   a->cxi);
     } else if (!strcmp(outcome, "job_not_active")) {
         errno = EEXIST;
         *refusalp = STORE_REPORT_JOB_NOT_ACTIVE;
         errprintf(errp,
-                  "job %s is being released; '%s' is no longer "
+                  "%s is being released; '%s' is no longer "
                   "accepted",
-                  a->job_id,
+                  what,
                   a->cxi);
     } else
         rc = store_result_row(s, r, 0, resp, errp);

@@ -9,17 +9,7 @@
 #include "vnib/hostlist.h"
 #include "server/store_int.h"
 
-/* Node lists as ranges of trailing numbers (see reservation_ranges in
- * schema/0002), of the items of a group: six parallel array literals, the
- * item of each range in `item`.  hosts must be sorted (hostlist_uniq) so
- * that runs are adjacent.
- */
-struct ranges {
-    struct sbuf item, prefix, suffix, width, lo, hi;
-    size_t count;
-};
-
-static void ranges_free(struct ranges *g)
+void store_ranges_free(struct store_ranges *g)
 {
     free(g->item.data);
     free(g->prefix.data);
@@ -29,7 +19,7 @@ static void ranges_free(struct ranges *g)
     free(g->hi.data);
 }
 
-static void ranges_open(struct ranges *g)
+void store_ranges_open(struct store_ranges *g)
 {
     memset(g, 0, sizeof(*g));
     store_sb_putc(&g->item, '{');
@@ -40,8 +30,9 @@ static void ranges_open(struct ranges *g)
     store_sb_putc(&g->hi, '{');
 }
 
-/* Append the ranges of item `item` (1-based). */
-static void ranges_add(struct ranges *g, const struct hostlist *hosts, int item)
+void store_ranges_add(struct store_ranges *g,
+                      const struct hostlist *hosts,
+                      int item)
 {
     size_t n = hostlist_count(hosts);
     struct hostlist_key cur = {0}, k;
@@ -83,7 +74,7 @@ static void ranges_add(struct ranges *g, const struct hostlist *hosts, int item)
     }
 }
 
-static int ranges_close(struct ranges *g)
+int store_ranges_close(struct store_ranges *g)
 {
     store_sb_putc(&g->item, '}');
     store_sb_putc(&g->prefix, '}');
@@ -190,11 +181,11 @@ static void reserve_group(struct store *s,
                           &addrs,
                           &ticket};
     const size_t nall = sizeof(all) / sizeof(all[0]);
-    struct ranges g;
+    struct store_ranges g;
     bool tickets = false;
     PGresult *r = NULL;
 
-    ranges_open(&g);
+    store_ranges_open(&g);
     for (size_t i = 0; i < nall; i++)
         store_sb_putc(all[i], '{');
     for (size_t i = 0; i < n; i++) {
@@ -221,9 +212,9 @@ static void reserve_group(struct store *s,
             tickets = true;
         } else
             store_sb_elem(&ticket, i, NULL);
-        ranges_add(&g, a->hosts, (int)i + 1);
+        store_ranges_add(&g, a->hosts, (int)i + 1);
     }
-    bool failed = ranges_close(&g) < 0
+    bool failed = store_ranges_close(&g) < 0
                   || store_pool_arrays(items[0]->a->pool, &plo, &phi) < 0;
     if (!store_arrays_close(all, nall, failed, base, n))
         goto done;
@@ -260,7 +251,7 @@ static void reserve_group(struct store *s,
         reserve_finish(s, r, (int)i, items[i]);
 done:
     PQclear(r);
-    ranges_free(&g);
+    store_ranges_free(&g);
     for (size_t i = 0; i < nall; i++)
         free(all[i]->data);
     free(plo.data);

@@ -130,11 +130,30 @@ static const char sql_res_get[] =
     "AND g.width = $4::smallint AND $5::bigint BETWEEN g.lo AND g.hi "
     "LIMIT 1) m ON true";
 
+/* A step's row carries its job's reservation as the step shows it
+ * (schema/0017: vnib_step_row's parent_* columns, in that order, which
+ * store_row_fields() finds by the name of the first); a job's row NULLs.
+ */
+#define PARENT_COLS                                                       \
+    "p.parent_id, p.parent_vnis, p.parent_hwcoll_mode, "                  \
+    "p.parent_hwcoll_state, p.parent_hwcoll_reason, p.parent_fm_job_id, " \
+    "p.parent_addrs_per_job "
+#define PARENT_JOIN(r)                                             \
+    "LEFT JOIN LATERAL (SELECT x.id AS parent_id, "                \
+    "array_to_string(x.vnis, ',') AS parent_vnis, "                \
+    "x.hwcoll_mode AS parent_hwcoll_mode, "                        \
+    "x.hwcoll_state AS parent_hwcoll_state, "                      \
+    "x.hwcoll_reason AS parent_hwcoll_reason, "                    \
+    "x.fm_job_id AS parent_fm_job_id, "                            \
+    "x.addrs_per_job AS parent_addrs_per_job FROM reservations x " \
+    "WHERE x.id = " r ".parent_id LIMIT 1) p ON true "
+
 /* Filtered pages; a node filter finds the node's ranges through the GiST
  * index once, not per reservation.
  */
 static const char sql_res_list[] =
-    "SELECT v.* FROM (SELECT id FROM reservations r "
+    "SELECT v.*, " PARENT_COLS
+    "FROM (SELECT id, parent_id FROM reservations r "
     "WHERE ($1::text IS NULL OR r.state = $1) "
     "AND ($2::bigint IS NULL OR r.uid = $2) AND r.id > $3::bigint "
     "AND ($4::text IS NULL OR r.id IN (SELECT g.reservation_id "
@@ -142,7 +161,8 @@ static const char sql_res_list[] =
     "$7::bigint AND g.prefix = $4 AND g.suffix = $5 "
     "AND g.width = $6::smallint)) "
     "ORDER BY r.id LIMIT $8::integer) r "
-    "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v ORDER BY v.id";
+    "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v " PARENT_JOIN(
+        "r") "ORDER BY v.id";
 
 static const char sql_release[] =
     "SELECT * FROM vnib_release_batch($1::text[], $2::bigint[], $3, "
@@ -157,14 +177,14 @@ static const char sql_report[] =
  */
 static const char sql_node_view[] =
     "SELECT v.*, coalesce(nr.cxi, 'none'), "
-    "coalesce(nr.services::text, '[]') "
+    "coalesce(nr.services::text, '[]'), " PARENT_COLS
     "FROM (SELECT DISTINCT g.reservation_id AS id FROM reservation_ranges g "
     "WHERE int8range(g.lo, g.hi, '[]') @> $5::bigint AND g.prefix = $2 "
     "AND g.suffix = $3 AND g.width = $4::smallint) m "
     "JOIN reservations r ON r.id = m.id AND r.state <> 'released' "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, false) v "
-    "LEFT JOIN node_reports nr ON nr.reservation_id = r.id AND nr.node = $1 "
-    "ORDER BY r.id";
+    "LEFT JOIN node_reports nr ON nr.reservation_id = r.id AND nr.node = "
+    "$1 " PARENT_JOIN("r") "ORDER BY r.id";
 
 static const char sql_node_get[] =
     "SELECT drained, drained_reason, vnib_ts(drained_at) FROM nodes "
@@ -208,21 +228,51 @@ static const char sql_vni[] =
     "FROM (SELECT vnib_vni_reservation($1::integer) AS id OFFSET 0) r "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v WHERE r.id IS NOT NULL";
 
-/* Events in id order, each with the time it was recorded.  Two
+/* Events in id order, each with the time it was recorded; a job's are
+ * its own and its steps' (vnib_job_keys, schema/0017).  Two
  * transactions recording at once may take their ids in one order and
  * read the clock in the other; the time shown is therefore the latest
  * recorded at or before the event, over the page and the 64 events
  * before it, so that time never goes backwards along the order.
  */
 static const char sql_events[] =
-    "WITH page AS (SELECT * FROM events WHERE ($1::text IS NULL "
-    "OR job_id = $1) AND id > $2::bigint ORDER BY id LIMIT $3::integer), "
+    "WITH keys AS (SELECT vnib_job_keys($1) AS k), "
+    "page AS (SELECT * FROM events WHERE ($1::text IS NULL "
+    "OR job_id = ANY ((SELECT k FROM keys)::text[])) AND id > $2::bigint "
+    "ORDER BY id LIMIT $3::integer), "
     "prior AS (SELECT max(at) AS at FROM (SELECT at FROM events "
-    "WHERE ($1::text IS NULL OR job_id = $1) AND id <= $2::bigint "
+    "WHERE ($1::text IS NULL OR job_id = ANY ((SELECT k FROM keys)::text[])) "
+    "AND id <= $2::bigint "
     "ORDER BY id DESC LIMIT 64) p) "
     "SELECT id, vnib_ts(greatest(max(at) OVER (ORDER BY id), "
     "(SELECT at FROM prior))), reservation_id, job_id, node, actor, action, "
     "detail::text FROM page ORDER BY id";
+
+/* Job steps (schema/0017).  A step's GET finds the step among the
+ * steps of the job's current reservation; membership as sql_res_get's.
+ */
+static const char sql_step_reserve[] =
+    "SELECT * FROM vnib_step_reserve($1, $2, $3::bigint, $4, $5::integer, "
+    "$6::integer, $7, $8, $9::integer[], $10::integer[], $11::text[], "
+    "$12::text[], $13::smallint[], $14::bigint[], $15::bigint[])";
+
+static const char sql_step_get[] =
+    "SELECT v.*, $3::text IS NULL OR m.hit IS NOT NULL AS member "
+    "FROM (SELECT id FROM reservations WHERE job_id = $1 || '#' || $2 "
+    "AND parent_id = vnib_job_current($1) "
+    "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
+    "CROSS JOIN LATERAL vnib_step_row(NULL, r.id, NULL) v "
+    "LEFT JOIN LATERAL (SELECT 1 AS hit FROM reservation_ranges g "
+    "WHERE g.reservation_id = r.id AND g.prefix = $3 AND g.suffix = $4 "
+    "AND g.width = $5::smallint AND $6::bigint BETWEEN g.lo AND g.hi "
+    "LIMIT 1) m ON true";
+
+static const char sql_step_free[] =
+    "SELECT * FROM vnib_step_free($1, $2, $3, $4::boolean)";
+
+static const char sql_step_report[] =
+    "SELECT * FROM vnib_step_report($1, $2, $3, $4, $5::jsonb, $6, $7, $8, "
+    "$9, $10::smallint, $11::bigint, $12::bigint)";
 
 static const char sql_sweep[] = "SELECT vnib_sweep($1)";
 
@@ -268,4 +318,8 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_LEADER_GET] = {"leader_get", sql_leader_get, 0},
     [STMT_PING] = {"ping", sql_ping, 0},
     [STMT_WRITE_PROBE] = {"write_probe", sql_write_probe, 0},
+    [STMT_STEP_RESERVE] = {"step_reserve", sql_step_reserve, 15},
+    [STMT_STEP_GET] = {"step_get", sql_step_get, 6},
+    [STMT_STEP_FREE] = {"step_free", sql_step_free, 4},
+    [STMT_STEP_REPORT] = {"step_report", sql_step_report, 12},
 };

@@ -159,16 +159,56 @@ struct vnib_report {
     json_t *services;      /* borrowed, may be NULL: [{"device", "svc_id"}] */
     const char *message;   /* may be NULL */
     long long reservation; /* the reservation acted on; <= 0 omits it */
+    const char *step_id;   /* a step's services; NULL: the job's */
 };
 
-/* PUT /v1/reservations/JOB_ID/nodes/NODE: report a node's CXI state.
- * Agents always send the reservation they acted on, so that a report
- * about a requeued job's old services is never filed under its new
+/* PUT /v1/reservations/JOB_ID/nodes/NODE (or, with step_id,
+ * /v1/reservations/JOB_ID/steps/STEP_ID/nodes/NODE): report a node's CXI
+ * state.  Agents always send the reservation they acted on, so that a
+ * report about a requeued job's old services is never filed under its new
  * reservation (the broker answers 409 stale_reservation instead).
  */
 int vnib_client_report(struct vnib_client *c,
                        const struct vnib_report *r,
                        json_t **replyp,
                        vnib_error_t *errp);
+
+/* A step reservation request: a job step's own VNIs (0-4; with the
+ * job's at most 4), on nodes of the job.
+ */
+struct vnib_step_reserve {
+    const char *job_id;
+    const char *step_id;
+    const char *nodes; /* a hostlist expression */
+    int vni_count;     /* < 0 leaves it to the broker's default, 0 */
+};
+
+/* PUT /v1/reservations/JOB_ID/steps/STEP_ID: reserve for a step of an
+ * active job.  201 created, 200 the same reservation existed.
+ */
+int vnib_client_step_reserve(struct vnib_client *c,
+                             const struct vnib_step_reserve *r,
+                             json_t **replyp,
+                             vnib_error_t *errp);
+
+/* GET /v1/reservations/JOB_ID/steps/STEP_ID: the step's newest
+ * reservation.
+ */
+int vnib_client_get_step(struct vnib_client *c,
+                         const char *job_id,
+                         const char *step_id,
+                         json_t **replyp,
+                         vnib_error_t *errp);
+
+/* DELETE /v1/reservations/JOB_ID/steps/STEP_ID[?force=true]: end a step
+ * (its multicast trees, and its reservation if it has one); 202.  force
+ * needs the admin role.
+ */
+int vnib_client_step_release(struct vnib_client *c,
+                             const char *job_id,
+                             const char *step_id,
+                             bool force,
+                             json_t **replyp,
+                             vnib_error_t *errp);
 
 #endif /* !VNIB_CLIENT_H */

@@ -387,6 +387,353 @@ static void test_report_ends_quarantine(void **state)
     json_decref(out);
 }
 
+/* ---- job steps -------------------------------------------------------------
+ */
+
+/* PUT /v1/reservations/JOB/steps/STEP with body as `who`. */
+static int step_put(struct harness *h,
+                    const char *job,
+                    const char *step,
+                    const char *body,
+                    json_t **outp)
+{
+    char target[256];
+    snprintf(target, sizeof(target), "/v1/reservations/%s/steps/%s", job, step);
+    return harness_call(
+        h, (struct harness_req){"PUT", target, scheduler, body}, outp);
+}
+
+/* GET or DELETE of a step (target: "JOB/steps/STEP[?query]"). */
+static int step_call(struct harness *h,
+                     const char *method,
+                     const char *target_tail,
+                     struct harness_caller who,
+                     json_t **outp)
+{
+    char target[256];
+    snprintf(target, sizeof(target), "/v1/reservations/%s", target_tail);
+    return harness_call(
+        h, (struct harness_req){method, target, who, NULL}, outp);
+}
+
+/* A node's report for a step's services. */
+static int step_report(struct harness *h,
+                       const char *job,
+                       const char *step,
+                       const char *node,
+                       const char *cxi,
+                       json_t **outp)
+{
+    char target[256], body[64];
+    struct harness_caller who = {ROLE_NODE, node};
+    snprintf(target,
+             sizeof(target),
+             "/v1/reservations/%s/steps/%s/nodes/%s",
+             job,
+             step,
+             node);
+    snprintf(body, sizeof(body), "{\"cxi\": \"%s\"}", cxi);
+    return harness_call(
+        h, (struct harness_req){"PUT", target, who, body}, outp);
+}
+
+/* The integer at index i of array member key of o, or -1. */
+static long long jint_at(const json_t *o, const char *key, size_t i)
+{
+    json_t *v = json_array_get(json_object_get(o, key), i);
+    return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+static void test_step_reserve(void **state)
+{
+    struct harness *h = harness_of(state);
+    json_t *out = NULL;
+    char env[64];
+
+    assert_int_equal(reserve(h, "st-1", 1, "tux[1-4]", &out), 201);
+    long long job_vni = jint_at(out, "vnis", 0);
+    json_decref(out);
+
+    assert_int_equal(step_put(h,
+                              "st-1",
+                              "0",
+                              "{\"nodes\": \"tux[1-2]\", \"vni_count\": 1}",
+                              &out),
+                     201);
+    long long id = jint(out, "id");
+    long long step_vni = jint_at(out, "vnis", 0);
+    assert_string_equal(jstr(out, "job_id"), "st-1");
+    assert_string_equal(jstr(out, "step_id"), "0");
+    assert_string_equal(jstr(out, "state"), "active");
+    assert_int_equal(jint(out, "uid"), 1001);
+    assert_string_equal(jstr(out, "user"), "alice");
+    assert_int_equal(json_array_size(json_object_get(out, "vnis")), 1);
+    assert_int_equal(jint_at(out, "job_vnis", 0), job_vni);
+    assert_true(step_vni >= 2 && step_vni != job_vni);
+    snprintf(env, sizeof(env), "%lld,%lld", step_vni, job_vni);
+    assert_string_equal(
+        jstr(json_object_get(out, "environment"), "SLINGSHOT_VNIS"), env);
+    json_decref(out);
+
+    /* The same nodes as a set: the same reservation. */
+    assert_int_equal(step_put(h,
+                              "st-1",
+                              "0",
+                              "{\"nodes\": \"tux2,tux1\", \"vni_count\": 1}",
+                              &out),
+                     200);
+    assert_int_equal(jint(out, "id"), id);
+    json_decref(out);
+    expect_error(h,
+                 (struct harness_req){"PUT",
+                                      "/v1/reservations/st-1/steps/0",
+                                      scheduler,
+                                      "{\"nodes\": \"tux[1-2]\"}"},
+                 409,
+                 "reservation_conflict");
+    /* A node outside the job is named; too many VNIs for a service. */
+    json_t *err = NULL;
+    assert_int_equal(
+        step_put(h, "st-1", "1", "{\"nodes\": \"tux[3-9]\"}", &err), 400);
+    assert_string_equal(jcode(err), "invalid_field");
+    assert_non_null(
+        strstr(jstr(json_object_get(err, "error"), "message"), "tux5"));
+    json_decref(err);
+    expect_error(
+        h,
+        (struct harness_req){"PUT",
+                             "/v1/reservations/st-1/steps/1",
+                             scheduler,
+                             "{\"nodes\": \"tux1\", \"vni_count\": 4}"},
+        400,
+        "invalid_field");
+    expect_error(h,
+                 (struct harness_req){"PUT",
+                                      "/v1/reservations/st-1/steps/1",
+                                      scheduler,
+                                      "{\"nodes\": \"tux1\", \"uid\": 4}"},
+                 400,
+                 "unknown_field");
+    expect_error(h,
+                 (struct harness_req){"PUT",
+                                      "/v1/reservations/st-1/steps/a%23b",
+                                      scheduler,
+                                      "{\"nodes\": \"tux1\"}"},
+                 400,
+                 "invalid_field");
+    expect_error(h,
+                 (struct harness_req){"PUT",
+                                      "/v1/reservations/st-none/steps/0",
+                                      scheduler,
+                                      "{\"nodes\": \"tux1\"}"},
+                 404,
+                 "reservation_not_found");
+    /* A step with no VNIs of its own records its services all the same. */
+    assert_int_equal(step_put(h, "st-1", "1", "{\"nodes\": \"tux3\"}", &out),
+                     201);
+    assert_int_equal(json_array_size(json_object_get(out, "vnis")), 0);
+    snprintf(env, sizeof(env), "%lld", job_vni);
+    assert_string_equal(
+        jstr(json_object_get(out, "environment"), "SLINGSHOT_VNIS"), env);
+    json_decref(out);
+
+    /* Releasing the job releases its steps (no node held anything). */
+    assert_int_equal(release(h, "st-1", scheduler, &out), 200);
+    json_decref(out);
+    assert_int_equal(step_call(h, "GET", "st-1/steps/0", scheduler, &out), 200);
+    assert_string_equal(jstr(out, "state"), "released");
+    json_decref(out);
+    expect_error(h,
+                 (struct harness_req){"PUT",
+                                      "/v1/reservations/st-1/steps/2",
+                                      scheduler,
+                                      "{\"nodes\": \"tux1\"}"},
+                 409,
+                 "job_not_active");
+    /* The events of the job include its steps', with their step id. */
+    out = events(h, "st-1");
+    json_t *list = json_object_get(out, "events");
+    size_t i, steps = 0;
+    json_t *ev;
+    json_array_foreach (list, i, ev) {
+        assert_string_equal(jstr(ev, "job_id"), "st-1");
+        steps += json_object_get(ev, "step_id") != NULL;
+    }
+    assert_true(steps >= 2);
+    json_decref(out);
+}
+
+static void test_step_roles(void **state)
+{
+    struct harness *h = harness_of(state);
+    struct route_params params;
+    char allow[64];
+    json_t *out = NULL;
+
+    int i = routes_match(
+        "PUT", "/v1/reservations/j/steps/s", &params, allow, sizeof(allow));
+    assert_true(i >= 0);
+    assert_false(routes[i].roles & (ROLE_NODE | ROLE_MONITOR));
+    assert_true(routes[i].roles & ROLE_SCHEDULER);
+    i = routes_match(
+        "GET", "/v1/reservations/j/steps/s", &params, allow, sizeof(allow));
+    assert_true(i >= 0);
+    assert_true(routes[i].roles & ROLE_NODE);
+    assert_true(routes[i].roles & ROLE_MONITOR);
+    i = routes_match("PUT",
+                     "/v1/reservations/j/steps/s/nodes/n",
+                     &params,
+                     allow,
+                     sizeof(allow));
+    assert_true(i >= 0);
+    assert_false(routes[i].roles & (ROLE_SCHEDULER | ROLE_MONITOR));
+
+    assert_int_equal(reserve(h, "st-roles", 1, "tux[1-4]", &out), 201);
+    json_decref(out);
+    assert_int_equal(step_put(h,
+                              "st-roles",
+                              "7",
+                              "{\"nodes\": \"tux[1-2]\", \"vni_count\": 1}",
+                              &out),
+                     201);
+    json_decref(out);
+    /* A node of the step reads it; a node of the job only is refused. */
+    assert_int_equal(step_call(h,
+                               "GET",
+                               "st-roles/steps/7",
+                               (struct harness_caller){ROLE_NODE, "tux2"},
+                               &out),
+                     200);
+    assert_string_equal(jstr(out, "step_id"), "7");
+    json_decref(out);
+    expect_error(h,
+                 (struct harness_req){"GET",
+                                      "/v1/reservations/st-roles/steps/7",
+                                      {ROLE_NODE, "tux3"},
+                                      NULL},
+                 403,
+                 "forbidden");
+    assert_int_equal(
+        step_call(h,
+                  "GET",
+                  "st-roles/steps/7",
+                  (struct harness_caller){ROLE_MONITOR, "prometheus"},
+                  &out),
+        200);
+    json_decref(out);
+    expect_error(
+        h,
+        (struct harness_req){
+            "GET", "/v1/reservations/st-roles/steps/8", scheduler, NULL},
+        404,
+        "reservation_not_found");
+    /* Only an admin forces, and a node reports only for itself and its
+     * step's nodes.
+     */
+    expect_error(
+        h,
+        (struct harness_req){"DELETE",
+                             "/v1/reservations/st-roles/steps/7?force=true",
+                             scheduler,
+                             NULL},
+        403,
+        "forbidden");
+    expect_error(
+        h,
+        (struct harness_req){"PUT",
+                             "/v1/reservations/st-roles/steps/7/nodes/tux3",
+                             {ROLE_NODE, "tux3"},
+                             "{\"cxi\": \"created\"}"},
+        403,
+        "forbidden");
+    expect_error(
+        h,
+        (struct harness_req){"PUT",
+                             "/v1/reservations/st-roles/steps/7/nodes/tux2",
+                             {ROLE_NODE, "tux1"},
+                             "{\"cxi\": \"created\"}"},
+        403,
+        "forbidden");
+    assert_int_equal(release(h, "st-roles", scheduler, &out), 200);
+    json_decref(out);
+}
+
+static void test_step_release(void **state)
+{
+    struct harness *h = harness_of(state);
+    json_t *out = NULL, *res;
+
+    /* No node reported: released at once; repeating is harmless. */
+    assert_int_equal(reserve(h, "st-rel", 1, "tux[1-4]", &out), 201);
+    json_decref(out);
+    assert_int_equal(
+        step_put(
+            h, "st-rel", "0", "{\"nodes\": \"tux1\", \"vni_count\": 1}", &out),
+        201);
+    json_decref(out);
+    assert_int_equal(step_call(h, "DELETE", "st-rel/steps/0", scheduler, &out),
+                     202);
+    assert_string_equal(jstr(out, "outcome"), "no_hwcoll");
+    res = json_object_get(out, "reservation");
+    assert_string_equal(jstr(res, "state"), "released");
+    assert_string_equal(jstr(res, "step_id"), "0");
+    json_decref(out);
+    assert_int_equal(step_call(h, "DELETE", "st-rel/steps/0", scheduler, &out),
+                     202);
+    assert_string_equal(jstr(json_object_get(out, "reservation"), "state"),
+                        "released");
+    json_decref(out);
+    /* A step without a reservation: nothing to release, no error. */
+    assert_int_equal(step_call(h, "DELETE", "st-rel/steps/9", scheduler, &out),
+                     202);
+    assert_true(json_is_null(json_object_get(out, "reservation")));
+    json_decref(out);
+
+    /* A node holds the step's services: the step stays quarantined, and
+     * the job's quarantine waits for it although the job's own nodes hold
+     * nothing.
+     */
+    assert_int_equal(step_put(h,
+                              "st-rel",
+                              "1",
+                              "{\"nodes\": \"tux[1-2]\", \"vni_count\": 1}",
+                              &out),
+                     201);
+    long long step_id = jint(out, "id");
+    json_decref(out);
+    assert_int_equal(step_report(h, "st-rel", "1", "tux1", "creating", &out),
+                     200);
+    json_decref(out);
+    assert_int_equal(step_report(h, "st-rel", "1", "tux1", "created", &out),
+                     200);
+    assert_int_equal(jint(out, "id"), step_id);
+    json_decref(out);
+    assert_int_equal(step_call(h, "DELETE", "st-rel/steps/1", scheduler, &out),
+                     202);
+    assert_string_equal(jstr(json_object_get(out, "reservation"), "state"),
+                        "releasing");
+    json_decref(out);
+    expect_error(
+        h,
+        (struct harness_req){"PUT",
+                             "/v1/reservations/st-rel/steps/1/nodes/tux1",
+                             {ROLE_NODE, "tux1"},
+                             "{\"cxi\": \"created\"}"},
+        409,
+        "job_not_active");
+    assert_int_equal(release(h, "st-rel", scheduler, &out), 202);
+    assert_string_equal(jstr(out, "state"), "releasing");
+    json_decref(out);
+    /* The step's last destroyed ends its quarantine, and the job's. */
+    assert_int_equal(step_report(h, "st-rel", "1", "tux1", "destroyed", &out),
+                     200);
+    assert_string_equal(jstr(out, "state"), "released");
+    json_decref(out);
+    assert_int_equal(step_call(h, "GET", "st-rel", scheduler, &out), 200);
+    assert_string_equal(jstr(out, "state"), "released");
+    json_decref(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +746,9 @@ int main(void)
         cmocka_unit_test(test_pool_counts),
         cmocka_unit_test(test_events_after_reserve),
         cmocka_unit_test(test_report_ends_quarantine),
+        cmocka_unit_test(test_step_reserve),
+        cmocka_unit_test(test_step_roles),
+        cmocka_unit_test(test_step_release),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
