@@ -242,7 +242,7 @@ $(BUILD)/pic/deploy/slurm/switch/%.o: deploy/slurm/switch/%.c
 $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
               deploy/slurm/switch/exports.map
 	$(CC) -shared -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
-	    -Wl,--exclude-libs,ALL \
+	    -Wl,--exclude-libs,ALL -Wl,--as-needed \
 	    -Wl,--version-script=deploy/slurm/switch/exports.map \
 	    $(PKG_LIBS) -lpthread -ldl
 

@@ -55,10 +55,11 @@ static struct vnib_client *ctld_client(const struct swv_config *cfg,
     return c;
 }
 
-/* The broker's error code in a reply, or "". */
+/* The broker's error code in a reply ({"error": {"code": ...}}), or "". */
 static const char *reply_code(const json_t *reply)
 {
-    const char *code = json_string_value(json_object_get(reply, "code"));
+    const char *code = json_string_value(
+        json_object_get(json_object_get(reply, "error"), "code"));
 
     return code != NULL ? code : "";
 }
