@@ -188,6 +188,21 @@ $(BUILD)/vnibctl: $(CLI_OBJS) $(LIBVNIB)
 $(BUILD)/vnib-agent: $(BUILD)/agent/main.o $(LIBAGENT) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE) -ldl
 
+# The agent as a library for the Slurm switch plugin (agent/stepapi.h):
+# the agent's modules (without main.c) and lib/, compiled -fPIC into
+# $(BUILD)/pic/ for a shared object, and like vnib_spank.so never with the
+# sanitizers.  Built when a target asks for it.
+AGENT_PIC_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/pic/%.o) \
+                  $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(BUILD)/libvnibagent_pic.a: $(AGENT_PIC_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 # The Slurm SPANK plugin (srun, sbatch, salloc and slurmstepd dlopen it).
 # Always built without the sanitizers, also with SAN=1: a sanitized .so
 # cannot be loaded into the unsanitized Slurm binaries.

@@ -87,18 +87,29 @@ int broker_get(struct vnib_client *c,
     return retry(c, get_attempt, path, deadline_ms, replyp, errp);
 }
 
-int broker_job_path(const char *job_id,
+int broker_res_path(const char *job_id,
+                    const char *step_id,
                     char *buf,
                     size_t size,
                     vnib_error_t *errp)
 {
     char *esc = vnib_client_escape(job_id);
+    char *step = step_id ? vnib_client_escape(step_id) : NULL;
+    int rc = 0;
 
-    if (!esc)
-        return errprintf(errp, "out of memory");
-    snprintf(buf, size, "/v1/reservations/%s", esc);
+    if (!esc || (step_id && !step)) {
+        errno = ENOMEM;
+        rc = errprintf(errp, "out of memory");
+    } else
+        snprintf(buf,
+                 size,
+                 "/v1/reservations/%s%s%s",
+                 esc,
+                 step ? "/steps/" : "",
+                 step ? step : "");
     free(esc);
-    return 0;
+    free(step);
+    return rc;
 }
 
 static int report_attempt(struct vnib_client *c,

@@ -27,11 +27,14 @@ int broker_get(struct vnib_client *c,
                json_t **replyp,
                vnib_error_t *errp);
 
-/* The path of a job's newest reservation, "/v1/reservations/JOB" with JOB
- * escaped, into buf (600 bytes hold any valid job id).  Returns 0, or -1
- * with errno ENOMEM.
+/* The path of a job's newest reservation, "/v1/reservations/JOB", or with
+ * step_id (not NULL) of that step's, "/v1/reservations/JOB/steps/STEP",
+ * each escaped, into buf (BROKER_PATH_MAX bytes hold any valid ids).
+ * Returns 0, or -1 with errno ENOMEM.
  */
-int broker_job_path(const char *job_id,
+#define BROKER_PATH_MAX 1024
+int broker_res_path(const char *job_id,
+                    const char *step_id,
                     char *buf,
                     size_t size,
                     vnib_error_t *errp);

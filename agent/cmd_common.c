@@ -148,6 +148,7 @@ int cmd_broker_failure(struct cmd_ctx *a,
                        int status,
                        vnib_error_t *error)
 {
+    a->status = status;
     if (status < 0)
         return cmd_fail(a,
                         CMD_UNREACHABLE,
@@ -233,18 +234,77 @@ void cmd_print_result(struct cmd_ctx *a, json_t *o)
     cmd_print_json(a, o);
 }
 
+void cmd_who(const struct cmd_opts *o, char *buf, size_t size)
+{
+    snprintf(buf,
+             size,
+             "%s%s%s",
+             o->job,
+             o->step ? " step " : "",
+             o->step ? o->step : "");
+}
+
+json_t *cmd_service_vnis(json_t *res)
+{
+    json_t *vnis = json_object_get(res, "vnis");
+    json_t *job = json_object_get(res, "job_vnis");
+    json_t *all;
+
+    if (!json_is_array(vnis)
+        || (json_object_get(res, "step_id") && job && !json_is_array(job)))
+        return NULL;
+    if (!(all = json_copy(vnis)))
+        return NULL;
+    if (json_object_get(res, "step_id") && job
+        && json_array_extend(all, job) < 0) {
+        json_decref(all);
+        return NULL;
+    }
+    return all;
+}
+
 int cmd_fetch(struct cmd_ctx *a,
               const char *job_id,
+              const char *step_id,
               long deadline_ms,
               json_t **replyp,
               vnib_error_t *errp)
 {
-    char path[600];
+    char path[BROKER_PATH_MAX];
+    json_t *copy, *vnis;
+    int status;
 
     *replyp = NULL;
-    if (broker_job_path(job_id, path, sizeof(path), errp) < 0)
+    if (broker_res_path(job_id, step_id, path, sizeof(path), errp) < 0)
         return -1;
-    return a->broker.get(a->broker.arg, path, deadline_ms, replyp, errp);
+    status = a->broker.get(a->broker.arg, path, deadline_ms, replyp, errp);
+    if (status != 200 || !step_id)
+        return status;
+    /* A step's services hold its VNIs, then the job's: from here on
+     * "vnis" says so, in a copy (the reply may be shared); the step's own
+     * stay as "step_vnis".  Malformed VNIs leave no "vnis" at all, so
+     * cmd_job_from refuses the reservation. */
+    if (!(copy = json_deep_copy(*replyp))
+        || (!json_object_get(copy, "step_id")
+            && json_object_set_new(copy, "step_id", json_string(step_id)) < 0)
+        || (json_object_get(copy, "vnis")
+            && json_object_set(copy, "step_vnis", json_object_get(copy, "vnis"))
+                   < 0)) {
+        json_decref(copy);
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        json_decref(*replyp);
+        *replyp = NULL;
+        return -1;
+    }
+    vnis = cmd_service_vnis(copy);
+    if (vnis)
+        json_object_set_new(copy, "vnis", vnis);
+    else
+        json_object_del(copy, "vnis");
+    json_decref(*replyp);
+    *replyp = copy;
+    return status;
 }
 
 int cmd_report(struct cmd_ctx *a, struct vnib_report r, vnib_error_t *errp)

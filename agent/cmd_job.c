@@ -1,11 +1,12 @@
 /* A job's start on this node, and its environment: `vnib-agent prolog`
- * and `vnib-agent env`.
+ * and `vnib-agent env`; with --step, one step's.
  *
  * The prolog takes the job's VNIs only from the broker, turns them into one
  * CXI service per NIC for the job's owner, and leaves the job environment
  * (for the task hooks) and its own record (for the epilog) in the state
  * directory, reporting every step so that the broker keeps the VNIs
- * quarantined until the services are really gone.
+ * quarantined until the services are really gone.  A step's services hold
+ * the step's VNIs, then the job's (commands.h), under its own record.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +22,28 @@
 #include "agent/services.h"
 #include "agent/slurmcpus.h"
 
+/* A step set up before on this node, for the same reservation, keeps the
+ * VNIs its record names (its own only, when the NICs held the job's
+ * elsewhere: own_vnis_only). */
+static int prior_vnis(struct cmd_ctx *a,
+                      const struct cmd_opts *o,
+                      const char *key,
+                      json_t *res)
+{
+    vnib_error_t ignore = {""};
+    json_t *rec =
+        o->step ? jobstate_load(a->cfg->state_dir, key, &ignore) : NULL;
+    json_t *vnis = json_object_get(rec, "vnis");
+    int rc = 0;
+
+    if (json_is_array(vnis)
+        && json_equal(json_object_get(rec, "reservation_id"),
+                      json_object_get(res, "id")))
+        rc = json_object_set(res, "vnis", vnis);
+    json_decref(rec);
+    return rc;
+}
+
 int cmd_env(struct cmd_ctx *a, const struct cmd_opts *o)
 {
     vnib_error_t error = {""};
@@ -28,7 +51,10 @@ int cmd_env(struct cmd_ctx *a, const struct cmd_opts *o)
     json_t *res = NULL;
     int *ids = NULL;
     int rc = CMD_DONE, status;
+    char key[JOBSTATE_KEY_MAX];
 
+    if (jobstate_key(key, sizeof(key), o->job, o->step, &error) < 0)
+        return cmd_fail(a, CMD_USAGE, "env: %s", error.text);
     if (!jobenv_format_valid(o->format))
         return cmd_fail(a,
                         CMD_USAGE,
@@ -38,25 +64,29 @@ int cmd_env(struct cmd_ctx *a, const struct cmd_opts *o)
     if (geteuid() != 0) {
         /* A user reads what root's prolog left for the job; it cannot
          * read the node token, and must not. */
-        if (jobstate_read_env(a->cfg->state_dir, o->job, &env, &error) < 0) {
+        if (jobstate_read_env(a->cfg->state_dir, key, &env, &error) < 0) {
             if (errno != ENOENT)
                 return cmd_fail(a, CMD_FAILED, "env: %s", error.text);
+            char who[CMD_WHO_MAX];
+            cmd_who(o, who, sizeof(who));
             cmd_warn(a,
                      "job %s: no environment prepared on this node; "
                      "clearing the variables",
-                     o->job);
+                     who);
         }
     } else {
         if ((rc = cmd_connect(a)) != CMD_DONE)
             return rc;
-        status = cmd_fetch(a, o->job, a->cfg->fetch_timeout_ms, &res, &error);
+        status = cmd_fetch(
+            a, o->job, o->step, a->cfg->fetch_timeout_ms, &res, &error);
         if (status != 200 && status != 404) {
             rc = cmd_broker_failure(a, "env", status, &error);
             goto done;
         }
         if (status == 200) {
             struct services_job job;
-            if (cmd_job_from(res, &job, 0) < 0) {
+            if (prior_vnis(a, o, key, res) < 0
+                || cmd_job_from(res, &job, 0) < 0) {
                 rc = cmd_fail(a, CMD_FAILED, "env: malformed reservation");
                 goto done;
             }
@@ -64,7 +94,8 @@ int cmd_env(struct cmd_ctx *a, const struct cmd_opts *o)
                 goto done;
             if (!(ids = calloc((size_t)a->ndev + 1, sizeof(*ids)))
                 || services_find(a->nb, a->devs, a->ndev, &job, ids, &error) < 0
-                || jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0) {
+                || jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0
+                || (o->step && jobenv_set_step(&env, o->step, &error) < 0)) {
                 rc = cmd_fail(a, CMD_FAILED, "env: %s", error.text);
                 goto done;
             }
@@ -109,7 +140,8 @@ static int job_cores(struct cmd_ctx *a, const struct cmd_opts *o, unsigned *np)
  * records why, and exit 1.
  */
 static int prolog_failed(struct cmd_ctx *a,
-                         const char *job_id,
+                         const struct cmd_opts *o,
+                         const char *who,
                          long long res_id,
                          const vnib_error_t *error)
 {
@@ -117,7 +149,8 @@ static int prolog_failed(struct cmd_ctx *a,
     char msg[sizeof(error->text) + 32];
     snprintf(msg, sizeof(msg), "prolog: %s", error->text);
     if (cmd_report(a,
-                   (struct vnib_report){.job_id = job_id,
+                   (struct vnib_report){.job_id = o->job,
+                                        .step_id = o->step,
                                         .reservation = res_id,
                                         .cxi = "failed",
                                         .message = msg},
@@ -125,26 +158,63 @@ static int prolog_failed(struct cmd_ctx *a,
         != 200)
         cmd_warn(a,
                  "job %s: the broker did not take the failure report: %s",
-                 job_id,
+                 who,
                  rerr.text);
-    return cmd_fail(a, CMD_FAILED, "job %s: %s", job_id, error->text);
+    return cmd_fail(a, CMD_FAILED, "job %s: %s", who, error->text);
 }
 
-/* What the prolog's record and its --json output say of the job. */
-static json_t *job_json(const char *job_id,
+/* What the prolog's record and its --json output say of the job (or
+ * step). */
+static json_t *job_json(const struct cmd_opts *o,
                         long long res_id,
                         const struct services_job *job,
                         json_t *res)
 {
-    return json_pack("{s:s, s:I, s:I, s:O}",
+    return json_pack("{s:s, s:s?, s:I, s:I, s:O}",
                      "job_id",
-                     job_id,
+                     o->job,
+                     "step_id",
+                     o->step,
                      "reservation_id",
                      (json_int_t)res_id,
                      "uid",
                      (json_int_t)job->uid,
                      "vnis",
                      json_object_get(res, "vnis"));
+}
+
+/* A step's service could not be made because a VNI of the job is in
+ * another service on a NIC (another step's, or the job's): libcxi up to
+ * SHS 14.0.0 keeps each VNI in one service per NIC.  So the step gets its
+ * own VNIs only, and says so; the record says so first, so its end finds
+ * what it made.  Returns 0, or -1 (errp kept) when the step has no VNIs of
+ * its own to fall back on.
+ */
+static int own_vnis_only(struct cmd_ctx *a,
+                         const char *who,
+                         json_t *res,
+                         json_t *record,
+                         const char *key,
+                         struct services_job *job,
+                         vnib_error_t *errp)
+{
+    json_t *own = json_object_get(res, "step_vnis");
+    unsigned ncores = job->ncores;
+
+    if (json_array_size(own) == 0
+        || json_array_size(own) == json_array_size(json_object_get(res, "vnis"))
+        || json_object_set(res, "vnis", own) < 0
+        || json_object_set(record, "vnis", own) < 0
+        || cmd_job_from(res, job, a->cfg->floor_percent) < 0)
+        return -1;
+    job->ncores = ncores;
+    cmd_warn(a,
+             "job %s: %s; this NIC keeps a VNI in one service only (libcxi "
+             "up to SHS 14.0.0), so the step gets its own VNIs, without the "
+             "job's",
+             who,
+             errp->text);
+    return jobstate_save(a->cfg->state_dir, key, record, errp);
 }
 
 int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
@@ -155,26 +225,31 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     struct jobenv env = {{NULL}};
     int *ids = NULL;
     bool *created = NULL;
-    int rc, status;
+    int rc, status, lock = -1;
+    char key[JOBSTATE_KEY_MAX], who[CMD_WHO_MAX];
 
+    if (jobstate_key(key, sizeof(key), o->job, o->step, &error) < 0)
+        return cmd_fail(a, CMD_USAGE, "prolog: %s", error.text);
+    cmd_who(o, who, sizeof(who)); /* "42", or "42 step 0" */
     if ((rc = cmd_connect(a)) != CMD_DONE)
         return rc;
-    status = cmd_fetch(a, o->job, a->cfg->fetch_timeout_ms, &res, &error);
+    status =
+        cmd_fetch(a, o->job, o->step, a->cfg->fetch_timeout_ms, &res, &error);
     if (status != 200 && o->allow_missing && (status < 0 || status == 404)) {
         /* The site lets jobs run without isolation when the broker cannot
          * be asked (the scheduler's prolog said so in the job's record):
          * clear the environment and step aside. */
         cmd_warn(a,
                  "job %s: %s; running WITHOUT VNI isolation (--allow-missing)",
-                 o->job,
+                 who,
                  status < 0 ? "broker unreachable" : "no reservation");
         if (jobstate_write_env(a->cfg->state_dir,
-                               o->job,
+                               key,
                                o->uid >= 0 ? (uid_t)o->uid : 0,
                                &env,
                                &error)
             < 0) {
-            rc = cmd_fail(a, CMD_FAILED, "job %s: %s", o->job, error.text);
+            rc = cmd_fail(a, CMD_FAILED, "job %s: %s", who, error.text);
             goto done;
         }
         rc = CMD_DONE;
@@ -186,11 +261,12 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     }
     long long res_id = json_integer_value(json_object_get(res, "id"));
     const char *state = json_string_value(json_object_get(res, "state"));
-    if (cmd_job_from(res, &job, a->cfg->floor_percent) < 0) {
+    if (prior_vnis(a, o, key, res) < 0
+        || cmd_job_from(res, &job, a->cfg->floor_percent) < 0) {
         rc = cmd_fail(a,
                       CMD_FAILED,
                       "job %s: the broker's reservation is malformed",
-                      o->job);
+                      who);
         goto done;
     }
     if (!state || strcmp(state, "active") != 0) {
@@ -198,7 +274,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
                       CMD_FAILED,
                       "job %s: reservation %lld is %s, not active; no services "
                       "created",
-                      o->job,
+                      who,
                       res_id,
                       state ? state : "unknown");
         goto done;
@@ -209,7 +285,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
                      CMD_FAILED,
                      "job %s: --uid %ld does not match the reservation's owner "
                      "%ld; no services created",
-                     o->job,
+                     who,
                      o->uid,
                      (long)job.uid);
         goto done;
@@ -227,17 +303,16 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
         /* Nothing to isolate: leave a cleared environment so nothing from
          * the submitting shell leaks in. */
         if (!a->dry_run
-            && jobstate_write_env(
-                   a->cfg->state_dir, o->job, job.uid, &env, &error)
+            && jobstate_write_env(a->cfg->state_dir, key, job.uid, &env, &error)
                    < 0) {
-            rc = cmd_fail(a, CMD_FAILED, "job %s: %s", o->job, error.text);
+            rc = cmd_fail(a, CMD_FAILED, "job %s: %s", who, error.text);
             goto done;
         }
         if (a->ndev == 0 && job.nvnis > 0)
             cmd_warn(
-                a, "job %s: this node has no CXI devices; no services", o->job);
+                a, "job %s: this node has no CXI devices; no services", who);
         if (!a->json)
-            fprintf(a->out, "job %s: no VNIs; no services created\n", o->job);
+            fprintf(a->out, "job %s: no VNIs; no services created\n", who);
         goto output;
     }
     if (a->dry_run) {
@@ -257,40 +332,55 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     }
     /* The broker learns before any NIC is touched, so a crash from here
      * on leaves the node marked as holding something. */
-    status = cmd_report(
-        a,
-        (struct vnib_report){
-            .job_id = o->job, .reservation = res_id, .cxi = "creating"},
-        &error);
+    status = cmd_report(a,
+                        (struct vnib_report){.job_id = o->job,
+                                             .step_id = o->step,
+                                             .reservation = res_id,
+                                             .cxi = "creating"},
+                        &error);
     if (status != 200) {
         rc = cmd_broker_failure(a, "prolog: report creating", status, &error);
         goto done;
     }
+    /* Steps of one job may start here at once: a step without VNIs of its
+     * own shares the job's service with the others, so finding or making
+     * it and recording that is done under the job's lock, which a step's
+     * teardown takes before deciding to destroy it. */
+    if (o->step
+        && (lock = jobstate_lock(a->cfg->state_dir, o->job, &error)) < 0) {
+        rc = prolog_failed(a, o, who, res_id, &error);
+        goto done;
+    }
     /* The record comes before any service, so a node without a record
      * made none: its epilog needs no broker to know that. */
-    record = job_json(o->job, res_id, &job, res);
+    record = job_json(o, res_id, &job, res);
     if (record && json_object_set_new(record, "services", json_array()) < 0) {
         json_decref(record);
         record = NULL;
     }
-    if (!record
-        || jobstate_save(a->cfg->state_dir, o->job, record, &error) < 0) {
-        rc = prolog_failed(a, o->job, res_id, &error);
+    if (!record || jobstate_save(a->cfg->state_dir, key, record, &error) < 0) {
+        rc = prolog_failed(a, o, who, res_id, &error);
         goto done;
     }
     if (services_create(
             a->nb, a->devs, a->ndev, &job, ids, created, a->err, &error)
-        < 0) {
+            < 0
+        && (errno != EEXIST || !o->step
+            || own_vnis_only(a, who, res, record, key, &job, &error) < 0
+            || services_create(
+                   a->nb, a->devs, a->ndev, &job, ids, created, a->err, &error)
+                   < 0)) {
         /* services_create destroyed what it made.  The epilog (or clean
          * --all) later reports the node clean. */
-        rc = prolog_failed(a, o->job, res_id, &error);
+        rc = prolog_failed(a, o, who, res_id, &error);
         goto done;
     }
     svcs = cmd_services_list(a->devs, ids, a->ndev);
     if (jobenv_build(&env, res, a->devs, ids, a->ndev, &error) < 0 || !svcs
+        || (o->step && jobenv_set_step(&env, o->step, &error) < 0)
         || json_object_set(record, "services", svcs) < 0
-        || jobstate_save(a->cfg->state_dir, o->job, record, &error) < 0
-        || jobstate_write_env(a->cfg->state_dir, o->job, job.uid, &env, &error)
+        || jobstate_save(a->cfg->state_dir, key, record, &error) < 0
+        || jobstate_write_env(a->cfg->state_dir, key, job.uid, &env, &error)
                < 0) {
         vnib_error_t rerr = {""};
         json_t *left = json_array(), *gone = json_array();
@@ -307,6 +397,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
         json_t *held = cmd_report_services(left);
         (void)cmd_report(a,
                          (struct vnib_report){.job_id = o->job,
+                                              .step_id = o->step,
                                               .reservation = res_id,
                                               .cxi = "failed",
                                               .services = held,
@@ -315,11 +406,14 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
         json_decref(held);
         json_decref(left);
         json_decref(gone);
-        rc = cmd_fail(a, CMD_FAILED, "job %s: %s", o->job, error.text);
+        rc = cmd_fail(a, CMD_FAILED, "job %s: %s", who, error.text);
         goto done;
     }
+    jobstate_unlock(lock);
+    lock = -1;
     status = cmd_report(a,
                         (struct vnib_report){.job_id = o->job,
+                                             .step_id = o->step,
                                              .reservation = res_id,
                                              .cxi = "created",
                                              .services = svcs},
@@ -328,7 +422,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
         cmd_warn(a,
                  "job %s: services made but the broker did not take the "
                  "report (%s); it still counts this node as holding them",
-                 o->job,
+                 who,
                  error.text);
     else
         cmd_flush_quietly(a);
@@ -345,7 +439,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
                                      created[d] ? "" : "(reused)");
         fprintf(a->out,
                 "job %s: uid=%ld ncores=%u vnis=%d services %s\n",
-                o->job,
+                who,
                 (long)job.uid,
                 job.ncores,
                 job.nvnis,
@@ -353,7 +447,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     }
 output:
     if (a->json) {
-        json_t *out = job_json(o->job, res_id, &job, res);
+        json_t *out = job_json(o, res_id, &job, res);
         if (out
             && (json_object_set_new(out, "node", json_string(a->node)) < 0
                 || json_object_set_new(
@@ -370,7 +464,14 @@ output:
         cmd_print_result(a, out);
     }
     rc = CMD_DONE;
+    if (a->env_out) {
+        /* The caller (agent/stepapi.c) takes the environment. */
+        jobenv_clear(a->env_out);
+        *a->env_out = env;
+        memset(&env, 0, sizeof(env));
+    }
 done:
+    jobstate_unlock(lock);
     jobenv_clear(&env);
     json_decref(res);
     json_decref(svcs);

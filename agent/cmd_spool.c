@@ -32,16 +32,21 @@ int cmd_report_or_spool(struct cmd_ctx *a,
 {
     vnib_error_t serr = {""};
     json_t *entry = NULL;
+    char key[JOBSTATE_KEY_MAX];
     int status =
         a->broker.report(a->broker.arg, r, a->cfg->spool_after_ms, errp);
 
-    if (status == 200)
-        jobstate_spool_remove(a->cfg->spool_dir, r->job_id, r->reservation);
+    if (status == 200
+        && jobstate_key(key, sizeof(key), r->job_id, r->step_id, &serr) == 0)
+        jobstate_spool_remove(a->cfg->spool_dir, key, r->reservation);
     if (!worth_spooling(status))
         return status;
-    if (!(entry = json_pack("{s:s, s:s, s:I, s:s, s:s}",
+    /* The step, if any, is kept: its report goes to the step's route. */
+    if (!(entry = json_pack("{s:s, s:s?, s:s, s:I, s:s, s:s}",
                             "job_id",
                             r->job_id,
+                            "step_id",
+                            r->step_id,
                             "node",
                             r->node,
                             "reservation_id",
@@ -103,6 +108,7 @@ static int flush_spool(struct cmd_ctx *a,
         vnib_error_t error = {""};
         struct vnib_report r = {
             .job_id = json_string_value(json_object_get(e, "job_id")),
+            .step_id = json_string_value(json_object_get(e, "step_id")),
             .node = json_string_value(json_object_get(e, "node")),
             .cxi = json_string_value(json_object_get(e, "cxi")),
             .services = json_object_get(e, "services"),
@@ -132,7 +138,9 @@ static int flush_spool(struct cmd_ctx *a,
             f->left++;
             continue;
         }
-        jobstate_spool_remove(a->cfg->spool_dir, r.job_id, r.reservation);
+        char key[JOBSTATE_KEY_MAX];
+        if (jobstate_key(key, sizeof(key), r.job_id, r.step_id, &error) == 0)
+            jobstate_spool_remove(a->cfg->spool_dir, key, r.reservation);
         if (status == 200)
             f->sent++;
         else {

@@ -1,5 +1,5 @@
 /* Destroying services: `vnib-agent epilog`, `housekeeping` and `clean
- * --all`.
+ * --all`; the first two also for one step (--step).
  *
  * Services are matched by owner uid and exact VNI list (a job's), or by
  * VNIs in the broker's pool (clean), never by anything a job could forge.
@@ -51,6 +51,46 @@ static int destroy(struct cmd_ctx *a,
     return n;
 }
 
+/* True when a record other than key's, of the same job (its own or one
+ * of its steps'), names a service with vnis for uid: a step without VNIs
+ * of its own shares the job's service, which then stays while another
+ * holds it.  Called under the job's lock.
+ */
+static bool shared(struct cmd_ctx *a,
+                   const struct cmd_opts *o,
+                   const char *key,
+                   json_t *src)
+{
+    vnib_error_t ignore = {""};
+    json_t *steps = jobstate_steps(a->cfg->state_dir, o->job, &ignore);
+    bool found = false;
+    size_t i;
+    json_t *st;
+
+    /* The job's own record first (index -1), then its steps'. */
+    for (i = 0; !found && (i == 0 || i <= json_array_size(steps)); i++) {
+        char other[JOBSTATE_KEY_MAX];
+        st = i ? json_array_get(steps, i - 1) : NULL;
+        if (jobstate_key(other,
+                         sizeof(other),
+                         o->job,
+                         st ? json_string_value(st) : NULL,
+                         &ignore)
+                < 0
+            || !strcmp(other, key))
+            continue;
+        json_t *rec = jobstate_load(a->cfg->state_dir, other, &ignore);
+        found = rec
+                && json_equal(json_object_get(rec, "vnis"),
+                              json_object_get(src, "vnis"))
+                && json_equal(json_object_get(rec, "uid"),
+                              json_object_get(src, "uid"));
+        json_decref(rec);
+    }
+    json_decref(steps);
+    return found;
+}
+
 /* Epilog and housekeeping: destroy the job's services and say so.
  *
  * What to destroy comes from this node's record of what its prolog made;
@@ -58,6 +98,10 @@ static int destroy(struct cmd_ctx *a,
  * its "creating" report and its record).  The report goes to the broker
  * within broker.spool_after_ms, or into the spool: a broker outage at job
  * end neither drains the node nor holds the job back.
+ *
+ * With a step, the same for the step's services, record and route.  A
+ * step's service that another record of the job still names (steps
+ * without VNIs of their own share the job's) is left to the last of them.
  */
 static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
 {
@@ -67,12 +111,18 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
     const char *outcome = "none";
     struct services_job job;
     long long res_id = 0;
-    int rc, status, n = 0;
+    int rc, status, n = 0, lock = -1;
+    char key[JOBSTATE_KEY_MAX], who[CMD_WHO_MAX];
 
     if (!done || !left) {
         rc = cmd_fail(a, CMD_FAILED, "out of memory");
         goto out;
     }
+    if (jobstate_key(key, sizeof(key), o->job, o->step, &error) < 0) {
+        rc = cmd_fail(a, CMD_USAGE, "%s: %s", what, error.text);
+        goto out;
+    }
+    cmd_who(o, who, sizeof(who)); /* "42", or "42 step 0" */
     if ((rc = cmd_connect(a)) != CMD_DONE)
         goto out;
     long retry = o->retry_ms >= 0 ? o->retry_ms
@@ -80,23 +130,24 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
                                   : a->cfg->epilog_retry_busy_ms;
     /* src: the node's record, else the broker's reservation. */
     bool fetched = false;
-    if (!(src = jobstate_load(a->cfg->state_dir, o->job, &error))) {
+    if (!(src = jobstate_load(a->cfg->state_dir, key, &error))) {
         fetched = true;
-        status = cmd_fetch(a, o->job, a->cfg->spool_after_ms, &src, &error);
+        status =
+            cmd_fetch(a, o->job, o->step, a->cfg->spool_after_ms, &src, &error);
         if (status != 200) {
             if (status < 0)
                 cmd_warn(
                     a,
                     "job %s: no record on this node, so its prolog made no "
                     "service; the broker could not confirm (%s)",
-                    o->job,
+                    who,
                     error.text);
             else if (!a->json)
                 fprintf(a->out,
                         "job %s: no reservation here; nothing to destroy\n",
-                        o->job);
+                        who);
             if (!a->dry_run)
-                jobstate_remove(a->cfg->state_dir, o->job, false);
+                jobstate_remove(a->cfg->state_dir, key, false);
             rc = CMD_DONE;
             goto out;
         }
@@ -104,20 +155,32 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
     res_id = json_integer_value(
         json_object_get(src, fetched ? "id" : "reservation_id"));
     if (cmd_job_from(src, &job, a->cfg->floor_percent) < 0) {
-        rc = cmd_fail(a, CMD_FAILED, "job %s: malformed reservation", o->job);
+        rc = cmd_fail(a, CMD_FAILED, "job %s: malformed reservation", who);
         goto out;
     }
     if (job.nvnis == 0) {
         if (!a->dry_run)
-            jobstate_remove(a->cfg->state_dir, o->job, true);
+            jobstate_remove(a->cfg->state_dir, key, true);
         if (!a->json)
-            fprintf(a->out, "job %s: no VNIs; nothing to destroy\n", o->job);
+            fprintf(a->out, "job %s: no VNIs; nothing to destroy\n", who);
         rc = CMD_DONE;
         goto out;
     }
-    char who[160];
-    snprintf(who, sizeof(who), "job %s", o->job);
-    if ((n = destroy(a, services_match, &job, retry, done, left, who)) < 0) {
+    char label[CMD_WHO_MAX + 8];
+    snprintf(label, sizeof(label), "job %s", who);
+    if (o->step
+        && (lock = jobstate_lock(a->cfg->state_dir, o->job, &error)) < 0) {
+        rc = cmd_fail(a, CMD_FAILED, "%s: %s", label, error.text);
+        goto out;
+    }
+    if (o->step && shared(a, o, key, src)) {
+        if (!a->json)
+            fprintf(a->out,
+                    "job %s: its service is the job's, still in use; left "
+                    "in place\n",
+                    who);
+    } else if ((n = destroy(a, services_match, &job, retry, done, left, label))
+               < 0) {
         rc = CMD_FAILED;
         goto out;
     }
@@ -153,6 +216,7 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
     json_t *held = n ? cmd_report_services(left) : NULL;
     struct vnib_report r = {
         .job_id = o->job,
+        .step_id = o->step,
         .node = a->node,
         .cxi = n ? "failed" : "destroyed",
         .services = held,
@@ -169,19 +233,21 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
         cmd_warn(a,
                  "job %s: the broker did not take the report (%s); spooled in "
                  "%s for 'vnib-agent flush'",
-                 o->job,
+                 who,
                  error.text,
                  a->cfg->spool_dir);
     } else {
         outcome = status < 0 ? "lost" : "refused";
         cmd_warn(a,
                  "job %s: the broker did not take the report: %s",
-                 o->job,
+                 who,
                  error.text);
     }
     /* The record goes once the services are gone and the broker has the
      * report, or will have it from the spool. */
-    jobstate_remove(a->cfg->state_dir, o->job, n == 0 && status >= 0);
+    jobstate_remove(a->cfg->state_dir, key, n == 0 && status >= 0);
+    jobstate_unlock(lock);
+    lock = -1;
     if (n > 0) {
         if (final)
             rc = cmd_fail(
@@ -189,14 +255,14 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
                 CMD_FAILED,
                 "job %s: %d CXI service(s) remain: %s; drain this node, "
                 "then run 'vnib-agent clean --all'",
-                o->job,
+                who,
                 n,
                 msg);
         else {
             cmd_warn(a,
                      "job %s: %d CXI service(s) still busy after %ld ms, left "
                      "for housekeeping: %s",
-                     o->job,
+                     who,
                      n,
                      retry,
                      msg);
@@ -206,20 +272,22 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
         rc = cmd_fail(a,
                       CMD_UNREACHABLE,
                       "job %s: services destroyed, but the broker was not told",
-                      o->job);
+                      who);
     else
         rc = CMD_DONE;
 print:
     if (!a->json && n == 0)
         fprintf(a->out,
                 "job %s: %s %zu service(s)\n",
-                o->job,
+                who,
                 a->dry_run ? "would destroy" : "destroyed",
                 json_array_size(done));
     if (a->json) {
-        json_t *o2 = json_pack("{s:s, s:s, s:I, s:O, s:O, s:s}",
+        json_t *o2 = json_pack("{s:s, s:s?, s:s, s:I, s:O, s:O, s:s}",
                                "job_id",
                                o->job,
+                               "step_id",
+                               o->step,
                                "node",
                                a->node,
                                "reservation_id",
@@ -233,20 +301,49 @@ print:
         cmd_print_result(a, o2);
     }
 out:
+    jobstate_unlock(lock);
     json_decref(src);
     json_decref(done);
     json_decref(left);
     return rc;
 }
 
+/* A job's end: first the steps whose own teardown never ran (their
+ * slurmstepd was killed, or their services were busy) by their records,
+ * then the job's services.  The worst status wins. */
+static int job_end(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
+{
+    vnib_error_t error = {""};
+    json_t *steps;
+    size_t i;
+    json_t *st;
+    int rc = CMD_DONE;
+
+    if (o->step)
+        return teardown(a, o, final);
+    if (jobstate_job_id_valid(o->job)
+        && (steps = jobstate_steps(a->cfg->state_dir, o->job, &error))) {
+        json_array_foreach (steps, i, st) {
+            struct cmd_opts so = *o;
+            so.step = json_string_value(st);
+            int r = teardown(a, &so, final);
+            if (r != CMD_DONE && (rc == CMD_DONE || r < rc))
+                rc = r;
+        }
+        json_decref(steps);
+    }
+    int r = teardown(a, o, final);
+    return rc != CMD_DONE && (r == CMD_DONE || rc < r) ? rc : r;
+}
+
 int cmd_epilog(struct cmd_ctx *a, const struct cmd_opts *o)
 {
-    return teardown(a, o, false);
+    return job_end(a, o, false);
 }
 
 int cmd_housekeeping(struct cmd_ctx *a, const struct cmd_opts *o)
 {
-    return teardown(a, o, true);
+    return job_end(a, o, true);
 }
 
 /* clean --all: the services whose VNIs lie in the pool. */
@@ -261,18 +358,22 @@ static bool pick_pool(const struct nic_svc *svc, const void *arg)
     return false;
 }
 
-/* True when a service in list has exactly the VNIs of res. */
+/* True when a service in list has exactly the VNIs of res (a step's: its
+ * own, then the job's). */
 static bool holds(json_t *list, json_t *res)
 {
+    json_t *vnis = cmd_service_vnis(res);
+    bool found = false;
     size_t i;
     json_t *s;
     json_array_foreach (list, i, s) {
-        if (json_equal(json_object_get(s, "vnis"), json_object_get(res, "vnis"))
+        if (json_equal(json_object_get(s, "vnis"), vnis)
             && json_integer_value(json_object_get(s, "uid"))
                    == json_integer_value(json_object_get(res, "uid")))
-            return true;
+            found = true;
     }
-    return false;
+    json_decref(vnis);
+    return found;
 }
 
 int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
@@ -336,14 +437,19 @@ int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
         if (!json_is_true(json_object_get(r, "cleanup_needed")))
             continue;
         const char *job_id = json_string_value(json_object_get(r, "job_id"));
+        const char *step_id = json_string_value(json_object_get(r, "step_id"));
         long long res_id = json_integer_value(json_object_get(r, "id"));
         bool stuck = holds(left, r);
-        if (!job_id)
+        char key[JOBSTATE_KEY_MAX];
+        if (!job_id
+            || jobstate_key(key, sizeof(key), job_id, step_id, &error) < 0)
             continue;
         json_array_append_new(reported,
-                              json_pack("{s:s, s:I, s:s}",
+                              json_pack("{s:s, s:s?, s:I, s:s}",
                                         "job_id",
                                         job_id,
+                                        "step_id",
+                                        step_id,
                                         "reservation_id",
                                         (json_int_t)res_id,
                                         "cxi",
@@ -354,6 +460,7 @@ int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
             cmd_report(a,
                        (struct vnib_report){
                            .job_id = job_id,
+                           .step_id = step_id,
                            .reservation = res_id,
                            .cxi = stuck ? "failed" : "destroyed",
                            .message = stuck ? "clean --all: services still busy"
@@ -367,9 +474,9 @@ int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
         else {
             /* What this run reported supersedes what an earlier one
              * spooled for the same reservation. */
-            jobstate_spool_remove(a->cfg->spool_dir, job_id, res_id);
+            jobstate_spool_remove(a->cfg->spool_dir, key, res_id);
             if (!stuck)
-                jobstate_remove(a->cfg->state_dir, job_id, true);
+                jobstate_remove(a->cfg->state_dir, key, true);
         }
     }
     cmd_flush_quietly(a);

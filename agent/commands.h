@@ -10,6 +10,12 @@
  *   cmd_spool.c     job-end reports the broker could not take: flush
  *   cmd_node.c      the node's NICs: list, sim-init
  *
+ * With a step (struct cmd_opts.step, `--step`), prolog, env, epilog and
+ * housekeeping act on that step's reservation instead of the job's: its
+ * services hold the step's VNIs, then the job's; its record is keyed
+ * JOB+STEP (jobstate_key); its reports go to the step's route.  The
+ * switch plugin calls them so, in-process, through agent/stepapi.h.
+ *
  * Everything a command touches comes through the context, so a unit test
  * can run one with the simulated NIC backend and a stand-in broker (see
  * struct cmd_broker), and read what it printed from its own FILE.
@@ -27,6 +33,7 @@
 #include "vnib/error.h"
 #include "vnib/token.h"
 #include "agent/agentcfg.h"
+#include "agent/jobenv.h"
 #include "agent/nic.h"
 
 /* Exit statuses, which scheduler hooks rely on:
@@ -79,7 +86,11 @@ struct cmd_ctx {
     int ndev;
     json_t *warnings;   /* owned; collected for --json output */
     vnib_error_t error; /* the message of the last failure */
-    char *token;        /* owned: the node token */
+    int status;         /* the broker's answer behind the last failure: its HTTP
+                         * status, -1 unreachable, 0 none (not the broker's) */
+    struct jobenv *env_out; /* not owned; when set, prolog leaves the
+                             * environment it made here */
+    char *token;            /* owned: the node token */
     size_t token_len;
     struct vnib_client *client; /* owned: the HTTP broker's */
 };
@@ -87,9 +98,10 @@ struct cmd_ctx {
 /* Options of a command. */
 struct cmd_opts {
     const char *job;
-    long uid;      /* -1: from the broker */
-    long ncores;   /* 0: from Slurm or the CPU count */
-    long retry_ms; /* -1: the configured default */
+    const char *step; /* NULL: the job itself */
+    long uid;         /* -1: from the broker */
+    long ncores;      /* 0: from Slurm or the CPU count */
+    long retry_ms;    /* -1: the configured default */
     const char *format;
     bool all;
     bool allow_missing; /* prolog: no reservation is not an error */
@@ -101,12 +113,12 @@ struct cmd_opts {
  * to a->err.
  */
 typedef int cmd_fn(struct cmd_ctx *a, const struct cmd_opts *o);
-cmd_fn cmd_prolog;       /* --job [--uid] [--ncores] [--allow-missing] */
-cmd_fn cmd_epilog;       /* --job [--retry-busy] */
-cmd_fn cmd_housekeeping; /* --job [--retry-busy] */
+cmd_fn cmd_prolog; /* --job [--step] [--uid] [--ncores] [--allow-missing] */
+cmd_fn cmd_epilog; /* --job [--step] [--retry-busy] */
+cmd_fn cmd_housekeeping; /* --job [--step] [--retry-busy] */
 cmd_fn cmd_clean;        /* --all [--retry-busy] */
 cmd_fn cmd_flush;
-cmd_fn cmd_env; /* --job [--format] */
+cmd_fn cmd_env; /* --job [--step] [--format] */
 cmd_fn cmd_list;
 cmd_fn cmd_sim_init; /* --nics */
 
@@ -130,18 +142,34 @@ int cmd_connect(struct cmd_ctx *a);
 /* Open the NIC backend (unless one is set) and list its NICs. */
 int cmd_open_nics(struct cmd_ctx *a);
 
-/* The exit status for a broker call that did not succeed. */
+/* The exit status for a broker call that did not succeed (status kept in
+ * a->status). */
 int cmd_broker_failure(struct cmd_ctx *a,
                        const char *what,
                        int status,
                        vnib_error_t *error);
 
-/* GET /v1/reservations/JOB: the newest reservation of a job. */
+/* GET /v1/reservations/JOB: the newest reservation of a job; with a step
+ * (not NULL), GET /v1/reservations/JOB/steps/STEP, whose "vnis" in
+ * *replyp are then the step's followed by the job's ("job_vnis"), as its
+ * services hold them.
+ */
 int cmd_fetch(struct cmd_ctx *a,
               const char *job_id,
+              const char *step_id,
               long deadline_ms,
               json_t **replyp,
               vnib_error_t *errp);
+
+/* What messages call a job or step: "42", or "42 step 0", into buf
+ * (CMD_WHO_MAX bytes hold any). */
+#define CMD_WHO_MAX 300
+void cmd_who(const struct cmd_opts *o, char *buf, size_t size);
+
+/* A reservation's VNIs as its services hold them: "vnis", then for a step
+ * reservation (one with "step_id") "job_vnis".  A new array, or NULL when
+ * either is malformed. */
+json_t *cmd_service_vnis(json_t *res);
 
 /* Report this node's state of a job to the broker (r.node is set to this
  * node's), within broker.fetch_timeout_ms. */

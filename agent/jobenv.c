@@ -134,6 +134,22 @@ nomem:
     return errprintf(errp, "out of memory");
 }
 
+int jobenv_set_step(struct jobenv *env, const char *step_id, vnib_error_t *errp)
+{
+    if (!env->value[ENV_COLL_JOB_ID])
+        return 0;
+    if (!passable(step_id)) {
+        errno = EINVAL;
+        return errprintf(errp, "the step id holds a line break");
+    }
+    free(env->value[ENV_COLL_JOB_STEP_ID]);
+    if (!(env->value[ENV_COLL_JOB_STEP_ID] = strdup(step_id))) {
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    return 0;
+}
+
 bool jobenv_format_valid(const char *format)
 {
     return !strcmp(format, "export") || !strcmp(format, "json")

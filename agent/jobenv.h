@@ -13,8 +13,9 @@
  *   FI_CXI_COLL_* and FI_CXI_HWCOLL_*      from the broker, only when the
  *                                          job has hardware collectives
  *
- * FI_CXI_COLL_JOB_STEP_ID is per step, so it is always cleared here and
- * set by the scheduler's per-step hook (the SPANK plugin).
+ * FI_CXI_COLL_JOB_STEP_ID is per step: jobenv_build always clears it, and
+ * the scheduler's per-step hook (the SPANK plugin) sets it, or, for one
+ * step's own environment (`--step`), jobenv_set_step.
  *
  * Output formats:
  *   export            `export NAME=value` (shell-quoted when needed) and
@@ -55,6 +56,15 @@ int jobenv_build(struct jobenv *env,
                  const int *svc_ids,
                  int ndev,
                  vnib_error_t *errp);
+
+/* One step's environment: FI_CXI_COLL_JOB_STEP_ID := step_id when the job
+ * has hardware collectives (FI_CXI_COLL_JOB_ID is set), as Slurm's own
+ * plugin does.  Returns 0, or -1 with errno (ENOMEM, or EINVAL for a step
+ * id holding a line break).
+ */
+int jobenv_set_step(struct jobenv *env,
+                    const char *step_id,
+                    vnib_error_t *errp);
 
 /* Write env in format ("export", "slurm-taskprolog" or "json").  Returns 0
  * or -1 with errno (EINVAL for an unknown format, EIO on a write error).

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,54 @@ bool jobstate_job_id_valid(const char *job_id)
                   == n;
 }
 
+bool jobstate_step_id_valid(const char *step_id)
+{
+    return jobstate_job_id_valid(step_id);
+}
+
+/* A job's key, or "JOB+STEP". */
+static bool key_valid(const char *key)
+{
+    const char *plus = strchr(key, '+');
+    char job[130];
+
+    if (!plus)
+        return jobstate_job_id_valid(key);
+    if ((size_t)(plus - key) >= sizeof(job))
+        return false;
+    memcpy(job, key, (size_t)(plus - key));
+    job[plus - key] = '\0';
+    return jobstate_job_id_valid(job) && jobstate_step_id_valid(plus + 1);
+}
+
+int jobstate_key(char *buf,
+                 size_t size,
+                 const char *job_id,
+                 const char *step_id,
+                 vnib_error_t *errp)
+{
+    if (!jobstate_job_id_valid(job_id)
+        || (step_id && !jobstate_step_id_valid(step_id))) {
+        errno = EINVAL;
+        return errprintf(errp,
+                         "%s id '%s' cannot name a file (use letters, "
+                         "digits, '.', '_' and '-')",
+                         jobstate_job_id_valid(job_id) ? "step" : "job",
+                         jobstate_job_id_valid(job_id) ? step_id : job_id);
+    }
+    if ((size_t)snprintf(buf,
+                         size,
+                         "%s%s%s",
+                         job_id,
+                         step_id ? "+" : "",
+                         step_id ? step_id : "")
+        >= size) {
+        errno = ENAMETOOLONG;
+        return errprintf(errp, "job %s: key too long", job_id);
+    }
+    return 0;
+}
+
 static int job_path(char *buf,
                     size_t size,
                     const char *dir,
@@ -29,7 +78,7 @@ static int job_path(char *buf,
                     const char *ext,
                     vnib_error_t *errp)
 {
-    if (!jobstate_job_id_valid(job_id)) {
+    if (!key_valid(job_id)) {
         errno = EINVAL;
         return errprintf(errp,
                          "job id '%s' cannot name a file (use letters, "
@@ -222,6 +271,10 @@ void jobstate_remove(const char *dir, const char *job_id, bool record)
     if (record
         && job_path(path, sizeof(path), dir, job_id, ".json", &ignore) == 0)
         (void)unlink(path);
+    /* A job's lock goes with its record (its steps have ended by then). */
+    if (record && !strchr(job_id, '+')
+        && job_path(path, sizeof(path), dir, job_id, ".lock", &ignore) == 0)
+        (void)unlink(path);
 }
 
 json_t *jobstate_list(const char *dir, vnib_error_t *errp)
@@ -255,6 +308,55 @@ nomem:
     errno = ENOMEM;
     errprintf(errp, "out of memory");
     return NULL;
+}
+
+json_t *jobstate_steps(const char *dir, const char *job_id, vnib_error_t *errp)
+{
+    json_t *keys = jobstate_list(dir, errp), *steps = json_array(), *k;
+    size_t len = strlen(job_id), i;
+
+    if (!keys || !steps) {
+        json_decref(keys);
+        json_decref(steps);
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        return NULL;
+    }
+    json_array_foreach (keys, i, k) {
+        const char *key = json_string_value(k);
+        if (strncmp(key, job_id, len) == 0 && key[len] == '+'
+            && jobstate_step_id_valid(key + len + 1))
+            json_array_append_new(steps, json_string(key + len + 1));
+    }
+    json_decref(keys);
+    return steps;
+}
+
+int jobstate_lock(const char *dir, const char *job_id, vnib_error_t *errp)
+{
+    char path[4096];
+    int fd;
+
+    if (job_path(path, sizeof(path), dir, job_id, ".lock", errp) < 0
+        || make_dirs(dir, errp) < 0)
+        return -1;
+    if ((fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+        return errprintf(errp, "cannot open %s: %s", path, strerror(errno));
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno == EINTR)
+            continue;
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return errprintf(errp, "cannot lock %s: %s", path, strerror(errno));
+    }
+    return fd;
+}
+
+void jobstate_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* releases the lock */
 }
 
 /* ---- the report spool --------------------------------------------------- */
@@ -306,7 +408,7 @@ static int spool_path(char *buf,
                       long long res_id,
                       vnib_error_t *errp)
 {
-    if (!jobstate_job_id_valid(job_id) || res_id < 0) {
+    if (!key_valid(job_id) || res_id < 0) {
         errno = EINVAL;
         return errprintf(errp, "job id '%s' cannot name a file", job_id);
     }
@@ -321,17 +423,20 @@ static int spool_path(char *buf,
 int jobstate_spool_put(const char *dir, json_t *report, vnib_error_t *errp)
 {
     const char *job_id = json_string_value(json_object_get(report, "job_id"));
+    json_t *step = json_object_get(report, "step_id");
     json_int_t res_id =
         json_integer_value(json_object_get(report, "reservation_id"));
-    char path[4096];
+    char path[4096], key[JOBSTATE_KEY_MAX];
     char *text = NULL;
     int rc;
 
-    if (!job_id) {
+    if (!job_id || (step && !json_is_string(step))) {
         errno = EINVAL;
         return errprintf(errp, "a spooled report needs a job id");
     }
-    if (spool_path(path, sizeof(path), dir, job_id, res_id, errp) < 0
+    if (jobstate_key(key, sizeof(key), job_id, json_string_value(step), errp)
+            < 0
+        || spool_path(path, sizeof(path), dir, key, res_id, errp) < 0
         || spool_dir_check(dir, true, errp) < 0)
         return -1;
     if (!(text = json_dumps(report, JSON_COMPACT | JSON_SORT_KEYS))) {

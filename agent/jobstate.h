@@ -9,6 +9,13 @@
  *             the job's user and readable by it only (0400): the task hooks
  *             (the SPANK plugin as root, or a TaskProlog as the user) read
  *             it, so the user side never needs the node's token.
+ *   JOB+STEP.json, JOB+STEP.env
+ *             the same for one step of a job (`--step`, and the switch
+ *             plugin).  '+' is in no job or step id, so a key names one
+ *             job or one step, never both.  Steps of one job running at
+ *             once each have their own files; JOB.lock (jobstate_lock)
+ *             serialises what they decide together: a service shared by
+ *             steps without VNIs of their own.
  *
  * The directory is root's (0711: nobody can list which jobs run here).
  * Files are written to a temporary name and renamed, so a reader never
@@ -18,14 +25,15 @@
  *
  * The report spool, SPOOL_DIR (on disk, root's, 0700), keeps the job-end
  * reports the broker could not take (it was down or failing over), one
- * file per job and reservation, RES_JOB.json, until `vnib-agent flush` or
- * the agent's next run sends them.  These are fsynced: a "destroyed"
+ * file per job (or step) and reservation, RES_KEY.json, until `vnib-agent
+ * flush` or the agent's next run sends them.  These are fsynced: a "destroyed"
  * report that a reboot lost would keep the job's VNIs quarantined.
  */
 #ifndef VNIB_AGENT_JOBSTATE_H
 #define VNIB_AGENT_JOBSTATE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -37,6 +45,23 @@
  * with '.'.
  */
 bool jobstate_job_id_valid(const char *job_id);
+
+/* A step id: the same characters as a job id (Slurm's are a number, or
+ * "batch", "extern", "interactive"). */
+bool jobstate_step_id_valid(const char *step_id);
+
+/* The key of a job (step NULL: "JOB") or of one of its steps
+ * ("JOB+STEP") into buf, for the functions below that take a job_id.
+ * Returns 0, or -1 with errno EINVAL (an invalid id) or ENAMETOOLONG.
+ */
+int jobstate_key(char *buf,
+                 size_t size,
+                 const char *job_id,
+                 const char *step_id,
+                 vnib_error_t *errp);
+
+/* The size of a buffer that holds any key. */
+#define JOBSTATE_KEY_MAX 260
 
 int jobstate_save(const char *dir,
                   const char *job_id,
@@ -61,16 +86,28 @@ int jobstate_read_env(const char *dir,
                       struct jobenv *env,
                       vnib_error_t *errp);
 
-/* Remove JOB.json (when record) and JOB.env; absent files are fine. */
+/* Remove JOB.env, and when record JOB.json (and a job's JOB.lock); absent
+ * files are fine.  job_id may be a key (jobstate_key). */
 void jobstate_remove(const char *dir, const char *job_id, bool record);
 
-/* The job ids that have a record, as a JSON array of strings. */
+/* The keys that have a record, as a JSON array of strings. */
 json_t *jobstate_list(const char *dir, vnib_error_t *errp);
 
+/* The ids of the steps of job_id that have a record, as a JSON array of
+ * strings (empty when none). */
+json_t *jobstate_steps(const char *dir, const char *job_id, vnib_error_t *errp);
+
+/* Take STATE_DIR/jobs/JOB.lock (flock, exclusive; made when missing) and
+ * return its descriptor for jobstate_unlock, or -1 with errno and errp.
+ * Waits while another process of the same job holds it.
+ */
+int jobstate_lock(const char *dir, const char *job_id, vnib_error_t *errp);
+void jobstate_unlock(int fd);
+
 /* Spool a report (an object with job_id, reservation_id, node, cxi and
- * optionally services and message), replacing an earlier one of the same
- * job and reservation.  Makes SPOOL_DIR when missing; refuses (EPERM) one
- * that is not the caller's or that others may write.
+ * optionally step_id, services and message), replacing an earlier one of
+ * the same job (or step) and reservation.  Makes SPOOL_DIR when missing;
+ * refuses (EPERM) one that is not the caller's or that others may write.
  */
 int jobstate_spool_put(const char *spool_dir,
                        json_t *report,
@@ -84,7 +121,8 @@ json_t *jobstate_spool_list(const char *spool_dir,
                             json_t *bad,
                             vnib_error_t *errp);
 
-/* Remove the spooled report of a job and reservation, if any. */
+/* Remove the spooled report of a key (jobstate_key) and reservation, if
+ * any. */
 void jobstate_spool_remove(const char *spool_dir,
                            const char *job_id,
                            long long res_id);

@@ -27,7 +27,7 @@ static const char usage_text[] =
     "The vnibroker node agent: CXI services for a job on this node.\n"
     "\n"
     "Commands:\n"
-    "  prolog --job ID [--uid U] [--ncores N] [--allow-missing]\n"
+    "  prolog --job ID [--step STEP] [--uid U] [--ncores N] [--allow-missing]\n"
     "                                           create the job's services\n"
     "  epilog --job ID [--retry-busy D]         destroy them (default 5s)\n"
     "  housekeeping --job ID [--retry-busy D]   the same, longer (5m); exit\n"
@@ -42,7 +42,10 @@ static const char usage_text[] =
     "  list                                     services on this node\n"
     "  sim-init --nics N                        create simulated NICs\n"
     "Every command takes --dry-run and --json.  D is a duration: 500ms, 5s,\n"
-    "5m, 1h (a bare number is seconds).\n"
+    "5m, 1h (a bare number is seconds).  prolog, epilog, housekeeping and\n"
+    "env take --step STEP: the same for that step of the job (its own VNIs,\n"
+    "then the job's; its own record and reports).  Without --step, epilog\n"
+    "and housekeeping also end the job's steps that still have a record.\n"
     "\n"
     "Options:\n"
     "  --config FILE      default " AGENTCFG_DEFAULT_PATH
@@ -136,6 +139,7 @@ static const struct opt_def main_opts[] = {
 
 static const struct opt_def command_opts[] = {
     {"job", OPT_STRING, ARG(o.job), 0, 0, NULL},
+    {"step", OPT_STRING, ARG(o.step), 0, 0, NULL},
     {"uid", OPT_LONG, ARG(o.uid), 0, 4294967294L, "is not a uid"},
     {"ncores", OPT_LONG, ARG(o.ncores), 1, 65535, "is not 1-65535"},
     {"retry-busy",
@@ -156,7 +160,8 @@ static const struct opt_def command_opts[] = {
 
 #define OPT_MAX 16
 
-/* The commands; needs_job: --job ID is required. */
+/* The commands; needs_job: --job ID is required (and --step STEP is
+ * taken). */
 static const struct command {
     const char *name;
     cmd_fn *run;
@@ -280,6 +285,16 @@ static int parse_command(struct cmd_ctx *a,
                         "digits, '.', '_', '-')",
                         cmd->name,
                         args->o.job);
+    if (args->o.step && !cmd->needs_job)
+        return cmd_fail(
+            a, CMD_USAGE, "%s: --step applies to a job's command", cmd->name);
+    if (args->o.step && !jobstate_step_id_valid(args->o.step))
+        return cmd_fail(a,
+                        CMD_USAGE,
+                        "%s: --step '%s' is not a step id (1-128 of letters, "
+                        "digits, '.', '_', '-')",
+                        cmd->name,
+                        args->o.step);
     return CMD_DONE;
 }
 

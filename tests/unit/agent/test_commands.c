@@ -1,4 +1,5 @@
-/* In-process tests of the agent's commands (agent/commands.h).
+/* In-process tests of the agent's commands (agent/commands.h), with and
+ * without --step, and of the switch plugin's calls (agent/stepapi.h).
  *
  * Each test runs a command as vnib-agent would, but in this process: the
  * NICs are simulated ones in a temporary directory (agent/nic_sim.c), and
@@ -25,6 +26,7 @@
 #include "agent/jobstate.h"
 #include "agent/nic.h"
 #include "agent/nic_sim.h"
+#include "agent/stepapi.h"
 
 #define NNICS 2
 #define JOB "42"
@@ -32,6 +34,7 @@
 /* The stand-in broker. */
 struct fake_broker {
     json_t *reservation; /* what GET /v1/reservations/JOB answers */
+    json_t *steps;       /* {STEP: what GET .../JOB/steps/STEP answers} */
     int fetch_status;    /* its status; -1: unreachable */
     int report_status;   /* what every report gets */
     json_t *pool;        /* GET /v1/pool */
@@ -69,7 +72,14 @@ static int fake_get(void *arg,
         *replyp = json_incref(b->node_view);
         return 200;
     }
-    if (strcmp(path, "/v1/reservations/" JOB) != 0) {
+    const char *sp = "/v1/reservations/" JOB "/steps/";
+    json_t *step = NULL;
+    if (!strncmp(path, sp, strlen(sp))
+        && !(step = json_object_get(b->steps, path + strlen(sp)))) {
+        errprintf(errp, "HTTP 404: no such step");
+        return 404;
+    }
+    if (!step && strcmp(path, "/v1/reservations/" JOB) != 0) {
         errprintf(errp, "HTTP 404: no such reservation");
         return 404;
     }
@@ -83,7 +93,7 @@ static int fake_get(void *arg,
             errp, "HTTP %d: forbidden: not this node's job", b->fetch_status);
         return b->fetch_status;
     }
-    *replyp = json_incref(b->reservation);
+    *replyp = json_incref(step ? step : b->reservation);
     return 200;
 }
 
@@ -96,9 +106,11 @@ static int fake_report(void *arg,
     (void)deadline_ms;
 
     json_array_append_new(b->reports,
-                          json_pack("{s:s, s:s, s:s, s:I, s:s?, s:O?}",
+                          json_pack("{s:s, s:s?, s:s, s:s, s:I, s:s?, s:O?}",
                                     "job_id",
                                     r->job_id,
+                                    "step_id",
+                                    r->step_id,
                                     "node",
                                     r->node,
                                     "cxi",
@@ -167,6 +179,22 @@ static int setup(void **state)
                                        (json_int_t)1025,
                                        "tcs_mask",
                                        "0xa");
+    /* Steps 0 and 1 have a VNI of their own; step 2 has none. */
+    fx->broker.steps = json_object();
+    for (int i = 0; i < 3; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "%d", i);
+        json_t *st = json_deep_copy(fx->broker.reservation);
+        assert_non_null(st);
+        json_object_set_new(st, "id", json_integer(70 + i));
+        json_object_set_new(st, "step_id", json_string(id));
+        json_object_set_new(st, "job_vnis", json_pack("[I, I]", 1024, 1025));
+        json_object_set_new(
+            st,
+            "vnis",
+            i < 2 ? json_pack("[I]", (json_int_t)1030 + i) : json_array());
+        json_object_set_new(fx->broker.steps, id, st);
+    }
     fx->broker.fetch_status = 200;
     fx->broker.report_status = 200;
     fx->broker.pool = json_pack("{s:s}", "ranges", "1024-2047");
@@ -189,6 +217,7 @@ static int teardown(void **state)
 
     cmd_ctx_fini(&fx->ctx);
     json_decref(fx->broker.reservation);
+    json_decref(fx->broker.steps);
     json_decref(fx->broker.pool);
     json_decref(fx->broker.node_view);
     json_decref(fx->broker.reports);
@@ -380,6 +409,395 @@ static void test_orphans(void **state)
     assert_string_equal(report_cxi(fx, before), "destroyed");
 }
 
+/* ---- steps (--step) and the switch plugin's calls ----------------------- */
+
+/* Services on NIC d of the owner holding exactly vnis (n of them). */
+static int services_with(struct fixture *fx, int d, const int *vnis, int n)
+{
+    struct nic_svc *svcs = NULL;
+    int count = 0, found = 0;
+    vnib_error_t e = {""};
+
+    assert_int_equal(
+        nic_svc_list(fx->ctx.nb, &fx->ctx.devs[d], &svcs, &count, &e), 0);
+    for (int i = 0; i < count; i++) {
+        bool same =
+            svcs[i].has_uid && svcs[i].uid == fx->owner && svcs[i].nvnis == n;
+        for (int k = 0; same && k < n; k++)
+            same = svcs[i].vnis[k] == vnis[k];
+        found += same;
+    }
+    free(svcs);
+    return found;
+}
+
+static const int step0_vnis[] = {1030, 1024, 1025};
+static const int step1_vnis[] = {1031, 1024, 1025};
+/* Where a job VNI is in another service already, as libcxi up to SHS
+ * 14.0.0 (and the simulated NICs) allow a VNI in one service per NIC. */
+static const int step0_own[] = {1030};
+static const int step1_own[] = {1031};
+
+/* The last report's step ("" for the job's route) and reservation. */
+static void assert_report(struct fixture *fx,
+                          size_t i,
+                          const char *cxi,
+                          const char *step,
+                          long long res_id)
+{
+    json_t *r = json_array_get(fx->broker.reports, i);
+    const char *got = json_string_value(json_object_get(r, "step_id"));
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(r, "cxi")), cxi);
+    assert_string_equal(got ? got : "", step);
+    assert_int_equal(json_integer_value(json_object_get(r, "reservation")),
+                     res_id);
+}
+
+static bool state_file(struct fixture *fx, const char *name)
+{
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/jobs/%s", fx->path[1], name);
+    return stat(path, &st) == 0;
+}
+
+/* prolog --step: the step's VNIs first, then the job's, on every NIC; its
+ * own record; reports on the step's route.  Two steps of one job keep
+ * distinct services and records; the second, whose job VNIs the NICs
+ * already hold in the first's service, gets its own VNIs only. */
+static void test_step_prolog(void **state)
+{
+    struct fixture *fx = *state;
+
+    fx->opts.step = "0";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(json_array_size(fx->ctx.warnings), 0);
+    fx->opts.step = "1";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(json_array_size(fx->ctx.warnings), 1);
+    assert_non_null(
+        strstr(json_string_value(json_array_get(fx->ctx.warnings, 0)),
+               "so the step gets its own VNIs, without the job's"));
+    for (int d = 0; d < NNICS; d++) {
+        assert_int_equal(services_with(fx, d, step0_vnis, 3), 1);
+        assert_int_equal(services_with(fx, d, step1_own, 1), 1);
+        assert_int_equal(job_services(fx, d), 0);
+    }
+    assert_int_equal(json_array_size(fx->broker.reports), 4);
+    assert_report(fx, 0, "creating", "0", 70);
+    assert_report(fx, 1, "created", "0", 70);
+    assert_report(fx, 2, "creating", "1", 71);
+    assert_report(fx, 3, "created", "1", 71);
+    assert_non_null(strstr(fx->out, "job 42 step 1: uid="));
+    assert_true(state_file(fx, JOB "+0.json"));
+    assert_true(state_file(fx, JOB "+1.json"));
+    assert_true(state_file(fx, JOB "+1.env"));
+    assert_false(state_file(fx, JOB ".json"));
+
+    /* Each step's environment names its own VNIs. */
+    fx->opts.step = "0";
+    assert_int_equal(run(fx, cmd_env), CMD_DONE);
+    assert_non_null(strstr(fx->out, "export SLINGSHOT_VNIS=1030,1024,1025\n"));
+    fx->opts.step = "1";
+    assert_int_equal(run(fx, cmd_env), CMD_DONE);
+    assert_non_null(strstr(fx->out, "export SLINGSHOT_VNIS=1031\n"));
+
+    /* A second prolog of a step reuses its services. */
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_non_null(strstr(fx->out, "(reused)"));
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(services_with(fx, d, step1_own, 1), 1);
+
+    /* An unknown step: the broker says 404, nothing is made. */
+    fx->opts.step = "9";
+    assert_int_equal(run(fx, cmd_prolog), CMD_FAILED);
+    assert_int_equal(fx->ctx.status, 404);
+}
+
+/* epilog --step destroys that step's services only. */
+static void test_step_epilog(void **state)
+{
+    struct fixture *fx = *state;
+
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE); /* the job's */
+    fx->opts.step = "0";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    fx->opts.step = "1";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    fx->opts.step = "0";
+    assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
+    assert_string_equal(fx->out, "job 42 step 0: destroyed 2 service(s)\n");
+    for (int d = 0; d < NNICS; d++) {
+        assert_int_equal(services_with(fx, d, step0_own, 1), 0);
+        assert_int_equal(services_with(fx, d, step1_own, 1), 1);
+        assert_int_equal(job_services(fx, d), 1);
+    }
+    size_t n = json_array_size(fx->broker.reports);
+    assert_report(fx, n - 1, "destroyed", "0", 70);
+    assert_false(state_file(fx, JOB "+0.json"));
+    assert_true(state_file(fx, JOB "+1.json"));
+    assert_true(state_file(fx, JOB ".json"));
+}
+
+/* A step without VNIs of its own uses the job's service, which its end
+ * leaves to the job. */
+static void test_step_shared(void **state)
+{
+    struct fixture *fx = *state;
+
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    fx->opts.step = "2";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_non_null(strstr(fx->out, "(reused)"));
+    assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
+    assert_non_null(strstr(fx->out, "still in use; left in place"));
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(job_services(fx, d), 1);
+    size_t n = json_array_size(fx->broker.reports);
+    assert_report(fx, n - 1, "destroyed", "2", 72);
+
+    fx->opts.step = NULL;
+    assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(job_services(fx, d), 0);
+}
+
+/* Step services without a record are found through the broker, and a
+ * job's end ends the steps it still has records of. */
+static void test_step_orphans(void **state)
+{
+    struct fixture *fx = *state;
+    char key[JOBSTATE_KEY_MAX];
+    vnib_error_t e = {""};
+
+    fx->opts.step = "0";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(jobstate_key(key, sizeof(key), JOB, "0", &e), 0);
+    jobstate_remove(fx->ctx.cfg->state_dir, key, true);
+    assert_int_equal(run(fx, cmd_housekeeping), CMD_DONE);
+    assert_string_equal(fx->out, "job 42 step 0: destroyed 2 service(s)\n");
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(services_with(fx, d, step0_vnis, 3), 0);
+
+    /* The job's housekeeping ends step 1, whose own end never ran. */
+    fx->opts.step = NULL;
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    fx->opts.step = "1";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    fx->opts.step = NULL;
+    size_t before = json_array_size(fx->broker.reports);
+    assert_int_equal(run(fx, cmd_housekeeping), CMD_DONE);
+    for (int d = 0; d < NNICS; d++) {
+        assert_int_equal(services_with(fx, d, step1_own, 1), 0);
+        assert_int_equal(job_services(fx, d), 0);
+    }
+    assert_int_equal(json_array_size(fx->broker.reports), before + 2);
+    assert_report(fx, before, "destroyed", "1", 71);
+    assert_report(fx, before + 1, "destroyed", "", 7);
+    assert_false(state_file(fx, JOB "+1.json"));
+
+    /* clean --all settles a step reservation on the step's route. */
+    fx->opts.step = "0";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    json_decref(fx->broker.node_view);
+    fx->broker.node_view =
+        json_pack("{s:[{s:s, s:s, s:I, s:b, s:[I], s:[I, I], s:I}]}",
+                  "reservations",
+                  "job_id",
+                  JOB,
+                  "step_id",
+                  "0",
+                  "id",
+                  (json_int_t)70,
+                  "cleanup_needed",
+                  1,
+                  "vnis",
+                  (json_int_t)1030,
+                  "job_vnis",
+                  (json_int_t)1024,
+                  (json_int_t)1025,
+                  "uid",
+                  (json_int_t)fx->owner);
+    fx->opts.step = NULL;
+    fx->opts.all = true;
+    before = json_array_size(fx->broker.reports);
+    assert_int_equal(run(fx, cmd_clean), CMD_DONE);
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(services_with(fx, d, step0_vnis, 3), 0);
+    assert_report(fx, before, "destroyed", "0", 70);
+    assert_false(state_file(fx, JOB "+0.json"));
+}
+
+/* A step's end report the broker cannot take is spooled with its step,
+ * and flushed to the step's route. */
+static void test_step_spool(void **state)
+{
+    struct fixture *fx = *state;
+    vnib_error_t e = {""};
+
+    fx->opts.step = "1";
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    fx->broker.report_status = 503;
+    assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(services_with(fx, d, step1_vnis, 3), 0);
+    json_t *list = jobstate_spool_list(fx->ctx.cfg->spool_dir, NULL, &e);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 1);
+    json_t *entry = json_array_get(list, 0);
+    assert_string_equal(json_string_value(json_object_get(entry, "step_id")),
+                        "1");
+    assert_string_equal(json_string_value(json_object_get(entry, "cxi")),
+                        "destroyed");
+    json_decref(list);
+
+    fx->broker.report_status = 200;
+    size_t before = json_array_size(fx->broker.reports);
+    assert_int_equal(run(fx, cmd_flush), CMD_DONE);
+    assert_report(fx, before, "destroyed", "1", 71);
+    list = jobstate_spool_list(fx->ctx.cfg->spool_dir, NULL, &e);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 0);
+    json_decref(list);
+}
+
+static const char *env_get(char **env, const char *name)
+{
+    size_t n = strlen(name);
+    for (char **p = env; *p; p++)
+        if (!strncmp(*p, name, n) && (*p)[n] == '=')
+            return *p + n + 1;
+    return NULL;
+}
+
+/* vnib_step_setup's environment, and its errno on failures. */
+static void test_stepapi_setup(void **state)
+{
+    struct fixture *fx = *state;
+    vnib_error_t e = {""};
+    char **env = NULL;
+
+    json_object_set_new(json_object_get(fx->broker.steps, "0"),
+                        "environment",
+                        json_pack("{s:s, s:s}",
+                                  "FI_CXI_COLL_JOB_ID",
+                                  "42",
+                                  "FI_CXI_COLL_MCAST_TOKEN",
+                                  "tok"));
+    assert_int_equal(
+        vnib_step_setup_ctx(&fx->ctx, JOB, "0", (long)fx->owner, 4, &env, &e),
+        0);
+    assert_non_null(env);
+    assert_string_equal(env_get(env, "SLINGSHOT_VNIS"), "1030,1024,1025");
+    assert_string_equal(env_get(env, "SLINGSHOT_DEVICES"), "cxi0,cxi1");
+    assert_non_null(env_get(env, "SLINGSHOT_SVC_IDS"));
+    assert_string_equal(env_get(env, "SLINGSHOT_TCS"), "0xa");
+    assert_string_equal(env_get(env, "FI_CXI_COLL_JOB_ID"), "42");
+    assert_string_equal(env_get(env, "FI_CXI_COLL_JOB_STEP_ID"), "0");
+    assert_string_equal(env_get(env, "FI_CXI_COLL_MCAST_TOKEN"), "tok");
+    assert_null(env_get(env, "FI_CXI_HWCOLL_MIN_NODES"));
+    vnib_step_env_free(env);
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(services_with(fx, d, step0_vnis, 3), 1);
+    assert_string_equal(vnib_step_env_name(0), "SLINGSHOT_VNIS");
+    assert_null(vnib_step_env_name(10));
+
+    /* Step 1 has no collectives: no FI_CXI_* at all; step 0 holds the
+     * job's VNIs, so step 1 gets only its own. */
+    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "1", -1, 0, &env, &e),
+                     0);
+    assert_string_equal(env_get(env, "SLINGSHOT_VNIS"), "1031");
+    assert_null(env_get(env, "FI_CXI_COLL_JOB_STEP_ID"));
+    vnib_step_env_free(env);
+
+    assert_int_equal(vnib_step_teardown_ctx(&fx->ctx, JOB, "0", 0, &e), 0);
+    for (int d = 0; d < NNICS; d++) {
+        assert_int_equal(services_with(fx, d, step0_vnis, 3), 0);
+        assert_int_equal(services_with(fx, d, step1_own, 1), 1);
+    }
+
+    /* Failures say what kind they are. */
+    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "9", -1, 0, &env, &e),
+                     -1);
+    assert_int_equal(errno, ENOENT);
+    assert_null(env);
+    fx->broker.fetch_status = 403;
+    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "0", -1, 0, &env, &e),
+                     -1);
+    assert_int_equal(errno, EACCES);
+    fx->broker.fetch_status = -1;
+    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "0", -1, 0, &env, &e),
+                     -1);
+    assert_int_equal(errno, EHOSTUNREACH);
+    assert_non_null(strstr(e.text, "broker unreachable"));
+    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "a+b", -1, 0, &env, &e),
+                     -1);
+    assert_int_equal(errno, EINVAL);
+}
+
+/* The public calls read agent.toml; with the broker unreachable, setup
+ * fails with EHOSTUNREACH and teardown destroys and spools. */
+static void test_stepapi_unreachable(void **state)
+{
+    struct fixture *fx = *state;
+    vnib_error_t e = {""};
+    char conf[256], token[256];
+    char **env = NULL;
+    FILE *f;
+
+    /* The step's services and record, made with the stand-in broker. */
+    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "1", -1, 0, &env, &e),
+                     0);
+    vnib_step_env_free(env);
+
+    snprintf(token, sizeof(token), "%s/node.token", fx->dir);
+    f = fopen(token, "w");
+    assert_non_null(f);
+    fputs("vnibnode.n1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n", f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(token, 0600), 0);
+    snprintf(conf, sizeof(conf), "%s/agent.toml", fx->dir);
+    f = fopen(conf, "w");
+    assert_non_null(f);
+    /* Port 9 on loopback: nothing listens, the connection is refused. */
+    fprintf(f,
+            "[broker]\nurl = \"http://127.0.0.1:9\"\ntoken_file = \"%s\"\n"
+            "fetch_timeout_ms = 300\nspool_after_ms = 300\n"
+            "[node]\nstate_dir = \"%s\"\nspool_dir = \"%s\"\n"
+            "[nic]\nbackend = \"sim\"\nsim_dir = \"%s\"\n"
+            "epilog_retry_busy_ms = 0\n",
+            token,
+            fx->path[1],
+            fx->path[2],
+            fx->path[0]);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(conf, 0600), 0);
+
+    assert_int_equal(vnib_step_setup(conf, JOB, "0", -1, 0, &env, &e), -1);
+    assert_int_equal(errno, EHOSTUNREACH);
+    assert_null(env);
+
+    assert_int_equal(vnib_step_teardown(conf, JOB, "1", -1, &e), 0);
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(services_with(fx, d, step1_vnis, 3), 0);
+    json_t *list = jobstate_spool_list(fx->path[2], NULL, &e);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 1);
+    json_t *entry = json_array_get(list, 0);
+    assert_string_equal(json_string_value(json_object_get(entry, "step_id")),
+                        "1");
+    assert_string_equal(json_string_value(json_object_get(entry, "node")),
+                        "n1");
+    json_decref(list);
+
+    /* A config that is not there is EINVAL, naming it. */
+    assert_int_equal(
+        vnib_step_teardown("/nonexistent/agent.toml", JOB, "1", -1, &e), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_non_null(strstr(e.text, "/nonexistent/agent.toml"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +805,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_epilog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_orphans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_prolog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_epilog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_shared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_orphans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_spool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stepapi_setup, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_stepapi_unreachable, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,227 @@
+/* The switch plugin's per-step calls (stepapi.h): a context like
+ * vnib-agent's main() makes, then cmd_prolog or cmd_epilog with --step,
+ * and the outcome turned into errno and a message.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "agent/agentcfg.h"
+#include "agent/commands.h"
+#include "agent/jobenv.h"
+#include "agent/jobstate.h"
+#include "agent/stepapi.h"
+
+const char *vnib_step_env_name(int i)
+{
+    return jobenv_name(i);
+}
+
+void vnib_step_env_free(char **env)
+{
+    for (char **p = env; p && *p; p++)
+        free(*p);
+    free(env);
+}
+
+/* The environment as "NAME=value" strings, NULL-terminated. */
+static char **env_array(const struct jobenv *env)
+{
+    char **out = calloc(JOBENV_COUNT + 1, sizeof(*out));
+    int n = 0;
+
+    for (int i = 0; out && i < JOBENV_COUNT; i++) {
+        if (!env->value[i])
+            continue;
+        size_t len = strlen(jobenv_name(i)) + strlen(env->value[i]) + 2;
+        if (!(out[n] = malloc(len))) {
+            vnib_step_env_free(out);
+            return NULL;
+        }
+        snprintf(out[n++], len, "%s=%s", jobenv_name(i), env->value[i]);
+    }
+    return out;
+}
+
+/* -1 with errno and errp from a command's exit status and a->status. */
+static int failed(struct cmd_ctx *a, int rc, vnib_error_t *errp)
+{
+    int err;
+
+    if (rc == CMD_UNREACHABLE)
+        err = EHOSTUNREACH;
+    else if (rc == CMD_USAGE)
+        err = EINVAL;
+    else if (a->status == 404)
+        err = ENOENT;
+    else if (a->status > 0)
+        err = EACCES;
+    else if (a->status < 0)
+        err = EHOSTUNREACH;
+    else
+        err = EIO;
+    errprintf(errp, "%s", a->error.text[0] ? a->error.text : "failed");
+    errno = err;
+    return -1;
+}
+
+/* What a command prints for its caller goes to /dev/null, unless the
+ * context has a stream: returns the one to close afterwards (or NULL). */
+static FILE *quiet(struct cmd_ctx *a)
+{
+    FILE *null = NULL;
+    if (!a->out)
+        a->out = null = fopen("/dev/null", "we");
+    if (!a->err)
+        a->err = stderr;
+    return null;
+}
+
+static void unquiet(struct cmd_ctx *a, FILE *null)
+{
+    if (null) {
+        fclose(null);
+        a->out = NULL;
+    }
+}
+
+/* Arguments every call checks. */
+static int check_ids(const char *job, const char *step, vnib_error_t *errp)
+{
+    char key[JOBSTATE_KEY_MAX];
+    if (!job || !step) {
+        errno = EINVAL;
+        return errprintf(errp, "a job and a step are needed");
+    }
+    return jobstate_key(key, sizeof(key), job, step, errp) < 0 ? -1 : 0;
+}
+
+int vnib_step_setup_ctx(struct cmd_ctx *a,
+                        const char *job,
+                        const char *step,
+                        long uid,
+                        long ncores,
+                        char ***envp,
+                        vnib_error_t *errp)
+{
+    struct jobenv env = {{NULL}};
+    struct cmd_opts o = {.job = job,
+                         .step = step,
+                         .uid = uid >= 0 ? uid : -1,
+                         .ncores = ncores > 0 ? ncores : 0,
+                         .retry_ms = -1,
+                         .format = "export",
+                         .nics = -1};
+    FILE *null;
+    int rc;
+
+    *envp = NULL;
+    if (check_ids(job, step, errp) < 0)
+        return -1;
+    if (uid > 4294967294L) {
+        errno = EINVAL;
+        return errprintf(errp, "uid %ld is not a uid", uid);
+    }
+    if (!(null = quiet(a)) && !a->out)
+        return errprintf(errp, "/dev/null: %s", strerror(errno));
+    a->status = 0;
+    a->error.text[0] = '\0';
+    a->env_out = &env;
+    rc = cmd_prolog(a, &o);
+    a->env_out = NULL;
+    unquiet(a, null);
+    if (rc != CMD_DONE) {
+        jobenv_clear(&env);
+        return failed(a, rc, errp);
+    }
+    *envp = env_array(&env);
+    jobenv_clear(&env);
+    if (!*envp) {
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    return 0;
+}
+
+int vnib_step_teardown_ctx(struct cmd_ctx *a,
+                           const char *job,
+                           const char *step,
+                           long retry_busy_ms,
+                           vnib_error_t *errp)
+{
+    struct cmd_opts o = {.job = job,
+                         .step = step,
+                         .uid = -1,
+                         .retry_ms = retry_busy_ms >= 0 ? retry_busy_ms : -1,
+                         .format = "export",
+                         .nics = -1};
+    FILE *null;
+    int rc;
+
+    if (check_ids(job, step, errp) < 0)
+        return -1;
+    if (!(null = quiet(a)) && !a->out)
+        return errprintf(errp, "/dev/null: %s", strerror(errno));
+    a->status = 0;
+    a->error.text[0] = '\0';
+    rc = cmd_epilog(a, &o);
+    unquiet(a, null);
+    return rc == CMD_DONE ? 0 : failed(a, rc, errp);
+}
+
+/* A context as vnib-agent's main() makes one. */
+static int ctx_open(struct cmd_ctx *a, const char *config, vnib_error_t *errp)
+{
+    memset(a, 0, sizeof(*a));
+    a->err = stderr;
+    if (!(a->cfg = agentcfg_load(
+              config ? config : AGENTCFG_DEFAULT_PATH, config != NULL, errp))) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!(a->warnings = json_array())) {
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    return 0;
+}
+
+int vnib_step_setup(const char *agent_config,
+                    const char *job,
+                    const char *step,
+                    long uid,
+                    long ncores,
+                    char ***envp,
+                    vnib_error_t *errp)
+{
+    struct cmd_ctx a;
+    int rc = -1, saved;
+
+    *envp = NULL;
+    if (ctx_open(&a, agent_config, errp) == 0)
+        rc = vnib_step_setup_ctx(&a, job, step, uid, ncores, envp, errp);
+    saved = errno;
+    cmd_ctx_fini(&a);
+    errno = saved;
+    return rc;
+}
+
+int vnib_step_teardown(const char *agent_config,
+                       const char *job,
+                       const char *step,
+                       long retry_busy_ms,
+                       vnib_error_t *errp)
+{
+    struct cmd_ctx a;
+    int rc = -1, saved;
+
+    if (ctx_open(&a, agent_config, errp) == 0)
+        rc = vnib_step_teardown_ctx(&a, job, step, retry_busy_ms, errp);
+    saved = errno;
+    cmd_ctx_fini(&a);
+    errno = saved;
+    return rc;
+}

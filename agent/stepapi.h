@@ -1,0 +1,90 @@
+/* One job step's CXI services, as an in-process API for the Slurm switch
+ * plugin (deploy/slurm/switch/, loaded into slurmstepd).
+ *
+ * These are `vnib-agent prolog --step` and `epilog --step` (see
+ * agent/commands.h), run in the caller's process: the step's reservation
+ * comes from the broker with the node's own token, never from the job's
+ * credential; the step's services hold the step's VNIs, then the job's;
+ * the record is the step's own (STATE_DIR/jobs/JOB+STEP.json), so steps
+ * of one job may run at once in separate processes; reports go to the
+ * step's route, or into the spool at step end.
+ *
+ * Nothing here exits, writes to stdout, or keeps state between calls:
+ * each call reads agent_config (NULL: /etc/vnibroker/agent.toml), opens the
+ * broker and the NICs, and closes them again.  Warnings go to stderr, each
+ * line "vnib-agent: ...".  One call at a time per process.
+ *
+ * Failures return -1 with errp and errno:
+ *   EHOSTUNREACH  the broker could not be reached before the deadline (the
+ *                 plugin's outage policy decides); at teardown only when
+ *                 the report could not be spooled either
+ *   ENOENT        no reservation for the step (the broker said 404)
+ *   EACCES        the broker refused (any other 4xx or 5xx answer)
+ *   EINVAL        bad arguments, or agent.toml or the node token is
+ *                 unusable
+ *   EIO           the NICs: a CXI operation failed (drain the node)
+ */
+#ifndef VNIB_AGENT_STEPAPI_H
+#define VNIB_AGENT_STEPAPI_H
+
+#include "vnib/error.h"
+
+struct cmd_ctx;
+
+/* Set up the step: fetch its reservation, create one service per NIC (or
+ * reuse the one a previous call made), record it, report "created".  uid
+ * (-1: the reservation's) must match the reservation's owner; ncores (0:
+ * Slurm's environment or the CPU count) sizes the services.  On success
+ * *envp is the task environment: a NULL-terminated array of "NAME=value"
+ * (SLINGSHOT_VNIS, _DEVICES, _SVC_IDS, _TCS and, when the job has
+ * hardware collectives, FI_CXI_COLL_* and FI_CXI_HWCOLL_*, with
+ * FI_CXI_COLL_JOB_STEP_ID = step), for vnib_step_env_free.  A step with no
+ * VNIs gets no service and an empty array.  The caller should unset
+ * every other name of vnib_step_env_name in the tasks, so nothing leaks
+ * from the submitting shell.
+ */
+int vnib_step_setup(const char *agent_config,
+                    const char *job,
+                    const char *step,
+                    long uid,
+                    long ncores,
+                    char ***envp,
+                    vnib_error_t *errp);
+
+/* Tear the step down: destroy its services (retrying busy ones for
+ * retry_busy_ms; -1: nic.epilog_retry_busy_ms), report "destroyed" (or
+ * "failed" naming what is left, which the job's epilog or housekeeping
+ * retries), or spool the report when the broker cannot take it (that is
+ * success).  A step without a record and unknown to the broker has
+ * nothing to tear down: 0.
+ */
+int vnib_step_teardown(const char *agent_config,
+                       const char *job,
+                       const char *step,
+                       long retry_busy_ms,
+                       vnib_error_t *errp);
+
+void vnib_step_env_free(char **env);
+
+/* The names the agent manages (i = 0, 1, ...; NULL past the last). */
+const char *vnib_step_env_name(int i);
+
+/* The same two calls on a context the caller prepared (its cfg and, when
+ * set, its broker and NIC backend are used; see agent/commands.h), for
+ * tests and for callers that keep their own.  The context is not
+ * finished (cmd_ctx_fini is the caller's).
+ */
+int vnib_step_setup_ctx(struct cmd_ctx *a,
+                        const char *job,
+                        const char *step,
+                        long uid,
+                        long ncores,
+                        char ***envp,
+                        vnib_error_t *errp);
+int vnib_step_teardown_ctx(struct cmd_ctx *a,
+                           const char *job,
+                           const char *step,
+                           long retry_busy_ms,
+                           vnib_error_t *errp);
+
+#endif /* !VNIB_AGENT_STEPAPI_H */
