@@ -170,7 +170,7 @@ static json_t *job_json(const struct cmd_opts *o,
                         const struct services_job *job,
                         json_t *res)
 {
-    return json_pack("{s:s, s:s?, s:I, s:I, s:O}",
+    return json_pack("{s:s, s:s*, s:I, s:I, s:O}",
                      "job_id",
                      o->job,
                      "step_id",

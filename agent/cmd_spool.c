@@ -42,7 +42,7 @@ int cmd_report_or_spool(struct cmd_ctx *a,
     if (!worth_spooling(status))
         return status;
     /* The step, if any, is kept: its report goes to the step's route. */
-    if (!(entry = json_pack("{s:s, s:s?, s:s, s:I, s:s, s:s}",
+    if (!(entry = json_pack("{s:s, s:s*, s:s, s:I, s:s, s:s}",
                             "job_id",
                             r->job_id,
                             "step_id",

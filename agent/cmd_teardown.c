@@ -283,7 +283,7 @@ print:
                 a->dry_run ? "would destroy" : "destroyed",
                 json_array_size(done));
     if (a->json) {
-        json_t *o2 = json_pack("{s:s, s:s?, s:s, s:I, s:O, s:O, s:s}",
+        json_t *o2 = json_pack("{s:s, s:s*, s:s, s:I, s:O, s:O, s:s}",
                                "job_id",
                                o->job,
                                "step_id",
@@ -445,7 +445,7 @@ int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
             || jobstate_key(key, sizeof(key), job_id, step_id, &error) < 0)
             continue;
         json_array_append_new(reported,
-                              json_pack("{s:s, s:s?, s:I, s:s}",
+                              json_pack("{s:s, s:s*, s:I, s:s}",
                                         "job_id",
                                         job_id,
                                         "step_id",

@@ -430,7 +430,7 @@ int jobstate_spool_put(const char *dir, json_t *report, vnib_error_t *errp)
     char *text = NULL;
     int rc;
 
-    if (!job_id || (step && !json_is_string(step))) {
+    if (!job_id || (step && !json_is_string(step) && !json_is_null(step))) {
         errno = EINVAL;
         return errprintf(errp, "a spooled report needs a job id");
     }

@@ -68,108 +68,69 @@ static int failed(struct cmd_ctx *a, int rc, vnib_error_t *errp)
     return -1;
 }
 
-/* What a command prints for its caller goes to /dev/null, unless the
- * context has a stream: returns the one to close afterwards (or NULL). */
-static FILE *quiet(struct cmd_ctx *a)
+/* Run a command of the step (o) on a, printing nothing to stdout: what a
+ * command prints for its caller goes to /dev/null unless a has a stream.
+ * prolog leaves its environment in env (when not NULL).  Returns 0, or -1
+ * with errno and errp (failed).
+ */
+static int run(struct cmd_ctx *a,
+               cmd_fn *fn,
+               const struct cmd_opts *o,
+               struct jobenv *env,
+               vnib_error_t *errp)
 {
+    char key[JOBSTATE_KEY_MAX];
     FILE *null = NULL;
-    if (!a->out)
-        a->out = null = fopen("/dev/null", "we");
+    int rc;
+
+    if (!o->job || !o->step) {
+        errno = EINVAL;
+        return errprintf(errp, "a job and a step are needed");
+    }
+    if (jobstate_key(key, sizeof(key), o->job, o->step, errp) < 0)
+        return -1;
+    if (!a->out && !(a->out = null = fopen("/dev/null", "we")))
+        return errprintf(errp, "/dev/null: %s", strerror(errno));
     if (!a->err)
         a->err = stderr;
-    return null;
-}
-
-static void unquiet(struct cmd_ctx *a, FILE *null)
-{
+    a->status = 0;
+    a->error.text[0] = '\0';
+    a->env_out = env;
+    rc = fn(a, o);
+    a->env_out = NULL;
     if (null) {
         fclose(null);
         a->out = NULL;
     }
+    return rc == CMD_DONE ? 0 : failed(a, rc, errp);
 }
 
-/* Arguments every call checks. */
-static int check_ids(const char *job, const char *step, vnib_error_t *errp)
-{
-    char key[JOBSTATE_KEY_MAX];
-    if (!job || !step) {
-        errno = EINVAL;
-        return errprintf(errp, "a job and a step are needed");
-    }
-    return jobstate_key(key, sizeof(key), job, step, errp) < 0 ? -1 : 0;
-}
-
-int vnib_step_setup_ctx(struct cmd_ctx *a,
-                        const char *job,
-                        const char *step,
-                        long uid,
-                        long ncores,
-                        char ***envp,
-                        vnib_error_t *errp)
+int vnib_step_setup_opts(struct cmd_ctx *a,
+                         const struct cmd_opts *o,
+                         char ***envp,
+                         vnib_error_t *errp)
 {
     struct jobenv env = {{NULL}};
-    struct cmd_opts o = {.job = job,
-                         .step = step,
-                         .uid = uid >= 0 ? uid : -1,
-                         .ncores = ncores > 0 ? ncores : 0,
-                         .retry_ms = -1,
-                         .format = "export",
-                         .nics = -1};
-    FILE *null;
-    int rc;
+    int rc = -1;
 
     *envp = NULL;
-    if (check_ids(job, step, errp) < 0)
-        return -1;
-    if (uid > 4294967294L) {
-        errno = EINVAL;
-        return errprintf(errp, "uid %ld is not a uid", uid);
+    if (run(a, cmd_prolog, o, &env, errp) == 0) {
+        if ((*envp = env_array(&env)))
+            rc = 0;
+        else {
+            errno = ENOMEM;
+            errprintf(errp, "out of memory");
+        }
     }
-    if (!(null = quiet(a)) && !a->out)
-        return errprintf(errp, "/dev/null: %s", strerror(errno));
-    a->status = 0;
-    a->error.text[0] = '\0';
-    a->env_out = &env;
-    rc = cmd_prolog(a, &o);
-    a->env_out = NULL;
-    unquiet(a, null);
-    if (rc != CMD_DONE) {
-        jobenv_clear(&env);
-        return failed(a, rc, errp);
-    }
-    *envp = env_array(&env);
     jobenv_clear(&env);
-    if (!*envp) {
-        errno = ENOMEM;
-        return errprintf(errp, "out of memory");
-    }
-    return 0;
+    return rc;
 }
 
-int vnib_step_teardown_ctx(struct cmd_ctx *a,
-                           const char *job,
-                           const char *step,
-                           long retry_busy_ms,
-                           vnib_error_t *errp)
+int vnib_step_teardown_opts(struct cmd_ctx *a,
+                            const struct cmd_opts *o,
+                            vnib_error_t *errp)
 {
-    struct cmd_opts o = {.job = job,
-                         .step = step,
-                         .uid = -1,
-                         .retry_ms = retry_busy_ms >= 0 ? retry_busy_ms : -1,
-                         .format = "export",
-                         .nics = -1};
-    FILE *null;
-    int rc;
-
-    if (check_ids(job, step, errp) < 0)
-        return -1;
-    if (!(null = quiet(a)) && !a->out)
-        return errprintf(errp, "/dev/null: %s", strerror(errno));
-    a->status = 0;
-    a->error.text[0] = '\0';
-    rc = cmd_epilog(a, &o);
-    unquiet(a, null);
-    return rc == CMD_DONE ? 0 : failed(a, rc, errp);
+    return run(a, cmd_epilog, o, NULL, errp);
 }
 
 /* A context as vnib-agent's main() makes one. */
@@ -189,6 +150,15 @@ static int ctx_open(struct cmd_ctx *a, const char *config, vnib_error_t *errp)
     return 0;
 }
 
+/* Finish a context, keeping errno, and return rc. */
+static int ctx_close(struct cmd_ctx *a, int rc)
+{
+    int saved = errno;
+    cmd_ctx_fini(a);
+    errno = saved;
+    return rc;
+}
+
 int vnib_step_setup(const char *agent_config,
                     const char *job,
                     const char *step,
@@ -197,16 +167,23 @@ int vnib_step_setup(const char *agent_config,
                     char ***envp,
                     vnib_error_t *errp)
 {
+    struct cmd_opts o = {.job = job,
+                         .step = step,
+                         .uid = uid >= 0 ? uid : -1,
+                         .ncores = ncores > 0 ? ncores : 0,
+                         .retry_ms = -1,
+                         .format = "export",
+                         .nics = -1};
     struct cmd_ctx a;
-    int rc = -1, saved;
 
     *envp = NULL;
-    if (ctx_open(&a, agent_config, errp) == 0)
-        rc = vnib_step_setup_ctx(&a, job, step, uid, ncores, envp, errp);
-    saved = errno;
-    cmd_ctx_fini(&a);
-    errno = saved;
-    return rc;
+    if (uid > 4294967294L) {
+        errno = EINVAL;
+        return errprintf(errp, "uid %ld is not a uid", uid);
+    }
+    if (ctx_open(&a, agent_config, errp) < 0)
+        return ctx_close(&a, -1);
+    return ctx_close(&a, vnib_step_setup_opts(&a, &o, envp, errp));
 }
 
 int vnib_step_teardown(const char *agent_config,
@@ -215,13 +192,15 @@ int vnib_step_teardown(const char *agent_config,
                        long retry_busy_ms,
                        vnib_error_t *errp)
 {
+    struct cmd_opts o = {.job = job,
+                         .step = step,
+                         .uid = -1,
+                         .retry_ms = retry_busy_ms >= 0 ? retry_busy_ms : -1,
+                         .format = "export",
+                         .nics = -1};
     struct cmd_ctx a;
-    int rc = -1, saved;
 
-    if (ctx_open(&a, agent_config, errp) == 0)
-        rc = vnib_step_teardown_ctx(&a, job, step, retry_busy_ms, errp);
-    saved = errno;
-    cmd_ctx_fini(&a);
-    errno = saved;
-    return rc;
+    if (ctx_open(&a, agent_config, errp) < 0)
+        return ctx_close(&a, -1);
+    return ctx_close(&a, vnib_step_teardown_opts(&a, &o, errp));
 }

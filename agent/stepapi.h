@@ -70,21 +70,19 @@ void vnib_step_env_free(char **env);
 const char *vnib_step_env_name(int i);
 
 /* The same two calls on a context the caller prepared (its cfg and, when
- * set, its broker and NIC backend are used; see agent/commands.h), for
- * tests and for callers that keep their own.  The context is not
- * finished (cmd_ctx_fini is the caller's).
+ * set, its broker and NIC backend are used; see agent/commands.h) with the
+ * command's options (o->job and o->step are required; setup reads uid and
+ * ncores, teardown retry_ms), for tests and for callers that keep their
+ * own context.  The context is not finished (cmd_ctx_fini is the
+ * caller's).
  */
-int vnib_step_setup_ctx(struct cmd_ctx *a,
-                        const char *job,
-                        const char *step,
-                        long uid,
-                        long ncores,
-                        char ***envp,
-                        vnib_error_t *errp);
-int vnib_step_teardown_ctx(struct cmd_ctx *a,
-                           const char *job,
-                           const char *step,
-                           long retry_busy_ms,
-                           vnib_error_t *errp);
+struct cmd_opts;
+int vnib_step_setup_opts(struct cmd_ctx *a,
+                         const struct cmd_opts *o,
+                         char ***envp,
+                         vnib_error_t *errp);
+int vnib_step_teardown_opts(struct cmd_ctx *a,
+                            const struct cmd_opts *o,
+                            vnib_error_t *errp);
 
 #endif /* !VNIB_AGENT_STEPAPI_H */

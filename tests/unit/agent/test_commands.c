@@ -106,7 +106,7 @@ static int fake_report(void *arg,
     (void)deadline_ms;
 
     json_array_append_new(b->reports,
-                          json_pack("{s:s, s:s?, s:s, s:s, s:I, s:s?, s:O?}",
+                          json_pack("{s:s, s:s*, s:s, s:s, s:I, s:s?, s:O?}",
                                     "job_id",
                                     r->job_id,
                                     "step_id",
@@ -411,6 +411,13 @@ static void test_orphans(void **state)
 
 /* ---- steps (--step) and the switch plugin's calls ----------------------- */
 
+/* Run a command with --step step (which stays set). */
+static int run_step(struct fixture *fx, cmd_fn *fn, const char *step)
+{
+    fx->opts.step = step;
+    return run(fx, fn);
+}
+
 /* Services on NIC d of the owner holding exactly vnis (n of them). */
 static int services_with(struct fixture *fx, int d, const int *vnis, int n)
 {
@@ -470,11 +477,9 @@ static void test_step_prolog(void **state)
 {
     struct fixture *fx = *state;
 
-    fx->opts.step = "0";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "0"), CMD_DONE);
     assert_int_equal(json_array_size(fx->ctx.warnings), 0);
-    fx->opts.step = "1";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "1"), CMD_DONE);
     assert_int_equal(json_array_size(fx->ctx.warnings), 1);
     assert_non_null(
         strstr(json_string_value(json_array_get(fx->ctx.warnings, 0)),
@@ -496,11 +501,9 @@ static void test_step_prolog(void **state)
     assert_false(state_file(fx, JOB ".json"));
 
     /* Each step's environment names its own VNIs. */
-    fx->opts.step = "0";
-    assert_int_equal(run(fx, cmd_env), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_env, "0"), CMD_DONE);
     assert_non_null(strstr(fx->out, "export SLINGSHOT_VNIS=1030,1024,1025\n"));
-    fx->opts.step = "1";
-    assert_int_equal(run(fx, cmd_env), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_env, "1"), CMD_DONE);
     assert_non_null(strstr(fx->out, "export SLINGSHOT_VNIS=1031\n"));
 
     /* A second prolog of a step reuses its services. */
@@ -510,8 +513,7 @@ static void test_step_prolog(void **state)
         assert_int_equal(services_with(fx, d, step1_own, 1), 1);
 
     /* An unknown step: the broker says 404, nothing is made. */
-    fx->opts.step = "9";
-    assert_int_equal(run(fx, cmd_prolog), CMD_FAILED);
+    assert_int_equal(run_step(fx, cmd_prolog, "9"), CMD_FAILED);
     assert_int_equal(fx->ctx.status, 404);
 }
 
@@ -521,12 +523,9 @@ static void test_step_epilog(void **state)
     struct fixture *fx = *state;
 
     assert_int_equal(run(fx, cmd_prolog), CMD_DONE); /* the job's */
-    fx->opts.step = "0";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
-    fx->opts.step = "1";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
-    fx->opts.step = "0";
-    assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "0"), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "1"), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_epilog, "0"), CMD_DONE);
     assert_string_equal(fx->out, "job 42 step 0: destroyed 2 service(s)\n");
     for (int d = 0; d < NNICS; d++) {
         assert_int_equal(services_with(fx, d, step0_own, 1), 0);
@@ -547,8 +546,7 @@ static void test_step_shared(void **state)
     struct fixture *fx = *state;
 
     assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
-    fx->opts.step = "2";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "2"), CMD_DONE);
     assert_non_null(strstr(fx->out, "(reused)"));
     assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
     assert_non_null(strstr(fx->out, "still in use; left in place"));
@@ -571,8 +569,7 @@ static void test_step_orphans(void **state)
     char key[JOBSTATE_KEY_MAX];
     vnib_error_t e = {""};
 
-    fx->opts.step = "0";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "0"), CMD_DONE);
     assert_int_equal(jobstate_key(key, sizeof(key), JOB, "0", &e), 0);
     jobstate_remove(fx->ctx.cfg->state_dir, key, true);
     assert_int_equal(run(fx, cmd_housekeeping), CMD_DONE);
@@ -583,8 +580,7 @@ static void test_step_orphans(void **state)
     /* The job's housekeeping ends step 1, whose own end never ran. */
     fx->opts.step = NULL;
     assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
-    fx->opts.step = "1";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "1"), CMD_DONE);
     fx->opts.step = NULL;
     size_t before = json_array_size(fx->broker.reports);
     assert_int_equal(run(fx, cmd_housekeeping), CMD_DONE);
@@ -598,8 +594,7 @@ static void test_step_orphans(void **state)
     assert_false(state_file(fx, JOB "+1.json"));
 
     /* clean --all settles a step reservation on the step's route. */
-    fx->opts.step = "0";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "0"), CMD_DONE);
     json_decref(fx->broker.node_view);
     fx->broker.node_view =
         json_pack("{s:[{s:s, s:s, s:I, s:b, s:[I], s:[I, I], s:I}]}",
@@ -629,6 +624,23 @@ static void test_step_orphans(void **state)
     assert_false(state_file(fx, JOB "+0.json"));
 }
 
+/* The one report in the spool (a new reference). */
+static json_t *spooled_one(struct fixture *fx)
+{
+    vnib_error_t e = {""};
+    json_t *list = jobstate_spool_list(fx->path[2], NULL, &e);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 1);
+    json_t *entry = json_incref(json_array_get(list, 0));
+    json_decref(list);
+    return entry;
+}
+
+static const char *field(json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
 /* A step's end report the broker cannot take is spooled with its step,
  * and flushed to the step's route. */
 static void test_step_spool(void **state)
@@ -636,30 +648,50 @@ static void test_step_spool(void **state)
     struct fixture *fx = *state;
     vnib_error_t e = {""};
 
-    fx->opts.step = "1";
-    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    assert_int_equal(run_step(fx, cmd_prolog, "1"), CMD_DONE);
     fx->broker.report_status = 503;
     assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
     for (int d = 0; d < NNICS; d++)
         assert_int_equal(services_with(fx, d, step1_vnis, 3), 0);
-    json_t *list = jobstate_spool_list(fx->ctx.cfg->spool_dir, NULL, &e);
-    assert_non_null(list);
-    assert_int_equal(json_array_size(list), 1);
-    json_t *entry = json_array_get(list, 0);
-    assert_string_equal(json_string_value(json_object_get(entry, "step_id")),
-                        "1");
-    assert_string_equal(json_string_value(json_object_get(entry, "cxi")),
-                        "destroyed");
-    json_decref(list);
+    json_t *entry = spooled_one(fx);
+    assert_string_equal(field(entry, "step_id"), "1");
+    assert_string_equal(field(entry, "cxi"), "destroyed");
+    json_decref(entry);
 
     fx->broker.report_status = 200;
     size_t before = json_array_size(fx->broker.reports);
     assert_int_equal(run(fx, cmd_flush), CMD_DONE);
     assert_report(fx, before, "destroyed", "1", 71);
-    list = jobstate_spool_list(fx->ctx.cfg->spool_dir, NULL, &e);
+    json_t *list = jobstate_spool_list(fx->path[2], NULL, &e);
     assert_non_null(list);
     assert_int_equal(json_array_size(list), 0);
     json_decref(list);
+
+    /* A job's report is spooled as before: no step_id at all. */
+    fx->opts.step = NULL;
+    assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
+    fx->broker.report_status = 503;
+    assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
+    entry = spooled_one(fx);
+    assert_null(json_object_get(entry, "step_id"));
+    assert_string_equal(field(entry, "job_id"), JOB);
+    json_decref(entry);
+}
+
+/* vnib_step_setup and _teardown on the fixture's context, with --step. */
+static int step_setup(struct fixture *fx,
+                      const char *step,
+                      char ***envp,
+                      vnib_error_t *e)
+{
+    fx->opts.step = step;
+    return vnib_step_setup_opts(&fx->ctx, &fx->opts, envp, e);
+}
+
+static int step_teardown(struct fixture *fx, const char *step, vnib_error_t *e)
+{
+    fx->opts.step = step;
+    return vnib_step_teardown_opts(&fx->ctx, &fx->opts, e);
 }
 
 static const char *env_get(char **env, const char *name)
@@ -685,9 +717,8 @@ static void test_stepapi_setup(void **state)
                                   "42",
                                   "FI_CXI_COLL_MCAST_TOKEN",
                                   "tok"));
-    assert_int_equal(
-        vnib_step_setup_ctx(&fx->ctx, JOB, "0", (long)fx->owner, 4, &env, &e),
-        0);
+    fx->opts.uid = (long)fx->owner;
+    assert_int_equal(step_setup(fx, "0", &env, &e), 0);
     assert_non_null(env);
     assert_string_equal(env_get(env, "SLINGSHOT_VNIS"), "1030,1024,1025");
     assert_string_equal(env_get(env, "SLINGSHOT_DEVICES"), "cxi0,cxi1");
@@ -705,34 +736,29 @@ static void test_stepapi_setup(void **state)
 
     /* Step 1 has no collectives: no FI_CXI_* at all; step 0 holds the
      * job's VNIs, so step 1 gets only its own. */
-    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "1", -1, 0, &env, &e),
-                     0);
+    assert_int_equal(step_setup(fx, "1", &env, &e), 0);
     assert_string_equal(env_get(env, "SLINGSHOT_VNIS"), "1031");
     assert_null(env_get(env, "FI_CXI_COLL_JOB_STEP_ID"));
     vnib_step_env_free(env);
 
-    assert_int_equal(vnib_step_teardown_ctx(&fx->ctx, JOB, "0", 0, &e), 0);
+    assert_int_equal(step_teardown(fx, "0", &e), 0);
     for (int d = 0; d < NNICS; d++) {
         assert_int_equal(services_with(fx, d, step0_vnis, 3), 0);
         assert_int_equal(services_with(fx, d, step1_own, 1), 1);
     }
 
     /* Failures say what kind they are. */
-    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "9", -1, 0, &env, &e),
-                     -1);
+    assert_int_equal(step_setup(fx, "9", &env, &e), -1);
     assert_int_equal(errno, ENOENT);
     assert_null(env);
     fx->broker.fetch_status = 403;
-    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "0", -1, 0, &env, &e),
-                     -1);
+    assert_int_equal(step_setup(fx, "0", &env, &e), -1);
     assert_int_equal(errno, EACCES);
     fx->broker.fetch_status = -1;
-    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "0", -1, 0, &env, &e),
-                     -1);
+    assert_int_equal(step_setup(fx, "0", &env, &e), -1);
     assert_int_equal(errno, EHOSTUNREACH);
     assert_non_null(strstr(e.text, "broker unreachable"));
-    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "a+b", -1, 0, &env, &e),
-                     -1);
+    assert_int_equal(step_setup(fx, "a+b", &env, &e), -1);
     assert_int_equal(errno, EINVAL);
 }
 
@@ -747,8 +773,7 @@ static void test_stepapi_unreachable(void **state)
     FILE *f;
 
     /* The step's services and record, made with the stand-in broker. */
-    assert_int_equal(vnib_step_setup_ctx(&fx->ctx, JOB, "1", -1, 0, &env, &e),
-                     0);
+    assert_int_equal(step_setup(fx, "1", &env, &e), 0);
     vnib_step_env_free(env);
 
     snprintf(token, sizeof(token), "%s/node.token", fx->dir);
@@ -781,15 +806,10 @@ static void test_stepapi_unreachable(void **state)
     assert_int_equal(vnib_step_teardown(conf, JOB, "1", -1, &e), 0);
     for (int d = 0; d < NNICS; d++)
         assert_int_equal(services_with(fx, d, step1_vnis, 3), 0);
-    json_t *list = jobstate_spool_list(fx->path[2], NULL, &e);
-    assert_non_null(list);
-    assert_int_equal(json_array_size(list), 1);
-    json_t *entry = json_array_get(list, 0);
-    assert_string_equal(json_string_value(json_object_get(entry, "step_id")),
-                        "1");
-    assert_string_equal(json_string_value(json_object_get(entry, "node")),
-                        "n1");
-    json_decref(list);
+    json_t *entry = spooled_one(fx);
+    assert_string_equal(field(entry, "step_id"), "1");
+    assert_string_equal(field(entry, "node"), "n1");
+    json_decref(entry);
 
     /* A config that is not there is EINVAL, naming it. */
     assert_int_equal(
