@@ -573,6 +573,78 @@ static void test_report_minimal(void **state)
     free(canned);
 }
 
+static void test_steps(void **state)
+{
+    char *created = fakehttp_reply_json(201, "{\"step_id\":\"0\"}");
+    char *ok = fakehttp_reply_json(200, "{\"step_id\":\"0\"}");
+    char *accepted = fakehttp_reply_json(202, "{\"outcome\":\"no_hwcoll\"}");
+    char *reported = fakehttp_reply_json(200, "{}");
+    json_t *reply = NULL;
+    vnib_error_t e = {""};
+    (void)state;
+
+    /* Reserve, read, release and report a step, each on its step route. */
+    struct fakehttp *s = server_start(created);
+    s->expect = 5;
+    fakehttp_add(s, "", ok, 1);
+    fakehttp_add(s, "", accepted, 1);
+    fakehttp_add(s, "", reported, 1);
+    fakehttp_add(s, "", created, 1);
+    fakehttp_run(s);
+    struct vnib_client *c = client_for(s, "tok");
+    const struct vnib_step_reserve r = {
+        .job_id = "job/1", .step_id = "0", .nodes = "n[1-2]", .vni_count = 1};
+    assert_int_equal(vnib_client_step_reserve(c, &r, &reply, &e), 201);
+    assert_string_equal(json_string_value(json_object_get(reply, "step_id")),
+                        "0");
+    json_decref(reply);
+    assert_int_equal(vnib_client_get_step(c, "job/1", "..", NULL, NULL), 200);
+    assert_int_equal(
+        vnib_client_step_release(c, "42", "3.1", true, &reply, NULL), 202);
+    json_decref(reply);
+    const struct vnib_report rep = {.job_id = "42",
+                                    .node = "n1",
+                                    .cxi = "created",
+                                    .reservation = 7,
+                                    .step_id = "3.1"};
+    assert_int_equal(vnib_client_report(c, &rep, NULL, NULL), 200);
+    const struct vnib_step_reserve none = {
+        .job_id = "42", .step_id = "5", .nodes = "n1", .vni_count = -1};
+    assert_int_equal(vnib_client_step_reserve(c, &none, NULL, NULL), 201);
+    vnib_client_destroy(c);
+    fakehttp_join(s);
+    assert_int_equal(s->nrequests, 5);
+    fakehttp_assert_prefix(fakehttp_request(s, 0),
+                           "PUT /v1/reservations/job%2F1/steps/0 HTTP/1.1\r\n");
+    assert_string_equal(fakehttp_body(s, 0),
+                        "{\"nodes\":\"n[1-2]\",\"vni_count\":1}");
+    fakehttp_assert_prefix(
+        fakehttp_request(s, 1),
+        "GET /v1/reservations/job%2F1/steps/%2E%2E HTTP/1.1\r\n");
+    fakehttp_assert_prefix(
+        fakehttp_request(s, 2),
+        "DELETE /v1/reservations/42/steps/3.1?force=true HTTP/1.1\r\n");
+    fakehttp_assert_prefix(
+        fakehttp_request(s, 3),
+        "PUT /v1/reservations/42/steps/3.1/nodes/n1 HTTP/1.1\r\n");
+    assert_string_equal(fakehttp_body(s, 3),
+                        "{\"cxi\":\"created\",\"reservation_id\":7}");
+    assert_string_equal(fakehttp_body(s, 4), "{\"nodes\":\"n1\"}");
+    fakehttp_free(s);
+    free(created);
+    free(ok);
+    free(accepted);
+    free(reported);
+
+    /* Arguments missing: refused before any request. */
+    const struct vnib_step_reserve bad = {.job_id = "42", .nodes = "n1"};
+    c = vnib_client_create("http://127.0.0.1:1", "tok", &e);
+    assert_non_null(c);
+    assert_int_equal(vnib_client_step_reserve(c, &bad, NULL, &e), -1);
+    assert_int_equal(errno, EINVAL);
+    vnib_client_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_get_and_release),
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_report_minimal),
+        cmocka_unit_test(test_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -121,11 +121,130 @@ static void test_node_view_out_of_memory(void **state)
     assert_true(failures > 10);
 }
 
+/* Step 3 of the job of node_entry() (schema/0017): its own VNI, its job's
+ * multicast reservation.
+ */
+static struct render_row step_row(void)
+{
+    struct render_row f = node_entry().res;
+    f.id = "9";
+    f.job_id = "j7#3";
+    f.nodes = "n1";
+    f.node_count = "1";
+    f.vni_count = "1";
+    f.vnis = "3002";
+    f.hwcoll_mode = "off";
+    f.hwcoll_state = "disabled";
+    f.hwcoll_reason = NULL;
+    f.fm_job_id = NULL;
+    f.addrs_per_job = NULL;
+    f.parent_vnis = "3000,3001";
+    f.parent_hwcoll_mode = "auto";
+    f.parent_hwcoll_state = "reserved";
+    f.parent_fm_job_id = "fm-7";
+    f.parent_addrs_per_job = "4";
+    return f;
+}
+
+static const char *env_of(json_t *o, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(o, "environment"), key));
+}
+
+static void test_step(void **state)
+{
+    struct config cfg = {0};
+    char url[] = "http://fm.example:8000";
+    struct render_row f = step_row();
+    (void)state;
+
+    cfg.hwcoll.fm_url = url;
+    cfg.hwcoll.min_nodes = 2;
+    json_t *o = render_reservation(&cfg, &f);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "job_id")), "j7");
+    assert_string_equal(json_string_value(json_object_get(o, "step_id")), "3");
+    assert_int_equal(json_array_size(json_object_get(o, "vnis")), 1);
+    assert_int_equal(
+        json_integer_value(json_array_get(json_object_get(o, "vnis"), 0)),
+        3002);
+    assert_int_equal(json_array_size(json_object_get(o, "job_vnis")), 2);
+    assert_string_equal(env_of(o, "SLINGSHOT_VNIS"), "3002,3000,3001");
+    assert_string_equal(env_of(o, "FI_CXI_COLL_JOB_ID"), "fm-7");
+    assert_string_equal(env_of(o, "FI_CXI_COLL_JOB_STEP_ID"), "3");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(o, "hwcoll"), "state")),
+                        "reserved");
+    json_decref(o);
+
+    /* A step without VNIs of its own: the job's alone. */
+    f.vnis = "";
+    f.vni_count = "0";
+    o = render_reservation(&cfg, &f);
+    assert_string_equal(env_of(o, "SLINGSHOT_VNIS"), "3000,3001");
+    json_decref(o);
+
+    /* A job's reservation has no step_id, and no step variable. */
+    f = node_entry().res;
+    o = render_reservation(&cfg, &f);
+    assert_string_equal(json_string_value(json_object_get(o, "job_id")), "j7");
+    assert_null(json_object_get(o, "step_id"));
+    assert_null(json_object_get(o, "job_vnis"));
+    assert_null(env_of(o, "FI_CXI_COLL_JOB_STEP_ID"));
+    assert_string_equal(env_of(o, "SLINGSHOT_VNIS"), "3000,3001");
+    json_decref(o);
+
+    /* An event of a step shows the job and the step apart. */
+    const struct render_event ev = {.id = "5",
+                                    .time = "2026-01-01T00:00:00.000Z",
+                                    .reservation_id = "9",
+                                    .job_id = "j7#3",
+                                    .actor = "slurmctld",
+                                    .action = "reserve",
+                                    .detail = "{}"};
+    o = render_event(&ev);
+    assert_string_equal(json_string_value(json_object_get(o, "job_id")), "j7");
+    assert_string_equal(json_string_value(json_object_get(o, "step_id")), "3");
+    json_decref(o);
+}
+
+static void test_step_out_of_memory(void **state)
+{
+    struct config cfg = {0};
+    char url[] = "http://fm.example:8000";
+    struct render_row f = step_row();
+    int failures = 0;
+    (void)state;
+
+    cfg.hwcoll.fm_url = url;
+    json_set_alloc_funcs(budget_malloc, free);
+    for (long n = 0; n < 10000; n++) {
+        alloc_budget = n;
+        errno = 0;
+        json_t *o = render_reservation(&cfg, &f);
+        bool failed = alloc_budget == 0;
+        alloc_budget = -1;
+        if (o) {
+            json_decref(o);
+            if (!failed)
+                break; /* every allocation has been failed once */
+            continue;
+        }
+        assert_int_equal(errno, ENOMEM);
+        failures++;
+    }
+    json_set_alloc_funcs(malloc, free);
+    assert_true(failures > 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_view),
         cmocka_unit_test(test_node_view_out_of_memory),
+        cmocka_unit_test(test_step),
+        cmocka_unit_test(test_step_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
