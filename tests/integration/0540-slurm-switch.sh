@@ -5,10 +5,11 @@
 # srun step gets a step reservation (its own VNIs first, then the job's)
 # and CXI services on its nodes; tasks see SLINGSHOT_VNIS in that order;
 # sbatch steps each get theirs; concurrent jobs get different VNIs; all is
-# released, destroyed and out of quarantine once the jobs end; with the
+# released, destroyed and out of quarantine once the jobs end; a
+# slurmctld killed with -9 in the middle of a job loses nothing; with the
 # broker down a step is refused (vnib_outage=fail) and the job's release
-# is spooled for the reconcile; a slurmctld killed with -9 in the middle
-# of a job loses nothing.
+# is spooled for the reconcile, or runs without isolation, logged
+# (vnib_outage=open).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
@@ -178,6 +179,20 @@ expect_eq "no service was made on n2" "$(sim_count n2 cxi0)" 0
 broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
 out=$(timeout 60 srun -N1 -w n2 sh -c 'echo $SLINGSHOT_VNIS' 2>&1)
 expect_match "with the broker back, new steps run isolated" "$out" '^30[0-9][0-9]$'
+
+# ---- vnib_outage=open: with the broker down a step runs, unisolated, logged --
+slurm_stop
+slurm_start switch=vnib switch_params="$VNIB_SWITCH_PARAMS,vnib_outage=open" \
+    plugin_dir="$VNIB_PLUGIN_DIR" || { not_ok "slurm restarts"; slurm_dump_logs 30; finish; }
+broker_stop
+out=$(SLINGSHOT_VNIS=999 timeout 60 srun -N1 -w n2 sh -c "$TASK_ENV" 2>"$T/open.err")
+expect_eq "vnib_outage=open: with the broker down, srun runs" "$?" 0
+expect_eq "... its task has no SLINGSHOT_* or FI_CXI_* at all" "$out" "n2 "
+expect_eq "... and no service was made on n2" "$(sim_count n2 cxi0)" 0
+expect_match "... slurmctld's log says it runs without isolation" \
+    "$(grep 'switch/vnib' "$VNIB_SLURM_LOGS/slurmctld.log" | tail -n 3)" \
+    'broker unreachable .*the step runs WITHOUT VNI isolation \(vnib_outage=open\)'
+broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
 
 slurm_stop
 finish
