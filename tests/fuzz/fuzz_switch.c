@@ -46,9 +46,9 @@ static void fuzz_opts(const uint8_t *data, size_t size)
     if (net_s > s + size)
         net_s = s + size + 1;
     if (swv_config_parse(&cfg, s, &err) == 0) {
-        if (swv_network_parse(&cfg, net_s, net_s, &net, &err) == 0 &&
-            (net.vnis < -1 || net.vnis > SWV_MAX_VNIS || net.step_vnis < 0 ||
-             net.step_vnis > SWV_MAX_VNIS))
+        if (swv_network_parse(&cfg, net_s, net_s, &net, &err) == 0
+            && (net.vnis < -1 || net.vnis > SWV_MAX_VNIS || net.step_vnis < 0
+                || net.step_vnis > SWV_MAX_VNIS))
             abort();
     }
     free(s);

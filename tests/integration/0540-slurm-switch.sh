@@ -95,17 +95,26 @@ expect_eq "both tasks of step 0 saw step 0's VNI, then the job's" \
 expect_eq "both tasks of step 1 saw step 1's VNI, then the job's" \
     "$(printf '%s\n' "$out" | grep -c "^step1 n[12] .*SLINGSHOT_VNIS=$S31,$J3 ")" 2
 
-# ---- two concurrent jobs get different VNIs ----------------------------------
-timeout 60 srun -N1 -w n1 sh -c 'echo $SLINGSHOT_VNIS; sleep 3' >"$T/c1.out" 2>&1 &
-c1=$!
-timeout 60 srun -N1 -w n2 sh -c 'echo $SLINGSHOT_VNIS; sleep 3' >"$T/c2.out" 2>&1 &
-c2=$!
-wait "$c1" "$c2"
-v1=$(head -n 1 "$T/c1.out")
-v2=$(head -n 1 "$T/c2.out")
-expect_match "concurrent job A has a VNI" "$v1" '^30[0-9][0-9]$'
-expect_match "concurrent job B has a VNI" "$v2" '^30[0-9][0-9]$'
-[ "$v1" != "$v2" ] && ok "... and they differ ($v1, $v2)" || not_ok "... and they differ ($v1, $v2)"
+# ---- two concurrent jobs with step VNIs: four different VNIs ---------------
+# Each task prints "STEP_VNI,JOB_VNI" and runs until $T/stopc exists, so
+# the two jobs hold their reservations at the same time.
+cpids=""
+for n in n1 n2; do
+    timeout 60 srun -N1 -w $n --network=step_vnis=1 \
+        sh -c "echo \$SLINGSHOT_VNIS; while [ ! -e $T/stopc ]; do sleep 0.2; done" \
+        >"$T/c.$n.out" 2>&1 &
+    cpids="$cpids $!"
+done
+_both_print () { [ -s "$T/c.n1.out" ] && [ -s "$T/c.n2.out" ]; }
+wait_for 30 _both_print
+touch "$T/stopc"
+# shellcheck disable=SC2086 # one pid each
+wait $cpids
+v1=$(head -n 1 "$T/c.n1.out")
+v2=$(head -n 1 "$T/c.n2.out")
+expect_match "concurrent job A has a step VNI and a job VNI" "$v1" '^30[0-9][0-9],30[0-9][0-9]$'
+expect_match "concurrent job B has a step VNI and a job VNI" "$v2" '^30[0-9][0-9],30[0-9][0-9]$'
+expect_eq "... all four differ ($v1; $v2)" "$(echo "$v1,$v2" | tr ',' '\n' | sort -u | wc -l)" 4
 
 # ---- --network=no_vni: a step without VNIs has no Slingshot environment -----
 out=$(SLINGSHOT_VNIS=999 timeout 60 srun -N2 --network=no_vni sh -c "$TASK_ENV")

@@ -147,7 +147,8 @@ int switch_p_libstate_clear(void)
     return SLURM_SUCCESS;
 }
 
-/* ---- the jobinfo ----------------------------------------------------------- */
+/* ---- the jobinfo -----------------------------------------------------------
+ */
 
 int switch_p_alloc_jobinfo(switch_jobinfo_t **jobinfo,
                            uint32_t job_id,
@@ -211,8 +212,8 @@ int switch_p_unpack_jobinfo(switch_jobinfo_t **jobinfo,
         return SLURM_ERROR;
     }
     j = xmalloc(sizeof(*j));
-    if (len > 0 &&
-        swv_jobinfo_decode((uint8_t *)data, len, &j->info, &err) < 0) {
+    if (len > 0
+        && swv_jobinfo_decode((uint8_t *)data, len, &j->info, &err) < 0) {
         error("switch/vnib: %s", err.text);
         xfree(data);
         xfree(j);
@@ -232,7 +233,8 @@ int switch_p_get_jobinfo(switch_jobinfo_t *jobinfo, int key, void *data)
     return SLURM_ERROR;
 }
 
-/* ---- slurmctld ------------------------------------------------------------ */
+/* ---- slurmctld ------------------------------------------------------------
+ */
 
 int switch_p_build_jobinfo(switch_jobinfo_t *jobinfo,
                            slurm_step_layout_t *step_layout,
@@ -245,8 +247,8 @@ int switch_p_build_jobinfo(switch_jobinfo_t *jobinfo,
     job_record_t *job_ptr;
     char job[16], step[16];
 
-    if (jobinfo == NULL || step_layout == NULL || step_ptr == NULL ||
-        step_ptr->job_ptr == NULL) {
+    if (jobinfo == NULL || step_layout == NULL || step_ptr == NULL
+        || step_ptr->job_ptr == NULL) {
         error("switch/vnib: build_jobinfo without a step");
         slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
         return SLURM_ERROR;
@@ -254,8 +256,9 @@ int switch_p_build_jobinfo(switch_jobinfo_t *jobinfo,
     job_ptr = step_ptr->job_ptr;
     jobinfo->info.step_id = step_ptr->step_id.step_id;
     swv_jobinfo_ids(&jobinfo->info, job, step);
-    if (swv_network_parse(&swv_cfg, job_ptr->network, step_ptr->network, &net,
-                          &err) < 0) {
+    if (swv_network_parse(
+            &swv_cfg, job_ptr->network, step_ptr->network, &net, &err)
+        < 0) {
         error("switch/vnib: JobId=%s StepId=%s: %s", job, step, err.text);
         slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
         return SLURM_ERROR;
@@ -277,15 +280,23 @@ int switch_p_build_jobinfo(switch_jobinfo_t *jobinfo,
     jobinfo->info.flags = SWV_JOBINFO_BUILT;
     if (resv.unisolated) {
         jobinfo->info.flags |= SWV_JOBINFO_UNISOLATED;
-        error("switch/vnib: JobId=%s StepId=%s: broker unreachable (%s); "
-              "the step runs WITHOUT VNI isolation (vnib_outage=open)",
-              job, step, err.text);
+        error(
+            "switch/vnib: JobId=%s StepId=%s: broker unreachable (%s); "
+            "the step runs WITHOUT VNI isolation (vnib_outage=open)",
+            job,
+            step,
+            err.text);
     }
     jobinfo->info.job_resv = resv.job_resv;
     jobinfo->info.step_resv = resv.step_resv;
-    debug("switch/vnib: JobId=%s StepId=%s nodes=%s: reservation %lld, "
-          "step reservation %lld",
-          job, step, step_layout->node_list, resv.job_resv, resv.step_resv);
+    debug(
+        "switch/vnib: JobId=%s StepId=%s nodes=%s: reservation %lld, "
+        "step reservation %lld",
+        job,
+        step,
+        step_layout->node_list,
+        resv.job_resv,
+        resv.step_resv);
     return SLURM_SUCCESS;
 }
 
@@ -295,15 +306,18 @@ int switch_p_job_step_complete(switch_jobinfo_t *jobinfo, char *nodelist)
     char job[16], step[16];
 
     (void)nodelist;
-    if (!running_in_slurmctld() || jobinfo == NULL ||
-        (jobinfo->info.flags & SWV_JOBINFO_BUILT) == 0 ||
-        (jobinfo->info.flags & SWV_JOBINFO_UNISOLATED) != 0)
+    if (!running_in_slurmctld() || jobinfo == NULL
+        || (jobinfo->info.flags & SWV_JOBINFO_BUILT) == 0
+        || (jobinfo->info.flags & SWV_JOBINFO_UNISOLATED) != 0)
         return SLURM_SUCCESS;
     swv_jobinfo_ids(&jobinfo->info, job, step);
     if (swv_ctld_step_end(&swv_cfg, job, step, &err) < 0)
-        error("switch/vnib: JobId=%s StepId=%s: step release failed (%s); "
-              "the job's release will release it",
-              job, step, err.text);
+        error(
+            "switch/vnib: JobId=%s StepId=%s: step release failed (%s); "
+            "the job's release will release it",
+            job,
+            step,
+            err.text);
     return SLURM_SUCCESS;
 }
 
@@ -330,7 +344,19 @@ void switch_p_job_complete(uint32_t job_id)
         error("switch/vnib: JobId=%s: %s", job, err.text);
 }
 
-/* ---- slurmstepd ----------------------------------------------------------- */
+/* ---- slurmstepd -----------------------------------------------------------
+ */
+
+/* What the step carries; a step without (never built by slurmctld) is
+ * all zeros, which swv_node refuses to set up. */
+static const struct swv_jobinfo *step_info(const stepd_step_rec_t *job)
+{
+    static const struct swv_jobinfo none = {0};
+
+    if (job->switch_job != NULL && job->switch_job->data != NULL)
+        return &((switch_jobinfo_t *)job->switch_job->data)->info;
+    return &none;
+}
 
 /* Drop every SLINGSHOT_* and FI_CXI_* name from env, so nothing from the
  * submitting shell reaches a task. */
@@ -343,8 +369,8 @@ static void env_clear_ours(char **env)
     while (again && env != NULL) {
         again = false;
         for (i = 0; env[i] != NULL; i++) {
-            if (strncmp(env[i], "SLINGSHOT_", 10) != 0 &&
-                strncmp(env[i], "FI_CXI_", 7) != 0)
+            if (strncmp(env[i], "SLINGSHOT_", 10) != 0
+                && strncmp(env[i], "FI_CXI_", 7) != 0)
                 continue;
             n = strcspn(env[i], "=");
             if (n >= sizeof(name))
@@ -379,33 +405,40 @@ static int env_apply(char ***env, char **add)
 
 int switch_p_job_preinit(stepd_step_rec_t *job)
 {
-    struct swv_jobinfo none = {0};
-    const struct swv_jobinfo *info = &none;
+    const struct swv_jobinfo *info = step_info(job);
     vnib_error_t err = {""};
     char **add = NULL;
     long ncores;
     int unisolated = 0, rc;
 
-    if (job->switch_job != NULL && job->switch_job->data != NULL)
-        info = &((switch_jobinfo_t *)job->switch_job->data)->info;
     env_clear_ours(job->env);
-    ncores = (long)job->node_tasks * (long)(job->cpus_per_task > 0
-                                                ? job->cpus_per_task
-                                                : 1);
+    ncores = (long)job->node_tasks
+             * (long)(job->cpus_per_task > 0 ? job->cpus_per_task : 1);
     if (ncores < 1)
         ncores = 1;
-    rc = swv_node_setup(&swv_cfg, job->node_name, info, (long)job->uid, ncores,
-                        &add, &unisolated, &err);
+    rc = swv_node_setup(&swv_cfg,
+                        job->node_name,
+                        info,
+                        (long)job->uid,
+                        ncores,
+                        &add,
+                        &unisolated,
+                        &err);
     if (rc < 0 && unisolated) {
-        error("switch/vnib: JobId=%u StepId=%u on %s: %s; the step runs "
-              "WITHOUT VNI isolation (vnib_outage=open)",
-              job->step_id.job_id, job->step_id.step_id, job->node_name,
-              err.text);
+        error(
+            "switch/vnib: JobId=%u StepId=%u on %s: %s; the step runs "
+            "WITHOUT VNI isolation (vnib_outage=open)",
+            job->step_id.job_id,
+            job->step_id.step_id,
+            job->node_name,
+            err.text);
         return SLURM_SUCCESS;
     }
     if (rc < 0) {
         error("switch/vnib: JobId=%u StepId=%u on %s: %s",
-              job->step_id.job_id, job->step_id.step_id, job->node_name,
+              job->step_id.job_id,
+              job->step_id.step_id,
+              job->node_name,
               err.text);
         slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
         return SLURM_ERROR;
@@ -413,9 +446,11 @@ int switch_p_job_preinit(stepd_step_rec_t *job)
     rc = env_apply(&job->env, add);
     swv_node_env_free(add);
     if (rc != SLURM_SUCCESS) {
-        error("switch/vnib: JobId=%u StepId=%u: cannot set the task "
-              "environment",
-              job->step_id.job_id, job->step_id.step_id);
+        error(
+            "switch/vnib: JobId=%u StepId=%u: cannot set the task "
+            "environment",
+            job->step_id.job_id,
+            job->step_id.step_id);
         (void)swv_node_teardown(&swv_cfg, job->node_name, info, &err);
         slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
         return SLURM_ERROR;
@@ -423,30 +458,17 @@ int switch_p_job_preinit(stepd_step_rec_t *job)
     return SLURM_SUCCESS;
 }
 
-int switch_p_job_init(stepd_step_rec_t *job)
-{
-    (void)job;
-    return SLURM_SUCCESS;
-}
-
-int switch_p_job_fini(switch_jobinfo_t *jobinfo)
-{
-    (void)jobinfo;
-    return SLURM_SUCCESS;
-}
-
 /* After the step's processes are killed: destroy its services. */
 int switch_p_job_postfini(stepd_step_rec_t *job)
 {
-    struct swv_jobinfo none = {0};
-    const struct swv_jobinfo *info = &none;
+    const struct swv_jobinfo *info = step_info(job);
     vnib_error_t err = {""};
 
-    if (job->switch_job != NULL && job->switch_job->data != NULL)
-        info = &((switch_jobinfo_t *)job->switch_job->data)->info;
     if (swv_node_teardown(&swv_cfg, job->node_name, info, &err) < 0) {
         error("switch/vnib: JobId=%u StepId=%u on %s: %s",
-              job->step_id.job_id, job->step_id.step_id, job->node_name,
+              job->step_id.job_id,
+              job->step_id.step_id,
+              job->node_name,
               err.text);
         return SLURM_ERROR;
     }
@@ -474,12 +496,6 @@ int switch_p_job_attach(switch_jobinfo_t *jobinfo,
 }
 
 /* ---- suspend and resume: services and VNIs stay with the job ---------- */
-
-int switch_p_job_suspend_test(switch_jobinfo_t *jobinfo)
-{
-    (void)jobinfo;
-    return SLURM_SUCCESS;
-}
 
 void switch_p_job_suspend_info_get(switch_jobinfo_t *jobinfo,
                                    void *suspend_info)
@@ -512,40 +528,47 @@ void switch_p_job_suspend_info_free(void *suspend_info)
     (void)suspend_info;
 }
 
-int switch_p_job_suspend(void *suspend_info, int max_wait)
+/* ---- the calls with nothing to do -------------------------------------- */
+
+/* One body per signature; the symbols Slurm looks up are aliases of it.
+ * Suspending keeps a step's services and VNIs (the broker's reservation
+ * stays), so suspend and resume have nothing to do either. */
+static int stepd_nothing(stepd_step_rec_t *job)
+{
+    (void)job;
+    return SLURM_SUCCESS;
+}
+
+static int jobinfo_nothing(switch_jobinfo_t *jobinfo)
+{
+    (void)jobinfo;
+    return SLURM_SUCCESS;
+}
+
+static int suspend_nothing(void *suspend_info, int max_wait)
 {
     (void)suspend_info;
     (void)max_wait;
     return SLURM_SUCCESS;
 }
 
-int switch_p_job_resume(void *suspend_info, int max_wait)
-{
-    (void)suspend_info;
-    (void)max_wait;
-    return SLURM_SUCCESS;
-}
-
+int switch_p_job_init(stepd_step_rec_t *job)
+    __attribute__((alias("stepd_nothing")));
 int switch_p_job_step_pre_suspend(stepd_step_rec_t *job)
-{
-    (void)job;
-    return SLURM_SUCCESS;
-}
-
+    __attribute__((alias("stepd_nothing")));
 int switch_p_job_step_post_suspend(stepd_step_rec_t *job)
-{
-    (void)job;
-    return SLURM_SUCCESS;
-}
-
+    __attribute__((alias("stepd_nothing")));
 int switch_p_job_step_pre_resume(stepd_step_rec_t *job)
-{
-    (void)job;
-    return SLURM_SUCCESS;
-}
-
+    __attribute__((alias("stepd_nothing")));
 int switch_p_job_step_post_resume(stepd_step_rec_t *job)
-{
-    (void)job;
-    return SLURM_SUCCESS;
-}
+    __attribute__((alias("stepd_nothing")));
+/* job_fini runs after the tasks exit but before their processes are
+ * killed: the services are destroyed in job_postfini instead. */
+int switch_p_job_fini(switch_jobinfo_t *jobinfo)
+    __attribute__((alias("jobinfo_nothing")));
+int switch_p_job_suspend_test(switch_jobinfo_t *jobinfo)
+    __attribute__((alias("jobinfo_nothing")));
+int switch_p_job_suspend(void *suspend_info, int max_wait)
+    __attribute__((alias("suspend_nothing")));
+int switch_p_job_resume(void *suspend_info, int max_wait)
+    __attribute__((alias("suspend_nothing")));

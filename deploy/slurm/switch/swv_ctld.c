@@ -45,9 +45,8 @@ static struct vnib_client *ctld_client(const struct swv_config *cfg,
     secfile_free(buf, len);
     if (c == NULL)
         return NULL;
-    if ((cfg->cacert[0] != '\0' &&
-         vnib_client_set_cacert(c, cfg->cacert) < 0) ||
-        vnib_client_set_timeout_ms(c, cfg->timeout_ms) < 0) {
+    if ((cfg->cacert[0] != '\0' && vnib_client_set_cacert(c, cfg->cacert) < 0)
+        || vnib_client_set_timeout_ms(c, cfg->timeout_ms) < 0) {
         errprintf(errp, "%s: client settings: %s", cfg->url, strerror(errno));
         vnib_client_destroy(c);
         return NULL;
@@ -101,9 +100,8 @@ static int reserve_job(struct vnib_client *c,
     int status, rc = -1;
 
     if (r.user == NULL || r.user[0] == '\0') {
-        if (getpwuid_r((uid_t)req->uid, &pw, pwbuf, sizeof(pwbuf), &pwp) ==
-                0 &&
-            pwp != NULL)
+        if (getpwuid_r((uid_t)req->uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0
+            && pwp != NULL)
             snprintf(name, sizeof(name), "%s", pwp->pw_name);
         else
             snprintf(name, sizeof(name), "%u", (unsigned)req->uid);
@@ -114,8 +112,11 @@ static int reserve_job(struct vnib_client *c,
         goto cleanup;
     if (status != 200 && status != 201) {
         errno = refusal_errno(status, reply);
-        errprintf(errp, "job %s: the broker refused the reservation (%d %s)",
-                  req->job_id, status, reply_code(reply));
+        errprintf(errp,
+                  "job %s: the broker refused the reservation (%d %s)",
+                  req->job_id,
+                  status,
+                  reply_code(reply));
         goto cleanup;
     }
     *idp = reply_id(reply);
@@ -131,22 +132,16 @@ static int reserve_step(struct vnib_client *c,
                         long long *idp,
                         vnib_error_t *errp)
 {
-    char *job = NULL, *step = NULL, path[512];
-    json_t *body = NULL, *reply = NULL;
+    struct vnib_step_reserve r = {
+        .job_id = req->job_id,
+        .step_id = req->step_id,
+        .nodes = req->step_nodes,
+        .vni_count = net->step_vnis,
+    };
+    json_t *reply = NULL;
     int status, rc = -1;
 
-    job = vnib_client_escape(req->job_id);
-    step = vnib_client_escape(req->step_id);
-    body = json_pack("{s:s, s:i}", "nodes", req->step_nodes, "vni_count",
-                     net->step_vnis);
-    if (job == NULL || step == NULL || body == NULL) {
-        errno = ENOMEM;
-        errprintf(errp, "step %s.%s: out of memory", req->job_id,
-                  req->step_id);
-        goto cleanup;
-    }
-    snprintf(path, sizeof(path), "/v1/reservations/%s/steps/%s", job, step);
-    status = vnib_client_request(c, "PUT", path, body, &reply, errp);
+    status = vnib_client_step_reserve(c, &r, &reply, errp);
     if (status < 0)
         goto cleanup;
     if (status != 200 && status != 201) {
@@ -154,16 +149,16 @@ static int reserve_step(struct vnib_client *c,
         errprintf(errp,
                   "step %s.%s: the broker refused the step reservation "
                   "(%d %s)",
-                  req->job_id, req->step_id, status, reply_code(reply));
+                  req->job_id,
+                  req->step_id,
+                  status,
+                  reply_code(reply));
         goto cleanup;
     }
     *idp = reply_id(reply);
     rc = 0;
 cleanup:
-    json_decref(body);
     json_decref(reply);
-    free(job);
-    free(step);
     return rc;
 }
 
@@ -186,8 +181,8 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
     if ((c = ctld_client(cfg, errp)) == NULL)
         goto cleanup;
     errno = 0;
-    if (reserve_job(c, req, net, &out->job_resv, errp) < 0 ||
-        reserve_step(c, req, net, &out->step_resv, errp) < 0) {
+    if (reserve_job(c, req, net, &out->job_resv, errp) < 0
+        || reserve_step(c, req, net, &out->step_resv, errp) < 0) {
         if (unreachable(errno)) {
             if (cfg->outage == SWV_OUTAGE_OPEN) {
                 out->unisolated = 1;
@@ -211,33 +206,27 @@ int swv_ctld_step_end(const struct swv_config *cfg,
                       vnib_error_t *errp)
 {
     struct vnib_client *c = NULL;
-    char *job = NULL, *step = NULL, path[512];
     json_t *reply = NULL;
     int status, rc = -1;
 
     if ((c = ctld_client(cfg, errp)) == NULL)
         goto cleanup;
-    job = vnib_client_escape(job_id);
-    step = vnib_client_escape(step_id);
-    if (job == NULL || step == NULL) {
-        errprintf(errp, "out of memory");
-        goto cleanup;
-    }
-    snprintf(path, sizeof(path), "/v1/reservations/%s/steps/%s", job, step);
-    status = vnib_client_request(c, "DELETE", path, NULL, &reply, errp);
+    status = vnib_client_step_release(c, job_id, step_id, false, &reply, errp);
     if (status < 0)
         goto cleanup;
     if (status != 200 && status != 202 && status != 404) {
         errno = EINVAL;
-        errprintf(errp, "step %s.%s: the broker refused the release (%d %s)",
-                  job_id, step_id, status, reply_code(reply));
+        errprintf(errp,
+                  "step %s.%s: the broker refused the release (%d %s)",
+                  job_id,
+                  step_id,
+                  status,
+                  reply_code(reply));
         goto cleanup;
     }
     rc = 0;
 cleanup:
     json_decref(reply);
-    free(job);
-    free(step);
     vnib_client_destroy(c);
     return rc;
 }
@@ -254,7 +243,9 @@ int swv_ctld_job_end(const struct swv_config *cfg,
     if ((c = ctld_client(cfg, &why)) != NULL) {
         status = vnib_client_release(c, job_id, 0, false, &reply, &why);
         if (status >= 400 && status != 404)
-            errprintf(&why, "the broker refused the release (%d %s)", status,
+            errprintf(&why,
+                      "the broker refused the release (%d %s)",
+                      status,
                       reply_code(reply));
     }
     json_decref(reply);
@@ -262,12 +253,19 @@ int swv_ctld_job_end(const struct swv_config *cfg,
     if (status == 200 || status == 202 || status == 404)
         return 0;
     if (swv_ctld_spool(cfg->spool, job_id, why.text, &serr) < 0) {
-        errprintf(errp, "job %s: RELEASE FAILED (%s) and not spooled: %s",
-                  job_id, why.text, serr.text);
+        errprintf(errp,
+                  "job %s: RELEASE FAILED (%s) and not spooled: %s",
+                  job_id,
+                  why.text,
+                  serr.text);
         return -1;
     }
-    errprintf(errp, "job %s: release failed (%s); spooled in %s/%s", job_id,
-              why.text, cfg->spool, job_id);
+    errprintf(errp,
+              "job %s: release failed (%s); spooled in %s/%s",
+              job_id,
+              why.text,
+              cfg->spool,
+              job_id);
     return 1;
 }
 
@@ -311,8 +309,8 @@ int swv_ctld_spool(const char *dir,
     FILE *f = NULL;
     int fd = -1, rc = -1;
 
-    if (job_id[0] == '\0' || strspn(job_id, "0123456789") != strlen(job_id) ||
-        strlen(job_id) > 20) {
+    if (job_id[0] == '\0' || strspn(job_id, "0123456789") != strlen(job_id)
+        || strlen(job_id) > 20) {
         errno = EINVAL;
         return errprintf(errp, "job id '%s' is not a number", job_id);
     }
@@ -322,8 +320,9 @@ int swv_ctld_spool(const char *dir,
     snprintf(dst, sizeof(dst), "%s/%s", dir, job_id);
     gmtime_r(&now, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                   0600)) < 0) {
+    if ((fd = open(
+             tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600))
+        < 0) {
         errprintf(errp, "%s: %s", tmp, strerror(errno));
         goto cleanup;
     }

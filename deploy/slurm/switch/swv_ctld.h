@@ -34,9 +34,9 @@ struct swv_step_req {
 
 /* What came of a step's reservation. */
 struct swv_step_resv {
-    long long job_resv;  /* the broker's ids; 0 when unisolated */
+    long long job_resv; /* the broker's ids; 0 when unisolated */
     long long step_resv;
-    int unisolated;      /* broker down and vnib_outage=open */
+    int unisolated; /* broker down and vnib_outage=open */
 };
 
 /* Reserve the job (POST /v1/reservations) and the step (PUT /v1/

@@ -46,9 +46,8 @@ int swv_node_setup(const struct swv_config *cfg,
     swv_jobinfo_ids(info, job, step);
     if (vnib_step_setup(conf, job, step, uid, ncores, envp, errp) == 0)
         return 0;
-    if ((errno == EHOSTUNREACH || errno == ETIMEDOUT ||
-         errno == ECONNREFUSED) &&
-        cfg->outage == SWV_OUTAGE_OPEN) {
+    if ((errno == EHOSTUNREACH || errno == ETIMEDOUT || errno == ECONNREFUSED)
+        && cfg->outage == SWV_OUTAGE_OPEN) {
         *unisolated = 1;
         *envp = NULL;
     }
@@ -62,8 +61,8 @@ int swv_node_teardown(const struct swv_config *cfg,
 {
     char conf[SWV_PATH_MAX], job[16], step[16];
 
-    if ((info->flags & SWV_JOBINFO_BUILT) == 0 ||
-        (info->flags & SWV_JOBINFO_UNISOLATED) != 0)
+    if ((info->flags & SWV_JOBINFO_BUILT) == 0
+        || (info->flags & SWV_JOBINFO_UNISOLATED) != 0)
         return 0;
     if (agent_config(cfg, node, conf, sizeof(conf), errp) < 0)
         return -1;

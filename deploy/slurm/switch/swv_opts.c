@@ -16,11 +16,11 @@
 #define SWV_PARAMS_MAX 4096 /* bytes in one SwitchParameters or --network */
 
 enum key_kind {
-    KEY_PATH,    /* a string into a char[SWV_PATH_MAX] */
-    KEY_OUTAGE,  /* fail|open */
-    KEY_VNIS,    /* 0-4; for vnib_vnis also "default" (-1) */
-    KEY_HWCOLL,  /* on|off|auto */
-    KEY_MS,      /* a positive number of milliseconds */
+    KEY_PATH,   /* a string into a char[SWV_PATH_MAX] */
+    KEY_OUTAGE, /* fail|open */
+    KEY_VNIS,   /* 0-4; for vnib_vnis also "default" (-1) */
+    KEY_HWCOLL, /* on|off|auto */
+    KEY_MS,     /* a positive number of milliseconds */
 };
 
 struct config_key {
@@ -46,18 +46,29 @@ static const struct config_key config_keys[] = {
 /* HPE's --network keys that switch/vnib accepts and ignores: the broker
  * and the agent decide traffic classes and limits. */
 static const char *const hpe_ignored[] = {
-    "depth", "tcs", "single_node_vni", "adjust_limits", "no_adjust_limits",
-    "disable_rdzv_get", NULL,
+    "depth",
+    "tcs",
+    "single_node_vni",
+    "adjust_limits",
+    "no_adjust_limits",
+    "disable_rdzv_get",
+    NULL,
 };
 
 static void config_defaults(struct swv_config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    snprintf(cfg->token_file, sizeof(cfg->token_file), "%s",
+    snprintf(cfg->token_file,
+             sizeof(cfg->token_file),
+             "%s",
              "/etc/vnibroker/slurmctld.token");
-    snprintf(cfg->agent_config, sizeof(cfg->agent_config), "%s",
+    snprintf(cfg->agent_config,
+             sizeof(cfg->agent_config),
+             "%s",
              "/etc/vnibroker/agent.toml");
-    snprintf(cfg->spool, sizeof(cfg->spool), "%s",
+    snprintf(cfg->spool,
+             sizeof(cfg->spool),
+             "%s",
              "/var/spool/vnibroker/slurm/release");
     cfg->outage = SWV_OUTAGE_FAIL;
     cfg->vnis = -1;
@@ -67,27 +78,35 @@ static void config_defaults(struct swv_config *cfg)
 }
 
 /* A count of VNIs, 0-4. */
-static int parse_vnis(const char *key, const char *val, int *out,
+static int parse_vnis(const char *key,
+                      const char *val,
+                      int *out,
                       vnib_error_t *errp)
 {
-    if (val == NULL || val[0] < '0' || val[0] > '0' + SWV_MAX_VNIS ||
-        val[1] != '\0') {
+    if (val == NULL || val[0] < '0' || val[0] > '0' + SWV_MAX_VNIS
+        || val[1] != '\0') {
         errno = EINVAL;
-        return errprintf(errp, "%s: want a number of VNIs 0-%d, not '%s'",
-                         key, SWV_MAX_VNIS, val ? val : "");
+        return errprintf(errp,
+                         "%s: want a number of VNIs 0-%d, not '%s'",
+                         key,
+                         SWV_MAX_VNIS,
+                         val ? val : "");
     }
     *out = val[0] - '0';
     return 0;
 }
 
-static int parse_hwcoll(const char *key, const char *val, char *out,
+static int parse_hwcoll(const char *key,
+                        const char *val,
+                        char *out,
                         vnib_error_t *errp)
 {
-    if (val == NULL || (strcmp(val, "on") != 0 && strcmp(val, "off") != 0 &&
-                        strcmp(val, "auto") != 0)) {
+    if (val == NULL
+        || (strcmp(val, "on") != 0 && strcmp(val, "off") != 0
+            && strcmp(val, "auto") != 0)) {
         errno = EINVAL;
-        return errprintf(errp, "%s: want on, off or auto, not '%s'", key,
-                         val ? val : "");
+        return errprintf(
+            errp, "%s: want on, off or auto, not '%s'", key, val ? val : "");
     }
     snprintf(out, 8, "%s", val);
     return 0;
@@ -107,48 +126,50 @@ static int apply_config_key(struct swv_config *cfg,
         return errprintf(errp, "SwitchParameters: %s needs a value", k->name);
     }
     switch (k->kind) {
-    case KEY_PATH:
-        if (strlen(val) >= SWV_PATH_MAX) {
-            errno = EINVAL;
-            return errprintf(errp, "SwitchParameters: %s is too long", k->name);
-        }
-        snprintf(field, SWV_PATH_MAX, "%s", val);
-        return 0;
-    case KEY_OUTAGE:
-        if (strcmp(val, "fail") == 0)
-            cfg->outage = SWV_OUTAGE_FAIL;
-        else if (strcmp(val, "open") == 0)
-            cfg->outage = SWV_OUTAGE_OPEN;
-        else {
-            errno = EINVAL;
-            return errprintf(errp,
-                             "SwitchParameters: vnib_outage: want fail or "
-                             "open, not '%s'",
-                             val);
-        }
-        return 0;
-    case KEY_VNIS:
-        if (k->offset == offsetof(struct swv_config, vnis) &&
-            strcmp(val, "default") == 0) {
-            cfg->vnis = -1;
+        case KEY_PATH:
+            if (strlen(val) >= SWV_PATH_MAX) {
+                errno = EINVAL;
+                return errprintf(
+                    errp, "SwitchParameters: %s is too long", k->name);
+            }
+            snprintf(field, SWV_PATH_MAX, "%s", val);
             return 0;
-        }
-        return parse_vnis(k->name, val, (int *)(void *)field, errp);
-    case KEY_HWCOLL:
-        return parse_hwcoll(k->name, val, field, errp);
-    case KEY_MS:
-        errno = 0;
-        ms = strtol(val, &end, 10);
-        if (errno != 0 || end == val || *end != '\0' || ms <= 0 ||
-            ms > 600000) {
-            errno = EINVAL;
-            return errprintf(errp,
-                             "SwitchParameters: %s: want milliseconds "
-                             "1-600000, not '%s'",
-                             k->name, val);
-        }
-        *(long *)(void *)field = ms;
-        return 0;
+        case KEY_OUTAGE:
+            if (strcmp(val, "fail") == 0)
+                cfg->outage = SWV_OUTAGE_FAIL;
+            else if (strcmp(val, "open") == 0)
+                cfg->outage = SWV_OUTAGE_OPEN;
+            else {
+                errno = EINVAL;
+                return errprintf(errp,
+                                 "SwitchParameters: vnib_outage: want fail or "
+                                 "open, not '%s'",
+                                 val);
+            }
+            return 0;
+        case KEY_VNIS:
+            if (k->offset == offsetof(struct swv_config, vnis)
+                && strcmp(val, "default") == 0) {
+                cfg->vnis = -1;
+                return 0;
+            }
+            return parse_vnis(k->name, val, (int *)(void *)field, errp);
+        case KEY_HWCOLL:
+            return parse_hwcoll(k->name, val, field, errp);
+        case KEY_MS:
+            errno = 0;
+            ms = strtol(val, &end, 10);
+            if (errno != 0 || end == val || *end != '\0' || ms <= 0
+                || ms > 600000) {
+                errno = EINVAL;
+                return errprintf(errp,
+                                 "SwitchParameters: %s: want milliseconds "
+                                 "1-600000, not '%s'",
+                                 k->name,
+                                 val);
+            }
+            *(long *)(void *)field = ms;
+            return 0;
     }
     errno = EINVAL;
     return errprintf(errp, "SwitchParameters: %s: unknown kind", k->name);
@@ -157,11 +178,13 @@ static int apply_config_key(struct swv_config *cfg,
 /* Split s (a working copy) at commas; call item(key, value-or-NULL) for
  * each non-empty item.  Spaces around items are not allowed by Slurm's
  * parser either, so none are stripped. */
-typedef int (*item_f)(void *arg, const char *key, const char *val,
+typedef int (*item_f)(void *arg,
+                      const char *key,
+                      const char *val,
                       vnib_error_t *errp);
 
-static int for_each_item(const char *what, const char *s, item_f item,
-                         void *arg, vnib_error_t *errp)
+static int for_each_item(
+    const char *what, const char *s, item_f item, void *arg, vnib_error_t *errp)
 {
     char *copy = NULL, *save = NULL, *tok, *eq;
     int rc = -1;
@@ -170,8 +193,8 @@ static int for_each_item(const char *what, const char *s, item_f item,
         return 0;
     if (strlen(s) > SWV_PARAMS_MAX) {
         errno = EINVAL;
-        return errprintf(errp, "%s: longer than %d bytes", what,
-                         SWV_PARAMS_MAX);
+        return errprintf(
+            errp, "%s: longer than %d bytes", what, SWV_PARAMS_MAX);
     }
     if ((copy = strdup(s)) == NULL) {
         errprintf(errp, "%s: out of memory", what);
@@ -191,7 +214,9 @@ cleanup:
     return rc;
 }
 
-static int config_item(void *arg, const char *key, const char *val,
+static int config_item(void *arg,
+                       const char *key,
+                       const char *val,
                        vnib_error_t *errp)
 {
     size_t i;
@@ -204,7 +229,8 @@ static int config_item(void *arg, const char *key, const char *val,
     return errprintf(errp, "SwitchParameters: unknown key '%s'", key);
 }
 
-int swv_config_parse(struct swv_config *cfg, const char *params,
+int swv_config_parse(struct swv_config *cfg,
+                     const char *params,
                      vnib_error_t *errp)
 {
     config_defaults(cfg);
@@ -220,8 +246,8 @@ static bool hpe_key_ignored(const char *key)
             return true;
     }
     /* def_txqs=, res_les=, max_acs=...: per-resource limits */
-    return strncmp(key, "def_", 4) == 0 || strncmp(key, "res_", 4) == 0 ||
-           strncmp(key, "max_", 4) == 0;
+    return strncmp(key, "def_", 4) == 0 || strncmp(key, "res_", 4) == 0
+           || strncmp(key, "max_", 4) == 0;
 }
 
 struct net_arg {
@@ -229,7 +255,9 @@ struct net_arg {
     bool step; /* parsing the step's --network */
 };
 
-static int network_item(void *arg, const char *key, const char *val,
+static int network_item(void *arg,
+                        const char *key,
+                        const char *val,
                         vnib_error_t *errp)
 {
     struct net_arg *a = arg;
@@ -273,8 +301,10 @@ static int network_item(void *arg, const char *key, const char *val,
     return errprintf(errp, "--network: unknown option '%s'", key);
 }
 
-int swv_network_parse(const struct swv_config *cfg, const char *job_net,
-                      const char *step_net, struct swv_network *net,
+int swv_network_parse(const struct swv_config *cfg,
+                      const char *job_net,
+                      const char *step_net,
+                      struct swv_network *net,
                       vnib_error_t *errp)
 {
     struct net_arg a = {.net = net, .step = false};
@@ -289,7 +319,9 @@ int swv_network_parse(const struct swv_config *cfg, const char *job_net,
     return for_each_item("--network", step_net, network_item, &a, errp);
 }
 
-int swv_expand_node(const char *pattern, const char *node, char *out,
+int swv_expand_node(const char *pattern,
+                    const char *node,
+                    char *out,
                     size_t size)
 {
     size_t o = 0, n;

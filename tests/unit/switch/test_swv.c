@@ -96,9 +96,8 @@ static void test_network(void **state)
     assert_int_equal(net.vnis, -1);
     assert_int_equal(net.step_vnis, 1);
     /* the job's keys from the job's --network, the step's from the step's */
-    assert_int_equal(swv_network_parse(&cfg, "vnis=2,hwcoll", "step_vnis=2",
-                                       &net, &err),
-                     0);
+    assert_int_equal(
+        swv_network_parse(&cfg, "vnis=2,hwcoll", "step_vnis=2", &net, &err), 0);
     assert_int_equal(net.vnis, 2);
     assert_int_equal(net.step_vnis, 2);
     assert_string_equal(net.hwcoll, "on");
@@ -111,9 +110,10 @@ static void test_network(void **state)
     assert_int_equal(swv_network_parse(&cfg, "no_vni", NULL, &net, &err), 0);
     assert_int_equal(net.vnis, 0);
     assert_int_equal(net.step_vnis, 0);
-    assert_int_equal(swv_network_parse(&cfg, "job_vni,depth=4,def_les=3",
-                                       "tcs=BULK_DATA", &net, &err),
-                     0);
+    assert_int_equal(
+        swv_network_parse(
+            &cfg, "job_vni,depth=4,def_les=3", "tcs=BULK_DATA", &net, &err),
+        0);
     assert_int_equal(net.vnis, 1);
     assert_int_equal(swv_network_parse(&cfg, NULL, "hpe=1", &net, &err), -1);
     assert_non_null(strstr(err.text, "unknown option 'hpe'"));
@@ -126,13 +126,12 @@ static void test_expand_node(void **state)
     char out[32];
 
     (void)state;
-    assert_int_equal(swv_expand_node("/e/%n/agent.toml", "n1", out,
-                                     sizeof(out)),
-                     0);
+    assert_int_equal(
+        swv_expand_node("/e/%n/agent.toml", "n1", out, sizeof(out)), 0);
     assert_string_equal(out, "/e/n1/agent.toml");
-    assert_int_equal(swv_expand_node("/a/very/long/%n/%n/%n", "node-0001",
-                                     out, sizeof(out)),
-                     -1);
+    assert_int_equal(
+        swv_expand_node("/a/very/long/%n/%n/%n", "node-0001", out, sizeof(out)),
+        -1);
     assert_int_equal(errno, ENAMETOOLONG);
 }
 
