@@ -7,9 +7,10 @@
 # sbatch steps each get theirs; concurrent jobs get different VNIs; all is
 # released, destroyed and out of quarantine once the jobs end; a
 # slurmctld killed with -9 in the middle of a job loses nothing; with the
-# broker down a step is refused (vnib_outage=fail) and the job's release
-# is spooled for the reconcile, or runs without isolation, logged
-# (vnib_outage=open).
+# broker down at a job's end the release is spooled and the reconcile
+# (vnib-slurm-hook) delivers it; with the broker down at a step's start
+# the step is refused (vnib_outage=fail), or runs without isolation,
+# logged (vnib_outage=open).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
@@ -172,6 +173,37 @@ wait_for 30 _released4
 expect_eq "job $job4 is released after it ends" "$(state_of "/v1/reservations/$job4")" released
 expect_eq "... and its step" "$(state_of "/v1/reservations/$job4/steps/0")" released
 expect_eq "... its services are gone" "$(sim_count n1 cxi0)$(sim_count n3 cxi0)" 00
+
+# ---- broker down at job end: nothing lost, the reconcile finishes it --------
+# The plugin spools the job's release where vnib-slurm-hook reconcile
+# (the timer) looks (vnib_release_spool = its RELEASE_SPOOL), the nodes
+# spool their reports; once the broker is back both are delivered.
+slurm_hook_setup || { not_ok "the hook (for its reconcile)"; finish; }
+timeout 90 srun -N1 -w n3 sh -c "while [ ! -e $T/stop6 ]; do sleep 0.2; done" \
+    >"$T/end.out" 2>&1 &
+end_srun=$!
+_n3_holds () { [ "$(sim_count n3 cxi0)" = 1 ]; }
+wait_for 30 _n3_holds
+job6=$(last_job)
+broker_stop
+touch "$T/stop6"
+wait "$end_srun"
+expect_eq "a job that ends while the broker is down completes" "$?" 0
+_spooled6 () { [ -f "$VNIB_SPOOL/$job6" ]; }
+wait_for 20 _spooled6
+expect_eq "slurmctld spooled its release" "$(sed -n 1p "$VNIB_SPOOL/$job6" 2>/dev/null)" "job $job6"
+expect_eq "n3 destroyed its services anyway" "$(sim_count n3 cxi0)" 0
+broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
+expect_eq "the reservation is still active" "$(state_of "/v1/reservations/$job6")" active
+out=$("$VNIB_HOOK" reconcile 2>&1)
+expect_eq "vnib-slurm-hook reconcile exits 0" "$?" 0
+expect_eq "... and takes the spooled release" "$(ls "$VNIB_SPOOL" | grep -c "^$job6\$")" 0
+"$BUILD/vnib-agent" --config "$T/n3/agent.toml" flush >"$T/flush.out" 2>&1
+_released6 () { [ "$(state_of "/v1/reservations/$job6")" = released ]; }
+wait_for 20 _released6
+expect_eq "with n3's spooled report flushed, job $job6 is released" \
+    "$(state_of "/v1/reservations/$job6")" released
+expect_eq "... and its step" "$(state_of "/v1/reservations/$job6/steps/0")" released
 
 # ---- broker down at job start: the step is refused (vnib_outage=fail) --------
 broker_stop
