@@ -197,7 +197,8 @@ broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
 expect_eq "the reservation is still active" "$(state_of "/v1/reservations/$job6")" active
 out=$("$VNIB_HOOK" reconcile 2>&1)
 expect_eq "vnib-slurm-hook reconcile exits 0" "$?" 0
-expect_eq "... and takes the spooled release" "$(ls "$VNIB_SPOOL" | grep -c "^$job6\$")" 0
+[ ! -e "$VNIB_SPOOL/$job6" ] && ok "... and takes the spooled release" ||
+    not_ok "... and takes the spooled release"
 "$BUILD/vnib-agent" --config "$T/n3/agent.toml" flush >"$T/flush.out" 2>&1
 _released6 () { [ "$(state_of "/v1/reservations/$job6")" = released ]; }
 wait_for 20 _released6
