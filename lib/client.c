@@ -452,21 +452,36 @@ static char *step_path(const char *job_id,
     return path;
 }
 
+/* Send a bodiless request to path, which this frees (NULL: it could not
+ * be built, errno says why).
+ */
+static int request_path(struct vnib_client *c,
+                        const char *method,
+                        char *path,
+                        json_t **replyp,
+                        vnib_error_t *errp)
+{
+    int rc;
+
+    if (replyp)
+        *replyp = NULL;
+    if (!path)
+        return errprintf(errp, "%s", strerror(errno));
+    rc = vnib_client_request(c, method, path, NULL, replyp, errp);
+    free(path);
+    return rc;
+}
+
 int vnib_client_get_reservation(struct vnib_client *c,
                                 const char *job_id,
                                 json_t **replyp,
                                 vnib_error_t *errp)
 {
-    char *path;
-    int rc;
-
-    if (replyp)
-        *replyp = NULL;
-    if (!(path = path_build("/v1/reservations/", job_id, NULL, NULL, "")))
-        return errprintf(errp, "%s", strerror(errno));
-    rc = vnib_client_request(c, "GET", path, NULL, replyp, errp);
-    free(path);
-    return rc;
+    return request_path(c,
+                        "GET",
+                        path_build("/v1/reservations/", job_id, NULL, NULL, ""),
+                        replyp,
+                        errp);
 }
 
 int vnib_client_release(struct vnib_client *c,
@@ -477,11 +492,7 @@ int vnib_client_release(struct vnib_client *c,
                         vnib_error_t *errp)
 {
     char query[64] = "";
-    char *path;
-    int rc;
 
-    if (replyp)
-        *replyp = NULL;
     if (reservation_id > 0)
         snprintf(query,
                  sizeof(query),
@@ -490,11 +501,12 @@ int vnib_client_release(struct vnib_client *c,
                  force ? "&force=true" : "");
     else if (force)
         snprintf(query, sizeof(query), "?force=true");
-    if (!(path = path_build("/v1/reservations/", job_id, NULL, NULL, query)))
-        return errprintf(errp, "%s", strerror(errno));
-    rc = vnib_client_request(c, "DELETE", path, NULL, replyp, errp);
-    free(path);
-    return rc;
+    return request_path(
+        c,
+        "DELETE",
+        path_build("/v1/reservations/", job_id, NULL, NULL, query),
+        replyp,
+        errp);
 }
 
 int vnib_client_report(struct vnib_client *c,
@@ -590,16 +602,8 @@ int vnib_client_get_step(struct vnib_client *c,
                          json_t **replyp,
                          vnib_error_t *errp)
 {
-    char *path;
-    int rc;
-
-    if (replyp)
-        *replyp = NULL;
-    if (!(path = step_path(job_id, step_id, NULL, "")))
-        return errprintf(errp, "%s", strerror(errno));
-    rc = vnib_client_request(c, "GET", path, NULL, replyp, errp);
-    free(path);
-    return rc;
+    return request_path(
+        c, "GET", step_path(job_id, step_id, NULL, ""), replyp, errp);
 }
 
 int vnib_client_step_release(struct vnib_client *c,
@@ -609,14 +613,10 @@ int vnib_client_step_release(struct vnib_client *c,
                              json_t **replyp,
                              vnib_error_t *errp)
 {
-    char *path;
-    int rc;
-
-    if (replyp)
-        *replyp = NULL;
-    if (!(path = step_path(job_id, step_id, NULL, force ? "?force=true" : "")))
-        return errprintf(errp, "%s", strerror(errno));
-    rc = vnib_client_request(c, "DELETE", path, NULL, replyp, errp);
-    free(path);
-    return rc;
+    return request_path(
+        c,
+        "DELETE",
+        step_path(job_id, step_id, NULL, force ? "?force=true" : ""),
+        replyp,
+        errp);
 }

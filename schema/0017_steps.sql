@@ -88,55 +88,26 @@ BEGIN
                     WHERE parent_id = p_id AND state <> 'released');
 END $$;
 
--- As in 0012, and then the jobs whose last held step this ended: a job
--- releasing with no node holding and no step left ends its quarantine too.
--- SKIP LOCKED: the sweeper must not wait on a job's row while holding its
--- steps'; a report or release of a step holds the job's row already
--- (vnib_step_report, vnib_step_free), so it always gets it.  A job
--- skipped here is ended by its holder or by the next sweep.
-CREATE OR REPLACE FUNCTION vnib_end_quarantines(p_id bigint[], p_job text[],
-                                                p_actor text, p_action text[],
-                                                p_requested boolean[],
-                                                p_forced boolean,
-                                                p_hw_release boolean[])
+-- vnib_end_quarantines of 0012, and then the jobs whose last held step
+-- this ended: a job releasing with no node holding and no step left ends
+-- its quarantine too.  SKIP LOCKED: the sweeper must not wait on a job's
+-- row while holding its steps'; a report or release of a step holds the
+-- job's row already (vnib_step_report, vnib_step_free), so it always gets
+-- it.  A job skipped here is ended by its holder or by the next sweep.
+ALTER FUNCTION vnib_end_quarantines(bigint[], text[], text, text[],
+                                    boolean[], boolean, boolean[])
+    RENAME TO vnib_end_quarantines_own;
+CREATE FUNCTION vnib_end_quarantines(p_id bigint[], p_job text[],
+                                     p_actor text, p_action text[],
+                                     p_requested boolean[], p_forced boolean,
+                                     p_hw_release boolean[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     pids bigint[];
     pjobs text[];
 BEGIN
-    WITH freed AS (DELETE FROM vni_holds WHERE reservation_id = ANY (p_id)
-                   RETURNING vni, reservation_id),
-    queued AS (
-        INSERT INTO vni_free (vni, seq)
-             SELECT f.vni, nextval('vni_free_seq')
-               FROM (SELECT freed.vni, array_position(p_id, freed.reservation_id) AS k
-                       FROM freed
-                      WHERE NOT EXISTS (SELECT 1 FROM vni_pool)
-                         OR EXISTS (SELECT 1 FROM vni_pool p
-                                     WHERE freed.vni BETWEEN p.lo AND p.hi)
-                      ORDER BY 2, 1) f
-        ON CONFLICT (vni) DO NOTHING),
-    up AS (
-        UPDATE reservations r
-           SET state = 'released', released_at = now(), released_by = p_actor,
-               forced = p_forced,
-               release_requested_at =
-                   CASE WHEN p_requested[array_position(p_id, r.id)] THEN now()
-                        ELSE r.release_requested_at END,
-               hwcoll_state =
-                   CASE WHEN p_hw_release[array_position(p_id, r.id)]
-                        THEN 'releasing' ELSE r.hwcoll_state END,
-               hwcoll_updated_at =
-                   CASE WHEN p_hw_release[array_position(p_id, r.id)]
-                        THEN now() ELSE r.hwcoll_updated_at END
-         WHERE r.id = ANY (p_id)
-        RETURNING r.id)
-    INSERT INTO events (reservation_id, job_id, actor, action, detail)
-         SELECT x.id, x.job, p_actor, x.action,
-                jsonb_build_object('quarantined', NOT x.req, 'forced', p_forced)
-           FROM unnest(p_id, p_job, p_action, p_requested)
-                WITH ORDINALITY x(id, job, action, req, k)
-          ORDER BY x.k;
+    PERFORM vnib_end_quarantines_own(p_id, p_job, p_actor, p_action,
+                                     p_requested, p_forced, p_hw_release);
     SELECT array_agg(q.id ORDER BY q.id), array_agg(q.job_id ORDER BY q.id)
       INTO pids, pjobs
       FROM (SELECT j.id, j.job_id FROM reservations j
@@ -145,12 +116,7 @@ BEGIN
                                AND s.parent_id IS NOT NULL)
                AND j.state = 'releasing'
                AND NOT j.id = ANY (p_id)
-               AND NOT EXISTS (SELECT 1 FROM node_reports n
-                                WHERE n.reservation_id = j.id
-                                  AND n.cxi <> 'destroyed')
-               AND NOT EXISTS (SELECT 1 FROM reservations s
-                                WHERE s.parent_id = j.id
-                                  AND s.state <> 'released')
+               AND NOT vnib_nodes_holding(j.id)
              ORDER BY j.id
                FOR UPDATE OF j SKIP LOCKED) q;
     IF pids IS NOT NULL THEN
@@ -231,7 +197,6 @@ DECLARE
     st text[];
     hw text[];
     holding boolean[];
-    now_st text[];
     outcome text[] := array_fill('not_found'::text, ARRAY[n]);
     end_k integer[] := '{}';
     quar bigint[] := '{}';
@@ -255,24 +220,23 @@ BEGIN
                                             state = 'releasing' DESC, id DESC
                                    LIMIT 1))
              FOR UPDATE) r ON true;
-    -- The steps go with their job (force ends their quarantines too),
-    -- before the job's own holders are counted.
-    PERFORM vnib_steps_release(
-        ARRAY(SELECT rid[k] FROM generate_subscripts(p_job, 1) k
-               WHERE got[k] AND rid[k] IS NOT NULL
-                 AND (st[k] = 'active' OR (p_force AND st[k] = 'releasing'))),
-        p_actor, p_force);
+    -- The steps go with their job, before the job's own holders are
+    -- counted; forced ones after their job is (so that it is the job's
+    -- force, not its last step's end, that ends the job's quarantine).
+    IF NOT p_force THEN
+        PERFORM vnib_steps_release(
+            ARRAY(SELECT rid[k] FROM generate_subscripts(p_job, 1) k
+                   WHERE got[k] AND st[k] = 'active'),
+            p_actor, false);
+    END IF;
     SELECT array_agg(EXISTS (SELECT 1 FROM node_reports nr
                               WHERE nr.reservation_id = x.id
                                 AND nr.cxi <> 'destroyed')
                      OR EXISTS (SELECT 1 FROM reservations s
                                  WHERE s.parent_id = x.id
-                                   AND s.state <> 'released') ORDER BY x.k),
-           array_agg(c.state ORDER BY x.k)
-      INTO holding, now_st
-      FROM unnest(rid) WITH ORDINALITY x(id, k)
-      LEFT JOIN LATERAL (SELECT state FROM reservations
-                          WHERE id = x.id LIMIT 1) c ON true;
+                                   AND s.state <> 'released') ORDER BY x.k)
+      INTO holding
+      FROM unnest(rid) WITH ORDINALITY x(id, k);
     FOR k IN 1 .. n LOOP
         IF NOT got[k] THEN
             outcome[k] := 'busy';
@@ -281,11 +245,6 @@ BEGIN
         CONTINUE WHEN rid[k] IS NULL;
         IF st[k] = 'released' THEN
             outcome[k] := 'already_released';
-            CONTINUE;
-        END IF;
-        IF now_st[k] = 'released' THEN
-            -- Its last step's forced end ended it (vnib_end_quarantines).
-            outcome[k] := 'released';
             CONTINUE;
         END IF;
         -- The job ended: its multicast reservation goes to the Fabric
@@ -336,6 +295,12 @@ BEGIN
         INSERT INTO events (reservation_id, job_id, actor, action, detail)
              SELECT up.id, up.job_id, p_actor, 'release', '{"quarantined": true}'
                FROM up ORDER BY up.id;
+    END IF;
+    IF p_force THEN
+        PERFORM vnib_steps_release(
+            ARRAY(SELECT rid[k] FROM generate_subscripts(p_job, 1) k
+                   WHERE got[k] AND st[k] IN ('active', 'releasing')),
+            p_actor, true);
     END IF;
     RETURN QUERY SELECT * FROM vnib_batch_rows(outcome, rid,
                                                array_fill(NULL::text, ARRAY[n]));

@@ -108,6 +108,20 @@ done:
     return rc;
 }
 
+/* The route's job and step ids, checked. */
+static int step_ids(struct request *req,
+                    const char **jobp,
+                    const char **stepp,
+                    vnib_error_t *errp)
+{
+    *jobp = routes_param(&req->params, "job_id");
+    *stepp = routes_param(&req->params, "step_id");
+    if (params_job_id(req, *jobp, errp) < 0
+        || params_step_id(req, *stepp, errp) < 0)
+        return -1;
+    return 0;
+}
+
 /* The step reserve body: nodes (required) and vni_count (default 0). */
 static int parse_step_reserve(struct request *req,
                               json_t *body,
@@ -163,12 +177,8 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
     bool created = false;
     int status = -1;
 
-    a.job_id = routes_param(&req->params, "job_id");
-    a.step_id = routes_param(&req->params, "step_id");
-    if (params_job_id(req, a.job_id, errp) < 0
-        || params_step_id(req, a.step_id, errp) < 0)
-        return -1;
-    if (request_json(req, &body, errp) < 0)
+    if (step_ids(req, &a.job_id, &a.step_id, errp) < 0
+        || request_json(req, &body, errp) < 0)
         return -1;
     if (parse_step_reserve(req, body, &a, errp) < 0)
         goto done;
@@ -221,13 +231,11 @@ done:
 
 int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
-    const char *job_id = routes_param(&req->params, "job_id");
-    const char *step_id = routes_param(&req->params, "step_id");
+    const char *job_id, *step_id;
     bool is_node = req->who.role == ROLE_NODE;
     bool member = false;
 
-    if (params_job_id(req, job_id, errp) < 0
-        || params_step_id(req, step_id, errp) < 0)
+    if (step_ids(req, &job_id, &step_id, errp) < 0)
         return -1;
     if (store_step_get(req->broker->store,
                        job_id,
@@ -260,14 +268,12 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
 
 int steps_release(struct request *req, json_t **out, vnib_error_t *errp)
 {
-    const char *job_id = routes_param(&req->params, "job_id");
-    const char *step_id = routes_param(&req->params, "step_id");
+    const char *job_id, *step_id;
     enum store_step_outcome outcome = STORE_STEP_NOT_FOUND;
     json_t *res = NULL;
     bool force = false;
 
-    if (params_job_id(req, job_id, errp) < 0
-        || params_step_id(req, step_id, errp) < 0
+    if (step_ids(req, &job_id, &step_id, errp) < 0
         || params_query_bool(req, "force", &force, errp) < 0)
         return -1;
     if (force && req->who.role != ROLE_ADMIN)

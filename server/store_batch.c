@@ -175,6 +175,17 @@ void store_node_params(struct store_node_params *np, const char *node)
     snprintf(np->num, sizeof(np->num), "%llu", (unsigned long long)k.num);
 }
 
+void store_node_param_list(struct store_node_params *np,
+                           const char *node,
+                           const char **params)
+{
+    store_node_params(np, node);
+    params[0] = np->prefix;
+    params[1] = np->suffix;
+    params[2] = np->width;
+    params[3] = np->num;
+}
+
 void store_sb_putc(struct sbuf *b, char c)
 {
     if (b->failed)

@@ -268,6 +268,13 @@ struct store_node_params {
 
 void store_node_params(struct store_node_params *np, const char *node);
 
+/* The same as four consecutive statement parameters params[0..3]: prefix,
+ * suffix, width, number (pointers into np).
+ */
+void store_node_param_list(struct store_node_params *np,
+                           const char *node,
+                           const char **params);
+
 /* ---- array literals (store_batch.c) -------------------------------------- */
 
 /* A growing string for array literals; `failed` is sticky, as pgbouncer's

@@ -305,13 +305,8 @@ int store_get(struct store *s,
     struct store_node_params np;
     const char *params[6] = {
         job_id, NULL, NULL, NULL, NULL, counts ? "true" : "false"};
-    if (node) {
-        store_node_params(&np, node);
-        params[1] = np.prefix;
-        params[2] = np.suffix;
-        params[3] = np.width;
-        params[4] = np.num;
-    }
+    if (node)
+        store_node_param_list(&np, node, params + 1);
     PGresult *r = store_run(s, STMT_RES_GET, params, errp);
     if (!r)
         return -1;
@@ -345,13 +340,8 @@ int store_list(struct store *s,
         snprintf(uid, sizeof(uid), "%lld", q->uid);
         params[1] = uid;
     }
-    if (q->node) {
-        store_node_params(&np, q->node);
-        params[3] = np.prefix;
-        params[4] = np.suffix;
-        params[5] = np.width;
-        params[6] = np.num;
-    }
+    if (q->node)
+        store_node_param_list(&np, q->node, params + 3);
     snprintf(after, sizeof(after), "%lld", q->after);
     snprintf(limit, sizeof(limit), "%d", q->limit);
     return store_run_page(s,

@@ -224,9 +224,12 @@ static const char sql_pool_sync[] =
  */
 static const char sql_vni[] =
     "SELECT v.*, EXISTS (SELECT 1 FROM vni_holds WHERE vni = $1::integer "
-    "AND reservation_id = r.id) "
+    "AND reservation_id = r.id), " PARENT_COLS
     "FROM (SELECT vnib_vni_reservation($1::integer) AS id OFFSET 0) r "
-    "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v WHERE r.id IS NOT NULL";
+    "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v "
+    "LEFT JOIN LATERAL (SELECT parent_id FROM reservations "
+    "WHERE id = r.id LIMIT 1) q ON true " PARENT_JOIN(
+        "q") "WHERE r.id IS NOT NULL";
 
 /* Events in id order, each with the time it was recorded; a job's are
  * its own and its steps' (vnib_job_keys, schema/0017).  Two

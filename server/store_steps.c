@@ -34,6 +34,25 @@ static int step_add_sealed(PGresult *r,
     return 0;
 }
 
+/* The step reservation of row 0 of r, with its job's sealed token: 0, or
+ * -1 with errno and errp.
+ */
+static int step_result(struct store *s,
+                       PGresult *r,
+                       json_t **resp,
+                       vnib_error_t *errp)
+{
+    if (store_result_row(s, r, 0, resp, errp) < 0)
+        return -1;
+    if (step_add_sealed(r, 0, *resp, errp) < 0) {
+        json_decref(*resp);
+        *resp = NULL;
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
 /* The refusals of a step reserve, by outcome; errno and refusal. */
 static const struct {
     const char *outcome;
@@ -147,14 +166,8 @@ int store_step_reserve(struct store *s,
         goto done;
     }
     *createdp = !strcmp(outcome, "created");
-    if (store_result_row(s, r, 0, resp, errp) < 0)
+    if (step_result(s, r, resp, errp) < 0)
         goto done;
-    if (step_add_sealed(r, 0, *resp, errp) < 0) {
-        json_decref(*resp);
-        *resp = NULL;
-        errno = ENOMEM;
-        goto done;
-    }
     rc = 0;
 done:
     PQclear(r);
@@ -176,13 +189,8 @@ int store_step_get(struct store *s,
     const char *params[6] = {job_id, step_id, NULL, NULL, NULL, NULL};
     int rc = -1;
 
-    if (node) {
-        store_node_params(&np, node);
-        params[2] = np.prefix;
-        params[3] = np.suffix;
-        params[4] = np.width;
-        params[5] = np.num;
-    }
+    if (node)
+        store_node_param_list(&np, node, params + 2);
     PGresult *r = store_run(s, STMT_STEP_GET, params, errp);
     if (!r)
         return -1;
@@ -194,14 +202,8 @@ int store_step_get(struct store *s,
         goto done;
     }
     *memberp = *store_col(r, 0, mc) == 't';
-    if (store_result_row(s, r, 0, resp, errp) < 0)
+    if (step_result(s, r, resp, errp) < 0)
         goto done;
-    if (step_add_sealed(r, 0, *resp, errp) < 0) {
-        json_decref(*resp);
-        *resp = NULL;
-        errno = ENOMEM;
-        goto done;
-    }
     rc = 0;
 done:
     PQclear(r);

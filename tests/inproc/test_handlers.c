@@ -596,6 +596,7 @@ static void test_step_roles(void **state)
                               "{\"nodes\": \"tux[1-2]\", \"vni_count\": 1}",
                               &out),
                      201);
+    long long step_vni = jint_at(out, "vnis", 0);
     json_decref(out);
     /* A node of the step reads it; a node of the job only is refused. */
     assert_int_equal(step_call(h,
@@ -605,6 +606,49 @@ static void test_step_roles(void **state)
                                &out),
                      200);
     assert_string_equal(jstr(out, "step_id"), "7");
+    json_decref(out);
+    /* Who holds a step's VNI: the step, with its job's VNIs. */
+    char target[64];
+    snprintf(target, sizeof(target), "/v1/vnis/%lld", step_vni);
+    assert_int_equal(
+        harness_call(h, (struct harness_req){"GET", target, admin, NULL}, &out),
+        200);
+    json_t *held = json_object_get(out, "reservation");
+    assert_string_equal(jstr(out, "state"), "active");
+    assert_string_equal(jstr(held, "step_id"), "7");
+    assert_int_equal(json_array_size(json_object_get(held, "job_vnis")), 1);
+    json_decref(out);
+    /* The node's view and the list show the step with its step id. */
+    struct harness_caller tux2 = {ROLE_NODE, "tux2"};
+    assert_int_equal(
+        harness_call(
+            h, (struct harness_req){"GET", "/v1/nodes/tux2", tux2, NULL}, &out),
+        200);
+    size_t k, steps = 0;
+    json_t *r;
+    json_array_foreach (json_object_get(out, "reservations"), k, r) {
+        if (!strcmp(jstr(r, "step_id"), "7")) {
+            steps++;
+            assert_string_equal(jstr(r, "job_id"), "st-roles");
+            assert_int_equal(json_array_size(json_object_get(r, "job_vnis")),
+                             1);
+        }
+    }
+    assert_int_equal(steps, 1);
+    json_decref(out);
+    assert_int_equal(
+        harness_call(h,
+                     (struct harness_req){"GET",
+                                          "/v1/reservations?node=tux2"
+                                          "&state=active",
+                                          scheduler,
+                                          NULL},
+                     &out),
+        200);
+    steps = 0;
+    json_array_foreach (json_object_get(out, "reservations"), k, r)
+        steps += !strcmp(jstr(r, "step_id"), "7");
+    assert_int_equal(steps, 1);
     json_decref(out);
     expect_error(h,
                  (struct harness_req){"GET",
@@ -734,6 +778,68 @@ static void test_step_release(void **state)
     json_decref(out);
 }
 
+/* A step whose VNIs do not fit is refused as a job is; a forced job
+ * release forces its steps.
+ */
+static void test_step_pool_and_force(void **state)
+{
+    struct harness *h = harness_of(state);
+    const char *fill[] = {"st-full-a", "st-full-b", "st-full-c", "st-full-d"};
+    json_t *out = NULL, *p = pool(h);
+    long long free_before = jint(p, "free");
+    json_decref(p);
+
+    /* Leave one VNI free (the tests before released all of theirs). */
+    assert_int_equal(free_before, 18);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(reserve(h, fill[i], 4, "tux1", &out), 201);
+        json_decref(out);
+    }
+    assert_int_equal(reserve(h, "st-full", 1, "tux[1-2]", &out), 201);
+    json_decref(out);
+    expect_error(
+        h,
+        (struct harness_req){"PUT",
+                             "/v1/reservations/st-full/steps/0",
+                             scheduler,
+                             "{\"nodes\": \"tux1\", \"vni_count\": 2}"},
+        503,
+        "vni_pool_exhausted");
+    assert_int_equal(
+        step_put(
+            h, "st-full", "0", "{\"nodes\": \"tux1\", \"vni_count\": 1}", &out),
+        201);
+    json_decref(out);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(release(h, fill[i], scheduler, &out), 200);
+        json_decref(out);
+    }
+    /* A node holds the step: the job's release quarantines both, and an
+     * admin's force ends both.
+     */
+    assert_int_equal(step_report(h, "st-full", "0", "tux1", "created", &out),
+                     200);
+    json_decref(out);
+    assert_int_equal(release(h, "st-full", scheduler, &out), 202);
+    json_decref(out);
+    assert_int_equal(step_call(h, "GET", "st-full/steps/0", scheduler, &out),
+                     200);
+    assert_string_equal(jstr(out, "state"), "releasing");
+    json_decref(out);
+    assert_int_equal(release(h, "st-full?force=true", admin, &out), 200);
+    assert_string_equal(jstr(out, "state"), "released");
+    assert_true(json_is_true(json_object_get(out, "forced")));
+    json_decref(out);
+    assert_int_equal(step_call(h, "GET", "st-full/steps/0", scheduler, &out),
+                     200);
+    assert_string_equal(jstr(out, "state"), "released");
+    assert_true(json_is_true(json_object_get(out, "forced")));
+    json_decref(out);
+    p = pool(h);
+    assert_int_equal(jint(p, "free"), free_before);
+    json_decref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -749,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_step_reserve),
         cmocka_unit_test(test_step_roles),
         cmocka_unit_test(test_step_release),
+        cmocka_unit_test(test_step_pool_and_force),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
