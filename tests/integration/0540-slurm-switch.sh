@@ -124,17 +124,15 @@ expect_eq "... and its two tasks have no SLINGSHOT_* or FI_CXI_* at all" \
     "$(printf '%s\n' "$out" | grep -c '^n[1-3] $')" 2
 
 # ---- after the jobs: released, destroyed, out of quarantine -----------------
-all_settled () {
-    TOKEN=$SCHED_TOKEN http GET "/v1/reservations?state=active"
-    [ "$(jq '.reservations | length' <<<"$HTTP_BODY")" = 0 ] || return 1
-    TOKEN=$SCHED_TOKEN http GET "/v1/reservations?state=releasing"
-    [ "$(jq '.reservations | length' <<<"$HTTP_BODY")" = 0 ]
+# held STATE: how many reservations (jobs and steps) are in STATE.
+held () {
+    TOKEN=$SCHED_TOKEN http GET "/v1/reservations?state=$1"
+    jq '.reservations | length' <<<"$HTTP_BODY"
 }
-wait_for 20 all_settled
-TOKEN=$SCHED_TOKEN http GET "/v1/reservations?state=active"
-expect_json "no reservation (job or step) is left active" '.reservations | length' 0
-TOKEN=$SCHED_TOKEN http GET "/v1/reservations?state=releasing"
-expect_json "none is left quarantined" '.reservations | length' 0
+_settled () { [ "$(held active)$(held releasing)" = 00 ]; }
+wait_for 20 _settled
+expect_eq "no reservation (job or step) is left active" "$(held active)" 0
+expect_eq "none is left quarantined" "$(held releasing)" 0
 expect_eq "job $job1 is released" "$(state_of "/v1/reservations/$job1")" released
 expect_eq "... and its step" "$(state_of "/v1/reservations/$job1/steps/0")" released
 for n in n1 n2 n3; do

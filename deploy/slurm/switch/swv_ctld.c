@@ -74,9 +74,25 @@ static int refusal_errno(int status, const json_t *reply)
     return EINVAL;
 }
 
-static long long reply_id(const json_t *reply)
+/* The id of the reservation a reserve call answered with (200 or 201);
+ * else -1 with errno from refusal_errno and errp naming what (a job or
+ * a step) was refused. */
+static int reserved_id(int status,
+                       const json_t *reply,
+                       const char *what,
+                       long long *idp,
+                       vnib_error_t *errp)
 {
-    return (long long)json_integer_value(json_object_get(reply, "id"));
+    if (status != 200 && status != 201) {
+        errno = refusal_errno(status, reply);
+        return errprintf(errp,
+                         "%s: the broker refused the reservation (%d %s)",
+                         what,
+                         status,
+                         reply_code(reply));
+    }
+    *idp = (long long)json_integer_value(json_object_get(reply, "id"));
+    return 0;
 }
 
 static int reserve_job(struct vnib_client *c,
@@ -97,6 +113,7 @@ static int reserve_job(struct vnib_client *c,
         .hwcoll = net->hwcoll[0] != '\0' ? net->hwcoll : NULL,
     };
     json_t *reply = NULL;
+    char what[64];
     int status, rc = -1;
 
     if (r.user == NULL || r.user[0] == '\0') {
@@ -107,19 +124,10 @@ static int reserve_job(struct vnib_client *c,
             snprintf(name, sizeof(name), "%u", (unsigned)req->uid);
         r.user = name;
     }
+    snprintf(what, sizeof(what), "job %s", req->job_id);
     status = vnib_client_reserve(c, &r, &reply, errp);
-    if (status < 0)
+    if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
         goto cleanup;
-    if (status != 200 && status != 201) {
-        errno = refusal_errno(status, reply);
-        errprintf(errp,
-                  "job %s: the broker refused the reservation (%d %s)",
-                  req->job_id,
-                  status,
-                  reply_code(reply));
-        goto cleanup;
-    }
-    *idp = reply_id(reply);
     rc = 0;
 cleanup:
     json_decref(reply);
@@ -139,23 +147,13 @@ static int reserve_step(struct vnib_client *c,
         .vni_count = net->step_vnis,
     };
     json_t *reply = NULL;
+    char what[64];
     int status, rc = -1;
 
+    snprintf(what, sizeof(what), "step %s.%s", req->job_id, req->step_id);
     status = vnib_client_step_reserve(c, &r, &reply, errp);
-    if (status < 0)
+    if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
         goto cleanup;
-    if (status != 200 && status != 201) {
-        errno = refusal_errno(status, reply);
-        errprintf(errp,
-                  "step %s.%s: the broker refused the step reservation "
-                  "(%d %s)",
-                  req->job_id,
-                  req->step_id,
-                  status,
-                  reply_code(reply));
-        goto cleanup;
-    }
-    *idp = reply_id(reply);
     rc = 0;
 cleanup:
     json_decref(reply);
