@@ -128,7 +128,10 @@ dsc=$TOP/dl/slurm-wlm_$upstream.dsc
 }
 
 rm -rf "$TREE" "$TREE.tmp"
-# dpkg-source checks the sizes and checksums of every file the .dsc names.
+# dpkg-source checks the sizes and checksums of every file the .dsc names
+# (its log warns that it cannot check the maintainer's inline signature,
+# as debian-keyring is not installed: the .dsc itself was checked by apt
+# against the signed Sources index).
 dpkg-source -x "$dsc" "$TREE.tmp" >"$TOP/dpkg-source.log" 2>&1 || {
     echo "slurm-src: dpkg-source -x $dsc failed; see $TOP/dpkg-source.log" >&2
     exit 1
