@@ -1551,9 +1551,12 @@ fi
 #
 # tests/bench/slurm-start.sh: `srun -N3 true` on a real slurmctld and three
 # slurmd, BENCH_SLURM_RUNS (20) jobs per path, the two paths alternating
-# by rounds (a cluster runs one path at a time).  The switch plugin's
-# median must not exceed the hooks' (it runs no controller prolog
-# process); the hooks' median is the reference row.
+# by rounds (a cluster runs one path at a time).  The target: the switch
+# plugin's median no higher than the hooks' (the reference row).  The two
+# paths do the same broker and NIC work but place it differently: the
+# plugin reserves in slurmctld and sets the step up and tears it down in
+# slurmstepd, around the step; the hooks fork a controller prolog and
+# node prologs per job, and their Epilog runs after srun has returned.
 SLURMSTART_ROW="job start srun -N3 true, switch/vnib: p50"
 SLURMHOOK_ROW="job start srun -N3 true, prolog hooks: p50"
 
