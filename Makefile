@@ -213,6 +213,54 @@ $(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
 	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
 	    -MMD -MP -o $@ $<
 
+# ---- switch/vnib, the Slurm switch plugin ----------------------------------
+# A switch plugin reads slurmctld's and slurmstepd's structures, so it is
+# compiled against a configured Slurm source tree of the installed version:
+# SLURM_SRC=/path for a site's own, else the one `make deps` fetches
+# (deploy/tools/slurm-src.sh) into build/slurm-src/tree, shared by every
+# BUILD.  Without either, `make` skips the plugin with a message; `make
+# check` (SLURM_REQUIRED=1) requires it.  Built without the sanitizers,
+# as vnib_spank.so is, and linked with the agent and client code it runs
+# (libvnibagent_pic.a) hidden inside it: only the plugin's symbols are
+# exported (deploy/slurm/switch/exports.map).
+SLURM_SRC_CACHE := build/slurm-src
+SLURM_SRC ?= $(shell sh deploy/tools/slurm-src.sh build --print 2>/dev/null)
+HAVE_SLURM_SRC := $(if $(SLURM_SRC),$(if $(wildcard $(SLURM_SRC)/config.h),1,0),0)
+SWITCH_SRCS := $(wildcard deploy/slurm/switch/*.c)
+SWITCH_OBJS := $(SWITCH_SRCS:%.c=$(BUILD)/pic/%.o)
+SWITCH_SO   := $(BUILD)/switch_vnib.so
+ifeq ($(HAVE_SLURM_SRC),1)
+PLUGINS     += $(SWITCH_SO)
+else
+ifeq ($(SLURM_REQUIRED),1)
+$(error no configured Slurm source tree (SLURM_SRC=$(SLURM_SRC)): `make deps` (as root) fetches it, or set SLURM_SRC)
+endif
+SWITCH_SKIPPED := switch-skipped
+endif
+
+.PHONY: switch-skipped
+switch-skipped:
+	@echo 'make: skipped switch_vnib.so (no configured Slurm source tree): `make deps` as root fetches it into $(SLURM_SRC_CACHE), or pass SLURM_SRC=/path'
+
+all tests: $(if $(filter 1,$(HAVE_SLURM_SRC)),$(SWITCH_SO)) $(SWITCH_SKIPPED)
+
+# Only switch_vnib.c includes Slurm's headers (as system headers: they
+# are not written for this project's warnings).
+$(BUILD)/pic/deploy/slurm/switch/switch_vnib.o: \
+    SWITCH_SLURM_FLAGS = -isystem $(SLURM_SRC) -Wno-missing-field-initializers
+
+$(BUILD)/pic/deploy/slurm/switch/%.o: deploy/slurm/switch/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(SWITCH_SLURM_FLAGS) $(SPANK_CFLAGS) -fPIC \
+	    -MMD -MP -c $< -o $@
+
+$(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
+              deploy/slurm/switch/exports.map
+	$(CC) -shared -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
+	    -Wl,--exclude-libs,ALL -Wl,--as-needed \
+	    -Wl,--version-script=deploy/slurm/switch/exports.map \
+	    $(PKG_LIBS) -lpthread -ldl
+
 # The Fabric Manager simulator, for tests and `make run` (not the client).
 # Its objects are not under $(BUILD)/fmsim/: that is the binary's name.
 $(BUILD)/fmsim-obj/%.o: fmsim/%.c
@@ -271,10 +319,19 @@ $(INPROC_BINS): $(INPROC_SRCS) tests/inproc/harness.h $(LIBSERVER) \
 FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
 FUZZ_CSRCS_request  := $(filter-out server/reservations.c,$(SERVER_SRCS)) \
                        $(FMCLIENT_SRCS) $(BUILD)/gen/schema_sql.c
+# The switch plugin's parsers: plain C, no Slurm (deploy/slurm/switch/).
+FUZZ_SWITCH_SRCS := deploy/slurm/switch/swv_jobinfo.c deploy/slurm/switch/swv_opts.c
+FUZZ_LIBS_switch  := $(FUZZ_SWITCH_SRCS)
+FUZZ_CSRCS_switch := $(FUZZ_SWITCH_SRCS)
+FUZZ_CPPFLAGS_switch := -Ideploy/slurm/switch
 FUZZ_LDLIBS_spank_env := -lslurm
 FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 
 $(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
+# test_swv compiles the switch plugin's Slurm-free sources into itself.
+$(BUILD)/tests/unit/switch/test_swv: $(wildcard deploy/slurm/switch/swv_*)
+$(BUILD)/tests/fuzz/replay_switch: $(FUZZ_SWITCH_SRCS) \
+    $(wildcard deploy/slurm/switch/swv_*.h)
 
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	@mkdir -p $(@D)
@@ -282,7 +339,8 @@ $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	    tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(FUZZ_LIBS_$*) $(LIBVNIB) \
 	    $(LIBS_BASE) $(FUZZ_LDLIBS_$*)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not the Slurm source tree's: its debian/*.d are no dependency files)
+-include $(shell find $(BUILD) -path '*/slurm-src' -prune -o -name '*.d' -print 2>/dev/null)
 
 # ---- set-up ----------------------------------------------------------------
 

@@ -9,13 +9,20 @@
 #
 # Only missing packages are installed, so a second run is quick and quiet.
 # As root it runs apt-get; otherwise it prints the exact command to run.
+#
+# Then it fetches and configures the Slurm source tree the switch plugin
+# (switch_vnib.so) is built against, into build/slurm-src
+# (deploy/tools/slurm-src.sh: a private apt configuration, never the
+# system's; a no-op once done).  With SLURM_SRC set (a site's own
+# configured tree) it fetches nothing.
 set -eu
 
 PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
       libjansson-dev libpq-dev libssl-dev libcmocka-dev postgresql
       postgresql-contrib curl jq openssl util-linux procps iproute2 python3
       python3-yaml
-      slurmctld slurmd slurm-client libslurm-dev"
+      slurmctld slurmd slurm-client libslurm-dev dpkg-dev
+      debian-archive-keyring"
 case "${1:-}" in
     "") ;;
     fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
@@ -35,7 +42,15 @@ for p in $PKGS; do
         *) missing="$missing $p" ;;
     esac
 done
-[ -n "$missing" ] || exit 0
+slurm_src () {
+    [ -n "${SLURM_SRC:-}" ] && return 0
+    sh "$(dirname "$0")/slurm-src.sh" build
+}
+
+if [ -z "$missing" ]; then
+    slurm_src
+    exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps: missing Debian packages:$missing" >&2
@@ -49,3 +64,4 @@ apt-get update -qq
 # The postgresql package starts a system cluster on install where it can;
 # vnibroker never uses it (tests and `make run` start private clusters).
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+slurm_src

@@ -30,7 +30,8 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz compare openloop bigjob populate nodeview rss storm drain
-# agent fmslow hwcoll slowclients contention history failover; pairs is
+# agent fmslow hwcoll slowclients contention history failover slurmstart;
+# pairs is
 # compare), the rounds of the alternated comparisons (compare, history),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
@@ -1543,6 +1544,47 @@ if wanted failover; then
         row_not_run "$FAILOVER_ROW (freeze)" s "<=" 10 "no history client"
     else
         failover_scenario
+    fi
+fi
+
+# ---- job start: the switch plugin against the prolog hooks ---------------
+#
+# tests/bench/slurm-start.sh: `srun -N3 true` on a real slurmctld and three
+# slurmd, BENCH_SLURM_RUNS (20) jobs per path, the two paths alternating
+# by rounds (a cluster runs one path at a time).  The target: the switch
+# plugin's median no higher than the hooks' (the reference row).  The two
+# paths do the same broker and NIC work but place it differently: the
+# plugin reserves in slurmctld and sets the step up and tears it down in
+# slurmstepd, around the step; the hooks fork a controller prolog and
+# node prologs per job, and their Epilog runs after srun has returned.
+SLURMSTART_ROW="job start srun -N3 true, switch/vnib: p50"
+SLURMHOOK_ROW="job start srun -N3 true, prolog hooks: p50"
+
+slurmstart_scenario () {
+    VNIB_BUILD=$BUILD timeout -k 5 600 bash "$TOP/tests/bench/slurm-start.sh" \
+        >"$T/slurmstart.out" 2>&1
+    sw=$(sed -n 's/^# switch: \([0-9.]*\) .*/\1/p' "$T/slurmstart.out")
+    hk=$(sed -n 's/^# hook: \([0-9.]*\) .*/\1/p' "$T/slurmstart.out")
+    if [ -z "$sw" ] || [ -z "$hk" ]; then
+        why=$(grep -m1 -E '^# (not run|skip|.*failed|.*did not)' "$T/slurmstart.out" |
+            cut -c3-100)
+        row_not_run "$SLURMSTART_ROW" ms "<=" 0 "${why:-no figures}"
+        return 0
+    fi
+    row_ref "$SLURMHOOK_ROW" "$hk" ms "$(sed -n 's/^# hook: [0-9.]* \(.*\)/min max \1/p' "$T/slurmstart.out")"
+    row_cmp "$SLURMSTART_ROW" "$sw" ms "<=" "$hk" \
+        "$(sed -n 's/^# switch: [0-9.]* \(.*\)/min max \1/p' "$T/slurmstart.out")"
+}
+
+if wanted slurmstart; then
+    if [ "$(id -u)" -ne 0 ]; then
+        row_not_run "$SLURMSTART_ROW" ms "<=" 0 "needs root (slurmctld, slurmd)"
+    elif [ ! -f "$BUILD/switch_vnib.so" ]; then
+        row_not_run "$SLURMSTART_ROW" ms "<=" 0 "no switch_vnib.so (make deps)"
+    else
+        steal_mark
+        slurmstart_scenario
+        steal_note "slurmstart"
     fi
 fi
 

@@ -24,6 +24,10 @@
 #   port=N             first of four TCP ports (default: derived from $$,
 #                      skipping ports in use); never 6817/6818
 #   conf=TEXT          extra slurm.conf lines, appended
+#   switch=NAME        SwitchType=switch/NAME (default none)
+#   switch_params=TEXT SwitchParameters=TEXT
+#   plugin_dir=DIR     a folder searched after Slurm's own PluginDir (for
+#                      switch_vnib.so: slurm_switch_setup)
 # A hook left out is not configured.  Hooks must be executable.
 #
 # It writes DIR/slurm.conf (ClusterName=vnibtest, nodes n1, n2, n3 on
@@ -36,8 +40,9 @@
 # next three) and VNIB_SLURM_PIDS ("ctld:PID n1:PID n2:PID n3:PID").
 # Helpers: slurm_node_state, slurm_node_reason, slurm_resume, slurm_job_state,
 # slurm_wait_job, slurm_dump_logs, slurm_ctld_stop, slurm_ctld_start, and
-# for vnibroker's hook slurm_hook_setup and slurm_hook_set (each described
-# where it is defined).
+# for vnibroker's hook slurm_hook_setup and slurm_hook_set, for the switch
+# plugin slurm_switch_setup and slurm_ctld_kill (each described where it
+# is defined).
 #
 # slurm_stop cancels the jobs left (so that slurmstepd ends their tasks),
 # sends the daemons SIGTERM, SIGKILL after 5 s, then kills any slurmstepd
@@ -123,6 +128,7 @@ slurm_start () {
     local arg prog n
     s_dir=$T/slurm s_prolog="" s_epilog="" s_prolog_ctld="" s_epilog_ctld=""
     s_plugstack="" s_flags=Alloc s_cpus=4 s_port="" s_conf=""
+    s_switch=none s_switch_params="" s_plugin_dir=""
     for arg in "$@"; do
         case "$arg" in
             dir=*) s_dir=${arg#*=} ;;
@@ -135,6 +141,9 @@ slurm_start () {
             cpus=*) s_cpus=${arg#*=} ;;
             port=*) s_port=${arg#*=} ;;
             conf=*) s_conf=${arg#*=} ;;
+            switch=*) s_switch=${arg#*=} ;;
+            switch_params=*) s_switch_params=${arg#*=} ;;
+            plugin_dir=*) s_plugin_dir=${arg#*=} ;;
             *) echo "# slurm_start: unknown argument '$arg'"; return 1 ;;
         esac
     done
@@ -228,7 +237,9 @@ SlurmdParameters=config_overrides
 # then 2 s).  linuxproc follows the process tree and does not wait.
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-SwitchType=switch/none
+SwitchType=switch/$s_switch
+${s_switch_params:+SwitchParameters=$s_switch_params}
+$([ -n "$s_plugin_dir" ] && echo "PluginDir=$(_slurm_plugin_dir):$s_plugin_dir")
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -264,6 +275,14 @@ NodeName=n3 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((s_port + 3)) CPUs=
 PartitionName=debug Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP
 $s_conf
 EOF
+}
+
+# Slurm's own plugin folder (where switch_none.so is).
+_slurm_plugin_dir () {
+    local f
+    f=$(dpkg -L slurm-wlm-basic-plugins 2>/dev/null | grep '/switch_none\.so$' | head -n 1)
+    [ -n "$f" ] || f=/usr/lib/x86_64-linux-gnu/slurm-wlm/switch_none.so
+    dirname "$f"
 }
 
 _slurm_all_idle () {
@@ -347,6 +366,69 @@ slurm_ctld_start () {
     track "$!"
     VNIB_SLURM_PIDS="ctld:$! ${VNIB_SLURM_PIDS#* }"
     wait_for 20 timeout 5 squeue -h
+}
+
+# slurm_ctld_kill: kill -9 slurmctld (no state saved at exit); the slurmd
+# and the jobs they run carry on.  slurm_ctld_start brings it back.
+slurm_ctld_kill () {
+    local ctld pid
+    ctld=${VNIB_SLURM_PIDS%% *}
+    pid=${ctld#ctld:}
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    STARTED_PIDS=$(echo " $STARTED_PIDS " | sed "s/ $pid / /; s/^ *//; s/ *$//")
+}
+
+# slurm_switch_setup [NAME=VALUE...]: the switch plugin: a copy of the
+# built switch_vnib.so in $T/plugins (VNIB_PLUGIN_DIR), the agent settings
+# $T/NODE/agent.toml of n1-n3 (the broker at $BROKER_URL, node.name set,
+# four simulated NICs each; tokens from node_token), slurmctld's token in
+# $T/sched.token, and VNIB_SWITCH_PARAMS: SwitchParameters for them, the
+# release spool in $T/spool/release (VNIB_SPOOL); NAME=VALUE items are
+# appended.  Pass switch=vnib switch_params="$VNIB_SWITCH_PARAMS"
+# plugin_dir="$VNIB_PLUGIN_DIR" to slurm_start.
+slurm_switch_setup () {
+    local n arg
+    [ -f "$BUILD/switch_vnib.so" ] || {
+        echo "# slurm_switch_setup: $BUILD/switch_vnib.so was not built"
+        return 1
+    }
+    VNIB_PLUGIN_DIR=$T/plugins
+    mkdir -p "$VNIB_PLUGIN_DIR" && chmod 755 "$VNIB_PLUGIN_DIR" || return 1
+    cp "$BUILD/switch_vnib.so" "$VNIB_PLUGIN_DIR/" || return 1
+    chmod 755 "$VNIB_PLUGIN_DIR/switch_vnib.so"
+    (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
+    for n in n1 n2 n3; do
+        mkdir -p "$T/$n"
+        (umask 077 && node_token "$n" >"$T/$n/token")
+        cat >"$T/$n/agent.toml" <<EOF
+[broker]
+url = "$BROKER_URL"
+token_file = "$T/$n/token"
+fetch_timeout_ms = 2000
+request_timeout_ms = 1000
+spool_after_ms = 500
+
+[node]
+name = "$n"
+state_dir = "$T/$n/state"
+spool_dir = "$T/$n/spool"
+
+[nic]
+backend = "sim"
+sim_dir = "$T/$n/sim"
+EOF
+        "$BUILD/vnib-agent" --config "$T/$n/agent.toml" sim-init --nics 4 >/dev/null ||
+            return 1
+    done
+    VNIB_SPOOL=$T/spool/release
+    VNIB_SWITCH_PARAMS="vnib_url=$BROKER_URL,vnib_token_file=$T/sched.token"
+    VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_agent_config=$T/%n/agent.toml"
+    VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_release_spool=$VNIB_SPOOL"
+    VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_timeout_ms=2000,vnib_retry_busy_ms=2000"
+    for arg in "$@"; do
+        VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,$arg"
+    done
 }
 
 # slurm_hook_setup [NAME=VALUE...]: deploy/slurm/vnib-slurm-hook as
