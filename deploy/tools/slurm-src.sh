@@ -28,7 +28,10 @@
 set -eu
 
 [ $# -ge 1 ] || { echo "usage: slurm-src.sh BUILD_DIR [--print]" >&2; exit 2; }
-BUILD_DIR=$1
+# Absolute: apt takes a relative Dir::Etc::SourceList under /etc/apt, and
+# would then read no deb-src line at all.
+mkdir -p "$1"
+BUILD_DIR=$(cd "$1" && pwd)
 TOP=$BUILD_DIR/slurm-src
 TREE=$TOP/tree
 STAMP=$TOP/stamp
