@@ -3,7 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vnib/hostlist.h"
 #include "vnib/token.h"
+#include "server/broker.h"
+#include "server/config.h"
 #include "server/http.h"
 #include "server/params.h"
 
@@ -136,5 +139,28 @@ int params_known_fields(struct request *req,
                                 "unknown field '%.64s'",
                                 key);
     }
+    return 0;
+}
+
+int params_nodes(struct request *req,
+                 const char *expr,
+                 struct hostlist **hostsp,
+                 char **nodesp,
+                 vnib_error_t *errp)
+{
+    size_t max = (size_t)req->broker->cfg->limits.hostlist_max_names;
+    vnib_error_t why = {""};
+    struct hostlist *hosts = hostlist_decode(expr, max, &why);
+
+    if (!hosts)
+        return request_fail(
+            req, EINVAL, "invalid_field", errp, "nodes: %s", why.text);
+    hostlist_uniq(hosts);
+    if (!(*nodesp = hostlist_encode(hosts))) {
+        hostlist_destroy(hosts);
+        errprintf(errp, "out of memory");
+        return -1;
+    }
+    *hostsp = hosts;
     return 0;
 }

@@ -15,6 +15,7 @@
 
 #include "vnib/error.h"
 
+struct hostlist;
 struct request;
 
 /* A job id: 1-128 characters from [A-Za-z0-9._:@+-], not starting with
@@ -30,6 +31,17 @@ int params_node(struct request *req,
                 const char *field,
                 const char *value,
                 vnib_error_t *errp);
+
+/* A body's "nodes": a hostlist expression of at most
+ * limits.hostlist_max_names names, made canonical (sorted, each name
+ * once), so that "n[1-2],n3" and "n[1-3]" name the same set on a retry.
+ * Sets *hostsp (hostlist_destroy) and *nodesp, its encoding (free).
+ */
+int params_nodes(struct request *req,
+                 const char *expr,
+                 struct hostlist **hostsp,
+                 char **nodesp,
+                 vnib_error_t *errp);
 
 /* An optional integer query argument in [min, max]; *valp keeps its
  * default when the argument is absent.

@@ -113,7 +113,6 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     struct hostlist *hosts = NULL;
     json_t *body = NULL;
     char *nodes = NULL;
-    vnib_error_t why = {""};
     bool created = false;
     int status = -1;
 
@@ -121,22 +120,9 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
         return -1;
     if (parse_reserve(req, body, &a, errp) < 0)
         goto done;
-    hosts =
-        hostlist_decode(a.nodes, (size_t)cfg->limits.hostlist_max_names, &why);
-    if (!hosts) {
-        request_fail(req, EINVAL, "invalid_field", errp, "nodes: %s", why.text);
+    if (params_nodes(req, a.nodes, &hosts, &nodes, errp) < 0
+        || inventory_check(req, hosts, &known, errp) < 0)
         goto done;
-    }
-    /* Stored and compared in canonical form, so that "n[1-2],n3" and
-     * "n[1-3]" are the same job on a retry.
-     */
-    hostlist_uniq(hosts);
-    if (inventory_check(req, hosts, &known, errp) < 0)
-        goto done;
-    if (!(nodes = hostlist_encode(hosts))) {
-        errprintf(errp, "out of memory");
-        goto done;
-    }
     a.nodes = nodes;
     a.hosts = hosts;
     a.node_count = hostlist_count(hosts);

@@ -173,7 +173,6 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
     struct hostlist *hosts = NULL;
     json_t *body = NULL;
     char *nodes = NULL;
-    vnib_error_t why = {""};
     bool created = false;
     int status = -1;
 
@@ -182,18 +181,8 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
         return -1;
     if (parse_step_reserve(req, body, &a, errp) < 0)
         goto done;
-    hosts =
-        hostlist_decode(a.nodes, (size_t)cfg->limits.hostlist_max_names, &why);
-    if (!hosts) {
-        request_fail(req, EINVAL, "invalid_field", errp, "nodes: %s", why.text);
+    if (params_nodes(req, a.nodes, &hosts, &nodes, errp) < 0)
         goto done;
-    }
-    /* Canonical, so that a retry naming the same set is the same step. */
-    hostlist_uniq(hosts);
-    if (!(nodes = hostlist_encode(hosts))) {
-        errprintf(errp, "out of memory");
-        goto done;
-    }
     a.nodes = nodes;
     a.hosts = hosts;
     a.node_count = hostlist_count(hosts);
