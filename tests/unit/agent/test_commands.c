@@ -182,7 +182,7 @@ static int setup(void **state)
     /* Steps 0 and 1 have a VNI of their own; step 2 has none. */
     fx->broker.steps = json_object();
     for (int i = 0; i < 3; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof(id), "%d", i);
         json_t *st = json_deep_copy(fx->broker.reservation);
         assert_non_null(st);
