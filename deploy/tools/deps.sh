@@ -22,7 +22,8 @@ PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
       postgresql-contrib curl jq openssl util-linux procps iproute2 python3
       python3-yaml
       slurmctld slurmd slurm-client libslurm-dev dpkg-dev
-      debian-archive-keyring"
+      debian-archive-keyring
+      chromium prometheus debhelper fakeroot lintian"
 case "${1:-}" in
     "") ;;
     fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
