@@ -107,6 +107,12 @@
     return n === null || n === undefined ? '\u2013' : String(n);
   }
 
+  // An age ("3 min 10 s ago") with the time itself as the tooltip.
+  function setAgo(id, iso, none) {
+    setText(id, iso ? fmtAge(ageOf(iso)) + ' ago' : none);
+    $(id).title = iso ? fmtTime(iso) + ' (' + iso + ')' : '';
+  }
+
   function setText(id, text) {
     const el = $(id);
     if (el.textContent !== text) el.textContent = text;
@@ -150,7 +156,7 @@
     const td = el('td', 'time', fmtTime(iso));
     if (iso) {
       td.title = iso;
-      td.appendChild(el('div', 'age', fmtAge(ageOf(iso)) + ' ago'));
+      td.appendChild(el('span', 'age', ' ' + fmtAge(ageOf(iso)) + ' ago'));
     }
     tr.appendChild(td);
   }
@@ -181,8 +187,8 @@
     const items = q.items || [];
     fillTable('quarantine-table', items, (it) => {
       const tr = el('tr');
-      const job = cell(tr, 'mono', jobText(it));
-      job.appendChild(el('div', 'age', 'reservation ' + plain(it.reservation_id)));
+      cell(tr, 'mono', jobText(it));
+      cell(tr, 'num', plain(it.reservation_id));
       cell(tr, 'mono', (it.vnis || []).join(', '));
       timeCell(tr, it.since);
       const w = it.waiting || {};
@@ -218,19 +224,20 @@
     const queue = fm.queue || {};
     setText('fm-queue-depth', plain(queue.depth));
     setText('fm-queue-oldest', queue.depth ? fmtAge(queue.oldest_s) : 'empty');
-    setText('fm-last-success', fm.last_success ? fmtTime(fm.last_success) : 'never');
+    setAgo('fm-last-success', fm.last_success, 'never');
     const rec = fm.last_reconcile;
     if (rec && rec.at) {
-      let s = fmtTime(rec.at) + ' (released ' + plain(rec.released) + ', lost ' + plain(rec.lost) +
-        ', foreign ' + plain(rec.foreign) + ')';
-      if (rec.error) s += ': ' + rec.error;
-      setText('fm-reconcile', s);
+      setAgo('fm-reconcile', rec.at, '');
+      let s = 'released ' + plain(rec.released) + ', lost ' + plain(rec.lost) + ', foreign ' + plain(rec.foreign);
+      if (rec.error) s += '; ' + rec.error;
+      setText('fm-reconcile-counts', s);
     } else {
-      setText('fm-reconcile', 'none on this replica');
+      setText('fm-reconcile', 'none here');
+      setText('fm-reconcile-counts', '');
     }
     const leader = fm.leader && fm.leader.replica ? fm.leader.replica : 'none';
     setText('leader', leader);
-    setText('fm-leader-since', fm.leader && fm.leader.since ? fmtTime(fm.leader.since) : '\u2013');
+    setAgo('fm-leader-since', fm.leader && fm.leader.since, '\u2013');
     setText('fm-leading', fm.leading ? 'yes' : 'no');
     const err = fm.last_error;
     setText('fm-last-error', err ? fmtTime(err.time) + ': ' + (err.message || '') : 'none');

@@ -1,0 +1,191 @@
+#!/bin/bash
+# The status page in a real browser (headless Chromium, driven through
+# the DevTools protocol by browser.py): opened with a monitor token in its
+# #token= fragment on a broker with active jobs, a quarantined
+# reservation with nodes still holding services, a drained node (whose
+# reason is markup, shown as text) and events, it renders what
+# GET /v1/status and GET /v1/events report, in the elements the browser
+# test and the demo read (contract D of issue 16), with no console error
+# or uncaught exception (the harness is shown to catch one); the event
+# filters ask the API; the token stays in sessionStorage, out of the
+# address bar, localStorage and cookies; nothing overflows at 1280x900
+# or on a narrow window.  Screenshots go to $VNIB_BUILD/ui/.
+# Without chromium this is a skip, except under CI, where it fails.
+. "$(dirname "$0")/lib.sh"
+
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$CHROMIUM" ]; then
+    if [ -n "${CI:-}" ]; then
+        not_ok "chromium is installed (CI is set: \`make deps\` installs it)"
+        finish
+    fi
+    skip_all "chromium is not installed (\`make deps\` installs it)"
+fi
+mkdir -p "$BUILD/ui"
+
+# browse URL [browser.py ARGS...]: the JSON report in $T/browser.json,
+# Chromium's own output (its stderr noise) in $T/chromium.log.
+browse () {
+    url=$1
+    shift
+    python3 "$TOP/tests/integration/browser.py" "$url" --chromium "$CHROMIUM" \
+        --chrome-log "$T/chromium.log" --timeout 40 "$@" >"$T/browser.json"
+}
+# value JQ: from the last report's value.
+value () {
+    jq -r ".value$1" "$T/browser.json"
+}
+
+pg_start || exit 1
+broker_up "$T/b.toml" "$(vni_pool 3000-3099)"
+
+# ---- seed ---------------------------------------------------------------------
+reserve () {
+    TOKEN=$SCHED_TOKEN http POST /v1/reservations \
+        -d "{\"job_id\":\"$1\",\"uid\":1001,\"user\":\"alice\",\"nodes\":\"$2\",\"vni_count\":${3:-1}}"
+    expect_status "reserve $1 on $2" 201
+}
+report () {
+    TOKEN=$(node_token "$2") http PUT "/v1/reservations/$1/nodes/$2" -d "{\"cxi\":\"$3\"${4:+,$4}}"
+    expect_status "$2 reports $3 for $1" 200
+}
+reserve 4242.batch 'nid[001-064]' 2
+reserve 4243 'nid[065-096]'
+reserve 4244 'nid[097-100]'
+reserve 4250 'nid[101-104]' 2
+report 4250 nid101 creating
+report 4250 nid101 created '"services":[{"device":"cxi0","svc_id":11}]'
+report 4250 nid102 created '"services":[{"device":"cxi0","svc_id":12}]'
+report 4250 nid103 created '"services":[{"device":"cxi0","svc_id":13}]'
+report 4250 nid103 destroyed
+TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/4250
+expect_json "4250 is released into quarantine" .quarantined true
+XSS='<img src=x onerror=alert(1)> EBUSY'
+report 4244 nid099 failed "\"message\":\"$XSS\""
+
+TOKEN=$MONITOR_TOKEN http GET /v1/status
+expect_status "GET /v1/status answers the monitor" 200
+# A few samples for the chart: one per gauges refresh (5 s).
+samples () {
+    curl -sS -H "Authorization: Bearer $MONITOR_TOKEN" "$BROKER_URL/v1/status" |
+        jq -e '.history.samples | length >= 3' >/dev/null
+}
+wait_for 30 samples
+expect_eq "the status history has samples for the chart" "$?" 0
+
+# ---- the page -------------------------------------------------------------------
+# The page's fetches are recorded (before its own script runs) to see
+# that the filters ask the API.
+RECORD='window.__urls = []; const __f = window.fetch;
+window.fetch = function (u, o) { window.__urls.push(String(u)); return __f.apply(this, arguments); };'
+READ='(async () => {
+  const t = (id) => document.getElementById(id).textContent;
+  const ids = ["pool-free", "pool-active", "pool-quarantined", "pool-outside", "pool-total",
+    "quarantine-count", "drained-count", "fm-connection", "fm-queue-depth", "leader"];
+  const r = { ids: {} };
+  for (const id of ids) r.ids[id] = t(id);
+  r.pageError = window.vnibStatusPage.error();
+  r.statusLine = t("status-line");
+  r.events = [...document.querySelectorAll("#events tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent));
+  r.quarantine = [...document.querySelectorAll("#quarantine-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent));
+  r.drained = [...document.querySelectorAll("#drained-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent));
+  r.imgs = document.querySelectorAll("main img").length;
+  r.canvas = document.getElementById("pool-chart").width + "x" + document.getElementById("pool-chart").height;
+  r.chartInk = (() => { const c = document.getElementById("pool-chart");
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })();
+  r.hash = location.hash;
+  r.href = location.href;
+  r.local = localStorage.length;
+  r.cookie = document.cookie;
+  r.session = sessionStorage.getItem("vnibroker.token");
+  r.overflow = document.documentElement.scrollWidth - document.documentElement.clientWidth;
+  r.renderMs = window.vnibStatusPage.renderMs();
+  // The action filter: the next refresh asks the API for drain events.
+  const n0 = window.vnibStatusPage.refreshes();
+  const sel = document.getElementById("filter-action");
+  sel.value = "drain";
+  sel.dispatchEvent(new Event("change"));
+  for (let i = 0; i < 100 && window.vnibStatusPage.refreshes() < n0 + 1; i++)
+    await new Promise((res) => setTimeout(res, 100));
+  r.filtered = [...document.querySelectorAll("#events tbody tr")].map((tr) => tr.cells[1].textContent);
+  r.urls = window.__urls;
+  return r;
+})()'
+WAIT='window.vnibStatusPage && window.vnibStatusPage.refreshes() >= 1'
+browse "$BROKER_URL/ui/#token=$MONITOR_TOKEN" --before "$RECORD" --wait "$WAIT" \
+    --eval "$READ" --screenshot "$BUILD/ui/status.png"
+rc=$?
+expect_eq "the page loads and refreshes in Chromium" "$rc" 0
+expect_eq "no console error, uncaught exception or error log entry" \
+    "$(jq -c .errors "$T/browser.json")" "[]"
+expect_eq "the page reports no error of its own" "$(value .pageError)" null
+expect_match "#status-line says when it refreshed" "$(value .statusLine)" '^Updated [0-9:]{8} '
+
+# What the page shows is what the API says (the state is still).
+TOKEN=$MONITOR_TOKEN http GET /v1/status
+S=$T/status.json
+cp "$T/http.body" "$S"
+for pair in pool-free:.pool.free pool-active:.pool.active \
+            pool-quarantined:.pool.quarantined pool-outside:.pool.outside_pool \
+            pool-total:.pool.total quarantine-count:.quarantine.reservations \
+            drained-count:.drained.count fm-connection:.fabric_manager.connection \
+            fm-queue-depth:.fabric_manager.queue.depth \
+            'leader:(.fabric_manager.leader.replica // "none")'; do
+    id=${pair%%:*}
+    expect_eq "#$id shows GET /v1/status $(printf '%s' "${pair#*:}")" \
+        "$(value ".ids[\"$id\"]")" "$(jq -r "${pair#*:}" "$S")"
+done
+expect_eq "... the seed: 6 VNIs active" "$(value '.ids["pool-active"]')" 6
+expect_eq "... 2 quarantined" "$(value '.ids["pool-quarantined"]')" 2
+expect_eq "... 1 drained node" "$(value '.ids["drained-count"]')" 1
+
+expect_eq "the quarantine table has the reservation" "$(value '.quarantine | length')" 1
+expect_match "... its job, VNIs and waiting nodes (nid101-102 hold services)" \
+    "$(value '.quarantine[0] | join("|")')" '^4250.*\|[0-9]+, [0-9]+\|.*\|2\|nid\[101-102\]$'
+expect_eq "the drained table has nid099" "$(value '.drained[0][0]')" nid099
+expect_eq "... with its reason as text, markup and all" "$(value '.drained[0][1]')" "$XSS"
+expect_eq "... which made no element" "$(value .imgs)" 0
+
+TOKEN=$ADMIN_TOKEN http GET '/v1/events?order=desc&limit=100'
+expect_eq "the events table has a row per event" \
+    "$(value '.events | length')" "$(jq '.events | length' "$T/http.body")"
+expect_eq "... newest first, as the API lists them" \
+    "$(value '[.events[] | .[1]] | join(",")')" "$(jq -r '[.events[].action] | join(",")' "$T/http.body")"
+expect_match "... the seeded events are there" "$(value '[.events[] | .[2]] | join(",")')" '4242\.batch.*|4250'
+expect_match "... the drain of nid099" "$(value '[.events[] | select(.[1] == "drain") | .[3]] | join(",")')" nid099
+expect_eq "the action filter shows only drain events" "$(value '.filtered | unique | join(",")')" drain
+expect_match "... asked of the API" "$(value '.urls | join(" ")')" '/v1/events\?order=desc&limit=100&action=drain'
+expect_match "the page asks GET /v1/status" "$(value '.urls | join(" ")')" '/v1/status( |$)'
+
+expect_eq "the token is taken out of the address bar" "$(value .hash)" ""
+expect_eq "... kept in sessionStorage" "$(value .session)" "$MONITOR_TOKEN"
+expect_eq "... not in localStorage" "$(value .local)" 0
+expect_eq "... nor in a cookie" "$(value .cookie)" ""
+expect_no_match "... nor in the URL" "$(value .href)" "$MONITOR_TOKEN"
+expect_eq "nothing overflows at 1280x900" "$(value .overflow)" 0
+expect_match "the chart is drawn on its canvas" "$(value .chartInk)" '^[1-9][0-9]{3,}$'
+expect_match "a screenshot is saved ($BUILD/ui/status.png)" \
+    "$(file "$BUILD/ui/status.png" 2>&1)" 'PNG image data, 1280 x 900'
+echo "# render time of one refresh: $(value .renderMs) ms"
+
+# A narrow window: the page reflows, nothing wider than the window.
+browse "$BROKER_URL/ui/#token=$MONITOR_TOKEN" --width 420 --height 900 --wait "$WAIT" \
+    --eval 'document.documentElement.scrollWidth - document.documentElement.clientWidth' \
+    --screenshot "$BUILD/ui/status-narrow.png"
+expect_eq "a 420-pixel window: no error" "$(jq -c .errors "$T/browser.json")" "[]"
+expect_eq "... nothing overflows it" "$(value '')" 0
+
+# A refused token is said so, plainly.
+browse "$BROKER_URL/ui/#token=vnib1.not-a-token" --wait "$WAIT" \
+    --eval 'document.getElementById("status-line").textContent'
+expect_match "a refused token: #status-line says so" "$(value '')" '^Token refused \(HTTP 401'
+
+# The harness catches what it must: the page's own code failing (no
+# ResizeObserver constructor makes its start-up throw).
+browse "$BROKER_URL/ui/#token=$MONITOR_TOKEN" --wait 'document.readyState === "complete"' \
+    --before 'Object.defineProperty(window, "ResizeObserver", { value: 1 });'
+expect_match "a deliberate error in the page is reported" \
+    "$(jq -r '.errors | join(" ")' "$T/browser.json")" 'uncaught: TypeError'
+
+finish
