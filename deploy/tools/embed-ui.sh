@@ -13,7 +13,7 @@ echo '#include "server/ui.h"'
 n=0
 rows=""
 for f in "$@"; do
-    base=$(basename "$f")
+    base=${f##*/}
     case "$base" in
         *[!A-Za-z0-9._-]* | .*) echo "embed-ui: $f: not a plain file name" >&2; exit 1 ;;
     esac

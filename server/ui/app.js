@@ -145,6 +145,12 @@
     table.replaceChild(body, table.tBodies[0]);
   }
 
+  // "Showing the 50 oldest of 120." under a table the API capped.
+  function moreNote(id, items, total, which) {
+    const shown = Math.min(items.length, MAX_ROWS);
+    setText(id, total > shown ? 'Showing the ' + shown + ' ' + which + ' of ' + total + '.' : '');
+  }
+
   function cell(tr, cls, text, title) {
     const td = el('td', cls, text);
     if (title) td.title = title;
@@ -196,8 +202,7 @@
       cell(tr, 'hostlist', w.nodes || '\u2013');
       return tr;
     }, 'No reservation is quarantined.');
-    const shown = Math.min(items.length, MAX_ROWS);
-    setText('quarantine-more', q.reservations > shown ? 'Showing the ' + shown + ' oldest of ' + q.reservations + '.' : '');
+    moreNote('quarantine-more', items, q.reservations, 'oldest');
   }
 
   function renderDrained(st) {
@@ -212,8 +217,7 @@
       timeCell(tr, it.since);
       return tr;
     }, 'No node is drained.');
-    const shown = Math.min(items.length, MAX_ROWS);
-    setText('drained-more', d.count > shown ? 'Showing the ' + shown + ' most recently drained of ' + d.count + '.' : '');
+    moreNote('drained-more', items, d.count, 'most recently drained');
   }
 
   function renderFabric(st) {
