@@ -128,14 +128,15 @@
   }
 
   // Replace a table's tbody wholesale with rows built by makeRow(item),
-  // at most MAX_ROWS of them; `empty` is the text of a table without rows.
+  // at most MAX_ROWS of them; `empty`, if not null, is the text of a row
+  // shown when there is none.
   function fillTable(tableId, items, makeRow, empty) {
     const table = $(tableId);
     const ncols = table.tHead.rows[0].cells.length;
     const body = document.createElement('tbody');
     const list = (items || []).slice(0, MAX_ROWS);
     for (const item of list) body.appendChild(makeRow(item));
-    if (!list.length) {
+    if (!list.length && empty !== null) {
       const tr = el('tr');
       const td = el('td', 'empty', empty);
       td.colSpan = ncols;
@@ -272,11 +273,12 @@
       if (detail.length > 160) detail = detail.slice(0, 160) + '\u2026';
       cell(tr, 'detail', detail, full !== detail ? full : '');
       return tr;
-    }, 'No event matches.');
+    }, null); // one row per event: the note says when there is none
     const f = ui.filters;
     const active = [f.action && 'action ' + f.action, f.node && 'node ' + f.node, f.job_id && 'job ' + f.job_id].filter(Boolean);
-    setText('events-note', (active.length ? 'Filtered by ' + active.join(', ') + '. ' : '') +
-      list.length + ' event' + (list.length === 1 ? '' : 's') + (ev && ev.next ? ' (more in the API)' : ''));
+    setText('events-note', (active.length ? 'Filtered by ' + active.join(', ') + ': ' : '') +
+      (list.length ? list.length + ' event' + (list.length === 1 ? '' : 's') : 'no event matches') +
+      (ev && ev.next ? ' (more in the API)' : '') + '.');
   }
 
   // ---- the chart -------------------------------------------------------------
