@@ -379,7 +379,7 @@
 
     // Time axis: local clock times at a round step.
     const span = (t1 - t0) / 1000;
-    const steps = [60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+    const steps = [10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
     const maxTicks = Math.max(2, Math.floor(pw / 80));
     let step = steps[steps.length - 1];
     for (const s of steps) if (span / s <= maxTicks) { step = s; break; }
@@ -393,7 +393,7 @@
       const x = Math.round(X(tick)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, T + ph); ctx.lineTo(x, T + ph + 4); ctx.stroke();
       const d = new Date(tick);
-      ctx.fillText(pad(d.getHours()) + ':' + pad(d.getMinutes()), x, T + ph + 7);
+      ctx.fillText(pad(d.getHours()) + ':' + pad(d.getMinutes()) + (step < 60 ? ':' + pad(d.getSeconds()) : ''), x, T + ph + 7);
     }
     ctx.beginPath();
     ctx.moveTo(L + 0.5, T); ctx.lineTo(L + 0.5, T + ph + 0.5); ctx.lineTo(L + pw, T + ph + 0.5);
