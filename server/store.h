@@ -333,11 +333,21 @@ int store_vni(struct store *s,
               json_t **resp,
               vnib_error_t *errp) VNIB_MUST_CHECK;
 
-/* A page of the audit trail: {"events": [...], "next"}. */
+/* Which events, in which order. */
+struct store_events_query {
+    const char *job_id; /* the job's and its steps'; NULL: any */
+    const char *action; /* NULL: any */
+    const char *node;   /* NULL: any */
+    bool desc;          /* newest first */
+    long long after;    /* the cursor: an id (0: from the start) */
+    int limit;          /* 1-1000 */
+};
+
+/* A page of the audit trail: {"events": [...], "next"}; next continues in
+ * the same order.
+ */
 int store_events(struct store *s,
-                 const char *job_id,
-                 long long after,
-                 int limit,
+                 const struct store_events_query *q,
                  json_t **resp,
                  vnib_error_t *errp) VNIB_MUST_CHECK;
 

@@ -53,6 +53,7 @@ enum stmt_id {
     STMT_POOL_SYNC,
     STMT_VNI,
     STMT_EVENTS,
+    STMT_EVENTS_DESC,
     STMT_SWEEP,
     STMT_PURGE,
     STMT_HWCOLL_SET_MANY,

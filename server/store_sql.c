@@ -232,24 +232,39 @@ static const char sql_vni[] =
         "q") "WHERE r.id IS NOT NULL";
 
 /* Events in id order, each with the time it was recorded; a job's are
- * its own and its steps' (vnib_job_keys, schema/0017).  Two
- * transactions recording at once may take their ids in one order and
- * read the clock in the other; the time shown is therefore the latest
- * recorded at or before the event, over the page and the 64 events
- * before it, so that time never goes backwards along the order.
+ * its own and its steps' (vnib_job_keys, schema/0017), $4 an action, $5 a
+ * node (events_node, schema/0018).  Two transactions recording at once
+ * may take their ids in one order and read the clock in the other; the
+ * time shown is therefore the latest recorded at or before the event,
+ * over the page and the 64 matching events before it, so that time never
+ * goes backwards along the id order.  The newest-first page (events_desc)
+ * starts below the cursor $2 (0: at the newest).
  */
+#define EVENTS_FILTER                                                      \
+    "($1::text IS NULL OR job_id = ANY ((SELECT k FROM keys)::text[])) "   \
+    "AND ($4::text IS NULL OR action = $4) "                               \
+    "AND ($5::text IS NULL OR node = $5) "
+#define EVENTS_SELECT                                                      \
+    "SELECT id, vnib_ts(greatest(max(at) OVER (ORDER BY id), "             \
+    "(SELECT at FROM prior))), reservation_id, job_id, node, actor, "      \
+    "action, detail::text FROM page "
+
 static const char sql_events[] =
     "WITH keys AS (SELECT vnib_job_keys($1) AS k), "
-    "page AS (SELECT * FROM events WHERE ($1::text IS NULL "
-    "OR job_id = ANY ((SELECT k FROM keys)::text[])) AND id > $2::bigint "
-    "ORDER BY id LIMIT $3::integer), "
+    "page AS (SELECT * FROM events WHERE " EVENTS_FILTER
+    "AND id > $2::bigint ORDER BY id LIMIT $3::integer), "
     "prior AS (SELECT max(at) AS at FROM (SELECT at FROM events "
-    "WHERE ($1::text IS NULL OR job_id = ANY ((SELECT k FROM keys)::text[])) "
-    "AND id <= $2::bigint "
-    "ORDER BY id DESC LIMIT 64) p) "
-    "SELECT id, vnib_ts(greatest(max(at) OVER (ORDER BY id), "
-    "(SELECT at FROM prior))), reservation_id, job_id, node, actor, action, "
-    "detail::text FROM page ORDER BY id";
+    "WHERE " EVENTS_FILTER "AND id <= $2::bigint "
+    "ORDER BY id DESC LIMIT 64) p) " EVENTS_SELECT "ORDER BY id";
+
+static const char sql_events_desc[] =
+    "WITH keys AS (SELECT vnib_job_keys($1) AS k), "
+    "page AS (SELECT * FROM events WHERE " EVENTS_FILTER
+    "AND ($2::bigint = 0 OR id < $2::bigint) "
+    "ORDER BY id DESC LIMIT $3::integer), "
+    "prior AS (SELECT max(at) AS at FROM (SELECT at FROM events "
+    "WHERE " EVENTS_FILTER "AND id < (SELECT min(id) FROM page) "
+    "ORDER BY id DESC LIMIT 64) p) " EVENTS_SELECT "ORDER BY id DESC";
 
 /* The figures of GET /v1/status and /metrics (store_status.c), one
  * set-based read: quarantined reservations (releasing with VNIs still
@@ -344,7 +359,8 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_POOL] = {"pool", sql_pool, 2},
     [STMT_POOL_SYNC] = {"pool_sync", sql_pool_sync, 2},
     [STMT_VNI] = {"vni", sql_vni, 1},
-    [STMT_EVENTS] = {"events", sql_events, 3},
+    [STMT_EVENTS] = {"events", sql_events, 5},
+    [STMT_EVENTS_DESC] = {"events_desc", sql_events_desc, 5},
     [STMT_SWEEP] = {"sweep", sql_sweep, 1},
     [STMT_PURGE] = {"purge", sql_purge, 2},
     [STMT_HWCOLL_SET_MANY] = {"hwcoll_set_many", sql_hwcoll_set_many, 6},
