@@ -119,6 +119,18 @@ READ='(async () => {
   for (let i = 0; i < 100 && window.vnibStatusPage.refreshes() < n0 + 1; i++)
     await new Promise((res) => setTimeout(res, 100));
   r.filtered = [...document.querySelectorAll("#events tbody tr")].map((tr) => tr.cells[1].textContent);
+  // The node and job id filters, submitted as a user does.
+  const next = async (fn) => {
+    const n = window.vnibStatusPage.refreshes();
+    fn();
+    for (let i = 0; i < 100 && window.vnibStatusPage.refreshes() < n + 1; i++)
+      await new Promise((res) => setTimeout(res, 100));
+    return [...document.querySelectorAll("#events tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent));
+  };
+  r.byNode = await next(() => { sel.value = ""; document.getElementById("filter-node").value = "nid101";
+    document.getElementById("event-filters").requestSubmit(); });
+  r.byJob = await next(() => { document.getElementById("filter-node").value = "";
+    document.getElementById("filter-job").value = "4243"; document.getElementById("event-filters").requestSubmit(); });
   r.urls = window.__urls;
   return r;
 })()'
@@ -166,6 +178,11 @@ expect_match "... the seeded events are there" "$(value ' | [.events[] | .[2]] |
 expect_match "... the drain of nid099" "$(value ' | [.events[] | select(.[1] == "drain") | .[3]] | join(",")')" nid099
 expect_eq "the action filter shows only drain events" "$(value '.filtered | unique | join(",")')" drain
 expect_match "... asked of the API" "$(value '.urls | join(" ")')" '/v1/events\?order=desc&limit=100&action=drain'
+expect_eq "the node filter shows nid101's events (its two reports)" \
+    "$(value ' | [.byNode[] | .[1] + ":" + .[3]] | join(",")')" "report:nid101,report:nid101"
+expect_match "... asked of the API" "$(value '.urls | join(" ")')" '/v1/events\?order=desc&limit=100&node=nid101'
+expect_eq "the job id filter shows 4243's events" "$(value ' | [.byJob[] | .[2]] | unique | join(",")')" 4243
+expect_match "... asked of the API" "$(value '.urls | join(" ")')" '/v1/events\?order=desc&limit=100&job_id=4243'
 expect_match "the page asks GET /v1/status" "$(value '.urls | join(" ")')" '/v1/status( |$)'
 
 expect_eq "the token is taken out of the address bar" "$(value .hash)" ""
