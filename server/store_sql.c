@@ -240,13 +240,13 @@ static const char sql_vni[] =
  * goes backwards along the id order.  The newest-first page (events_desc)
  * starts below the cursor $2 (0: at the newest).
  */
-#define EVENTS_FILTER                                                      \
-    "($1::text IS NULL OR job_id = ANY ((SELECT k FROM keys)::text[])) "   \
-    "AND ($4::text IS NULL OR action = $4) "                               \
+#define EVENTS_FILTER                                                    \
+    "($1::text IS NULL OR job_id = ANY ((SELECT k FROM keys)::text[])) " \
+    "AND ($4::text IS NULL OR action = $4) "                             \
     "AND ($5::text IS NULL OR node = $5) "
-#define EVENTS_SELECT                                                      \
-    "SELECT id, vnib_ts(greatest(max(at) OVER (ORDER BY id), "             \
-    "(SELECT at FROM prior))), reservation_id, job_id, node, actor, "      \
+#define EVENTS_SELECT                                                 \
+    "SELECT id, vnib_ts(greatest(max(at) OVER (ORDER BY id), "        \
+    "(SELECT at FROM prior))), reservation_id, job_id, node, actor, " \
     "action, detail::text FROM page "
 
 static const char sql_events[] =
@@ -254,7 +254,8 @@ static const char sql_events[] =
     "page AS (SELECT * FROM events WHERE " EVENTS_FILTER
     "AND id > $2::bigint ORDER BY id LIMIT $3::integer), "
     "prior AS (SELECT max(at) AS at FROM (SELECT at FROM events "
-    "WHERE " EVENTS_FILTER "AND id <= $2::bigint "
+    "WHERE " EVENTS_FILTER
+    "AND id <= $2::bigint "
     "ORDER BY id DESC LIMIT 64) p) " EVENTS_SELECT "ORDER BY id";
 
 static const char sql_events_desc[] =
@@ -263,7 +264,8 @@ static const char sql_events_desc[] =
     "AND ($2::bigint = 0 OR id < $2::bigint) "
     "ORDER BY id DESC LIMIT $3::integer), "
     "prior AS (SELECT max(at) AS at FROM (SELECT at FROM events "
-    "WHERE " EVENTS_FILTER "AND id < (SELECT min(id) FROM page) "
+    "WHERE " EVENTS_FILTER
+    "AND id < (SELECT min(id) FROM page) "
     "ORDER BY id DESC LIMIT 64) p) " EVENTS_SELECT "ORDER BY id DESC";
 
 /* The figures of GET /v1/status and /metrics (store_status.c), one

@@ -15,8 +15,11 @@
 
 static struct history_sample sample(time_t t)
 {
-    struct history_sample s = {
-        .t = t, .free = t * 10, .active = t + 1, .quarantined = 2, .outside = 3};
+    struct history_sample s = {.t = t,
+                               .free = t * 10,
+                               .active = t + 1,
+                               .quarantined = 2,
+                               .outside = 3};
     return s;
 }
 
@@ -71,8 +74,8 @@ static void test_json_since(void **state)
                      1700000011);
     assert_int_equal(json_integer_value(json_object_get(first, "quarantined")),
                      2);
-    assert_int_equal(
-        json_integer_value(json_object_get(first, "outside_pool")), 3);
+    assert_int_equal(json_integer_value(json_object_get(first, "outside_pool")),
+                     3);
     json_decref(all);
 
     /* At or after: an exact sample time includes it, a time between two
