@@ -74,13 +74,20 @@ static size_t first_since(const struct history *h, time_t since)
     return lo;
 }
 
-static json_t *sample_json(const struct history_sample *s)
+void history_time(time_t t, char *buf, size_t size)
 {
     struct tm tm;
-    char t[32];
 
-    gmtime_r(&s->t, &tm);
-    strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    gmtime_r(&t, &tm);
+    if (strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0 && size > 0)
+        buf[0] = '\0';
+}
+
+static json_t *sample_json(const struct history_sample *s)
+{
+    char t[HISTORY_TIME_LEN];
+
+    history_time(s->t, t, sizeof(t));
     return json_pack("{s:s, s:I, s:I, s:I, s:I}",
                      "t",
                      t,

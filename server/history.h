@@ -36,6 +36,12 @@ void history_destroy(struct history *h);
 /* Append a sample, dropping the oldest when full. */
 void history_push(struct history *h, const struct history_sample *s);
 
+/* t as the samples show it: RFC 3339 UTC, whole seconds ("...Z"), in a
+ * buffer of HISTORY_TIME_LEN bytes or more.
+ */
+#define HISTORY_TIME_LEN 32
+void history_time(time_t t, char *buf, size_t size);
+
 /* Samples held now. */
 size_t history_count(const struct history *h);
 

@@ -17,6 +17,7 @@
 #include "server/auth.h"
 #include "server/fabric.h"
 #include "server/gauges.h"
+#include "server/history.h"
 #include "server/http.h"
 #include "server/params.h"
 #include "server/pool.h"
@@ -31,12 +32,9 @@ struct status_query {
 
 static json_t *now_rfc3339(void)
 {
-    time_t now = time(NULL);
-    struct tm tm;
-    char buf[32];
+    char buf[HISTORY_TIME_LEN];
 
-    gmtime_r(&now, &tm);
-    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    history_time(time(NULL), buf, sizeof(buf));
     return json_string(buf);
 }
 
