@@ -8,6 +8,7 @@
 #   make fuzz       run each libFuzzer target for FUZZ_SECONDS (clang)
 #   make bench      benchmarks with figures and targets
 #   make install    honours PREFIX and DESTDIR
+#   make deb        Debian packages into build/deb/ (dpkg-buildpackage)
 #   make scan       clang's static analyzer (scan-build) over a fresh build
 #   make lint       source checks no compiler makes (jansson references)
 #
@@ -339,8 +340,10 @@ $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	    tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(FUZZ_LIBS_$*) $(LIBVNIB) \
 	    $(LIBS_BASE) $(FUZZ_LDLIBS_$*)
 
-# (not the Slurm source tree's: its debian/*.d are no dependency files)
--include $(shell find $(BUILD) -path '*/slurm-src' -prune -o -name '*.d' -print 2>/dev/null)
+# (not the Slurm source tree's: its debian/*.d are no dependency files;
+# nor those of `make deb`'s copies of the tree, $(BUILD)/deb and deb-*)
+-include $(shell find $(BUILD) -path '*/slurm-src' -prune -o -path '$(BUILD)/deb' -prune \
+              -o -path '$(BUILD)/deb-*' -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- set-up ----------------------------------------------------------------
 
@@ -471,6 +474,20 @@ install: all
 	    deploy/systemd/vnib-slurm-reconcile.timer \
 	    $(GEN_DIR)/vnib-agent-flush.service \
 	    deploy/systemd/vnib-agent-flush.timer $(DESTDIR)$(UNITDIR)/
+
+# ---- Debian packages -------------------------------------------------------
+
+# `make deb`: vnibroker, vnibctl, vnib-agent and vnibroker-slurm (.deb) in
+# $(BUILD)/deb/, built by dpkg-buildpackage and debhelper from a copy of
+# this tree in $(BUILD)/deb/src with deploy/debian as debian/ (the tree
+# stays clean).  The packages are `make install`'s layout with PREFIX=/usr
+# and SYSCONFDIR=/etc; switch_vnib.so is compiled against SLURM_SRC, which
+# it needs (deploy/tools/deb.sh, deploy/README.md "Debian packages").
+DEB_DIR := $(BUILD)/deb
+
+.PHONY: deb
+deb:
+	sh deploy/tools/deb.sh $(DEB_DIR) '$(SLURM_SRC)'
 
 # ---- static analysis -------------------------------------------------------
 
