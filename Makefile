@@ -212,7 +212,7 @@ SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 $(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
-	    -MMD -MP -o $@ $<
+	    $(LDFLAGS) -MMD -MP -o $@ $<
 
 # ---- switch/vnib, the Slurm switch plugin ----------------------------------
 # A switch plugin reads slurmctld's and slurmstepd's structures, so it is
@@ -257,7 +257,7 @@ $(BUILD)/pic/deploy/slurm/switch/%.o: deploy/slurm/switch/%.c
 
 $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
               deploy/slurm/switch/exports.map
-	$(CC) -shared -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
+	$(CC) -shared $(LDFLAGS) -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
 	    -Wl,--exclude-libs,ALL -Wl,--as-needed \
 	    -Wl,--version-script=deploy/slurm/switch/exports.map \
 	    $(PKG_LIBS) -lpthread -ldl
@@ -341,9 +341,9 @@ $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	    $(LIBS_BASE) $(FUZZ_LDLIBS_$*)
 
 # (not the Slurm source tree's: its debian/*.d are no dependency files;
-# nor those of `make deb`'s copies of the tree, $(BUILD)/deb and deb-*)
--include $(shell find $(BUILD) -path '*/slurm-src' -prune -o -path '$(BUILD)/deb' -prune \
-              -o -path '$(BUILD)/deb-*' -prune -o -name '*.d' -type f -print 2>/dev/null)
+# nor those of `make deb`'s copies of the tree, DEB_DIR/src)
+-include $(shell find $(BUILD) -path '*/slurm-src' -prune -o -path '*/deb*/src' -prune \
+              -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- set-up ----------------------------------------------------------------
 

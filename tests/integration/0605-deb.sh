@@ -27,8 +27,8 @@ need dpkg-buildpackage dh dpkg-deb lintian
 
 SLURM_SRC=${SLURM_SRC:-$(sh "$TOP/deploy/tools/slurm-src.sh" "$TOP/build" --print 2>/dev/null)}
 if [ -z "$SLURM_SRC" ] || { [ ! -f "$SLURM_SRC/config.h" ] && [ ! -f "$SLURM_SRC/tree/config.h" ]; }; then
-    if [ "${CI:-}" = true ]; then
-        not_ok "CI=true but there is no configured Slurm source tree (make deps, or SLURM_SRC)"
+    if [ "${CI:-}" = true ] || [ "${VNIB_REQUIRE_SLURM:-0}" = 1 ]; then
+        not_ok "CI=true or VNIB_REQUIRE_SLURM=1 but there is no configured Slurm source tree (make deps, or SLURM_SRC)"
         finish
     fi
     skip_all "no configured Slurm source tree for switch_vnib.so (make deps, or SLURM_SRC=/path)"
@@ -139,6 +139,13 @@ expect_eq "the installed vnibctl runs" "$?" 0
 expect_eq "the installed vnib-agent runs" "$?" 0
 expect_match "switch_vnib.so is a Slurm switch plugin" \
     "$(nm -D --defined-only "$R/usr/lib/$MULTIARCH/slurm-wlm/switch_vnib.so" 2>&1)" ' plugin_type$'
+
+# dpkg-buildflags' LDFLAGS (hardening=+all: -z now) reach every link,
+# the plugins' too.
+for f in usr/sbin/vnibrokerd usr/bin/vnibctl "usr/lib/$MULTIARCH/slurm-wlm/switch_vnib.so" \
+         usr/lib/vnibroker/vnib_spank.so; do
+    expect_match "/$f is linked with BIND_NOW" "$(readelf -d "$R/$f" 2>&1)" 'BIND_NOW|FLAGS.*NOW'
+done
 
 unit=$(cat "$R/lib/systemd/system/vnibrokerd.service")
 expect_match "vnibrokerd.service runs the installed vnibrokerd with /etc's config" "$unit" \
