@@ -9,7 +9,8 @@
 # tree less build/, .run/ and .git), with deploy/debian as its debian/,
 # and dpkg-buildpackage -us -uc -b builds there, so the source tree stays
 # clean; the .debs, .buildinfo and .changes land in OUT_DIR.  OUT_DIR is
-# emptied first.  The packaging needs no root (Rules-Requires-Root: no).
+# emptied first (when it is empty or holds an earlier build, else the
+# script stops).  The packaging needs no root (Rules-Requires-Root: no).
 # SLURM_SRC is the configured Slurm source tree switch_vnib.so is
 # compiled against; a folder holding it as tree/ (build/slurm-src, as
 # deploy/tools/slurm-src.sh makes it) is taken too.  DEB_BUILD_OPTIONS
@@ -20,8 +21,6 @@ set -eu
 
 [ $# -eq 2 ] || { echo "usage: deb.sh OUT_DIR SLURM_SRC" >&2; exit 2; }
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$1"
-OUT=$(cd "$1" && pwd)
 SLURM_SRC=$2
 
 for tool in dpkg-buildpackage dh dpkg-parsechangelog; do
@@ -47,9 +46,16 @@ if [ "$version" != "$broker" ]; then
     exit 1
 fi
 
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd)
 case $TOP/ in
     "$OUT"/*) echo "deb.sh: OUT_DIR $OUT holds the source tree" >&2; exit 1 ;;
 esac
+# Emptied only when it is empty or an earlier build's.
+if [ -n "$(ls -A "$OUT")" ] && [ ! -f "$OUT/src/debian/control" ]; then
+    echo "deb.sh: OUT_DIR $OUT is not empty and holds no earlier make deb build: name another" >&2
+    exit 1
+fi
 rm -rf "$OUT"
 mkdir -p "$OUT/src"
 if [ -e "$TOP/.git" ] && git -C "$TOP" rev-parse --git-dir >/dev/null 2>&1; then
