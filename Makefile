@@ -8,6 +8,7 @@
 #   make fuzz       run each libFuzzer target for FUZZ_SECONDS (clang)
 #   make bench      benchmarks with figures and targets
 #   make install    honours PREFIX and DESTDIR
+#   make deb        Debian packages into build/deb/ (dpkg-buildpackage)
 #   make scan       clang's static analyzer (scan-build) over a fresh build
 #   make lint       source checks no compiler makes (jansson references)
 #
@@ -223,7 +224,7 @@ SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 $(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
-	    -MMD -MP -o $@ $<
+	    $(LDFLAGS) -MMD -MP -o $@ $<
 
 # ---- switch/vnib, the Slurm switch plugin ----------------------------------
 # A switch plugin reads slurmctld's and slurmstepd's structures, so it is
@@ -268,7 +269,7 @@ $(BUILD)/pic/deploy/slurm/switch/%.o: deploy/slurm/switch/%.c
 
 $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
               deploy/slurm/switch/exports.map
-	$(CC) -shared -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
+	$(CC) -shared $(LDFLAGS) -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
 	    -Wl,--exclude-libs,ALL -Wl,--as-needed \
 	    -Wl,--version-script=deploy/slurm/switch/exports.map \
 	    $(PKG_LIBS) -lpthread -ldl
@@ -352,8 +353,10 @@ $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	    tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(FUZZ_LIBS_$*) $(LIBVNIB) \
 	    $(LIBS_BASE) $(FUZZ_LDLIBS_$*)
 
-# (not the Slurm source tree's: its debian/*.d are no dependency files)
--include $(shell find $(BUILD) -path '*/slurm-src' -prune -o -name '*.d' -print 2>/dev/null)
+# (not the Slurm source tree's: its debian/*.d are no dependency files;
+# nor those of `make deb`'s copies of the tree, DEB_DIR/src)
+-include $(shell find $(BUILD) -path '*/slurm-src' -prune -o -path '*/deb*/src' -prune \
+              -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- set-up ----------------------------------------------------------------
 
@@ -484,6 +487,20 @@ install: all
 	    deploy/systemd/vnib-slurm-reconcile.timer \
 	    $(GEN_DIR)/vnib-agent-flush.service \
 	    deploy/systemd/vnib-agent-flush.timer $(DESTDIR)$(UNITDIR)/
+
+# ---- Debian packages -------------------------------------------------------
+
+# `make deb`: vnibroker, vnibctl, vnib-agent and vnibroker-slurm (.deb) in
+# $(BUILD)/deb/, built by dpkg-buildpackage and debhelper from a copy of
+# this tree in $(BUILD)/deb/src with deploy/debian as debian/ (the tree
+# stays clean).  The packages are `make install`'s layout with PREFIX=/usr
+# and SYSCONFDIR=/etc; switch_vnib.so is compiled against SLURM_SRC, which
+# it needs (deploy/tools/deb.sh, deploy/README.md "Debian packages").
+DEB_DIR := $(BUILD)/deb
+
+.PHONY: deb
+deb:
+	sh deploy/tools/deb.sh $(DEB_DIR) '$(SLURM_SRC)'
 
 # ---- static analysis -------------------------------------------------------
 
