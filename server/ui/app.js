@@ -393,7 +393,9 @@
       const x = Math.round(X(tick)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, T + ph); ctx.lineTo(x, T + ph + 4); ctx.stroke();
       const d = new Date(tick);
-      ctx.fillText(pad(d.getHours()) + ':' + pad(d.getMinutes()) + (step < 60 ? ':' + pad(d.getSeconds()) : ''), x, T + ph + 7);
+      const label = pad(d.getHours()) + ':' + pad(d.getMinutes()) + (step < 60 ? ':' + pad(d.getSeconds()) : '');
+      const half = ctx.measureText(label).width / 2;
+      ctx.fillText(label, Math.min(Math.max(x, half), w - half), T + ph + 7);
     }
     ctx.beginPath();
     ctx.moveTo(L + 0.5, T); ctx.lineTo(L + 0.5, T + ph + 0.5); ctx.lineTo(L + pw, T + ph + 0.5);
