@@ -36,6 +36,17 @@ run_ok () {
     fi
 }
 
+# py_ok NAME ARGS...: run the python3 script on stdin with ARGS; ok when it
+# exits 0 (NAME gets its last line), else not ok with what it printed.
+py_ok () {
+    name=$1
+    shift
+    python3 - "$@" >"$T/py.out" 2>&1
+    rc=$?
+    expect_eq "$name: $(tail -n 1 "$T/py.out")" "$rc" 0
+    [ "$rc" = 0 ] || sed 's/^/#   /' "$T/py.out"
+}
+
 # ---- the rules and their tests -----------------------------------------------
 run_ok "promtool check rules accepts the rules" promtool check rules "$RULES"
 n=0
@@ -49,7 +60,8 @@ expect_match "there are promtool unit tests ($n files)" "$n" '^[1-9]'
 
 # Every alert: severity label, summary and description annotations, a for:,
 # a README entry, and unit tests where it fires and where it stays quiet.
-python3 - "$RULES" "$MON/README.md" "$TOP"/tests/monitoring/*_test.yml >"$T/rules.check" 2>&1 <<'EOF'
+py_ok "every alert has severity, summary, description, for:, tests and a README entry" \
+    "$RULES" "$MON/README.md" "$TOP"/tests/monitoring/*_test.yml <<'EOF'
 import sys, yaml
 rules_file, readme, tests = sys.argv[1], sys.argv[2], sys.argv[3:]
 problems = []
@@ -85,9 +97,6 @@ for name in sorted(alerts):
 print("\n".join(problems) if problems else f"{len(alerts)} alerts")
 sys.exit(1 if problems else 0)
 EOF
-rc=$?
-expect_eq "every alert has severity, summary, description, for:, tests and a README entry: $(tail -n 1 "$T/rules.check")" "$rc" 0
-[ "$rc" = 0 ] || sed 's/^/#   /' "$T/rules.check"
 
 # The scrape example, with its rule_files pointed at this tree's rules.
 sed "s|/etc/prometheus/rules/vnibroker-alerts.yml|$RULES|" \
@@ -99,7 +108,8 @@ run_ok "promtool check config accepts prometheus.example.yml" \
 run_ok "the dashboard is JSON (python3 -m json.tool)" python3 -m json.tool "$DASH"
 # Its shape, and its PromQL written out as recording rules for promtool to
 # parse (Grafana's variables replaced by values).
-python3 - "$DASH" "$T/dash-rules.yml" >"$T/dash.check" 2>&1 <<'EOF'
+py_ok "the dashboard has schemaVersion 36+, the datasource, job and instance variables" \
+    "$DASH" "$T/dash-rules.yml" <<'EOF'
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 problems = []
@@ -136,9 +146,6 @@ with open(sys.argv[2], "w") as out:
 print("\n".join(problems) if problems else f"{len(exprs)} queries")
 sys.exit(1 if problems else 0)
 EOF
-rc=$?
-expect_eq "the dashboard has schemaVersion 36+, the datasource, job and instance variables: $(tail -n 1 "$T/dash.check")" "$rc" 0
-[ "$rc" = 0 ] || sed 's/^/#   /' "$T/dash.check"
 run_ok "... and every query of it parses (promtool check rules)" \
     promtool check rules "$T/dash-rules.yml"
 
