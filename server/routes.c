@@ -16,6 +16,7 @@
 #include "server/pool.h"
 #include "server/reservations.h"
 #include "server/routes.h"
+#include "server/status.h"
 #include "server/steps.h"
 
 /* Who may call what.  Body limits are per route; the server-wide
@@ -57,8 +58,9 @@ const struct route routes[] = {
       ROUTE_WORKER },
     { "GET", "/v1/pool", pool_get, ANY_READER | ROLE_NODE, 0, ROUTE_WORKER },
     { "GET", "/v1/vnis/{vni}", pool_vni, ROLE_ADMIN, 0, ROUTE_WORKER },
-    { "GET", "/v1/events", events_list, ROLE_ADMIN, 0, ROUTE_WORKER },
+    { "GET", "/v1/events", events_list, ANY_READER, 0, ROUTE_WORKER },
     { "GET", "/v1/fabric-manager", fabric_get, ANY_READER, 0, ROUTE_WORKER },
+    { "GET", "/v1/status", status_get, ANY_READER, 0, ROUTE_WORKER },
 };
 /* clang-format on */
 

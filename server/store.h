@@ -333,13 +333,55 @@ int store_vni(struct store *s,
               json_t **resp,
               vnib_error_t *errp) VNIB_MUST_CHECK;
 
-/* A page of the audit trail: {"events": [...], "next"}. */
+/* Which events, in which order. */
+struct store_events_query {
+    const char *job_id; /* the job's and its steps'; NULL: any */
+    const char *action; /* NULL: any */
+    const char *node;   /* NULL: any */
+    bool desc;          /* newest first */
+    long long after;    /* the cursor: an id (0: from the start) */
+    int limit;          /* 1-1000 */
+};
+
+/* A page of the audit trail: {"events": [...], "next"}; next continues in
+ * the same order.
+ */
 int store_events(struct store *s,
-                 const char *job_id,
-                 long long after,
-                 int limit,
+                 const struct store_events_query *q,
                  json_t **resp,
                  vnib_error_t *errp) VNIB_MUST_CHECK;
+
+/* ---- GET /v1/status (store_status.c) ----------------------------------- */
+
+/* The figures /metrics and GET /v1/status share (one statement). */
+struct store_status_figures {
+    long long quarantine_reservations; /* releasing, VNIs still held */
+    long long quarantine_vnis;         /* the VNIs they hold */
+    char oldest_since[40];             /* RFC 3339; "" when none */
+    double oldest_age_s;               /* 0 when none */
+    long long drained;                 /* drained nodes */
+};
+
+int store_status_figures(struct store *s,
+                         struct store_status_figures *f,
+                         vnib_error_t *errp) VNIB_MUST_CHECK;
+
+/* The `limit` oldest quarantined reservations as GET /v1/status lists
+ * them: a new array of {"job_id", "step_id" (a step's), "reservation_id",
+ * "vnis", "since", "waiting": {"count", "nodes" (compressed hostlist)}}.
+ */
+int store_quarantine_items(struct store *s,
+                           int limit,
+                           json_t **itemsp,
+                           vnib_error_t *errp) VNIB_MUST_CHECK;
+
+/* The drained nodes: a new {"count", "nodes" (all, compressed), "items":
+ * the `limit` newest [{"node", "reason", "since"}]}.
+ */
+int store_drained(struct store *s,
+                  int limit,
+                  json_t **drainedp,
+                  vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Close the quarantines whose nodes have all confirmed; *closedp counts
  * them.

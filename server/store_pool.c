@@ -119,18 +119,23 @@ static json_t *event_row(const struct config *cfg, const PGresult *r, int i)
 }
 
 int store_events(struct store *s,
-                 const char *job_id,
-                 long long after,
-                 int limit,
+                 const struct store_events_query *q,
                  json_t **resp,
                  vnib_error_t *errp)
 {
     char a[24], l[16];
-    snprintf(a, sizeof(a), "%lld", after);
-    snprintf(l, sizeof(l), "%d", limit);
-    const char *params[3] = {job_id, a, l};
-    return store_run_page(
-        s, STMT_EVENTS, params, event_row, "events", limit, 0, resp, errp);
+    snprintf(a, sizeof(a), "%lld", q->after);
+    snprintf(l, sizeof(l), "%d", q->limit);
+    const char *params[5] = {q->job_id, a, l, q->action, q->node};
+    return store_run_page(s,
+                          q->desc ? STMT_EVENTS_DESC : STMT_EVENTS,
+                          params,
+                          event_row,
+                          "events",
+                          q->limit,
+                          0,
+                          resp,
+                          errp);
 }
 
 int store_sweep(struct store *s,

@@ -232,24 +232,83 @@ static const char sql_vni[] =
         "q") "WHERE r.id IS NOT NULL";
 
 /* Events in id order, each with the time it was recorded; a job's are
- * its own and its steps' (vnib_job_keys, schema/0017).  Two
- * transactions recording at once may take their ids in one order and
- * read the clock in the other; the time shown is therefore the latest
- * recorded at or before the event, over the page and the 64 events
- * before it, so that time never goes backwards along the order.
+ * its own and its steps' (vnib_job_keys, schema/0017), $4 an action, $5 a
+ * node (events_node, schema/0018).  Two transactions recording at once
+ * may take their ids in one order and read the clock in the other; the
+ * time shown is therefore the latest recorded at or before the event,
+ * over the page and the 64 matching events before it, so that time never
+ * goes backwards along the id order.  The newest-first page (events_desc)
+ * starts below the cursor $2 (0: at the newest).
  */
+#define EVENTS_FILTER                                                    \
+    "($1::text IS NULL OR job_id = ANY ((SELECT k FROM keys)::text[])) " \
+    "AND ($4::text IS NULL OR action = $4) "                             \
+    "AND ($5::text IS NULL OR node = $5) "
+#define EVENTS_SELECT                                                 \
+    "SELECT id, vnib_ts(greatest(max(at) OVER (ORDER BY id), "        \
+    "(SELECT at FROM prior))), reservation_id, job_id, node, actor, " \
+    "action, detail::text FROM page "
+
 static const char sql_events[] =
     "WITH keys AS (SELECT vnib_job_keys($1) AS k), "
-    "page AS (SELECT * FROM events WHERE ($1::text IS NULL "
-    "OR job_id = ANY ((SELECT k FROM keys)::text[])) AND id > $2::bigint "
-    "ORDER BY id LIMIT $3::integer), "
+    "page AS (SELECT * FROM events WHERE " EVENTS_FILTER
+    "AND id > $2::bigint ORDER BY id LIMIT $3::integer), "
     "prior AS (SELECT max(at) AS at FROM (SELECT at FROM events "
-    "WHERE ($1::text IS NULL OR job_id = ANY ((SELECT k FROM keys)::text[])) "
+    "WHERE " EVENTS_FILTER
     "AND id <= $2::bigint "
-    "ORDER BY id DESC LIMIT 64) p) "
-    "SELECT id, vnib_ts(greatest(max(at) OVER (ORDER BY id), "
-    "(SELECT at FROM prior))), reservation_id, job_id, node, actor, action, "
-    "detail::text FROM page ORDER BY id";
+    "ORDER BY id DESC LIMIT 64) p) " EVENTS_SELECT "ORDER BY id";
+
+static const char sql_events_desc[] =
+    "WITH keys AS (SELECT vnib_job_keys($1) AS k), "
+    "page AS (SELECT * FROM events WHERE " EVENTS_FILTER
+    "AND ($2::bigint = 0 OR id < $2::bigint) "
+    "ORDER BY id DESC LIMIT $3::integer), "
+    "prior AS (SELECT max(at) AS at FROM (SELECT at FROM events "
+    "WHERE " EVENTS_FILTER
+    "AND id < (SELECT min(id) FROM page) "
+    "ORDER BY id DESC LIMIT 64) p) " EVENTS_SELECT "ORDER BY id DESC";
+
+/* The figures of GET /v1/status and /metrics (store_status.c), one
+ * set-based read: quarantined reservations (releasing with VNIs still
+ * held) and their VNIs, the oldest quarantine's start and age, and the
+ * drained nodes.  Each releasing reservation is found through
+ * reservations_live, its holds through vni_holds_reservation.
+ */
+static const char sql_status_figures[] =
+    "WITH q AS (SELECT r.release_requested_at AS since, "
+    "(SELECT count(*) FROM vni_holds h WHERE h.reservation_id = r.id) AS n "
+    "FROM reservations r WHERE r.state = 'releasing') "
+    "SELECT count(*) FILTER (WHERE n > 0), coalesce(sum(n), 0), "
+    "vnib_ts(min(since) FILTER (WHERE n > 0)), "
+    "coalesce(extract(epoch FROM now() - min(since) FILTER (WHERE n > 0)), "
+    "0), (SELECT count(*) FROM nodes WHERE drained) FROM q";
+
+/* The oldest $1 quarantined reservations: id, key, since, the VNIs held,
+ * and the nodes whose last report says they hold CXI services (through
+ * node_reports_holding).
+ */
+static const char sql_quarantine_items[] =
+    "SELECT r.id, r.job_id, vnib_ts(r.release_requested_at), "
+    "array_to_json(h.vnis)::text, coalesce(w.n, 0), w.nodes "
+    "FROM reservations r "
+    "CROSS JOIN LATERAL (SELECT array_agg(vni ORDER BY vni) AS vnis "
+    "FROM vni_holds WHERE reservation_id = r.id) h "
+    "LEFT JOIN LATERAL (SELECT count(*) AS n, string_agg(node, ',') AS nodes "
+    "FROM node_reports WHERE reservation_id = r.id "
+    "AND cxi IN ('creating', 'created', 'failed')) w ON true "
+    "WHERE r.state = 'releasing' AND h.vnis IS NOT NULL "
+    "ORDER BY r.release_requested_at, r.id LIMIT $1::integer";
+
+/* Drained nodes: how many, all their names, and the $1 newest (a row
+ * with null name when there is none).
+ */
+static const char sql_drained[] =
+    "WITH d AS (SELECT name, drained_reason, drained_at FROM nodes "
+    "WHERE drained) "
+    "SELECT (SELECT count(*) FROM d), (SELECT string_agg(name, ',') FROM d), "
+    "i.name, i.drained_reason, vnib_ts(i.drained_at) "
+    "FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT * FROM d "
+    "ORDER BY drained_at DESC NULLS LAST, name LIMIT $1::integer) i ON true";
 
 /* Job steps (schema/0017).  A step's GET finds the step among the
  * steps of the job's current reservation; membership as sql_res_get's.
@@ -302,7 +361,8 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_POOL] = {"pool", sql_pool, 2},
     [STMT_POOL_SYNC] = {"pool_sync", sql_pool_sync, 2},
     [STMT_VNI] = {"vni", sql_vni, 1},
-    [STMT_EVENTS] = {"events", sql_events, 3},
+    [STMT_EVENTS] = {"events", sql_events, 5},
+    [STMT_EVENTS_DESC] = {"events_desc", sql_events_desc, 5},
     [STMT_SWEEP] = {"sweep", sql_sweep, 1},
     [STMT_PURGE] = {"purge", sql_purge, 2},
     [STMT_HWCOLL_SET_MANY] = {"hwcoll_set_many", sql_hwcoll_set_many, 6},
@@ -325,4 +385,7 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_STEP_GET] = {"step_get", sql_step_get, 6},
     [STMT_STEP_FREE] = {"step_free", sql_step_free, 4},
     [STMT_STEP_REPORT] = {"step_report", sql_step_report, 12},
+    [STMT_STATUS_FIGURES] = {"status_figures", sql_status_figures, 0},
+    [STMT_QUARANTINE_ITEMS] = {"quarantine_items", sql_quarantine_items, 1},
+    [STMT_DRAINED] = {"drained", sql_drained, 1},
 };
