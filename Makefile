@@ -481,6 +481,10 @@ install: all
 	install -m 0644 $(GEN_DIR)/agent.example.toml \
 	    $(DESTDIR)$(DOCDIR)/agent/agent.example.toml
 	install -m 0644 server/openapi.yaml $(DESTDIR)$(DOCDIR)/server/openapi.yaml
+	install -d $(DESTDIR)$(DOCDIR)/deploy/monitoring
+	install -m 0644 deploy/monitoring/README.md deploy/monitoring/vnibroker-alerts.yml \
+	    deploy/monitoring/vnibroker-grafana.json deploy/monitoring/prometheus.example.yml \
+	    $(DESTDIR)$(DOCDIR)/deploy/monitoring/
 	install -d $(DESTDIR)$(UNITDIR)
 	install -m 0644 $(GEN_DIR)/vnibrokerd.service \
 	    $(GEN_DIR)/vnib-slurm-reconcile.service \
