@@ -158,6 +158,18 @@ $(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) deploy/tools/embed-sql.sh
 $(BUILD)/gen/schema_sql.o: $(BUILD)/gen/schema_sql.c
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
 
+# The status page (server/ui/*) is compiled into the binary too, so that
+# /ui/ serves the page this broker was built with (server/ui.h).
+UI_ASSETS   := $(sort $(wildcard server/ui/*))
+SERVER_OBJS += $(BUILD)/gen/ui_assets.o
+
+$(BUILD)/gen/ui_assets.c: $(UI_ASSETS) deploy/tools/embed-ui.sh
+	@mkdir -p $(@D)
+	sh deploy/tools/embed-ui.sh $(UI_ASSETS) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/ui_assets.o: $(BUILD)/gen/ui_assets.c server/ui.h
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
+
 $(LIBVNIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -318,7 +330,8 @@ $(INPROC_BINS): $(INPROC_SRCS) tests/inproc/harness.h $(LIBSERVER) \
 # driver, FUZZ_CSRCS_<name> for clang, FUZZ_LDLIBS_<name> for both.
 FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
 FUZZ_CSRCS_request  := $(filter-out server/reservations.c,$(SERVER_SRCS)) \
-                       $(FMCLIENT_SRCS) $(BUILD)/gen/schema_sql.c
+                       $(FMCLIENT_SRCS) $(BUILD)/gen/schema_sql.c \
+                       $(BUILD)/gen/ui_assets.c
 # The switch plugin's parsers: plain C, no Slurm (deploy/slurm/switch/).
 FUZZ_SWITCH_SRCS := deploy/slurm/switch/swv_jobinfo.c deploy/slurm/switch/swv_opts.c
 FUZZ_LIBS_switch  := $(FUZZ_SWITCH_SRCS)

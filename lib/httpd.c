@@ -117,11 +117,17 @@ int httpd_reply(struct httpd_req *r,
     if (content_type)
         MHD_add_response_header(
             resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    bool cache_control = false;
     for (size_t i = 0; hdrs && hdrs[i]; i += 2) {
-        if (hdrs[i + 1])
-            MHD_add_response_header(resp, hdrs[i], hdrs[i + 1]);
+        if (!hdrs[i + 1])
+            continue;
+        MHD_add_response_header(resp, hdrs[i], hdrs[i + 1]);
+        if (strcasecmp(hdrs[i], MHD_HTTP_HEADER_CACHE_CONTROL) == 0)
+            cache_control = true;
     }
+    if (!cache_control)
+        MHD_add_response_header(
+            resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     ret = MHD_queue_response(r->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     conn_set_since(r->conn, 0); /* the request is in; no deadline now */

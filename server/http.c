@@ -199,15 +199,23 @@ static void request_id_new(char *id)
     hex_encode(raw, sizeof(raw), id);
 }
 
+/* Room for the broker's reply headers: four pairs, the handler's extra
+ * ones, and the terminating NULL.
+ */
+#define REPLY_HEADERS (8 + 2 * REQUEST_EXTRA_HEADERS + 1)
+
 /* The broker's reply headers into hdrs (name, value, ..., NULL), with
- * st and ra as the buffers of Server-Timing and Retry-After.
+ * st and ra as the buffers of Server-Timing and Retry-After, followed by
+ * the handler's extra headers.
  */
 static void reply_headers(const struct request *req,
                           const char *allow,
                           char st[48],
                           char ra[16],
-                          const char *hdrs[9])
+                          const char *hdrs[REPLY_HEADERS])
 {
+    size_t n = 8;
+
     st[0] = ra[0] = '\0';
     if (req->handler_ns > 0) {
         /* The handler's own time, so that benchmarks can tell server time
@@ -225,7 +233,13 @@ static void reply_headers(const struct request *req,
     hdrs[5] = allow;
     hdrs[6] = "Retry-After";
     hdrs[7] = ra[0] ? ra : NULL;
-    hdrs[8] = NULL;
+    for (const char *const *x = req->extra_headers;
+         x && x[0] && n + 2 < REPLY_HEADERS;
+         x += 2) {
+        hdrs[n++] = x[0];
+        hdrs[n++] = x[1];
+    }
+    hdrs[n] = NULL;
 }
 
 /* Queue a reply with the standard headers.  Takes ownership of body. */
@@ -237,7 +251,7 @@ static int send_reply(struct request *req,
                       const char *allow)
 {
     char st[48], ra[16];
-    const char *hdrs[9];
+    const char *hdrs[REPLY_HEADERS];
 
     reply_headers(req, allow, st, ra, hdrs);
     return httpd_reply(req->hr, status, body, len, content_type, hdrs);
@@ -250,7 +264,7 @@ static int send_json(struct request *req,
                      const char *allow)
 {
     char st[48], ra[16];
-    const char *hdrs[9];
+    const char *hdrs[REPLY_HEADERS];
 
     reply_headers(req, allow, st, ra, hdrs);
     return httpd_reply_json(req->hr, status, val, hdrs);
@@ -505,8 +519,15 @@ static int on_begin(void *cls, struct httpd_req *hr)
                           "broker accepts",
                           NULL);
 
-    int idx = routes_match(
-        req->method, req->path, &req->params, allow, sizeof(allow));
+    /* HEAD is answered as GET (RFC 9110, 9.3.2): libmicrohttpd sends the
+     * headers and drops the body.
+     */
+    int idx =
+        routes_match(strcmp(req->method, "HEAD") == 0 ? "GET" : req->method,
+                     req->path,
+                     &req->params,
+                     allow,
+                     sizeof(allow));
     if (idx < 0) {
         if (errno == EOPNOTSUPP)
             return send_error(

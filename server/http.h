@@ -23,6 +23,9 @@
 #include "server/broker.h"
 #include "server/routes.h"
 
+/* The most header pairs a handler adds (request.extra_headers). */
+#define REQUEST_EXTRA_HEADERS 12
+
 /* One request as handlers see it. */
 struct request {
     struct broker *broker;      /* the broker context */
@@ -43,6 +46,14 @@ struct request {
     char *text; /* a non-JSON reply body (handler allocates) */
     size_t text_len;
     const char *content_type; /* of text */
+
+    /* Headers the handler adds to its reply, error replies included
+     * (name, value, ..., NULL; borrowed, usually static), at most
+     * REQUEST_EXTRA_HEADERS pairs: the status page's security headers, a
+     * redirect's Location.  A Cache-Control here replaces the default
+     * no-store.
+     */
+    const char *const *extra_headers;
 
     /* A request made without libmicrohttpd (hr NULL: the in-process tests
      * in tests/inproc/ call handlers directly) takes its headers and query

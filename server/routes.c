@@ -17,6 +17,7 @@
 #include "server/reservations.h"
 #include "server/routes.h"
 #include "server/steps.h"
+#include "server/ui.h"
 
 /* Who may call what.  Body limits are per route; the server-wide
  * server.max_body_bytes caps them all.  ROUTE_INLINE only for handlers
@@ -59,6 +60,13 @@ const struct route routes[] = {
     { "GET", "/v1/vnis/{vni}", pool_vni, ROLE_ADMIN, 0, ROUTE_WORKER },
     { "GET", "/v1/events", events_list, ROLE_ADMIN, 0, ROUTE_WORKER },
     { "GET", "/v1/fabric-manager", fabric_get, ANY_READER, 0, ROUTE_WORKER },
+    /* The status page: constant files, public (the page asks for a token
+     * and sends it to the API only).
+     */
+    { "GET", "/", ui_redirect_root, ROUTE_PUBLIC, 0, ROUTE_INLINE },
+    { "GET", "/ui", ui_redirect_dir, ROUTE_PUBLIC, 0, ROUTE_INLINE },
+    { "GET", "/ui/", ui_index, ROUTE_PUBLIC, 0, ROUTE_INLINE },
+    { "GET", "/ui/{asset}", ui_asset, ROUTE_PUBLIC, 0, ROUTE_INLINE },
 };
 /* clang-format on */
 

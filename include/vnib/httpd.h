@@ -108,10 +108,11 @@ uint16_t httpd_port(const struct httpd *h);
 /* Requests between begin() and done(). */
 long httpd_inflight(const struct httpd *h);
 
-/* Queue a reply with Cache-Control: no-store, Content-Type (when
- * content_type is not NULL) and the headers in hdrs (name, value, ...,
- * NULL; NULL values skipped; hdrs may be NULL).  Takes ownership of body
- * (malloc'd; NULL when len is 0).  Returns 0, or -1: close the connection.
+/* Queue a reply with Content-Type (when content_type is not NULL), the
+ * headers in hdrs (name, value, ..., NULL; NULL values skipped; hdrs may
+ * be NULL), and Cache-Control: no-store unless hdrs names a Cache-Control.
+ * Takes ownership of body (malloc'd; NULL when len is 0).  Returns 0, or -1:
+ * close the connection.
  */
 int httpd_reply(struct httpd_req *r,
                 int status,
