@@ -40,7 +40,12 @@ if [ -z "${DEMO_FAULTY+set}" ]; then
     # Two nodes a quarter and three quarters in (node5 and node13 of 16).
     DEMO_FAULTY="node$((NODES / 4 + 1)) node$((NODES * 3 / 4 + 1))"
 fi
-FAULTY=$(printf '%s\n' $(printf '%s' "$DEMO_FAULTY" | tr ',' ' ') | sort -u -V | tr '\n' ' ')
+case "$DEMO_FAULTY" in *[!a-z0-9,\ ]*)
+    echo "demo: DEMO_FAULTY: '$DEMO_FAULTY' is not a list of node names" >&2
+    exit 2
+    ;;
+esac
+FAULTY=$(printf '%s\n' "$DEMO_FAULTY" | tr ', ' '\n\n' | sed '/^$/d' | sort -u -V | tr '\n' ' ')
 FAULTY=${FAULTY% }
 for f in $FAULTY; do
     n=${f#node}
@@ -60,7 +65,6 @@ command -v python3 >/dev/null || {
 VNIB_RUN_DIR=${VNIB_RUN_DIR:-$TOP/.run/demo}
 mkdir -p "$VNIB_RUN_DIR"
 VNIB_RUN_DIR=$(cd "$VNIB_RUN_DIR" && pwd)
-rm -rf "$VNIB_RUN_DIR/nodes" "$VNIB_RUN_DIR/fmsim-state.json"
 RUN_SOURCED=1
 RUN_FRESH_DB=1
 RUN_LAUNCH=setsid
@@ -102,6 +106,7 @@ done
 # The nodes: a configuration, a token and 2 simulated NICs each.  Cleanup
 # gives up on busy services after 1.5 s (production: 5 s), so a faulty
 # node's epilog reports "failed" quickly.
+rm -rf "$RUN/nodes"
 mkdir -p "$RUN/nodes"
 k=1
 while [ "$k" -le "$NODES" ]; do

@@ -17,7 +17,7 @@
 # to share its setup: the script then starts the broker in the
 # background (its output in the log folder) and returns, and the demo
 # takes over.  Only the demo sets these shell variables, before sourcing:
-# RUN_FRESH_DB=1 drops the database first, RUN_HWCOLL_MIN_NODES replaces
+# RUN_FRESH_DB=1 drops the database and fmsim's jobs first, RUN_HWCOLL_MIN_NODES replaces
 # hwcoll.min_nodes, RUN_CONF_EXTRA is appended to the configuration,
 # RUN_LAUNCH prefixes fmsim and the broker (setsid: out of the terminal's
 # Ctrl-C), RUN_FALLBACK replaces the run folder root falls back to, and
@@ -101,6 +101,7 @@ trap 'exit 130' INT TERM
 
 if [ "${RUN_FRESH_DB:-0}" = 1 ]; then
     as_pg "$PG_BIN/dropdb" -h "$SOCK" -U vnib --if-exists vnibroker
+    rm -f "$RUN/fmsim-state.json"
 fi
 if ! as_pg "$PG_BIN/psql" -h "$SOCK" -U vnib -d postgres -XAtq \
         -c "SELECT 1 FROM pg_database WHERE datname = 'vnibroker'" | grep -q 1; then
