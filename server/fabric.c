@@ -8,11 +8,15 @@
 #include "server/http.h"
 #include "server/hwcoll.h"
 
+int fabric_object(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    return hwcoll_status(
+        req->broker->hwcoll, req->who.role == ROLE_ADMIN, out, errp);
+}
+
 int fabric_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
-    if (hwcoll_status(
-            req->broker->hwcoll, req->who.role == ROLE_ADMIN, out, errp)
-        < 0)
+    if (fabric_object(req, out, errp) < 0)
         return -1;
     return 200;
 }

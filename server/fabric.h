@@ -13,4 +13,9 @@ struct request;
  */
 int fabric_get(struct request *req, json_t **out, vnib_error_t *errp);
 
+/* The same object, for the caller's role (GET /v1/status embeds it):
+ * 0 with *out a new reference, or -1.
+ */
+int fabric_object(struct request *req, json_t **out, vnib_error_t *errp);
+
 #endif /* !VNIB_SERVER_FABRIC_H */

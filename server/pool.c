@@ -13,13 +13,20 @@
 #include "server/pool.h"
 #include "server/store.h"
 
-int pool_get(struct request *req, json_t **out, vnib_error_t *errp)
+int pool_object(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const struct config *cfg = req->broker->cfg;
     if (store_pool(req->broker->store, cfg->vni_pool, out, errp) < 0)
         return -1;
     json_object_set_new(
         *out, "per_job_default", json_integer(cfg->vni.per_job_default));
+    return 0;
+}
+
+int pool_get(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    if (pool_object(req, out, errp) < 0)
+        return -1;
     return 200;
 }
 

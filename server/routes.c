@@ -16,6 +16,7 @@
 #include "server/pool.h"
 #include "server/reservations.h"
 #include "server/routes.h"
+#include "server/status.h"
 #include "server/steps.h"
 #include "server/ui.h"
 
@@ -58,8 +59,9 @@ const struct route routes[] = {
       ROUTE_WORKER },
     { "GET", "/v1/pool", pool_get, ANY_READER | ROLE_NODE, 0, ROUTE_WORKER },
     { "GET", "/v1/vnis/{vni}", pool_vni, ROLE_ADMIN, 0, ROUTE_WORKER },
-    { "GET", "/v1/events", events_list, ROLE_ADMIN, 0, ROUTE_WORKER },
+    { "GET", "/v1/events", events_list, ANY_READER, 0, ROUTE_WORKER },
     { "GET", "/v1/fabric-manager", fabric_get, ANY_READER, 0, ROUTE_WORKER },
+    { "GET", "/v1/status", status_get, ANY_READER, 0, ROUTE_WORKER },
     /* The status page: constant files, public (the page asks for a token
      * and sends it to the API only).
      */

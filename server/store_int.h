@@ -14,6 +14,7 @@
  * store_pool.c    the pool, VNIs, events, sweep, purge
  * store_fm.c      hardware collectives and the Fabric Manager queue
  * store_steps.c   job steps' reservations (schema/0017)
+ * store_status.c  the figures and lists of GET /v1/status
  */
 #ifndef VNIB_SERVER_STORE_INT_H
 #define VNIB_SERVER_STORE_INT_H
@@ -74,6 +75,9 @@ enum stmt_id {
     STMT_STEP_GET,
     STMT_STEP_FREE,
     STMT_STEP_REPORT,
+    STMT_STATUS_FIGURES,
+    STMT_QUARANTINE_ITEMS,
+    STMT_DRAINED,
     STMT_COUNT
 };
 

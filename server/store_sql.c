@@ -251,6 +251,48 @@ static const char sql_events[] =
     "(SELECT at FROM prior))), reservation_id, job_id, node, actor, action, "
     "detail::text FROM page ORDER BY id";
 
+/* The figures of GET /v1/status and /metrics (store_status.c), one
+ * set-based read: quarantined reservations (releasing with VNIs still
+ * held) and their VNIs, the oldest quarantine's start and age, and the
+ * drained nodes.  Each releasing reservation is found through
+ * reservations_live, its holds through vni_holds_reservation.
+ */
+static const char sql_status_figures[] =
+    "WITH q AS (SELECT r.release_requested_at AS since, "
+    "(SELECT count(*) FROM vni_holds h WHERE h.reservation_id = r.id) AS n "
+    "FROM reservations r WHERE r.state = 'releasing') "
+    "SELECT count(*) FILTER (WHERE n > 0), coalesce(sum(n), 0), "
+    "vnib_ts(min(since) FILTER (WHERE n > 0)), "
+    "coalesce(extract(epoch FROM now() - min(since) FILTER (WHERE n > 0)), "
+    "0), (SELECT count(*) FROM nodes WHERE drained) FROM q";
+
+/* The oldest $1 quarantined reservations: id, key, since, the VNIs held,
+ * and the nodes whose last report says they hold CXI services (through
+ * node_reports_holding).
+ */
+static const char sql_quarantine_items[] =
+    "SELECT r.id, r.job_id, vnib_ts(r.release_requested_at), "
+    "array_to_json(h.vnis)::text, coalesce(w.n, 0), w.nodes "
+    "FROM reservations r "
+    "CROSS JOIN LATERAL (SELECT array_agg(vni ORDER BY vni) AS vnis "
+    "FROM vni_holds WHERE reservation_id = r.id) h "
+    "LEFT JOIN LATERAL (SELECT count(*) AS n, string_agg(node, ',') AS nodes "
+    "FROM node_reports WHERE reservation_id = r.id "
+    "AND cxi IN ('creating', 'created', 'failed')) w ON true "
+    "WHERE r.state = 'releasing' AND h.vnis IS NOT NULL "
+    "ORDER BY r.release_requested_at, r.id LIMIT $1::integer";
+
+/* Drained nodes: how many, all their names, and the $1 newest (a row
+ * with null name when there is none).
+ */
+static const char sql_drained[] =
+    "WITH d AS (SELECT name, drained_reason, drained_at FROM nodes "
+    "WHERE drained) "
+    "SELECT (SELECT count(*) FROM d), (SELECT string_agg(name, ',') FROM d), "
+    "i.name, i.drained_reason, vnib_ts(i.drained_at) "
+    "FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT * FROM d "
+    "ORDER BY drained_at DESC NULLS LAST, name LIMIT $1::integer) i ON true";
+
 /* Job steps (schema/0017).  A step's GET finds the step among the
  * steps of the job's current reservation; membership as sql_res_get's.
  */
@@ -325,4 +367,7 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_STEP_GET] = {"step_get", sql_step_get, 6},
     [STMT_STEP_FREE] = {"step_free", sql_step_free, 4},
     [STMT_STEP_REPORT] = {"step_report", sql_step_report, 12},
+    [STMT_STATUS_FIGURES] = {"status_figures", sql_status_figures, 0},
+    [STMT_QUARANTINE_ITEMS] = {"quarantine_items", sql_quarantine_items, 1},
+    [STMT_DRAINED] = {"drained", sql_drained, 1},
 };

@@ -80,12 +80,18 @@ check admin "$ADMIN_TOKEN" GET /v1/pool 200
 check scheduler "$SCHED_TOKEN" GET /v1/pool 200
 check monitor "$MONITOR_TOKEN" GET /v1/pool 200
 check node "$N1_TOKEN" GET /v1/pool 200
-# GET /v1/vnis/{vni}, GET /v1/events: admin.
-for path in /v1/vnis/1024 /v1/events; do
+# GET /v1/vnis/{vni}: admin.
+check admin "$ADMIN_TOKEN" GET /v1/vnis/1024 200
+check scheduler "$SCHED_TOKEN" GET /v1/vnis/1024 403
+check monitor "$MONITOR_TOKEN" GET /v1/vnis/1024 403
+check node "$N1_TOKEN" GET /v1/vnis/1024 403
+# GET /v1/events, GET /v1/status: readers (the status page needs monitor).
+for path in /v1/events /v1/status; do
     check admin "$ADMIN_TOKEN" GET $path 200
-    check scheduler "$SCHED_TOKEN" GET $path 403
-    check monitor "$MONITOR_TOKEN" GET $path 403
+    check scheduler "$SCHED_TOKEN" GET $path 200
+    check monitor "$MONITOR_TOKEN" GET $path 200
     check node "$N1_TOKEN" GET $path 403
+    check none "" GET $path 401
 done
 # DELETE /v1/reservations/{job}: admin, scheduler.
 check monitor "$MONITOR_TOKEN" DELETE /v1/reservations/ra 403
