@@ -57,6 +57,8 @@ expect_status "GET /ui/ on the demo's broker" 200
 expect_match "... as text/html" "$(header Content-Type)" '^text/html'
 
 ADMIN=$(cat "$RUN/admin.token")
+TOKEN=$ADMIN http GET /v1/pool
+expect_json "the demo's pool is 64 VNIs, 1024-1087" '"\(.ranges) \(.total)"' "1024-1087 64"
 drained () {
     TOKEN=$ADMIN http GET "/v1/nodes/$1"
     [ "$(printf '%s' "$HTTP_BODY" | jq -r .drained)" = true ]
