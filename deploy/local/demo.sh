@@ -71,13 +71,16 @@ RUN_LAUNCH=setsid
 RUN_FALLBACK=/var/tmp/vnibroker-demo
 RUN_STOP_HOOK=demo_stop
 # Jobs of at least a quarter of the cluster get hardware collectives.  A
-# pool of 64 VNIs, so that the status page's chart shows the active and
-# quarantined ones beside the free; the sweeper runs every 2 s.
+# pool of 64 VNIs (twice the nodes when that is more: a job per node),
+# so that the status page's chart shows the active and quarantined ones
+# beside the free; the sweeper runs every 2 s.
 RUN_HWCOLL_MIN_NODES=$(((NODES + 3) / 4))
 [ "$RUN_HWCOLL_MIN_NODES" -ge 2 ] || RUN_HWCOLL_MIN_NODES=2
-RUN_CONF_EXTRA='[vni]
-pool = "1024-1087"
-sweep_interval_s = 2'
+POOL=$((NODES * 2))
+[ "$POOL" -ge 64 ] || POOL=64
+RUN_CONF_EXTRA="[vni]
+pool = \"1024-$((1024 + POOL - 1))\"
+sweep_interval_s = 2"
 
 driver_pid=""
 demo_stop () {
