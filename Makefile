@@ -425,6 +425,12 @@ bench: deps all bench-bins
 run: deps all
 	sh deploy/local/run.sh $(BUILD)
 
+# `make demo`: the same broker with DEMO_NODES simulated nodes and a job
+# stream (deploy/local/demo.sh); DEMO_SECONDS=N stops it after N seconds.
+.PHONY: demo
+demo: deps all
+	sh deploy/local/demo.sh $(BUILD)
+
 # ---- install ---------------------------------------------------------------
 
 # Where `make install` puts things; every installed file that names a path

@@ -10,7 +10,18 @@
 # the data stays in .run/ for next time (`rm -rf .run` starts afresh).
 #
 # PostgreSQL refuses to run as root, so as root the cluster runs as the
-# `postgres` user; otherwise as you.
+# `postgres` user; otherwise as you.  VNIB_RUN_DIR puts everything in
+# another directory than .run/ (an absolute path).
+#
+# deploy/local/demo.sh (`make demo`) sources this file with RUN_SOURCED=1
+# to share its setup: the script then starts the broker in the
+# background (its output in the log folder) and returns, and the demo
+# takes over.  Only the demo sets these shell variables, before sourcing:
+# RUN_FRESH_DB=1 drops the database and fmsim's jobs first, RUN_HWCOLL_MIN_NODES replaces
+# hwcoll.min_nodes, RUN_CONF_EXTRA is appended to the configuration,
+# RUN_LAUNCH prefixes fmsim and the broker (setsid: out of the terminal's
+# Ctrl-C), RUN_FALLBACK replaces the run folder root falls back to, and
+# RUN_STOP_HOOK names a command run first when everything stops.
 set -eu
 
 BUILD=${1:-build}
@@ -18,7 +29,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
 PORT=${VNIB_PORT:-8080}
 FMSIM_PORT=${VNIB_FMSIM_PORT:-8090}
-RUN=$TOP/.run
+RUN=${VNIB_RUN_DIR:-$TOP/.run}
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -n "$PG_BIN" ] || { echo "run: PostgreSQL server not found; run 'make deps'" >&2; exit 1; }
 
@@ -30,7 +41,7 @@ mkdir -p "$RUN"
 # The postgres user must reach the cluster: a private checkout (under
 # /root, say) is not reachable, so fall back to a directory it can use.
 if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
-    RUN=/var/tmp/vnibroker-run
+    RUN=${RUN_FALLBACK:-/var/tmp/vnibroker-run}
     mkdir -p "$RUN"
     chmod 755 "$RUN"
 fi
@@ -71,6 +82,7 @@ broker_pid=""
 fmsim_pid=""
 stop_all () {
     trap - INT TERM EXIT
+    [ -z "${RUN_STOP_HOOK:-}" ] || $RUN_STOP_HOOK
     if [ -n "$fmsim_pid" ]; then
         kill -TERM "$fmsim_pid" 2>/dev/null || true
         wait "$fmsim_pid" 2>/dev/null || true
@@ -87,6 +99,10 @@ stop_all () {
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
+if [ "${RUN_FRESH_DB:-0}" = 1 ]; then
+    as_pg "$PG_BIN/dropdb" -h "$SOCK" -U vnib --if-exists vnibroker
+    rm -f "$RUN/fmsim-state.json"
+fi
 if ! as_pg "$PG_BIN/psql" -h "$SOCK" -U vnib -d postgres -XAtq \
         -c "SELECT 1 FROM pg_database WHERE datname = 'vnibroker'" | grep -q 1; then
     as_pg "$PG_BIN/createdb" -h "$SOCK" -U vnib vnibroker
@@ -112,7 +128,7 @@ fi
 umask 022
 
 # The Fabric Manager simulator, with Basic auth and its jobs kept in .run/.
-"$BUILD/fmsim" --listen "127.0.0.1:$FMSIM_PORT" \
+${RUN_LAUNCH:-} "$BUILD/fmsim" --listen "127.0.0.1:$FMSIM_PORT" \
     --admin-listen "127.0.0.1:$((FMSIM_PORT + 1))" --auth basic \
     --password-file "$RUN/fm.password" --state "$RUN/fmsim-state.json" \
     >"$RUN/log/fmsim.out" 2>"$RUN/log/fmsim.log" &
@@ -151,15 +167,22 @@ auth = "basic"
 password_file = "$RUN/fm.password"
 # fmsim on loopback speaks plain http: allowed here, warned at start.
 allow_insecure_http = true
-min_nodes = 2
+min_nodes = ${RUN_HWCOLL_MIN_NODES:-2}
 addrs_per_job = 8
 token_key_file = "$RUN/fm-token.key"
 
 [log]
 level = "info"
+${RUN_CONF_EXTRA:-}
 EOT
 
 "$BUILD/vnibrokerd" -c "$CONF" --migrate
+
+if [ "${RUN_SOURCED:-0}" = 1 ]; then
+    ${RUN_LAUNCH:-} "$BUILD/vnibrokerd" -c "$CONF" >"$RUN/log/vnibrokerd.log" 2>&1 &
+    broker_pid=$!
+    return 0
+fi
 
 cat <<EOT
 
