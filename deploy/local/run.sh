@@ -188,6 +188,10 @@ cat <<EOT
 
 vnibroker is starting on http://127.0.0.1:$PORT (Ctrl-C stops it and its database)
 
+  status page: http://127.0.0.1:$PORT/ui/#token=$(cat "$RUN/monitor.token")
+  (the monitor token rides in the fragment, which never reaches the server;
+  the page keeps it for this browser tab only)
+
   curl -s http://127.0.0.1:$PORT/healthz
   curl -s http://127.0.0.1:$PORT/readyz
   curl -s http://127.0.0.1:$PORT/metrics
