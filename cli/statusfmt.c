@@ -155,6 +155,12 @@ static const char *num(json_t *o, const char *key, char *buf, size_t size)
     return buf;
 }
 
+/* "s" unless the member is the number 1. */
+static const char *plural(json_t *o, const char *key)
+{
+    return json_integer_value(json_object_get(o, key)) == 1 ? "" : "s";
+}
+
 /* How long ago the time in member key was, against the reply's time:
  * "5m02s", or "-" when either is missing.
  */
@@ -219,9 +225,11 @@ static void line_quarantine(const struct out *o, json_t *q)
 
     key(o, "quarantine");
     fprintf(o->f,
-            "%s reservations, %s VNIs, oldest %s\n",
+            "%s reservation%s, %s VNI%s, oldest %s\n",
             num(q, "reservations", n, sizeof(n)),
+            plural(q, "reservations"),
             num(q, "vnis", v, sizeof(v)),
+            plural(q, "vnis"),
             ago(o, q, "oldest_since", a, sizeof(a)));
 }
 
@@ -231,7 +239,10 @@ static void line_drained(const struct out *o, json_t *d)
     const char *list = str(d, "nodes");
 
     key(o, "drained");
-    fprintf(o->f, "%s nodes", num(d, "count", n, sizeof(n)));
+    fprintf(o->f,
+            "%s node%s",
+            num(d, "count", n, sizeof(n)),
+            plural(d, "count"));
     if (list && list[0])
         fprintf(o->f, ": %s", clean(list, nodes, sizeof(nodes)));
     fputc('\n', o->f);
@@ -253,8 +264,9 @@ static void lines_fm(const struct out *o, json_t *fm)
     fputc('\n', o->f);
     key(o, "fm queue");
     fprintf(o->f,
-            "%s operations, oldest %s\n",
+            "%s operation%s, oldest %s\n",
             num(queue, "depth", d, sizeof(d)),
+            plural(queue, "depth"),
             statusfmt_age(json_number_value(json_object_get(queue, "oldest_s")),
                           a,
                           sizeof(a)));
