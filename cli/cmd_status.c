@@ -28,9 +28,11 @@ static const char help_status[] =
     "newest drained nodes (node, for how long, since, reason).  Ages are\n"
     "measured on the broker's clock.\n"
     "  --quarantine-limit N  quarantined reservations listed (1-1000;\n"
-    "                        default " STATUS_DEFAULT_LIMIT ")\n"
-    "  --drained-limit N     drained nodes listed (1-1000; default "
-    STATUS_DEFAULT_LIMIT ")\n"
+    "                        default " STATUS_DEFAULT_LIMIT
+    ")\n"
+    "  --drained-limit N     drained nodes listed (1-1000; "
+    "default " STATUS_DEFAULT_LIMIT
+    ")\n"
     "  --json                print the broker's reply as is\n";
 
 struct status_args {
@@ -60,10 +62,10 @@ static int run_status(struct ctl *ctl, void *args, char **pos)
     if (ctl->json)
         rc = ctl_print_json(reply);
     else if (statusfmt_write(stdout, reply, &err) < 0)
-        rc = ctl_fail(json_is_object(reply) ? CTL_EXIT_FAILED
-                                            : CTL_EXIT_UNREACHABLE,
-                      "%s",
-                      err.text);
+        rc = ctl_fail(
+            json_is_object(reply) ? CTL_EXIT_FAILED : CTL_EXIT_UNREACHABLE,
+            "%s",
+            err.text);
 done:
     json_decref(reply);
     return rc;

@@ -164,11 +164,8 @@ static const char *plural(json_t *o, const char *key)
 /* How long ago the time in member key was, against the reply's time:
  * "5m02s", or "-" when either is missing.
  */
-static const char *ago(const struct out *o,
-                       json_t *obj,
-                       const char *key,
-                       char *buf,
-                       size_t size)
+static const char *ago(
+    const struct out *o, json_t *obj, const char *key, char *buf, size_t size)
 {
     double t;
 
@@ -239,10 +236,8 @@ static void line_drained(const struct out *o, json_t *d)
     const char *list = str(d, "nodes");
 
     key(o, "drained");
-    fprintf(o->f,
-            "%s node%s",
-            num(d, "count", n, sizeof(n)),
-            plural(d, "count"));
+    fprintf(
+        o->f, "%s node%s", num(d, "count", n, sizeof(n)), plural(d, "count"));
     if (list && list[0])
         fprintf(o->f, ": %s", clean(list, nodes, sizeof(nodes)));
     fputc('\n', o->f);
@@ -288,9 +283,8 @@ static void lines_fm(const struct out *o, json_t *fm)
                 num(rec, "lost", lo, sizeof(lo)),
                 num(rec, "foreign", fo, sizeof(fo)));
         if (str(rec, "error"))
-            fprintf(o->f,
-                    ", error: %s",
-                    clean(str(rec, "error"), m, sizeof(m)));
+            fprintf(
+                o->f, ", error: %s", clean(str(rec, "error"), m, sizeof(m)));
         fputc('\n', o->f);
     } else {
         fprintf(o->f, "-\n");
@@ -312,8 +306,7 @@ static void line_leader(const struct out *o, json_t *fm)
         fprintf(o->f, "none");
     fprintf(o->f,
             "; this replica %s\n",
-            json_is_true(json_object_get(fm, "leading")) ? "leads"
-                                                         : "follows");
+            json_is_true(json_object_get(fm, "leading")) ? "leads" : "follows");
 }
 
 static void line_database(const struct out *o, json_t *db)
@@ -322,7 +315,8 @@ static void line_database(const struct out *o, json_t *db)
     json_t *age = json_object_get(db, "figures_age_s");
 
     key(o, "database");
-    fprintf(o->f, "%s", json_is_true(json_object_get(db, "up")) ? "up" : "down");
+    fprintf(
+        o->f, "%s", json_is_true(json_object_get(db, "up")) ? "up" : "down");
     if (json_is_number(age))
         fprintf(o->f,
                 ", figures read %s ago",
@@ -345,10 +339,8 @@ static char *vni_list(json_t *vnis)
     if (!f)
         return NULL;
     json_array_foreach (vnis, i, v)
-        fprintf(f,
-                "%s%" JSON_INTEGER_FORMAT,
-                i ? "," : "",
-                json_integer_value(v));
+        fprintf(
+            f, "%s%" JSON_INTEGER_FORMAT, i ? "," : "", json_integer_value(v));
     if (fclose(f) != 0) {
         free(s);
         return NULL;
@@ -367,10 +359,10 @@ static void title(const struct out *o,
                   const char *flag)
 {
     fprintf(o->f, "\n%s", what);
-    if (json_is_integer(count) && (json_int_t)listed < json_integer_value(count))
+    if (json_is_integer(count)
+        && (json_int_t)listed < json_integer_value(count))
         fprintf(o->f,
-                " (the %s %zu of %" JSON_INTEGER_FORMAT
-                ": --%s N lists more)",
+                " (the %s %zu of %" JSON_INTEGER_FORMAT ": --%s N lists more)",
                 which,
                 listed,
                 json_integer_value(count),
@@ -378,9 +370,7 @@ static void title(const struct out *o,
     fprintf(o->f, ":\n");
 }
 
-static int table_quarantine(const struct out *o,
-                            json_t *q,
-                            vnib_error_t *errp)
+static int table_quarantine(const struct out *o, json_t *q, vnib_error_t *errp)
 {
     static const char *const headers[] = {
         "JOB_ID", "STEP", "VNIS", "AGE", "WAITING", "NODES"};
@@ -443,10 +433,11 @@ static int table_drained(const struct out *o, json_t *d, vnib_error_t *errp)
         return errprintf(errp, "out of memory");
     json_array_foreach (items, i, it) {
         char node[256], age[24], since[40], reason[512];
-        const char *cells[] = {clean(str(it, "node"), node, sizeof(node)),
-                               ago(o, it, "since", age, sizeof(age)),
-                               clean(str(it, "since"), since, sizeof(since)),
-                               clean(str(it, "reason"), reason, sizeof(reason))};
+        const char *cells[] = {
+            clean(str(it, "node"), node, sizeof(node)),
+            ago(o, it, "since", age, sizeof(age)),
+            clean(str(it, "since"), since, sizeof(since)),
+            clean(str(it, "reason"), reason, sizeof(reason))};
         if (table_add(t, cells) < 0) {
             table_destroy(t);
             return errprintf(errp, "out of memory");

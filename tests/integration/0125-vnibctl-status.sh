@@ -9,45 +9,41 @@
 
 pg_start || exit 1
 broker_up "$T/b.toml" "$(vni_pool 2000-2009)"
-CTL=$BUILD/vnibctl
 export VNIB_URL=$BROKER_URL
-umask 077
-printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token"
-printf '%s\n' "$MONITOR_TOKEN" >"$T/monitor.token"
-node_token n1 >"$T/node.token"
-umask 022
-MON=(--token-file "$T/monitor.token")
-
-reserve () {
-    TOKEN=$SCHED_TOKEN http POST /v1/reservations \
-        -d "{\"job_id\":\"$1\",\"uid\":1001,\"user\":\"alice\",\"nodes\":\"$2\",\"vni_count\":$3}"
-    expect_status "reserve $1" 201
+# ctl TOKEN ARGS...: vnibctl with that token in $VNIB_TOKEN, as a cron
+# script would run it.
+ctl () {
+    VNIB_TOKEN=$1 "$BUILD/vnibctl" "${@:2}"
 }
-# report JOB NODE STATE [EXTRA-JSON], as the node.
-report () {
-    TOKEN=$(node_token "$2") http PUT "/v1/reservations/$1/nodes/$2" \
-        -d "{\"cxi\":\"$3\"${4:+,$4}}"
-    expect_status "$2 reports $3 for $1" 200
+mon () {
+    ctl "$MONITOR_TOKEN" "$@"
 }
 
-# ---- seed: j1 active; j2 waits for n3 (created) and n4 (failed, so
-# drained); j3, released later, waits for n5 (created).
-reserve j1 'n[1-2]' 1
-reserve j2 'n[3-4]' 2
-reserve j3 n5 1
-report j2 n3 creating
-report j2 n3 created
-report j2 n4 creating
-report j2 n4 failed '"message":"cxil_destroy_svc: EBUSY"'
-report j3 n5 creating
-report j3 n5 created
-TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/j2
-expect_status "j2 releases into quarantine" 202
-TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/j3
-expect_status "j3 releases into quarantine" 202
+# ---- seed, with vnibctl itself: j1 active; j2 waits for n3 (created) and
+# n4 (failed, so drained); j3, released later, waits for n5 (created).
+for job in "j1 n[1-2] 1" "j2 n[3-4] 2" "j3 n5 1"; do
+    set -- $job
+    ctl "$SCHED_TOKEN" reserve "$1" --uid 1001 --user alice --nodes "$2" --vnis "$3" >/dev/null
+    expect_eq "reserve $1 on $2" "$?" 0
+done
+while read -r job node state msg; do
+    ctl "$(node_token "$node")" report "$job" "$node" --cxi "$state" ${msg:+--message "$msg"} >/dev/null
+    expect_eq "$node reports $state for $job" "$?" 0
+done <<'EOF_REPORTS'
+j2 n3 creating
+j2 n3 created
+j2 n4 creating
+j2 n4 failed cxil_destroy_svc: EBUSY
+j3 n5 creating
+j3 n5 created
+EOF_REPORTS
+for job in j2 j3; do
+    ctl "$SCHED_TOKEN" --json release "$job" >"$T/rel.json"
+    expect_eq "$job releases into quarantine" "$(jq -r .state "$T/rel.json")" releasing
+done
 
 # ---- status --json is the API's reply ------------------------------------
-out=$("$CTL" "${MON[@]}" --json status)
+out=$(mon --json status)
 expect_eq "status --json exits 0 with a monitor token" "$?" 0
 printf '%s' "$out" >"$T/status.json"
 J () { jq -r "$1" "$T/status.json"; }
@@ -59,7 +55,7 @@ expect_eq "... the seed: 1 active, 3 quarantined, 2 reservations, 1 drained" \
     "$(J '[.pool.active, .pool.quarantined, .quarantine.reservations, .drained.count] | @csv')" '1,3,2,1'
 
 # ---- the summary shows the same figures ----------------------------------
-out=$("$CTL" "${MON[@]}" status)
+out=$(mon status)
 expect_eq "status exits 0 with a monitor token" "$?" 0
 printf '%s\n' "$out" >"$T/status.txt"
 printf '%s\n' "$out" | sed 's/^/# /'
@@ -100,55 +96,55 @@ expect_eq "drained table: node, since, reason" \
 expect_eq "... n4, for its failure" "$(table_rows 'drained nodes' | awk '{ print $1 }')" n4
 
 # Limits: fewer rows, and the title says how many were left out.
-out=$("$CTL" "${MON[@]}" status --quarantine-limit 1 --drained-limit 1)
+out=$(mon status --quarantine-limit 1 --drained-limit 1)
 expect_eq "--quarantine-limit 1 exits 0" "$?" 0
 printf '%s\n' "$out" >"$T/status.txt"
 expect_eq "... lists the oldest only" "$(table_rows 'quarantined reservations' | awk '{ print $1 }')" j2
 expect_match "... and says so" "$out" 'quarantined reservations, oldest first \(the oldest 1 of 2: --quarantine-limit N lists more\):'
-out=$("$CTL" "${MON[@]}" --json status --quarantine-limit 1)
+out=$(mon --json status --quarantine-limit 1)
 expect_eq "... --json passes the limit to the API" "$(printf '%s' "$out" | jq -c '[(.quarantine.items | length), .quarantine.reservations]')" '[1,2]'
-"$CTL" "${MON[@]}" status --quarantine-limit 0 >/dev/null 2>&1
+mon status --quarantine-limit 0 >/dev/null 2>&1
 expect_eq "--quarantine-limit 0 is a usage error (2)" "$?" 2
-"$CTL" "${MON[@]}" status --drained-limit 1001 >/dev/null 2>&1
+mon status --drained-limit 1001 >/dev/null 2>&1
 expect_eq "--drained-limit 1001 is a usage error (2)" "$?" 2
 
 # Roles: the scheduler may, a node may not, nor no token at all.
-"$CTL" --token-file "$T/sched.token" status >/dev/null
+ctl "$SCHED_TOKEN" status >/dev/null
 expect_eq "a scheduler token works" "$?" 0
-out=$("$CTL" --token-file "$T/node.token" status 2>&1)
+out=$(ctl "$(node_token n1)" status 2>&1)
 expect_eq "a node token is refused (1)" "$?" 1
 expect_match "... forbidden, as other commands say it" "$out" '^vnibctl: forbidden: '
-out=$("$CTL" --token-file "$T/node.token" --json status 2>/dev/null)
+out=$(ctl "$(node_token n1)" --json status 2>/dev/null)
 expect_eq "... --json prints the error object" "$(printf '%s' "$out" | jq -r .error.code)" forbidden
 
 # ---- events: --newest, --node, --action ------------------------------------
-asc=$("$CTL" "${MON[@]}" --json events --limit 1000 | jq -c '[.events[].id]')
+asc=$(mon --json events --limit 1000 | jq -c '[.events[].id]')
 expect_eq "a monitor reads events" "$?" 0
-desc=$("$CTL" "${MON[@]}" --json events --newest --limit 1000 | jq -c '[.events[].id]')
+desc=$(mon --json events --newest --limit 1000 | jq -c '[.events[].id]')
 expect_eq "--newest lists every event newest first" "$desc" "$(printf '%s' "$asc" | jq -c reverse)"
 expect_eq "... more than a few" "$(printf '%s' "$asc" | jq 'length > 5')" true
-out=$("$CTL" "${MON[@]}" events --newest --limit 2 2>"$T/err")
+out=$(mon events --newest --limit 2 2>"$T/err")
 expect_eq "... as a table, the newest first" "$(printf '%s\n' "$out" | awk 'NR == 2 { print $1 }')" \
     "$(printf '%s' "$asc" | jq '.[-1]')"
 next=$(sed -n 's/.*--after \([0-9]*\) --newest$/\1/p' "$T/err")
 expect_match "... the hint to the next page keeps --newest" "$(cat "$T/err")" 'more events follow: --after [0-9]+ --newest$'
-out=$("$CTL" "${MON[@]}" --json events --newest --limit 2 --after "$next")
+out=$(mon --json events --newest --limit 2 --after "$next")
 expect_eq "... and that page goes on backwards" "$(printf '%s' "$out" | jq -c '[.events[].id]')" \
     "$(printf '%s' "$asc" | jq -c 'reverse | .[2:4]')"
-out=$("$CTL" "${MON[@]}" --json events --node n4)
+out=$(mon --json events --node n4)
 expect_eq "--node n4: its reports and its drain, nothing else" \
     "$(printf '%s' "$out" | jq -c '[.events[] | [.action, .node]]')" \
     '[["report","n4"],["report","n4"],["drain","n4"]]'
-out=$("$CTL" "${MON[@]}" --json events --action release)
+out=$(mon --json events --action release)
 expect_eq "--action release: j2's and j3's" \
     "$(printf '%s' "$out" | jq -c '[.events[] | [.action, .job_id]]')" '[["release","j2"],["release","j3"]]'
-out=$("$CTL" "${MON[@]}" --json events --action report --node n3 --job j2 --newest)
+out=$(mon --json events --action report --node n3 --job j2 --newest)
 expect_eq "the filters combine: n3's reports for j2, newest first" \
     "$(printf '%s' "$out" | jq -c '[.events[] | [.job_id, .node, .detail.cxi]]')" \
     '[["j2","n3","created"],["j2","n3","creating"]]'
-out=$("$CTL" "${MON[@]}" events --action explode 2>&1)
+out=$(mon events --action explode 2>&1)
 expect_eq "--action explode: the API refuses it (1)" "$?" 1
 expect_match "... shown as CODE: MESSAGE naming the parameter" "$out" '^vnibctl: invalid_field: .*action'
-"$CTL" "${MON[@]}" events --node 'bad/name' >/dev/null 2>&1
+mon events --node 'bad/name' >/dev/null 2>&1
 expect_eq "--node bad/name is a usage error (2)" "$?" 2
 finish
