@@ -203,8 +203,8 @@ static void test_write_sparse(void **state)
     /* Line by line, and nothing after the last: no empty tables. */
     static const char *const want[] = {
         "broker:        - (vnibrokerd -) at 2026-05-01T10:00:00Z",
-        "pool:          0 free, - active, - quarantined, - outside, 0 total: "
-        "0% in use",
+        ("pool:          0 free, - active, - quarantined, - outside, 0 "
+         "total: 0% in use"),
         "quarantine:    0 reservations, 0 VNIs, oldest -",
         "drained:       0 nodes",
         "fm:            disabled",
