@@ -178,16 +178,28 @@ static const struct opts_option list_options[] = {
 /* ---- events ----------------------------------------------------------- */
 
 static const char help_events[] =
-    "Usage: vnibctl events [--job JOB_ID] [--limit N] [--after CURSOR]\n"
-    "Show the audit trail of state changes, oldest first (admin).\n"
-    "  --job JOB_ID     only this job's events\n"
+    "Usage: vnibctl events [--job JOB_ID] [--action ACTION] [--node NAME]\n"
+    "                      [--newest] [--limit N] [--after CURSOR]\n"
+    "Show the audit trail of state changes, oldest first (roles: admin,\n"
+    "scheduler, monitor).  The filters combine.\n"
+    "  --job JOB_ID     only this job's events (and its steps')\n"
+    "  --action ACTION  only this action's: reserve, release, report,\n"
+    "                   quarantine_end, force, drain, undrain, hwcoll or\n"
+    "                   step_release (the broker checks it)\n"
+    "  --node NAME      only the events about this node (its reports,\n"
+    "                   drain, undrain)\n"
+    "  --newest         newest first (the `next` cursor goes on backwards)\n"
     "  --limit N        events per page (1-1000; default 100)\n"
-    "  --after CURSOR   start after this cursor (a page's `next`)\n"
+    "  --after CURSOR   start after this cursor (a page's `next`, in the\n"
+    "                   same order)\n"
     "  --json           print the page as JSON\n"
     "Columns: ID TIME JOB_ID NODE ACTOR ACTION DETAIL.\n";
 
 struct events_args {
     const char *job;
+    const char *action;
+    const char *node;
+    bool newest;
     struct opts_uint limit;
     const char *after;
 };
@@ -201,8 +213,19 @@ static const char *const events_columns[2][7] = {
 static int run_events(struct ctl *ctl, void *args, char **pos)
 {
     const struct events_args *a = args;
-    const char *const params[] = {
-        "job_id", a->job, "limit", a->limit.text, "after", a->after, NULL};
+    const char *const params[] = {"job_id",
+                                  a->job,
+                                  "action",
+                                  a->action,
+                                  "node",
+                                  a->node,
+                                  "order",
+                                  a->newest ? "desc" : NULL,
+                                  "limit",
+                                  a->limit.text,
+                                  "after",
+                                  a->after,
+                                  NULL};
     json_t *reply = NULL;
     int rc;
 
@@ -221,8 +244,9 @@ static int run_events(struct ctl *ctl, void *args, char **pos)
     fflush(stdout); /* the table before the hint, also in a pipe */
     if (rc == CTL_EXIT_OK && print_str(reply, "next"))
         fprintf(stderr,
-                "vnibctl: more events follow: --after %s\n",
-                print_str(reply, "next"));
+                "vnibctl: more events follow: --after %s%s\n",
+                print_str(reply, "next"),
+                a->newest ? " --newest" : "");
 done:
     json_decref(reply);
     return rc;
@@ -231,6 +255,9 @@ done:
 /* clang-format off */
 static const struct opts_option events_options[] = {
     OPTS_ROW_STRING("job", 'J', struct events_args, job, 0, "JOB_ID", ctl_check_job_id),
+    OPTS_ROW_STRING("action", 'A', struct events_args, action, 0, "ACTION", NULL),
+    OPTS_ROW_STRING("node", 'n', struct events_args, node, OPTS_LATE, "NAME", ctl_check_node),
+    OPTS_ROW_FLAG("newest", 'N', struct events_args, newest),
     OPTS_ROW_UINT("limit", 'l', struct events_args, limit, 0, "N", 1, 1000),
     OPTS_ROW_STRING("after", 'a', struct events_args, after, 0, "CURSOR", NULL),
     OPTS_ROW_END,

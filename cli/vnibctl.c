@@ -9,7 +9,8 @@
  * This file holds main, the global options and the dispatcher.  Each
  * command is a table for cli/opts.c in its group's file: cmd_reserve.c
  * (reserve, release, show, report), cmd_list.c (list, events) and
- * cmd_admin.c (pool, vni, node), cmd_topo.c (topology).
+ * cmd_admin.c (pool, vni, node), cmd_topo.c (topology), cmd_status.c
+ * (status, printed by statusfmt.c).
  *
  * Exit statuses, which scripts rely on:
  *   0  success, including idempotent repeats (HTTP 200, 201, 202)
@@ -32,6 +33,7 @@
 #include "cli/cmd_admin.h"
 #include "cli/cmd_list.h"
 #include "cli/cmd_reserve.h"
+#include "cli/cmd_status.h"
 #include "cli/cmd_topo.h"
 #include "cli/ctl.h"
 #include "cli/opts.h"
@@ -52,7 +54,9 @@ static const char usage_text[] =
     "       [--limit N] [--after CURSOR] [--all]\n"
     "  pool\n"
     "  vni N\n"
-    "  events [--job JOB_ID] [--limit N] [--after CURSOR]\n"
+    "  events [--job JOB_ID] [--action ACTION] [--node NAME] [--newest]\n"
+    "         [--limit N] [--after CURSOR]\n"
+    "  status [--quarantine-limit N] [--drained-limit N]\n"
     "  node NAME [--undrain]\n"
     "  report JOB_ID NODE --cxi creating|created|destroyed|failed\n"
     "         [--service DEV:SVCID]... [--message TEXT]\n"
@@ -141,6 +145,7 @@ static const struct opts_command *command_find(const char *name)
         cmd_list_commands,
         cmd_admin_commands,
         cmd_topo_commands,
+        cmd_status_commands,
     };
 
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
