@@ -1290,6 +1290,16 @@ hist_broker () {
     return $((1 - ok))
 }
 
+# hist_broker_as VAR NAME DB: hist_broker NAME DB without purge, with
+# VAR_URL and VAR_PID set; sets why when it does not start.
+hist_broker_as () {
+    hist_broker "$2" "$3" 0 10 || {
+        why="the $2 broker does not start"
+        return 1
+    }
+    eval "$1_URL=\$HB_URL $1_PID=\$HB_PID"
+}
+
 # hist_round ROUND ORDER: the round's figures.
 hist_round () {
     echo "#   round $1 ($2): open-loop p99 fresh $r_fresh_ol ms," \
@@ -1332,9 +1342,9 @@ hist_run () {
     eval "r_$(echo "$1" | tr - _)=\${f:-?}"
 }
 
-history_scenario () {
-    why=""
-    for db in fresh history; do
+# bench_dbs DB...: create and migrate each database; sets why on failure.
+bench_dbs () {
+    for db; do
         as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib "$db" || {
             why="cannot create database $db"
             return 1
@@ -1346,22 +1356,45 @@ history_scenario () {
             return 1
         }
     done
-    cp "$TOP/tests/bench/history.sql" "$T/history.sql" && chmod 644 "$T/history.sql" || {
-        why="no tests/bench/history.sql"
+}
+
+# bench_sql DB NAME [PSQL-ARGS...]: run tests/bench/NAME.sql on DB in one
+# transaction (psql -1), in the background and tracked; sets why on failure.
+bench_sql () {
+    bs_db=$1
+    bs_name=$2
+    shift 2
+    cp "$TOP/tests/bench/$bs_name.sql" "$T/$bs_name.sql" && chmod 644 "$T/$bs_name.sql" || {
+        why="no tests/bench/$bs_name.sql"
         return 1
     }
+    bench_bg "$T/$bs_name-load.log" "tests/bench/$bs_name.sql failed" \
+        as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d "$bs_db" -XAtq -1 \
+        -v ON_ERROR_STOP=1 "$@" -f "$T/$bs_name.sql"
+}
+
+# bench_bg LOG WHY COMMAND...: COMMAND with its output in LOG, in the
+# background and tracked (an interrupt stops it at once); when it fails,
+# the end of LOG as "#" lines and why=WHY.
+bench_bg () {
+    bg_log=$1
+    bg_why=$2
+    shift 2
+    "$@" >"$bg_log" 2>&1 &
+    bg_pid=$!
+    track "$bg_pid"
+    wait "$bg_pid" && return 0
+    sed 's/^/#   /' "$bg_log" | tail -n 5
+    why=$bg_why
+    return 1
+}
+
+history_scenario () {
+    why=""
+    bench_dbs fresh history || return 1
     t0=$(now_ms)
-    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d history -XAtq -1 \
-        -v ON_ERROR_STOP=1 -v released="$HIST_RELEASED" \
-        -v quarantined="$HIST_QUARANTINED" -f "$T/history.sql" \
-        >"$T/history-load.log" 2>&1 &
-    load_pid=$!
-    track "$load_pid"
-    if ! wait "$load_pid"; then
-        sed 's/^/#   /' "$T/history-load.log" | tail -n 5
-        why="tests/bench/history.sql failed"
-        return 1
-    fi
+    bench_sql history history -v released="$HIST_RELEASED" \
+        -v quarantined="$HIST_QUARANTINED" || return 1
     t1=$(now_ms)
     # both databases alike: the fresh one gets its statistics too (without
     # them the fresh broker's open-loop p99 was seconds, not milliseconds)
@@ -1384,12 +1417,8 @@ history_scenario () {
         "reservations loaded in $(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100)) s," \
         "VACUUM ANALYZE and CHECKPOINT $(((t2 - t1) / 1000)).$(((t2 - t1) % 1000 / 100)) s;" \
         "tables $(($(db_bytes history) / 1048576)) MiB"
-    hist_broker fresh fresh 0 10 || { why="the fresh broker does not start"; return 1; }
-    FRESH_URL=$HB_URL
-    FRESH_PID=$HB_PID
-    hist_broker history history 0 10 || { why="the history broker does not start"; return 1; }
-    HIST_URL=$HB_URL
-    HIST_PID=$HB_PID
+    hist_broker_as FRESH fresh fresh || return 1
+    hist_broker_as HIST history history || return 1
     echo "#   history: $(hq history "SELECT count(*) FROM reservations WHERE state = 'releasing'")" \
         "quarantined, $(hq history "SELECT count(*) FROM vni_holds") VNIs held," \
         "$(hq history "SELECT count(*) FROM vni_free") queued free"
@@ -1615,41 +1644,13 @@ uiscale_scenario () {
         echo "monitor bench-monitor $(sha256sum <"$T/ui.monitor" | cut -d' ' -f1)"
     } >"$T/ui.tokens"
     umask 022
-    for db in uismall uibig; do
-        as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib "$db" || {
-            why="cannot create database $db"
-            return 1
-        }
-        bench_config "$T/$db-migrate.toml" 1
-        sed -i -e "s/dbname=vnibroker/dbname=$db/" "$T/$db-migrate.toml"
-        "$VNIBROKERD" -c "$T/$db-migrate.toml" --migrate >>"$T/migrate.log" 2>&1 || {
-            why="migration of $db failed"
-            return 1
-        }
-    done
-    cp "$TOP/tests/bench/uiscale.sql" "$T/uiscale.sql" && chmod 644 "$T/uiscale.sql" || {
-        why="no tests/bench/uiscale.sql"
-        return 1
-    }
+    bench_dbs uismall uibig || return 1
     t0=$(now_ms)
-    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d uibig -XAtq -1 \
-        -v ON_ERROR_STOP=1 -v jobs="$UI_HISTORY_JOBS" -f "$T/uiscale.sql" \
-        >"$T/uiscale-load.log" 2>&1 &
-    load_pid=$!
-    track "$load_pid"
-    if ! wait "$load_pid"; then
-        sed 's/^/#   /' "$T/uiscale-load.log" | tail -n 5
-        why="tests/bench/uiscale.sql failed"
-        return 1
-    fi
+    bench_sql uibig uiscale -v jobs="$UI_HISTORY_JOBS" || return 1
     t1=$(now_ms)
     HB_TOKENS=$T/ui.tokens
-    hist_broker uismall uismall 0 10 || { why="the small broker does not start"; return 1; }
-    UI_SMALL_URL=$HB_URL
-    UI_SMALL_PID=$HB_PID
-    hist_broker uibig uibig 0 10 || { why="the big broker does not start"; return 1; }
-    UI_BIG_URL=$HB_URL
-    UI_BIG_PID=$HB_PID
+    hist_broker_as UI_SMALL uismall uismall || return 1
+    hist_broker_as UI_BIG uibig uibig || return 1
     HB_TOKENS=""
     for st in small big; do
         if [ "$st" = small ]; then
@@ -1659,15 +1660,9 @@ uiscale_scenario () {
             set -- "$UI_BIG_URL" --active "$UI_ACTIVE" \
                 --quarantined "$UI_QUARANTINED" --drained "$UI_DRAINED" --whole
         fi
-        timeout -k 5 600 python3 "$UI_PY" seed "$@" --sched-token "$T/sched.token" \
-            --node-key "$T/node.key" >"$T/ui-seed.out" 2>&1 &
-        seed_pid=$!
-        track "$seed_pid"
-        if ! wait "$seed_pid"; then
-            sed 's/^/#   /' "$T/ui-seed.out" | tail -n 3
-            why="seeding the $st state failed"
-            return 1
-        fi
+        bench_bg "$T/ui-seed.out" "seeding the $st state failed" \
+            timeout -k 5 600 python3 "$UI_PY" seed "$@" --sched-token "$T/sched.token" \
+            --node-key "$T/node.key" || return 1
         cat "$T/ui-seed.out"
     done
     t2=$(now_ms)
