@@ -30,8 +30,8 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz compare openloop bigjob populate nodeview rss storm drain
-# agent fmslow hwcoll slowclients contention history failover slurmstart;
-# pairs is
+# agent fmslow hwcoll slowclients contention history uiscale failover
+# slurmstart; pairs is
 # compare), the rounds of the alternated comparisons (compare, history),
 # and the drain scenario's Fabric Manager release-queue workers.
 SECS=${BENCH_SECONDS:-10}
@@ -1266,7 +1266,7 @@ db_bytes () {
 }
 
 # hist_broker NAME DB RETAIN SWEEP: start a broker on database DB; sets
-# HB_URL and HB_PID.
+# HB_URL and HB_PID.  HB_TOKENS, if set, is its tokens file.
 hist_broker () {
     saved_port=$PORT
     ok=1
@@ -1274,7 +1274,8 @@ hist_broker () {
         ok=1
         PORT=$("$BENCH_API" freeport) || break
         bench_config "$T/$1.toml" 1
-        sed -i -e "s/dbname=vnibroker/dbname=$2/" "$T/$1.toml"
+        sed -i -e "s/dbname=vnibroker/dbname=$2/" \
+            -e "s|^tokens_file = .*|tokens_file = \"${HB_TOKENS:-$T/tokens}\"|" "$T/$1.toml"
         printf 'retain_days = %s\nsweep_interval_s = %s\n' "$3" "$4" >>"$T/$1.toml"
         "$VNIBROKERD" -c "$T/$1.toml" >>"$T/$1-broker.log" 2>&1 &
         HB_PID=$!
@@ -1287,6 +1288,16 @@ hist_broker () {
     done
     PORT=$saved_port
     return $((1 - ok))
+}
+
+# hist_broker_as VAR NAME DB: hist_broker NAME DB without purge, with
+# VAR_URL and VAR_PID set; sets why when it does not start.
+hist_broker_as () {
+    hist_broker "$2" "$3" 0 10 || {
+        why="the $2 broker does not start"
+        return 1
+    }
+    eval "$1_URL=\$HB_URL $1_PID=\$HB_PID"
 }
 
 # hist_round ROUND ORDER: the round's figures.
@@ -1331,9 +1342,9 @@ hist_run () {
     eval "r_$(echo "$1" | tr - _)=\${f:-?}"
 }
 
-history_scenario () {
-    why=""
-    for db in fresh history; do
+# bench_dbs DB...: create and migrate each database; sets why on failure.
+bench_dbs () {
+    for db; do
         as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib "$db" || {
             why="cannot create database $db"
             return 1
@@ -1345,22 +1356,45 @@ history_scenario () {
             return 1
         }
     done
-    cp "$TOP/tests/bench/history.sql" "$T/history.sql" && chmod 644 "$T/history.sql" || {
-        why="no tests/bench/history.sql"
+}
+
+# bench_sql DB NAME [PSQL-ARGS...]: run tests/bench/NAME.sql on DB in one
+# transaction (psql -1), in the background and tracked; sets why on failure.
+bench_sql () {
+    bs_db=$1
+    bs_name=$2
+    shift 2
+    cp "$TOP/tests/bench/$bs_name.sql" "$T/$bs_name.sql" && chmod 644 "$T/$bs_name.sql" || {
+        why="no tests/bench/$bs_name.sql"
         return 1
     }
+    bench_bg "$T/$bs_name-load.log" "tests/bench/$bs_name.sql failed" \
+        as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d "$bs_db" -XAtq -1 \
+        -v ON_ERROR_STOP=1 "$@" -f "$T/$bs_name.sql"
+}
+
+# bench_bg LOG WHY COMMAND...: COMMAND with its output in LOG, in the
+# background and tracked (an interrupt stops it at once); when it fails,
+# the end of LOG as "#" lines and why=WHY.
+bench_bg () {
+    bg_log=$1
+    bg_why=$2
+    shift 2
+    "$@" >"$bg_log" 2>&1 &
+    bg_pid=$!
+    track "$bg_pid"
+    wait "$bg_pid" && return 0
+    sed 's/^/#   /' "$bg_log" | tail -n 5
+    why=$bg_why
+    return 1
+}
+
+history_scenario () {
+    why=""
+    bench_dbs fresh history || return 1
     t0=$(now_ms)
-    as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d history -XAtq -1 \
-        -v ON_ERROR_STOP=1 -v released="$HIST_RELEASED" \
-        -v quarantined="$HIST_QUARANTINED" -f "$T/history.sql" \
-        >"$T/history-load.log" 2>&1 &
-    load_pid=$!
-    track "$load_pid"
-    if ! wait "$load_pid"; then
-        sed 's/^/#   /' "$T/history-load.log" | tail -n 5
-        why="tests/bench/history.sql failed"
-        return 1
-    fi
+    bench_sql history history -v released="$HIST_RELEASED" \
+        -v quarantined="$HIST_QUARANTINED" || return 1
     t1=$(now_ms)
     # both databases alike: the fresh one gets its statistics too (without
     # them the fresh broker's open-loop p99 was seconds, not milliseconds)
@@ -1383,12 +1417,8 @@ history_scenario () {
         "reservations loaded in $(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100)) s," \
         "VACUUM ANALYZE and CHECKPOINT $(((t2 - t1) / 1000)).$(((t2 - t1) % 1000 / 100)) s;" \
         "tables $(($(db_bytes history) / 1048576)) MiB"
-    hist_broker fresh fresh 0 10 || { why="the fresh broker does not start"; return 1; }
-    FRESH_URL=$HB_URL
-    FRESH_PID=$HB_PID
-    hist_broker history history 0 10 || { why="the history broker does not start"; return 1; }
-    HIST_URL=$HB_URL
-    HIST_PID=$HB_PID
+    hist_broker_as FRESH fresh fresh || return 1
+    hist_broker_as HIST history history || return 1
     echo "#   history: $(hq history "SELECT count(*) FROM reservations WHERE state = 'releasing'")" \
         "quarantined, $(hq history "SELECT count(*) FROM vni_holds") VNIs held," \
         "$(hq history "SELECT count(*) FROM vni_free") queued free"
@@ -1507,6 +1537,183 @@ if wanted history; then
         steal_mark
         history_scenario || history_not_run "$why"
         steal_note "history"
+    fi
+fi
+
+# ---- uiscale: the status page at the scale of issue 16 ----------------------
+#
+# Two more databases on the same PostgreSQL, each with its own broker
+# (configured as the main one, no purge, a monitor token added): "small"
+# (UI_SMALL_ACTIVE active jobs, UI_SMALL_QUARANTINED quarantined, 3
+# drained nodes) and "big" (UI_ACTIVE active jobs of mixed sizes on
+# nid[000001-011136], one of them on all 11,136 nodes, UI_QUARANTINED
+# quarantined ones with nodes still holding CXI services, UI_DRAINED
+# drained nodes, and UI_HISTORY_JOBS * 15 events of earlier jobs).  The
+# live state is made through the API (tests/bench/uiscale.py seed: the
+# requests slurmctld and the node agents send); only the event history
+# of earlier jobs is bulk SQL (tests/bench/uiscale.sql, rows as the
+# broker's functions write them), loaded first so that the API's events
+# are the newest.  Both databases are then VACUUM ANALYZEd.  ROUNDS
+# rounds alternate the two, in a rotating order; each run
+# (uiscale.py measure) makes UI_CALLS calls of each kind after a warm-up,
+# then opens /ui/ in headless Chromium (tests/integration/browser.py) and
+# makes UI_REFRESHES refreshes.  Rows, big against small, median and range
+# over all calls of all rounds:
+#   - GET /v1/status, uncached (history_s varied, so the 1 s reply cache
+#     never answers): p50 <= 100 ms; cached (the same query at once): p50
+#     <= 2 ms;
+#   - GET /v1/events?order=desc&limit=100 with a node filter, and with an
+#     action filter (drain, quarantine_end, report, release in turn):
+#     p50 <= 50 ms;
+#   - the page: navigation to the first frame after its first complete
+#     refresh (reference: no target of its own), one refresh's render (the
+#     page's "rendered in" figure plus the style and layout it costs) <= 100
+#     ms, and the longest main-thread task of a page session <= 200 ms
+#     (PerformanceObserver 'longtask', injected by the bench only).
+UI_ACTIVE=${BENCH_UI_ACTIVE:-10000}
+UI_QUARANTINED=${BENCH_UI_QUARANTINED:-1100}
+UI_DRAINED=${BENCH_UI_DRAINED:-300}
+UI_HISTORY_JOBS=${BENCH_UI_HISTORY_JOBS:-16000}
+UI_SMALL_ACTIVE=100
+UI_SMALL_QUARANTINED=10
+UI_CALLS=${BENCH_UI_CALLS:-30}
+UI_REFRESHES=${BENCH_UI_REFRESHES:-5}
+UI_PY=$TOP/tests/bench/uiscale.py
+UI_ST_ROW="GET /v1/status uncached p50, at scale"
+UI_STC_ROW="GET /v1/status cached p50, at scale"
+UI_EVN_ROW="GET /v1/events desc, node filter p50, at scale"
+UI_EVA_ROW="GET /v1/events desc, action filter p50, at scale"
+UI_FIRST_ROW="page: load to first complete render, at scale"
+UI_RENDER_ROW="page: one refresh, render+layout p50, at scale"
+UI_LONG_ROW="page: longest main-thread task, at scale"
+
+uiscale_not_run () {
+    row_not_run "$UI_ST_ROW" ms "<=" 100 "$1"
+    row_not_run "$UI_STC_ROW" ms "<=" 2 "$1"
+    row_not_run "$UI_EVN_ROW" ms "<=" 50 "$1"
+    row_not_run "$UI_EVA_ROW" ms "<=" 50 "$1"
+    row_not_run "$UI_RENDER_ROW" ms "<=" 100 "$1"
+    row_not_run "$UI_LONG_ROW" ms "<=" 200 "$1"
+}
+
+# uiscale_run small|big ROUND: one measuring run against that broker.
+uiscale_run () {
+    case "$1" in small) url=$UI_SMALL_URL ;; *) url=$UI_BIG_URL ;; esac
+    timeout -k 5 300 python3 "$UI_PY" measure "$url" --token "$T/ui.monitor" \
+        --label "$1" --round "$2" --out "$T/ui" --calls "$UI_CALLS" \
+        --refreshes "$UI_REFRESHES" --chromium "$UI_CHROMIUM" \
+        --chrome-log "$T/ui-chromium.log" &
+    ui_pid=$!
+    track "$ui_pid"
+    wait "$ui_pid" || echo "#   uiscale.py measure $1 failed (exit $?)"
+}
+
+uiscale_note () {
+    :
+}
+
+# uiscale_pair NAME UNIT OP TARGET METRIC: the big state's row with its
+# target, after the small state's reference row.
+uiscale_pair () {
+    small=$(median_range "$T/ui.small.$5")
+    big=$(median_range "$T/ui.big.$5")
+    n=$(wc -l <"$T/ui.big.$5")
+    if [ -z "$small" ] || [ -z "$big" ]; then
+        row_not_run "$1" "$2" "$3" "$4" "a run failed"
+        return
+    fi
+    set -- "$@" $small
+    row_ref "${1%, at scale}, small state" "$6" "$2" "$n values, $ROUNDS runs, range $7-$8"
+    s_med=$6
+    set -- "$1" "$2" "$3" "$4" "$5" $big
+    if [ "$4" = - ]; then
+        row_ref "$1" "$6" "$2" "small $s_med; $n values, $ROUNDS runs, range $7-$8"
+    else
+        row_cmp "$1" "$6" "$2" "$3" "$4" "small $s_med; $n values, $ROUNDS runs, range $7-$8"
+    fi
+}
+
+uiscale_scenario () {
+    why=""
+    UI_CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+    [ -n "$UI_CHROMIUM" ] || { why="chromium is not installed (make deps)"; return 1; }
+    umask 077
+    "$BENCH_API" token "$T/ui.monitor" || { why="no monitor token"; umask 022; return 1; }
+    {
+        cat "$T/tokens"
+        echo "monitor bench-monitor $(sha256sum <"$T/ui.monitor" | cut -d' ' -f1)"
+    } >"$T/ui.tokens"
+    umask 022
+    bench_dbs uismall uibig || return 1
+    t0=$(now_ms)
+    bench_sql uibig uiscale -v jobs="$UI_HISTORY_JOBS" || return 1
+    t1=$(now_ms)
+    HB_TOKENS=$T/ui.tokens
+    hist_broker_as UI_SMALL uismall uismall || return 1
+    hist_broker_as UI_BIG uibig uibig || return 1
+    HB_TOKENS=""
+    for st in small big; do
+        if [ "$st" = small ]; then
+            set -- "$UI_SMALL_URL" --active "$UI_SMALL_ACTIVE" \
+                --quarantined "$UI_SMALL_QUARANTINED" --drained 3
+        else
+            set -- "$UI_BIG_URL" --active "$UI_ACTIVE" \
+                --quarantined "$UI_QUARANTINED" --drained "$UI_DRAINED" --whole
+        fi
+        bench_bg "$T/ui-seed.out" "seeding the $st state failed" \
+            timeout -k 5 600 python3 "$UI_PY" seed "$@" --sched-token "$T/sched.token" \
+            --node-key "$T/node.key" || return 1
+        cat "$T/ui-seed.out"
+    done
+    t2=$(now_ms)
+    for db in uismall uibig; do
+        hq "$db" "VACUUM ANALYZE" >/dev/null 2>&1 &
+        vac_pid=$!
+        track "$vac_pid"
+        wait "$vac_pid"
+    done
+    echo "#   uiscale: $((UI_HISTORY_JOBS * 15)) events of earlier jobs by SQL in" \
+        "$(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100)) s, the live state by the API in" \
+        "$(((t2 - t1) / 1000)).$(((t2 - t1) % 1000 / 100)) s"
+    for db in uismall uibig; do
+        echo "#   $db: $(hq "$db" "SELECT count(*) FROM reservations WHERE state = 'active'") active," \
+            "$(hq "$db" "SELECT count(DISTINCT reservation_id) FROM vni_holds h JOIN reservations r ON r.id = h.reservation_id WHERE r.state = 'releasing'") quarantined," \
+            "$(hq "$db" "SELECT count(*) FROM node_reports WHERE cxi IN ('creating', 'created', 'failed')") holding reports," \
+            "$(hq "$db" "SELECT count(*) FROM nodes WHERE drained") drained," \
+            "$(hq "$db" "SELECT count(*) FROM events") events"
+    done
+    empty_files "$T/ui.small" st_unc st_cached ev_node ev_action ev_all page_first \
+        page_render page_total page_long
+    empty_files "$T/ui.big" st_unc st_cached ev_node ev_action ev_all page_first \
+        page_render page_total page_long
+    rounds uiscale_run uiscale_note small big
+    uiscale_pair "$UI_ST_ROW" ms "<=" 100 st_unc
+    uiscale_pair "$UI_STC_ROW" ms "<=" 2 st_cached
+    uiscale_pair "GET /v1/events desc, no filter p50, at scale" ms "" - ev_all
+    uiscale_pair "$UI_EVN_ROW" ms "<=" 50 ev_node
+    uiscale_pair "$UI_EVA_ROW" ms "<=" 50 ev_action
+    uiscale_pair "$UI_FIRST_ROW" ms "" - page_first
+    uiscale_pair "page: one refresh incl. fetches p50, at scale" ms "" - page_total
+    uiscale_pair "$UI_RENDER_ROW" ms "<=" 100 page_render
+    uiscale_pair "$UI_LONG_ROW" ms "<=" 200 page_long
+    for pid in "$UI_SMALL_PID" "$UI_BIG_PID"; do
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    for b in uismall uibig; do
+        [ -s "$T/$b-broker.log" ] &&
+            echo "#   $b broker: $(wc -l <"$T/$b-broker.log") log lines; the first: $(head -n 1 "$T/$b-broker.log" | cut -c1-160)"
+    done
+    return 0
+}
+
+if wanted uiscale; then
+    if [ "$api_ready" != 1 ]; then
+        uiscale_not_run "$why_not"
+    else
+        steal_mark
+        uiscale_scenario || uiscale_not_run "$why"
+        steal_note "uiscale"
     fi
 fi
 
