@@ -82,6 +82,18 @@ long httpd_inflight(const struct httpd *h)
     return atomic_load(&h->inflight);
 }
 
+long httpd_unanswered(struct httpd *h)
+{
+    long n = 0;
+
+    pthread_mutex_lock(&h->lock);
+    for (struct conn *c = h->conns; c; c = c->next)
+        if (!c->cut && atomic_load(&c->since_ns) != 0)
+            n++;
+    pthread_mutex_unlock(&h->lock);
+    return n;
+}
+
 /* The deadline bookkeeping of a libmicrohttpd connection, or NULL. */
 static struct conn *conn_of(struct MHD_Connection *mc)
 {

@@ -236,8 +236,11 @@ void *fmqueue_worker_main(void *arg)
                           ndone,
                           error.text);
         ndone = 0;
-        if (paused)
+        if (paused) {
+            /* A claim of none still answers with an (empty) list. */
+            json_decref(ops);
             goto sleep;
+        }
         n = json_array_size(ops);
         if (n == CLAIM_BATCH)
             wake_claimer(h, true); /* there may be more: share them */

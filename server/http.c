@@ -780,10 +780,14 @@ error:
     return NULL;
 }
 
-/* Sleep until no request is in flight or deadline (monotonic ns) passes. */
-static void wait_inflight(const struct http *h, int64_t deadline)
+/* Sleep until no request is in flight or deadline (monotonic ns) passes;
+ * with `arriving`, until no connection's request is on its way either.
+ */
+static void wait_inflight(const struct http *h, int64_t deadline, bool arriving)
 {
-    while (httpd_inflight(h->httpd) > 0 && monotime_ns() < deadline) {
+    while ((httpd_inflight(h->httpd) > 0
+            || (arriving && httpd_unanswered(h->httpd) > 0))
+           && monotime_ns() < deadline) {
         struct timespec ts = {0, 10 * 1000000};
         nanosleep(&ts, NULL);
     }
@@ -795,10 +799,13 @@ void http_destroy(struct http *h, int timeout_s)
     if (h) {
         if (h->httpd) {
             /* Stop accepting, then let queued and running requests
-             * finish.
+             * finish, and those on connections accepted already (a
+             * connection that never sends its request is closed by the
+             * request deadline's reaper).
              */
             httpd_quiesce(h->httpd);
-            wait_inflight(h, monotime_ns() + (int64_t)timeout_s * 1000000000);
+            wait_inflight(
+                h, monotime_ns() + (int64_t)timeout_s * 1000000000, true);
             long left = httpd_inflight(h->httpd);
             if (left > 0)
                 logger_printf(h->broker->log,
@@ -820,7 +827,7 @@ void http_destroy(struct http *h, int timeout_s)
             /* Give the libmicrohttpd threads a moment to send those
              * replies.
              */
-            wait_inflight(h, monotime_ns() + 1000000000);
+            wait_inflight(h, monotime_ns() + 1000000000, false);
             httpd_stop(h->httpd);
         }
         workers_destroy(h->workers);

@@ -108,6 +108,14 @@ uint16_t httpd_port(const struct httpd *h);
 /* Requests between begin() and done(). */
 long httpd_inflight(const struct httpd *h);
 
+/* Connections whose request is arriving or not yet answered, those just
+ * accepted included (a request not begun yet is not in flight): after
+ * httpd_quiesce() a graceful stop waits for these too, or a request that
+ * was on its way when the listener closed would find the workers gone.
+ * Counted only when a request deadline is set (tracked connections).
+ */
+long httpd_unanswered(struct httpd *h);
+
 /* Queue a reply with Content-Type (when content_type is not NULL), the
  * headers in hdrs (name, value, ..., NULL; NULL values skipped; hdrs may
  * be NULL), and Cache-Control: no-store unless hdrs names a Cache-Control.

@@ -31,6 +31,28 @@ expect_eq "the in-flight request got its full reply during shutdown" "$(cat "$T/
 expect_eq "the broker exited 0 after SIGTERM" "$rc" 0
 expect_match "... and logged its stop" "$(cat "$BROKER_LOG")" 'SIGTERM: shutting down'
 
+# A connection accepted before SIGTERM whose request comes after the
+# listener closed is answered too, not turned away with 503 "shutting
+# down": a client (a load balancer) sees either a refused connection,
+# which it can send elsewhere, or a real answer.
+broker_start "$T/b.toml" || not_ok "restart"
+port=${BROKER_URL##*:}
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+accepted () { grep -q 'vnib_http_requests_in_flight' <(curl -sS --max-time 5 "$BROKER_URL/metrics"); }
+wait_for 10 accepted
+kill -TERM "$BROKER_PID"
+refused () { ! (exec 4<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+wait_for 10 refused
+expect_eq "SIGTERM closes the listener" "$?" 0
+# (In a subshell: a broker that closed the connection is a SIGPIPE.)
+(printf 'GET /readyz HTTP/1.1\r\nHost: broker\r\nConnection: close\r\n\r\n' >&3) 2>/dev/null
+reply=$(timeout 15 cat <&3 2>/dev/null)
+exec 3<&-
+expect_match "... and a request on a connection it had accepted is answered" \
+    "$(printf '%s' "$reply" | head -n 1)" '^HTTP/1.1 200'
+wait "$BROKER_PID"
+expect_eq "... then it exits 0" "$?" 0
+
 broker_start "$T/b.toml" || not_ok "restart"
 port=${BROKER_URL##*:}
 kill -INT "$BROKER_PID"
