@@ -19,21 +19,10 @@ URL=http://127.0.0.1:$PORT
 BROKER_URL=$URL
 FAULTY="node3 node12"
 
-# PostgreSQL's cluster from the tests' template (run.sh would initdb one).
-mkdir -p "$RUN"
-tpl=$(pg_template) || { not_ok "a PostgreSQL cluster"; finish; }
-cp -a "$tpl" "$RUN/pg"
-[ "$(id -u)" -eq 0 ] && chown -R postgres "$RUN/pg"
-chmod 700 "$RUN/pg"
+run_folder "$RUN" || { not_ok "a PostgreSQL cluster"; finish; }
 
 DEMO_PID=""
-demo_stop () {
-    if [ -n "$DEMO_PID" ] && kill -0 "$DEMO_PID" 2>/dev/null; then
-        kill -TERM "$DEMO_PID" 2>/dev/null
-        wait_for 60 sh -c "! kill -0 $DEMO_PID"
-    fi
-}
-trap 'demo_stop; cleanup' EXIT
+trap 'stop_script "$DEMO_PID"; cleanup' EXIT
 
 VNIB_RUN_DIR=$RUN VNIB_PORT=$PORT VNIB_FMSIM_PORT=$FMPORT DEMO_SECONDS=60 \
     DEMO_NODES=16 DEMO_FAULTY="node12,node3" \

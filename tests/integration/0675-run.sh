@@ -12,21 +12,10 @@ PORT=$(pick_port) || skip_all "no free port"
 FMPORT=$(pick_port) || skip_all "no free port"
 BROKER_URL=http://127.0.0.1:$PORT
 
-# PostgreSQL's cluster from the tests' template (run.sh would initdb one).
-mkdir -p "$RUN"
-tpl=$(pg_template) || { not_ok "a PostgreSQL cluster"; finish; }
-cp -a "$tpl" "$RUN/pg"
-[ "$(id -u)" -eq 0 ] && chown -R postgres "$RUN/pg"
-chmod 700 "$RUN/pg"
+run_folder "$RUN" || { not_ok "a PostgreSQL cluster"; finish; }
 
 RUN_PID=""
-run_stop () {
-    if [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null; then
-        kill -TERM "$RUN_PID" 2>/dev/null
-        wait_for 60 sh -c "! kill -0 $RUN_PID"
-    fi
-}
-trap 'run_stop; cleanup' EXIT
+trap 'stop_script "$RUN_PID"; cleanup' EXIT
 
 # setsid: run.sh's own process group, as a terminal's Ctrl-C would have.
 VNIB_RUN_DIR=$RUN VNIB_PORT=$PORT VNIB_FMSIM_PORT=$FMPORT \

@@ -230,6 +230,24 @@ pg_template () {
     echo "$tpl"
 }
 
+# run_folder DIR: a run folder for deploy/local/run.sh (VNIB_RUN_DIR)
+# with its PostgreSQL cluster copied from the template (run.sh would
+# initdb one).  stop_script PID: TERM a script started in the background
+# (run.sh, demo.sh) and wait up to a minute for it to stop.
+run_folder () {
+    mkdir -p "$1"
+    rf_tpl=$(pg_template) || return 1
+    cp -a "$rf_tpl" "$1/pg" || return 1
+    [ "$(id -u)" -ne 0 ] || chown -R postgres "$1/pg"
+    chmod 700 "$1/pg"
+}
+stop_script () {
+    if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+        kill -TERM "$1" 2>/dev/null
+        wait_for 60 sh -c "! kill -0 $1"
+    fi
+}
+
 # pg_start: a private server for this test, with fsync on, no TCP, and
 # the autovacuum_naptime deploy/README.md asks of sites (section 3.2).
 pg_start () {
