@@ -9,14 +9,27 @@
  * on_completed() runs when the reply has been sent or the connection
  * died; it calls done() and frees the request.
  *
- * The request deadline: on_connection() keeps each open connection in a
- * list with the time its current request began (its accept, or the end
- * of the previous reply on a kept-alive connection; 0 once the request
- * has fully arrived), and reaper_main() shuts down the sockets of those
- * whose request is late.  Both connection notifications run on the
- * connection's thread and the socket is closed only after CLOSED has
- * returned, so the reaper, which shuts sockets down under h->lock, never
- * touches a descriptor that has been closed and perhaps reused.
+ * Every open connection is kept in a list (on_connection()) with its
+ * client's address and the time its current request began (its accept,
+ * or the end of the previous reply on a kept-alive connection; 0 once the
+ * request has fully arrived, while it is served).  Two things use it:
+ *
+ * - The request deadline: reaper_main() shuts down the sockets of the
+ *   connections whose request is late.
+ * - The connection budget: libmicrohttpd's own limit is set above
+ *   max_connections, and a connection accepted past the budget displaces
+ *   a waiting one (its request not yet in): the oldest of those of the
+ *   client address that holds the most connections.  So however many
+ *   addresses hold slow connections, a client that sends its request at
+ *   once gets in, and a connection being served is never cut.  Clients
+ *   in the priority blocks have a budget of their own and are never
+ *   displaced.
+ *
+ * Both connection notifications run on the connection's thread and the
+ * socket is closed only after CLOSED has returned, so a shutdown() under
+ * h->lock never touches a descriptor that has been closed and perhaps
+ * reused; shutdown() makes libmicrohttpd see end-of-file and close the
+ * connection itself.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,17 +47,28 @@
 
 #include <microhttpd.h>
 
+#include "vnib/cidr.h"
 #include "vnib/monotime.h"
 #include "vnib/httpd.h"
 
-/* One open connection, for the request deadline.  since_ns is 0 while no
- * deadline applies (the request is in; the reply is being made or sent).
+/* One client address and the connections it holds in the budget. */
+struct peer {
+    struct peer *next; /* hash chain */
+    unsigned char addr[16];
+    int len; /* 4 or 16 */
+    long count;
+};
+
+/* One open connection.  since_ns is 0 while no deadline applies (the
+ * request is in; the reply is being made or sent).
  */
 struct conn {
     struct conn *prev, *next;
     MHD_socket fd;
     atomic_llong since_ns;
-    bool cut; /* shut down by the reaper; libmicrohttpd has yet to notice */
+    struct peer *peer; /* NULL: not counted (priority, or cut) */
+    bool priority;     /* counted in the priority budget */
+    bool cut;          /* shut down by us; libmicrohttpd has yet to notice */
 };
 
 struct httpd {
@@ -54,12 +78,23 @@ struct httpd {
     uint16_t port;
     atomic_long inflight; /* requests between begin() and done() */
 
+    /* Open connections (the deadline reaper and the budget). */
+    pthread_mutex_t lock; /* guards everything to reaper below */
+    struct conn *conns;
+    struct peer **peers; /* hash of client addresses, npeers buckets */
+    size_t npeers;
+    long budget;       /* connections outside the priority blocks */
+    long prio_budget;  /* connections from the priority blocks */
+    long counted;      /* counted in budget now */
+    long prio_counted; /* counted in prio_budget now */
+    struct cidr *prio; /* the priority blocks */
+    size_t nprio;
+    struct httpd_stats stats;
+
     /* The deadline reaper. */
     int64_t deadline_ns; /* 0: no reaper */
     char deadline_name[64];
-    pthread_mutex_t lock; /* guards conns and stopping */
     pthread_cond_t wake;
-    struct conn *conns;
     bool stopping;
     bool reaper_started;
     pthread_t reaper;
@@ -86,6 +121,8 @@ long httpd_unanswered(struct httpd *h)
 {
     long n = 0;
 
+    if (h->deadline_ns <= 0)
+        return 0;
     pthread_mutex_lock(&h->lock);
     for (struct conn *c = h->conns; c; c = c->next)
         if (!c->cut && atomic_load(&c->since_ns) != 0)
@@ -421,6 +458,150 @@ static void on_completed(void *cls,
     atomic_fetch_sub(&h->inflight, 1);
 }
 
+void httpd_get_stats(struct httpd *h, struct httpd_stats *st)
+{
+    pthread_mutex_lock(&h->lock);
+    *st = h->stats;
+    st->open = h->counted;
+    st->priority_open = h->prio_counted;
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* FNV-1a over an address, for the peer hash. */
+static size_t peer_hash(const unsigned char *addr, int len)
+{
+    uint32_t x = 2166136261u;
+    for (int i = 0; i < len; i++)
+        x = (x ^ addr[i]) * 16777619u;
+    return x;
+}
+
+/* The peer of an address, created with count 0 if new; NULL when memory
+ * is short.  Under h->lock.
+ */
+static struct peer *peer_get(struct httpd *h,
+                             const unsigned char *addr,
+                             int len)
+{
+    struct peer **slot = &h->peers[peer_hash(addr, len) & (h->npeers - 1)];
+    for (struct peer *p = *slot; p; p = p->next)
+        if (p->len == len && memcmp(p->addr, addr, (size_t)len) == 0)
+            return p;
+    struct peer *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    memcpy(p->addr, addr, (size_t)len);
+    p->len = len;
+    p->next = *slot;
+    *slot = p;
+    return p;
+}
+
+/* Take c out of the budget it is counted in.  Under h->lock. */
+static void conn_uncount(struct httpd *h, struct conn *c)
+{
+    if (c->priority) {
+        h->prio_counted--;
+        c->priority = false;
+    }
+    struct peer *p = c->peer;
+    if (!p)
+        return;
+    c->peer = NULL;
+    h->counted--;
+    if (--p->count > 0)
+        return;
+    struct peer **slot =
+        &h->peers[peer_hash(p->addr, p->len) & (h->npeers - 1)];
+    while (*slot != p)
+        slot = &(*slot)->next;
+    *slot = p->next;
+    free(p);
+}
+
+/* Shut c's socket down; libmicrohttpd sees end-of-file and closes it.
+ * Under h->lock.
+ */
+static void conn_cut(struct httpd *h, struct conn *c)
+{
+    shutdown(c->fd, SHUT_RDWR);
+    c->cut = true;
+    conn_uncount(h, c);
+}
+
+/* The connection to displace when the budget is exceeded: among those
+ * counted in it whose request has not fully arrived, one of the address
+ * holding the most, the oldest of them.  There is always one while the
+ * newest connection (which has not sent its request yet) is counted.
+ * Under h->lock.
+ */
+static struct conn *budget_victim(struct httpd *h)
+{
+    struct conn *victim = NULL;
+    long vcount = 0;
+    int64_t vsince = 0;
+
+    for (struct conn *c = h->conns; c; c = c->next) {
+        int64_t since = atomic_load(&c->since_ns);
+        if (!c->peer || c->cut || since == 0)
+            continue;
+        if (!victim || c->peer->count > vcount
+            || (c->peer->count == vcount && since < vsince)) {
+            victim = c;
+            vcount = c->peer->count;
+            vsince = since;
+        }
+    }
+    return victim;
+}
+
+/* Whether sa lies in one of the priority blocks. */
+static bool is_priority(const struct httpd *h, const struct sockaddr *sa)
+{
+    for (size_t i = 0; i < h->nprio; i++)
+        if (cidr_match(&h->prio[i], sa))
+            return true;
+    return false;
+}
+
+/* Count a new connection in its budget, displacing another when that is
+ * full.  Under h->lock.
+ */
+static void conn_count(struct httpd *h,
+                       struct conn *c,
+                       const struct sockaddr *sa)
+{
+    unsigned char addr[16];
+    int len;
+
+    if (h->prio_budget > 0 && is_priority(h, sa)
+        && h->prio_counted < h->prio_budget) {
+        c->priority = true;
+        h->prio_counted++;
+        return;
+    }
+    if (!cidr_address(sa, addr, &len)) {
+        memset(addr, 0, sizeof(addr));
+        len = 4;
+    }
+    if (!(c->peer = peer_get(h, addr, len))) {
+        conn_cut(h, c); /* no memory to account for it: not taken */
+        return;
+    }
+    c->peer->count++;
+    h->counted++;
+    if (h->counted <= h->budget)
+        return;
+    struct conn *victim = budget_victim(h);
+    if (victim) {
+        conn_cut(h, victim);
+        if (victim == c)
+            h->stats.refused++;
+        else
+            h->stats.displaced++;
+    }
+}
+
 static void on_connection(void *cls,
                           struct MHD_Connection *mc,
                           void **socket_context,
@@ -432,7 +613,9 @@ static void on_connection(void *cls,
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (h->deadline_ns <= 0 || !ci || !(c = calloc(1, sizeof(*c))))
+        const union MHD_ConnectionInfo *ai =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!ci || !(c = calloc(1, sizeof(*c))))
             return; /* untracked: only the idle timeout applies */
         c->fd = ci->connect_fd;
         atomic_init(&c->since_ns, monotime_ns());
@@ -441,6 +624,7 @@ static void on_connection(void *cls,
         if (h->conns)
             h->conns->prev = c;
         h->conns = c;
+        conn_count(h, c, ai ? ai->client_addr : NULL);
         pthread_mutex_unlock(&h->lock);
         *socket_context = c;
         return;
@@ -448,6 +632,7 @@ static void on_connection(void *cls,
     if (!c)
         return;
     pthread_mutex_lock(&h->lock);
+    conn_uncount(h, c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -488,10 +673,10 @@ static void *reaper_main(void *arg)
             int64_t since = atomic_load(&c->since_ns);
             if (c->cut || since == 0 || now - since < h->deadline_ns)
                 continue;
-            shutdown(c->fd, SHUT_RDWR);
-            c->cut = true;
+            conn_cut(h, c);
             cut++;
         }
+        h->stats.deadline_cut += cut;
         if (cut > 0)
             logger_printf(h->log,
                           LOG_NOTICE,
@@ -569,6 +754,19 @@ static void reaper_stop(struct httpd *h)
     h->reaper_started = false;
 }
 
+/* libmicrohttpd's connection limit: the budgets and room for the
+ * connections shut down but not yet closed by libmicrohttpd, so that
+ * it keeps accepting while the budget displaces; at its limit it stops
+ * accepting and new clients wait in the kernel's backlog.
+ */
+static unsigned mhd_connection_limit(const struct httpd_config *cfg)
+{
+    unsigned slack = cfg->max_connections / 8;
+    if (slack < 64)
+        slack = 64;
+    return cfg->max_connections + cfg->priority_connections + slack;
+}
+
 /* The daemon's flags and options for cfg, into opts (at least 16). */
 static unsigned int daemon_options(const struct httpd_config *cfg,
                                    struct httpd *h,
@@ -595,7 +793,7 @@ static unsigned int daemon_options(const struct httpd_config *cfg,
         opts[n++] = (struct MHD_OptionItem){
             MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->threads, NULL};
     opts[n++] = (struct MHD_OptionItem){
-        MHD_OPTION_CONNECTION_LIMIT, (intptr_t)cfg->max_connections, NULL};
+        MHD_OPTION_CONNECTION_LIMIT, (intptr_t)mhd_connection_limit(cfg), NULL};
     if (cfg->per_ip_connections > 0)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                             (intptr_t)cfg->per_ip_connections,
@@ -639,6 +837,23 @@ struct httpd *httpd_start(const struct httpd_config *cfg, vnib_error_t *errp)
     h->log = cfg->log;
     h->log_burst = cfg->log_burst;
     h->deadline_ns = cfg->deadline_ms * 1000000LL;
+    h->budget = cfg->max_connections;
+    h->prio_budget = cfg->npriority > 0 ? cfg->priority_connections : 0;
+    h->npeers = 64;
+    while (h->npeers < cfg->max_connections && h->npeers < (1u << 20))
+        h->npeers *= 2;
+    if (!(h->peers = calloc(h->npeers, sizeof(h->peers[0])))
+        || (cfg->npriority > 0
+            && !(h->prio = calloc(cfg->npriority, sizeof(h->prio[0]))))) {
+        free(h->peers);
+        free(h);
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        return NULL;
+    }
+    if (cfg->npriority > 0)
+        memcpy(h->prio, cfg->priority, cfg->npriority * sizeof(h->prio[0]));
+    h->nprio = cfg->npriority;
     snprintf(h->deadline_name,
              sizeof(h->deadline_name),
              "%s",
@@ -702,6 +917,9 @@ void httpd_stop(struct httpd *h)
         pthread_cond_destroy(&h->wake);
         pthread_mutex_destroy(&h->lock);
         pthread_mutex_destroy(&h->log_lock);
+        /* Every connection has been closed: the peers are gone too. */
+        free(h->peers);
+        free(h->prio);
         free(h);
     }
     errno = saved_errno;

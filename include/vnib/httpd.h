@@ -14,8 +14,14 @@
  * A request deadline (deadline_ms) protects against clients that trickle
  * their request: libmicrohttpd's idle timeout restarts on every byte, so
  * a reaper thread shuts down the sockets of connections whose request has
- * not fully arrived in time.  libmicrohttpd's own diagnostics go to the
- * logger, at most log_burst lines a second.
+ * not fully arrived in time.  A connection budget (max_connections)
+ * protects against many addresses doing so at once: past it, a new
+ * connection displaces the oldest connection still waiting for its
+ * request from the address that holds the most, so a client that sends
+ * its request at once always gets in.  Addresses in the priority blocks
+ * have a budget of their own (priority_connections) and are never
+ * displaced.  libmicrohttpd's own diagnostics go to the logger, at most
+ * log_burst lines a second.
  *
  * This is the only module that includes microhttpd.h.
  */
@@ -28,6 +34,7 @@
 
 #include <jansson.h>
 
+#include "vnib/cidr.h"
 #include "vnib/error.h"
 #include "vnib/logger.h"
 
@@ -74,15 +81,18 @@ struct httpd_config {
     unsigned threads;            /* polling threads (0: one) */
     bool thread_per_connection;  /* a thread per connection instead */
     bool suspend;                /* httpd_suspend() is used */
-    unsigned max_connections;
+    unsigned max_connections;    /* the budget outside the priority blocks */
     unsigned per_ip_connections; /* 0: no limit */
-    unsigned timeout_s;          /* idle timeout */
-    size_t memory_limit;         /* per connection; 0: libmicrohttpd's */
-    const char *tls_cert;        /* PEM in memory; NULL: plain HTTP */
-    const char *tls_key;         /* PEM in memory */
-    const char *tls_priorities;  /* GnuTLS priorities; NULL: default */
-    int64_t deadline_ms;         /* request deadline; 0: none */
-    const char *deadline_name;   /* its setting, named in the log */
+    const struct cidr *priority; /* the priority blocks (copied) */
+    size_t npriority;
+    unsigned priority_connections; /* their own budget */
+    unsigned timeout_s;            /* idle timeout */
+    size_t memory_limit;           /* per connection; 0: libmicrohttpd's */
+    const char *tls_cert;          /* PEM in memory; NULL: plain HTTP */
+    const char *tls_key;           /* PEM in memory */
+    const char *tls_priorities;    /* GnuTLS priorities; NULL: default */
+    int64_t deadline_ms;           /* request deadline; 0: none */
+    const char *deadline_name;     /* its setting, named in the log */
     struct logger *log;
     int log_burst; /* libmicrohttpd lines a second; 0: all */
     struct httpd_handlers handlers;
@@ -112,9 +122,22 @@ long httpd_inflight(const struct httpd *h);
  * accepted included (a request not begun yet is not in flight): after
  * httpd_quiesce() a graceful stop waits for these too, or a request that
  * was on its way when the listener closed would find the workers gone.
- * Counted only when a request deadline is set (tracked connections).
+ * Counted only when a request deadline is set.
  */
 long httpd_unanswered(struct httpd *h);
+
+/* What the connection budget and the deadline did (counters since the
+ * start) and the connections open in each budget now.
+ */
+struct httpd_stats {
+    long open;                       /* counted in max_connections */
+    long priority_open;              /* counted in priority_connections */
+    unsigned long long displaced;    /* cut to make room for a newer one */
+    unsigned long long refused;      /* cut at once: nothing to displace */
+    unsigned long long deadline_cut; /* cut at the request deadline */
+};
+
+void httpd_get_stats(struct httpd *h, struct httpd_stats *st);
 
 /* Queue a reply with Content-Type (when content_type is not NULL), the
  * headers in hdrs (name, value, ..., NULL; NULL values skipped; hdrs may

@@ -6,7 +6,9 @@
  * a handler's JSON reply and headers arrive intact and the request's
  * headers are read; a suspended request is answered once resumed; a
  * client that stalls mid-request neither blocks another nor outlives the
- * request deadline; and stopping with a request in flight completes it.
+ * request deadline; past the connection budget a new connection displaces
+ * the oldest waiting one of the address holding the most, never one from
+ * a priority block; and stopping with a request in flight completes it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -107,7 +109,11 @@ static void on_done(void *cls, struct httpd_req *r, int term)
     atomic_fetch_add(&f->done, 1);
 }
 
-static struct fixture *start(bool suspend, int64_t deadline_ms)
+static struct fixture *start_with(bool suspend,
+                                  int64_t deadline_ms,
+                                  unsigned max_connections,
+                                  const struct cidr *prio,
+                                  unsigned prio_connections)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     struct sockaddr_in sa = {0};
@@ -121,7 +127,10 @@ static struct fixture *start(bool suspend, int64_t deadline_ms)
         .addr = (struct sockaddr *)&sa,
         .threads = 1,
         .suspend = suspend,
-        .max_connections = 16,
+        .max_connections = max_connections,
+        .priority = prio,
+        .npriority = prio ? 1 : 0,
+        .priority_connections = prio_connections,
         .timeout_s = 30,
         .deadline_ms = deadline_ms,
         .deadline_name = "test.deadline_ms",
@@ -136,6 +145,11 @@ static struct fixture *start(bool suspend, int64_t deadline_ms)
     return f;
 }
 
+static struct fixture *start(bool suspend, int64_t deadline_ms)
+{
+    return start_with(suspend, deadline_ms, 16, NULL, 0);
+}
+
 static void stop(struct fixture *f)
 {
     httpd_stop(f->httpd);
@@ -143,20 +157,54 @@ static void stop(struct fixture *f)
     free(f);
 }
 
-/* A connection to the fixture's port, with a 10 s receive guard. */
-static int conn_open(const struct fixture *f)
+/* A connection to the fixture's port from the loopback address `from`
+ * (NULL: any), with a 10 s receive guard.
+ */
+static int conn_open_from(const struct fixture *f, const char *from)
 {
     struct sockaddr_in sa = {0};
     struct timeval tv = {10, 0};
     int fd = socket(AF_INET, SOCK_STREAM, 0);
 
     assert_true(fd >= 0);
+    if (from) {
+        struct sockaddr_in src = {0};
+        src.sin_family = AF_INET;
+        assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
+        assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+    }
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa.sin_port = htons(httpd_port(f->httpd));
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     return fd;
+}
+
+static int conn_open(const struct fixture *f)
+{
+    return conn_open_from(f, NULL);
+}
+
+/* Whether the server has closed fd, waiting up to ms for it. */
+static bool closed_within(int fd, int ms)
+{
+    char c;
+    for (int waited = 0;; waited += 10) {
+        ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            return true;
+        if (waited >= ms)
+            return false;
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
 }
 
 static void send_text(int fd, const char *text)
@@ -380,6 +428,87 @@ static void test_slow_client_alone(void **state)
     stop(f);
 }
 
+/* A budget of 3 and a priority block with 2 of its own. */
+static void test_budget_displaces(void **state)
+{
+    struct cidr prio;
+    vnib_error_t e = {""};
+    struct httpd_stats st;
+    char buf[4096];
+    (void)state;
+
+    assert_int_equal(cidr_parse("127.0.0.9", &prio, &e), 0);
+    struct fixture *f = start_with(false, 0, 3, &prio, 2);
+    int a = conn_open_from(f, "127.0.0.2");
+    pause_ms(20);
+    int b = conn_open_from(f, "127.0.0.2");
+    pause_ms(20);
+    int c = conn_open_from(f, "127.0.0.3");
+    int p1 = conn_open_from(f, "127.0.0.9");
+    int p2 = conn_open_from(f, "127.0.0.9");
+    pause_ms(50);
+    httpd_get_stats(f->httpd, &st);
+    assert_int_equal(st.open, 3);
+    assert_int_equal(st.priority_open, 2);
+
+    /* A fourth that sends its request at once is served; 127.0.0.2 holds
+     * the most, and a was its first.
+     */
+    int d = conn_open_from(f, "127.0.0.4");
+    send_text(d,
+              "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+              "Content-Length: 2\r\n\r\n{}");
+    assert_true(read_all(d, buf, sizeof(buf)) > 0);
+    assert_int_equal(status_of(buf), 200);
+    close(d);
+    assert_true(closed_within(a, 2000));
+    assert_false(closed_within(b, 100));
+    assert_false(closed_within(c, 0));
+
+    /* d's close freed its place; e fills it.  Then every address holds
+     * one, and b is the oldest.
+     */
+    int e6 = conn_open_from(f, "127.0.0.6");
+    pause_ms(20);
+    d = conn_open_from(f, "127.0.0.5");
+    send_text(d,
+              "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+              "Content-Length: 2\r\n\r\n{}");
+    assert_true(read_all(d, buf, sizeof(buf)) > 0);
+    assert_int_equal(status_of(buf), 200);
+    close(d);
+    assert_true(closed_within(b, 2000));
+    assert_false(closed_within(c, 100));
+    /* The priority connections were never candidates. */
+    assert_false(closed_within(p1, 0));
+    assert_false(closed_within(p2, 0));
+    /* g fills the place d left.  A third from the priority block is
+     * past its budget: it counts in the other one, as the newest, and c,
+     * the oldest, is displaced.
+     */
+    int g = conn_open_from(f, "127.0.0.7");
+    pause_ms(20);
+    int p3 = conn_open_from(f, "127.0.0.9");
+    assert_true(closed_within(c, 2000));
+    assert_false(closed_within(p3, 100));
+    assert_false(closed_within(e6, 0));
+    assert_false(closed_within(g, 0));
+
+    httpd_get_stats(f->httpd, &st);
+    assert_int_equal(st.displaced, 3);
+    assert_int_equal(st.refused, 0);
+    assert_int_equal(st.priority_open, 2);
+    close(a);
+    close(b);
+    close(c);
+    close(p1);
+    close(p2);
+    close(p3);
+    close(e6);
+    close(g);
+    stop(f);
+}
+
 static void test_stop_with_request_in_flight(void **state)
 {
     struct fixture *f = start(false, 0);
@@ -429,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_malformed_request_line),
         cmocka_unit_test(test_suspended_request_resumes),
         cmocka_unit_test(test_slow_client_alone),
+        cmocka_unit_test(test_budget_displaces),
         cmocka_unit_test(test_stop_with_request_in_flight),
         cmocka_unit_test(test_status_of_and_media_type),
     };
