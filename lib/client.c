@@ -183,6 +183,44 @@ int vnib_client_set_cacert(struct vnib_client *c, const char *path)
     return 0;
 }
 
+long vnib_client_deadline_ms(long timeout_ms)
+{
+    long margin = timeout_ms / 4;
+
+    if (margin > VNIB_DEADLINE_MARGIN_MS)
+        margin = VNIB_DEADLINE_MARGIN_MS;
+    long ms = timeout_ms - margin;
+    if (ms < 1)
+        ms = 1;
+    return ms > VNIB_DEADLINE_MAX_MS ? VNIB_DEADLINE_MAX_MS : ms;
+}
+
+/* A copy of base with the deadline header for timeout_ms, or NULL when
+ * memory is short.  Freed (and wiped: it holds the token) with
+ * httpc_headers_free().
+ */
+static struct curl_slist *headers_with_deadline(const struct curl_slist *base,
+                                                long timeout_ms)
+{
+    struct curl_slist *list = NULL;
+    char line[64];
+
+    snprintf(line,
+             sizeof(line),
+             "%s: %ld",
+             VNIB_DEADLINE_HEADER,
+             vnib_client_deadline_ms(timeout_ms));
+    if (httpc_headers_add(&list, line) < 0)
+        goto nomem;
+    for (const struct curl_slist *l = base; l; l = l->next)
+        if (httpc_headers_add(&list, l->data) < 0)
+            goto nomem;
+    return list;
+nomem:
+    httpc_headers_free(list);
+    return NULL;
+}
+
 int vnib_client_set_timeout_ms(struct vnib_client *c, long ms)
 {
     if (!c || ms <= 0) {
@@ -283,6 +321,7 @@ int vnib_client_request(struct vnib_client *c,
     char *url = NULL;
     char *payload = NULL;
     json_t *reply = NULL;
+    struct curl_slist *hdrs = NULL;
     json_error_t jerr;
     long status = 0;
     CURLcode res;
@@ -308,16 +347,18 @@ int vnib_client_request(struct vnib_client *c,
         goto done;
     }
     c->errbuf[0] = '\0';
+    if (!(hdrs = headers_with_deadline(payload ? c->hdr_json : c->hdr_plain,
+                                       c->timeout_ms))) {
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        goto done;
+    }
     struct httpc_request rq = {.method = method, .url = url, .body = payload};
     long connect_ms = c->timeout_ms < VNIB_CLIENT_CONNECT_TIMEOUT_MS
                           ? c->timeout_ms
                           : VNIB_CLIENT_CONNECT_TIMEOUT_MS;
-    res = httpc_request_setup(c->curl,
-                              &rq,
-                              payload ? c->hdr_json : c->hdr_plain,
-                              c->timeout_ms,
-                              connect_ms,
-                              &r);
+    res =
+        httpc_request_setup(c->curl, &rq, hdrs, c->timeout_ms, connect_ms, &r);
     if (res != CURLE_OK) {
         errno = EIO;
         errprintf(errp, "%s: %s", c->url, curl_easy_strerror(res));
@@ -357,6 +398,7 @@ done:
     json_decref(reply);
     free(payload);
     free(url);
+    httpc_headers_free(hdrs);
     httpc_reply_free(&r);
     errno = saved_errno;
     return rc;

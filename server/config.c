@@ -21,6 +21,7 @@
 #include <libpq-fe.h>
 
 #include "vnib/cfgtable.h"
+#include "vnib/cidr.h"
 #include "vnib/hostlist.h"
 #include "vnib/idset.h"
 #include "vnib/tclass.h"
@@ -64,6 +65,12 @@ static const struct cfgtable_row rows[] = {
          "connections open at once from one client address (0: no limit)"),
     INT ("server.request_deadline_ms", server.request_deadline_ms, 0, 3600000, 10000,
          "a request's headers and body must arrive within this, however they trickle (0: off)"),
+    STRS ("server.priority_addresses", server.priority_addresses, "",
+          "address blocks (\"10.0.0.5\", \"10.0.0.0/28\") of the scheduler's and admins' hosts: their connections have a budget of their own"),
+    INT ("server.priority_connections", server.priority_connections, 1, 1000000, 256,
+         "connections open at once from priority_addresses, beyond max_connections"),
+    INT ("server.queue_deadline_ms", server.queue_deadline_ms, 100, 3600000, 10000,
+         "a request not started this long after it arrived is answered 503 deadline_exceeded without running (a client's Vnib-Deadline-Ms may shorten it)"),
     INT ("server.max_header_bytes", server.max_header_bytes, 4096, 1048576, 32768,
          "largest request line and headers (431 beyond)"),
     INT ("server.max_body_bytes", server.max_body_bytes, 1024, 67108864, 1048576,
@@ -201,6 +208,7 @@ void config_destroy(struct config *cfg)
     if (cfg) {
         cfgtable_free(&settings, cfg);
         idset_destroy(cfg->vni_pool);
+        free(cfg->priority);
         free(cfg->path);
         free(cfg);
     }
@@ -456,6 +464,43 @@ static int check_auth(struct config *cfg,
     return 0;
 }
 
+/* Parse server.priority_addresses into cfg->priority. */
+static int derive_priority(struct config *cfg,
+                           const char *where,
+                           vnib_error_t *errp)
+{
+    vnib_error_t why = {""};
+    char *copy = NULL;
+    size_t n = 1;
+    int rc = -1;
+
+    free(cfg->priority);
+    cfg->priority = NULL;
+    cfg->npriority = 0;
+    for (const char *p = cfg->server.priority_addresses; *p; p++)
+        n += strchr(CONFIG_LIST_SEP, *p) != NULL;
+    if (!(copy = strdup(cfg->server.priority_addresses))
+        || !(cfg->priority = calloc(n, sizeof(cfg->priority[0])))) {
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        goto done;
+    }
+    char *save = NULL;
+    for (char *item = strtok_r(copy, CONFIG_LIST_SEP, &save); item;
+         item = strtok_r(NULL, CONFIG_LIST_SEP, &save)) {
+        if (cidr_parse(item, &cfg->priority[cfg->npriority], &why) < 0) {
+            errprintf(
+                errp, "%s: server.priority_addresses: %s", where, why.text);
+            goto done;
+        }
+        cfg->npriority++;
+    }
+    rc = 0;
+done:
+    free(copy);
+    return rc;
+}
+
 /* Rules that involve more than one key, or a value's content. */
 static int check_semantics(struct config *cfg,
                            const char *path,
@@ -502,6 +547,8 @@ static int check_semantics(struct config *cfg,
     if (check_hwcoll(cfg, path, lines, errp) < 0)
         return -1;
     if (check_auth(cfg, path, lines, errp) < 0)
+        return -1;
+    if (derive_priority(cfg, WHERE("server.priority_addresses"), errp) < 0)
         return -1;
     if (cfg->server.max_connections < cfg->server.threads) {
         errno = EINVAL;

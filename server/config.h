@@ -34,6 +34,8 @@ struct idset;
 /* Default configuration file of an installed broker. */
 #define CONFIG_DEFAULT_PATH "/etc/vnibroker/vnibroker.toml"
 
+struct cidr;
+
 struct config {
     char *path; /* file the configuration came from ("" for defaults) */
 
@@ -50,6 +52,9 @@ struct config {
         long connection_timeout_s; /* idle or slow connections are cut */
         long per_ip_connections;   /* open connections per client address */
         long request_deadline_ms;  /* headers + body must arrive within */
+        char *priority_addresses;  /* CONFIG_LIST_SEP-joined blocks */
+        long priority_connections; /* their budget */
+        long queue_deadline_ms;    /* a request must start within */
         long max_header_bytes;     /* request line + headers per connection */
         long max_body_bytes;       /* upper bound for any route's body */
         long shutdown_timeout_s;   /* in-flight grace period on SIGTERM */
@@ -139,6 +144,8 @@ struct config {
     int log_level;          /* log.level, parsed */
     struct idset *vni_pool; /* vni.pool, parsed */
     unsigned tcs_mask;      /* vni.traffic_classes as TCLASS_* bits */
+    struct cidr *priority;  /* server.priority_addresses, parsed */
+    size_t npriority;
     /* auth.node_key_previous_until, parsed (0 when no previous key). */
     time_t node_key_previous_until;
     /* hwcoll.min_job_size is in the file (not its default): with a

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "vnib/monotime.h"
 #include "server/group.h"
 
 struct group {
@@ -75,14 +76,27 @@ void group_destroy(struct group *g)
     free(g);
 }
 
-/* Take the next group from the queue into items (under the lock). */
-static size_t take(struct group *g, struct group_item **items)
+/* Take the next group from the queue into items (under the lock).
+ * Items whose deadline has passed leave the queue done and expired;
+ * *expiredp says whether there were any, whose submitters must be woken.
+ */
+static size_t take(struct group *g, struct group_item **items, bool *expiredp)
 {
     size_t n = 0;
     struct group_item **pp = &g->head;
+    int64_t now = monotime_ns();
 
+    *expiredp = false;
     while (*pp && n < g->max_items) {
         struct group_item *it = *pp;
+        if (it->deadline_ns > 0 && now > it->deadline_ns) {
+            *pp = it->next;
+            it->next = NULL;
+            it->expired = it->done = true;
+            *expiredp = true;
+            g->stats.expired++;
+            continue;
+        }
         if (n == 0 || !g->fits || g->fits(g->arg, items, n, it)) {
             *pp = it->next;
             it->next = NULL;
@@ -101,6 +115,7 @@ void group_submit(struct group *g, struct group_item *it)
 {
     pthread_mutex_lock(&g->lock);
     it->done = false;
+    it->expired = false;
     it->next = NULL;
     *g->tail = it;
     g->tail = &it->next;
@@ -111,7 +126,14 @@ void group_submit(struct group *g, struct group_item *it)
                 slot++;
             g->batch_used[slot] = true;
             struct group_item **items = g->batch + (size_t)slot * g->max_items;
-            size_t n = take(g, items);
+            bool expired;
+            size_t n = take(g, items, &expired);
+            if (expired)
+                pthread_cond_broadcast(&g->cond);
+            if (n == 0) {
+                g->batch_used[slot] = false;
+                continue;
+            }
             g->running++;
             g->stats.groups++;
             g->stats.items += n;

@@ -8,6 +8,10 @@
  * accepts (up to max_items, in arrival order), so a request that arrives
  * alone runs alone, at once, and under load the groups grow by themselves.
  * There is no timer: nothing waits for company.
+ *
+ * An item may carry a deadline: one still queued when it passes is not
+ * given to `run`; it comes back with `expired` set, so that a request
+ * whose client has given up is never written.
  */
 #ifndef VNIB_SERVER_GROUP_H
 #define VNIB_SERVER_GROUP_H
@@ -18,7 +22,9 @@
 
 struct group_item {
     struct group_item *next; /* the group's queue */
-    bool done;               /* run() has processed it */
+    int64_t deadline_ns;     /* monotonic; 0: none (set by the caller) */
+    bool done;               /* run() has processed it, or it expired */
+    bool expired;            /* its deadline passed before a group took it */
 };
 
 /* May `it` join the items already chosen (items[0..n-1], n >= 1)? */
@@ -31,9 +37,10 @@ typedef bool (*group_fits_f)(void *arg,
 typedef void (*group_run_f)(void *arg, struct group_item **items, size_t n);
 
 struct group_stats {
-    uint64_t groups; /* run() calls */
-    uint64_t items;  /* items they carried */
-    uint64_t max;    /* the largest group */
+    uint64_t groups;  /* run() calls */
+    uint64_t items;   /* items they carried */
+    uint64_t max;     /* the largest group */
+    uint64_t expired; /* items whose deadline passed in the queue */
 };
 
 struct group;
@@ -46,7 +53,7 @@ struct group *group_create(size_t max_items,
                            void *arg);
 void group_destroy(struct group *g);
 
-/* Run `it` in a group; returns when it is done. */
+/* Run `it` in a group; returns when it is done (or has expired). */
 void group_submit(struct group *g, struct group_item *it);
 
 void group_get_stats(struct group *g, struct group_stats *st);

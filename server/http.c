@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vnib/client.h"
 #include "vnib/monotime.h"
 #include "vnib/hex.h"
 #include "vnib/httpd.h"
@@ -61,6 +63,7 @@ struct http {
     struct httpd *httpd;
     struct workers *workers; /* run the ROUTE_WORKER handlers */
     int nworkers;            /* their threads */
+    atomic_ullong expired;   /* requests not run: their deadline passed */
 };
 
 /* Where a request stands in the hand-off to a worker (request.queued). */
@@ -98,6 +101,7 @@ static const struct httpd_status error_map[] = {
     {EDQUOT, 503, "database_full"},
     {EPROTONOSUPPORT, 415, "unsupported_media_type"},
     {EOVERFLOW, 431, "header_fields_too_large"},
+    {ECANCELED, 503, "deadline_exceeded"},
 };
 
 int request_fail(struct request *req,
@@ -176,6 +180,40 @@ long http_inflight(const struct http *h)
 int http_worker_count(const struct http *h)
 {
     return h->nworkers;
+}
+
+void http_write_metrics(struct http *h, FILE *f)
+{
+    struct httpd_stats st;
+
+    httpd_get_stats(h->httpd, &st);
+    fprintf(f,
+            "# HELP vnib_http_connections Connections open now, by budget: "
+            "server.max_connections (other) or "
+            "server.priority_connections (priority).\n"
+            "# TYPE vnib_http_connections gauge\n"
+            "vnib_http_connections{budget=\"other\"} %ld\n"
+            "vnib_http_connections{budget=\"priority\"} %ld\n"
+            "# HELP vnib_http_connections_closed_total Connections the broker "
+            "closed before their request was in: displaced (the budget was "
+            "full and this address held the most), refused (full, and "
+            "nothing to displace), deadline (server.request_deadline_ms).\n"
+            "# TYPE vnib_http_connections_closed_total counter\n"
+            "vnib_http_connections_closed_total{reason=\"displaced\"} %llu\n"
+            "vnib_http_connections_closed_total{reason=\"refused\"} %llu\n"
+            "vnib_http_connections_closed_total{reason=\"deadline\"} %llu\n"
+            "# HELP vnib_http_requests_expired_total Requests answered 503 "
+            "deadline_exceeded without running: their deadline passed "
+            "while they waited for a worker, or for their group to be "
+            "written.\n"
+            "# TYPE vnib_http_requests_expired_total counter\n"
+            "vnib_http_requests_expired_total %llu\n",
+            st.open,
+            st.priority_open,
+            st.displaced,
+            st.refused,
+            st.deadline_cut,
+            (unsigned long long)atomic_load(&h->expired));
 }
 
 long http_queue_depth(const struct http *h)
@@ -435,7 +473,22 @@ static void request_run(void *arg, int64_t wait_ns, bool cancelled)
     struct httpd_req *hr = req->hr;
 
     metrics_observe_queue_wait(req->broker->metrics, wait_ns);
-    if (cancelled) {
+    if (!cancelled && req->deadline_ns > 0
+        && monotime_ns() > req->deadline_ns) {
+        /* The client has given up (or the server's maximum wait has
+         * passed): its request is not run, so nothing it was told
+         * failed is done behind its back.
+         */
+        req->result = request_fail(req,
+                                   ECANCELED,
+                                   "deadline_exceeded",
+                                   &req->error,
+                                   "the request waited %lld ms for a worker, "
+                                   "past its deadline; it was not run",
+                                   (long long)(wait_ns / 1000000));
+        req->result_errno = ECANCELED;
+        req->retry_after = 1;
+    } else if (cancelled) {
         req->result = request_fail(req,
                                    EAGAIN,
                                    "unavailable",
@@ -445,6 +498,8 @@ static void request_run(void *arg, int64_t wait_ns, bool cancelled)
     } else {
         run_handler(req);
     }
+    if (req->result < 0 && req->result_errno == ECANCELED)
+        atomic_fetch_add(&req->broker->http->expired, 1);
     req->queued = REQ_DONE;
     httpd_resume(hr);
 }
@@ -480,6 +535,36 @@ static size_t body_limit(const struct request *req)
 {
     size_t cap = (size_t)req->broker->cfg->server.max_body_bytes;
     return req->route->max_body < cap ? req->route->max_body : cap;
+}
+
+/* The request's deadline: server.queue_deadline_ms after its arrival,
+ * or sooner when the client says it waits less (VNIB_DEADLINE_HEADER,
+ * whole milliseconds).  A malformed value is refused (EINVAL).
+ */
+static int request_deadline(struct request *req, vnib_error_t *errp)
+{
+    long long ms = req->broker->cfg->server.queue_deadline_ms;
+    const char *v = request_header(req, VNIB_DEADLINE_HEADER);
+
+    if (v) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (*v < '0' || *v > '9' || *end || errno || n < 1
+            || n > VNIB_DEADLINE_MAX_MS)
+            return request_fail(req,
+                                EINVAL,
+                                "invalid_header",
+                                errp,
+                                "%s must be a whole number of milliseconds "
+                                "from 1 to %d",
+                                VNIB_DEADLINE_HEADER,
+                                VNIB_DEADLINE_MAX_MS);
+        if (n < ms)
+            ms = n;
+    }
+    req->deadline_ns = req->start_ns + ms * 1000000LL;
+    return 0;
 }
 
 /* httpd's first call for a request: allocate, match, check the announced
@@ -544,6 +629,8 @@ static int on_begin(void *cls, struct httpd_req *hr)
      */
     vnib_error_t error = {""};
     if (authorize(req, &error) < 0)
+        return send_error(req, errno, error.text, NULL);
+    if (request_deadline(req, &error) < 0)
         return send_error(req, errno, error.text, NULL);
 
     if (httpd_length_over(hr, body_limit(req)))
@@ -746,6 +833,9 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
         .suspend = true,
         .max_connections = (unsigned int)cfg->server.max_connections,
         .per_ip_connections = (unsigned int)cfg->server.per_ip_connections,
+        .priority = cfg->priority,
+        .npriority = cfg->npriority,
+        .priority_connections = (unsigned int)cfg->server.priority_connections,
         .timeout_s = (unsigned int)cfg->server.connection_timeout_s,
         .memory_limit = mhd_memory_limit(cfg),
         .tls_cert = cert,

@@ -64,6 +64,13 @@ struct request {
     const char *const *headers;
     const char *const *query;
 
+    /* When the client no longer waits (monotonic ns; 0: no deadline):
+     * work not begun by then is not begun (store_reserve's deadline).
+     * Set by the pipeline from server.queue_deadline_ms and the client's
+     * VNIB_DEADLINE_HEADER.
+     */
+    int64_t deadline_ns;
+
     /* Internal to http.c. */
     struct httpd_req *hr;     /* the pipeline's request */
     int64_t start_ns;         /* monotonic arrival time */
@@ -102,6 +109,9 @@ long http_inflight(const struct http *h);
 
 /* Request worker threads running. */
 int http_worker_count(const struct http *h);
+
+/* Write the connection budget's and the deadlines' metrics. */
+void http_write_metrics(struct http *h, FILE *f);
 
 /* Requests waiting for a request worker now. */
 long http_queue_depth(const struct http *h);

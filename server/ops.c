@@ -92,6 +92,8 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
             "vnib_http_requests_in_flight %ld\n",
             b->http ? http_inflight(b->http) : 0);
     metrics_write_queue(b->metrics, b->http ? http_queue_depth(b->http) : 0, f);
+    if (b->http)
+        http_write_metrics(b->http, f);
 
     if (b->hwcoll)
         hwcoll_write_metrics(b->hwcoll, f);

@@ -131,6 +131,7 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
         a.vni_count == 0 ? "vni_count is 0: no VNI requested" : NULL;
     a.actor = req->who.name;
     a.pool = cfg->vni_pool;
+    a.deadline_ns = req->deadline_ns;
     char fm_job_id[300];
     hwcoll_plan(
         req->broker->hwcoll, a.hwcoll_mode, &a, fm_job_id, sizeof(fm_job_id));

@@ -144,13 +144,15 @@ struct store_reserve {
     const char *hwcoll_reason;    /* why not, or NULL */
     const char *fm_job_id;        /* when pending */
     int addrs_per_job;            /* when pending */
+    int64_t deadline_ns; /* not written after this (monotonic); 0: none */
 };
 
 /* Reserve, or find the job's identical active reservation (*createdp
  * false); the reply carries STORE_SEALED_TOKEN like store_get's.  Fails with
  * EEXIST when the job has an active reservation with other parameters, ENOSPC
  * when the pool has too few free VNIs (errp says how many were asked for and
- * how many are free).
+ * how many are free), ECANCELED when a->deadline_ns passed before the
+ * reserve was written (nothing was).
  */
 int store_reserve(struct store *s,
                   const struct store_reserve *a,

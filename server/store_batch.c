@@ -11,6 +11,7 @@
 
 #include "vnib/hostlist.h"
 #include "vnib/idset.h"
+#include "vnib/monotime.h"
 #include "server/store_int.h"
 
 const char *store_col(const PGresult *r, int row, int c)
@@ -375,8 +376,16 @@ int store_item_submit(struct store *s,
 
     if (g)
         group_submit(g, &it->gi);
+    else if (it->gi.deadline_ns > 0 && monotime_ns() > it->gi.deadline_ns)
+        it->gi.expired = true;
     else
         fn(s, &one, 1, true);
+    if (it->gi.expired) {
+        errno = ECANCELED;
+        return errprintf(errp,
+                         "the request's deadline passed while it waited "
+                         "to be written; nothing was done");
+    }
     if (it->busy) {
         it->busy = false;
         fn(s, &one, 1, true);

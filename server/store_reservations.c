@@ -287,6 +287,7 @@ int store_reserve(struct store *s,
 {
     struct reserve_item it = {.a = a};
 
+    it.res.gi.deadline_ns = a->deadline_ns;
     if (store_item_submit(s, s->reserves, &it.res, reserve_group, errp) < 0)
         return -1;
     *createdp = it.created;

@@ -42,6 +42,24 @@
 #define VNIB_CLIENT_TIMEOUT_MS 10000L
 #define VNIB_CLIENT_CONNECT_TIMEOUT_MS 5000L
 
+/* The request header that tells the broker how long the client waits for
+ * its answer, in whole milliseconds (1 to VNIB_DEADLINE_MAX_MS): a request
+ * still queued when that time has passed since it arrived is answered
+ * 503 deadline_exceeded and not run.  Every request sends it, with the
+ * client's timeout less VNIB_DEADLINE_MARGIN (see vnib_client_deadline_ms),
+ * so that work the broker begins before the deadline has that margin to
+ * finish before the client gives up.
+ */
+#define VNIB_DEADLINE_HEADER "Vnib-Deadline-Ms"
+#define VNIB_DEADLINE_MAX_MS 3600000
+#define VNIB_DEADLINE_MARGIN_MS 2000
+
+/* The deadline a client with this total timeout sends: the timeout less
+ * a quarter of it, at most VNIB_DEADLINE_MARGIN_MS less (10 s: 8 s;
+ * 1 s: 750 ms), and at least 1.
+ */
+long vnib_client_deadline_ms(long timeout_ms);
+
 struct vnib_client;
 
 /* Initialise libcurl for the whole process.  Safe to call any number of

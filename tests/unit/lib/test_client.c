@@ -253,10 +253,25 @@ static void test_get_ok(void **state)
     assert_non_null(
         strstr(fakehttp_request(s, 0), "\r\nAccept: application/json\r\n"));
     assert_null(strstr(fakehttp_request(s, 0), "Content-Type"));
+    /* The default 10 s timeout, less its 2 s margin. */
+    assert_non_null(
+        strstr(fakehttp_request(s, 0), "\r\nVnib-Deadline-Ms: 8000\r\n"));
     assert_int_equal(s->accepted, 1);
     json_decref(reply);
     fakehttp_free(s);
     free(canned);
+}
+
+/* The deadline sent is the timeout less a quarter, at most 2 s less. */
+static void test_deadline_ms(void **state)
+{
+    (void)state;
+    assert_int_equal(vnib_client_deadline_ms(10000), 8000);
+    assert_int_equal(vnib_client_deadline_ms(60000), 58000);
+    assert_int_equal(vnib_client_deadline_ms(1000), 750);
+    assert_int_equal(vnib_client_deadline_ms(8000), 6000);
+    assert_int_equal(vnib_client_deadline_ms(1), 1);
+    assert_int_equal(vnib_client_deadline_ms(100000000), VNIB_DEADLINE_MAX_MS);
 }
 
 static void test_no_token_no_header(void **state)
@@ -649,6 +664,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_deadline_ms),
         cmocka_unit_test(test_create_bad_urls),
         cmocka_unit_test(test_create_bad_tokens),
         cmocka_unit_test(test_create_ok),
