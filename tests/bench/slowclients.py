@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Hostile clients for `make bench` (tests/bench/run.sh).
 
-  slowclients.py trickle PORT SOURCE COUNT SECONDS [INTERVAL]
-      Keep COUNT connections open from SOURCE to 127.0.0.1:PORT for
-      SECONDS, each sending a GET's headers one byte every INTERVAL
-      seconds (default 10, the attack the front-door issue describes) and
-      never finishing them; a connection the broker closes or refuses is
-      opened again INTERVAL seconds later, as slowloris-style tools do on
-      their next round.  A small INTERVAL (1) turns the attack into a
-      connection flood: each refused connection comes back every second.
-      Prints how many connections were opened in all.
+  slowclients.py trickle PORT SOURCE COUNT SECONDS [INTERVAL [REOPEN]]
+      Keep COUNT connections open from each SOURCE address to
+      127.0.0.1:PORT for SECONDS, each sending a GET's headers one byte
+      every INTERVAL seconds (default 10, the attack the front-door issue
+      describes) and never finishing them; a connection the broker closes
+      or refuses is opened again REOPEN seconds later (default INTERVAL),
+      as slowloris-style tools do on their next round; REOPEN 0 reopens at
+      once.  A small INTERVAL (1) turns the attack into a connection
+      flood: each refused connection comes back every second.  SOURCE is
+      one address or a range of the last byte ("127.0.0.10-73": 64
+      addresses, standing in for the nodes of one user's job).  Prints how
+      many connections were opened in all.
 
   slowclients.py upload PORT SOURCE COUNT PID
       COUNT concurrent POST /v1/reservations of ~1 MiB without a valid
@@ -37,34 +40,44 @@ def connect(port, source):
     return s
 
 
-def trickle(port, source, count, seconds, interval):
+def sources(spec):
+    """The addresses of "A.B.C.X" or "A.B.C.X-Y"."""
+    head, _, last = spec.rpartition(".")
+    lo, _, hi = last.partition("-")
+    return ["%s.%d" % (head, i) for i in range(int(lo), int(hi or lo) + 1)]
+
+
+def trickle(port, source, count, seconds, interval, reopen):
     end = time.monotonic() + seconds
     header = b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Slow: "
     conns = {}  # socket -> bytes of header sent
     byfd = {}  # file descriptor -> socket
+    owner = {}  # socket -> its source address
     poller = select.poll()  # select() stops at descriptor 1024
 
     def drop(s, when):
         poller.unregister(s)
         del byfd[s.fileno()]
         del conns[s]
+        reopen_at.append((when, owner.pop(s)))
         s.close()
-        reopen.append(when)
-    reopen = [0.0] * count  # when each free slot may connect again
+    # when each free slot may connect again, and from which address
+    reopen_at = [(0.0, a) for a in sources(source) for _ in range(count)]
     opened = 0
     next_byte = 0.0
     while time.monotonic() < end:
         now = time.monotonic()
-        due = [t for t in reopen if t <= now]
-        reopen = [t for t in reopen if t > now]
-        for _ in due:
+        due = [r for r in reopen_at if r[0] <= now]
+        reopen_at = [r for r in reopen_at if r[0] > now]
+        for _, addr in due:
             try:
-                s = connect(port, source)
+                s = connect(port, addr)
             except OSError:
-                reopen.append(now + interval)
+                reopen_at.append((now + max(reopen, 0.05), addr))
                 continue
             conns[s] = 0
             byfd[s.fileno()] = s
+            owner[s] = addr
             poller.register(s, select.POLLIN)
             opened += 1
         for fd, _ in poller.poll(50):
@@ -76,7 +89,7 @@ def trickle(port, source, count, seconds, interval):
             except OSError:
                 data = b""
             if not data:
-                drop(s, time.monotonic() + interval)
+                drop(s, time.monotonic() + reopen)
         now = time.monotonic()
         if now >= next_byte:
             next_byte = now + interval
@@ -85,7 +98,7 @@ def trickle(port, source, count, seconds, interval):
                     s.send(header[n:n + 1] if n < len(header) else b"a")
                     conns[s] = n + 1
                 except OSError:
-                    drop(s, now + interval)
+                    drop(s, now + reopen)
     print(opened)
 
 
@@ -132,7 +145,8 @@ def main():
     mode, port, source, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     if mode == "trickle":
         interval = float(sys.argv[6]) if len(sys.argv) > 6 else 10.0
-        trickle(port, source, count, float(sys.argv[5]), interval)
+        reopen = float(sys.argv[7]) if len(sys.argv) > 7 else interval
+        trickle(port, source, count, float(sys.argv[5]), interval, reopen)
     else:
         upload(port, source, count, int(sys.argv[5]))
 

@@ -79,16 +79,26 @@ expect_no_match "tokens never reach the log" "$(cat "$BROKER_LOG")" 's3cr3t-toke
 broker_stop
 expect_eq "SIGTERM stops the broker with status 0" "$?" 0
 
-# Connection limit, with an idle timeout long enough not to free slots.
+# Connection budget, with an idle timeout long enough not to free slots:
+# four connections that send nothing fill it; a fifth that sends its
+# request displaces the oldest of them (0019 has the many-address case).
 broker_config "$T/limit.toml" '
 connection_timeout_s = 30
 max_connections = 4
 threads = 2'
 broker_start "$T/limit.toml" || { not_ok "broker starts"; finish; }
 port=${BROKER_URL##*:}
-exec 4<>/dev/tcp/127.0.0.1/$port 5<>/dev/tcp/127.0.0.1/$port 6<>/dev/tcp/127.0.0.1/$port 7<>/dev/tcp/127.0.0.1/$port
+exec 4<>/dev/tcp/127.0.0.1/$port
+sleep 0.1
+exec 5<>/dev/tcp/127.0.0.1/$port 6<>/dev/tcp/127.0.0.1/$port 7<>/dev/tcp/127.0.0.1/$port
 http GET /healthz --max-time 3
-expect_match "past server.max_connections a new connection is not served" "$HTTP_STATUS" '^curl-failed'
+expect_status "past server.max_connections a new connection is served" 200
+closed=$(timeout 2 cat <&4 >/dev/null && echo eof || echo open)
+expect_eq "... displacing the oldest connection that sent nothing" "$closed" eof
+closed=$(timeout 1 cat <&7 >/dev/null && echo eof || echo open)
+expect_eq "... and not a newer one" "$closed" open
+expect_match "... which /metrics counts" "$(curl -s "$BROKER_URL/metrics")" \
+    'vnib_http_connections_closed_total\{reason="displaced"\} [1-9]'
 exec 4>&- 5>&- 6>&- 7>&-
 wait_for 5 curl -sf --max-time 1 "$BROKER_URL/healthz"
 http GET /healthz

@@ -36,6 +36,10 @@ bad_config duplicate '[server]
 port = 1
 port = 2' '3: .*duplicate'
 bad_config top-level-key 'port = 1' '1: port: unknown key'
+bad_config bad-priority '[server]
+priority_addresses = ["10.0.0.1", "slurmctld"]' "2: server.priority_addresses: 'slurmctld' is not a numeric address"
+bad_config priority-host-bits '[server]
+priority_addresses = ["10.1.2.3/16"]' "2: server.priority_addresses: '10.1.2.3/16' has bits set past its /16 prefix"
 
 # Credentials over plain http:// are refused unless explicitly allowed.
 bad_config http-basic '[hwcoll]
