@@ -19,7 +19,9 @@
  * - The connection budget: libmicrohttpd's own limit is set above
  *   max_connections, and a connection accepted past the budget displaces
  *   a waiting one (its request not yet in): the oldest of those of the
- *   client address that holds the most connections.  So however many
+ *   client address that has the most waiting, unless the newcomer's own
+ *   address is that one, when the newcomer is closed (budget_victim()).
+ *   So however many
  *   addresses hold slow connections, a client that sends its request at
  *   once gets in, and a connection being served is never cut.  Clients
  *   in the priority blocks have a budget of their own and are never
@@ -55,8 +57,9 @@
 struct peer {
     struct peer *next; /* hash chain */
     unsigned char addr[16];
-    int len; /* 4 or 16 */
-    long count;
+    int len;      /* 4 or 16 */
+    long count;   /* its connections counted in the budget */
+    long waiting; /* of those, waiting for their request (budget_victim) */
 };
 
 /* One open connection.  since_ns is 0 while no deadline applies (the
@@ -529,30 +532,52 @@ static void conn_cut(struct httpd *h, struct conn *c)
     conn_uncount(h, c);
 }
 
-/* The connection to displace when the budget is exceeded: among those
- * counted in it whose request has not fully arrived, one of the address
- * holding the most, the oldest of them.  There is always one while the
- * newest connection (which has not sent its request yet) is counted.
+/* The connection to close when the newest, c, exceeds the budget.  Only
+ * connections waiting for their request count (those being served are
+ * never cut, and hold no one up), per address:
+ *
+ * - when c's address already waits on more than c and on as many as any
+ *   other address, c itself: an address at the top refills nothing, so
+ *   a client that reconnects at once after each cut only costs an
+ *   accept, not another's place;
+ * - else the oldest waiting connection of the address that waits on the
+ *   most (c excluded): a client that sends its request at once gets in,
+ *   however many addresses the slow connections come from;
+ * - else (nothing else waits) c.
+ *
+ * Three passes over the open connections, only when the budget is full.
  * Under h->lock.
  */
-static struct conn *budget_victim(struct httpd *h)
+static struct conn *budget_victim(struct httpd *h, struct conn *c)
 {
     struct conn *victim = NULL;
-    long vcount = 0;
+    long most = 0;
     int64_t vsince = 0;
 
-    for (struct conn *c = h->conns; c; c = c->next) {
-        int64_t since = atomic_load(&c->since_ns);
-        if (!c->peer || c->cut || since == 0)
+    for (struct conn *o = h->conns; o; o = o->next)
+        if (o->peer)
+            o->peer->waiting = 0;
+    for (struct conn *o = h->conns; o; o = o->next)
+        if (o->peer && !o->cut && atomic_load(&o->since_ns) != 0)
+            o->peer->waiting++;
+    for (struct conn *o = h->conns; o; o = o->next)
+        if (o->peer && o->peer != c->peer && o->peer->waiting > most)
+            most = o->peer->waiting;
+    if (c->peer->waiting > 1 && c->peer->waiting >= most)
+        return c;
+    most = 0;
+    for (struct conn *o = h->conns; o; o = o->next) {
+        int64_t since = atomic_load(&o->since_ns);
+        if (o == c || !o->peer || o->cut || since == 0)
             continue;
-        if (!victim || c->peer->count > vcount
-            || (c->peer->count == vcount && since < vsince)) {
-            victim = c;
-            vcount = c->peer->count;
+        if (!victim || o->peer->waiting > most
+            || (o->peer->waiting == most && since < vsince)) {
+            victim = o;
+            most = o->peer->waiting;
             vsince = since;
         }
     }
-    return victim;
+    return victim ? victim : c;
 }
 
 /* Whether sa lies in one of the priority blocks. */
@@ -592,14 +617,12 @@ static void conn_count(struct httpd *h,
     h->counted++;
     if (h->counted <= h->budget)
         return;
-    struct conn *victim = budget_victim(h);
-    if (victim) {
-        conn_cut(h, victim);
-        if (victim == c)
-            h->stats.refused++;
-        else
-            h->stats.displaced++;
-    }
+    struct conn *victim = budget_victim(h, c);
+    conn_cut(h, victim);
+    if (victim == c)
+        h->stats.refused++;
+    else
+        h->stats.displaced++;
 }
 
 static void on_connection(void *cls,

@@ -493,10 +493,16 @@ static void test_budget_displaces(void **state)
     assert_false(closed_within(p3, 100));
     assert_false(closed_within(e6, 0));
     assert_false(closed_within(g, 0));
+    /* A second from e6's address: that address now waits on the most, so
+     * the newcomer is the one closed.
+     */
+    int h1 = conn_open_from(f, "127.0.0.6");
+    assert_true(closed_within(h1, 2000));
+    assert_false(closed_within(e6, 100));
 
     httpd_get_stats(f->httpd, &st);
     assert_int_equal(st.displaced, 3);
-    assert_int_equal(st.refused, 0);
+    assert_int_equal(st.refused, 1);
     assert_int_equal(st.priority_open, 2);
     close(a);
     close(b);
@@ -506,6 +512,7 @@ static void test_budget_displaces(void **state)
     close(p3);
     close(e6);
     close(g);
+    close(h1);
     stop(f);
 }
 
