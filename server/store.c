@@ -49,6 +49,7 @@ struct store *store_create(const struct config *cfg,
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cond, &attr);
+    pthread_cond_init(&s->ready_cond, &attr);
     pthread_condattr_destroy(&attr);
     s->stats.size = (unsigned)s->nconns;
     if (cfg->database.group_max > 1) {
@@ -66,6 +67,7 @@ struct store *store_create(const struct config *cfg,
             group_destroy(s->reserves);
             group_destroy(s->releases);
             pthread_cond_destroy(&s->cond);
+            pthread_cond_destroy(&s->ready_cond);
             pthread_mutex_destroy(&s->lock);
             goto nomem;
         }
@@ -92,6 +94,7 @@ void store_destroy(struct store *s)
         group_destroy(s->releases);
         group_destroy(s->hwsets);
         pthread_cond_destroy(&s->cond);
+        pthread_cond_destroy(&s->ready_cond);
         pthread_mutex_destroy(&s->lock);
         free(s);
     }

@@ -87,7 +87,8 @@ int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp)
  * one this binary needs, and, after a write failed for lack of a
  * resource, a write succeeds again (a probe row in write_probe).  Returns
  * 0, or -1 with EAGAIN (unreachable), ESTALE (schema missing or older;
- * the message says how to migrate) or EDQUOT (writes still fail).
+ * the message says how to migrate) or EDQUOT (writes still fail).  A
+ * call made while another's check runs takes that check's verdict.
  */
 int store_check_ready(struct store *s, vnib_error_t *errp) VNIB_MUST_CHECK;
 

@@ -150,6 +150,15 @@ struct store {
     /* A write failed for lack of a resource (disk full) and none has
      * succeeded since: /readyz is not ready.  Under lock. */
     bool writes_failing;
+    /* /readyz is public: concurrent checks share the one running (under
+     * lock), so that a flood of probes holds one pooled connection, not
+     * the pool.  ready_gen counts the checks finished.
+     */
+    pthread_cond_t ready_cond;
+    bool ready_running;
+    unsigned long ready_gen;
+    int ready_errno; /* of the last check; 0: ready */
+    vnib_error_t ready_why;
 };
 
 /* Borrow a connection, connected.  Waits up to acquire_timeout_ms for a

@@ -125,7 +125,7 @@ int store_check_migrations(struct store *s, vnib_error_t *errp)
     return rc;
 }
 
-int store_check_ready(struct store *s, vnib_error_t *errp)
+static int check_ready(struct store *s, vnib_error_t *errp)
 {
     int version;
     int need = store_required_version();
@@ -152,6 +152,42 @@ int store_check_ready(struct store *s, vnib_error_t *errp)
         PQclear(r);
     }
     return 0;
+}
+
+int store_check_ready(struct store *s, vnib_error_t *errp)
+{
+    vnib_error_t why = {""};
+    int e = 0;
+
+    pthread_mutex_lock(&s->lock);
+    if (s->ready_running) {
+        /* Take the verdict of the check under way. */
+        unsigned long gen = s->ready_gen;
+        while (s->ready_running && s->ready_gen == gen)
+            pthread_cond_wait(&s->ready_cond, &s->lock);
+        e = s->ready_errno;
+        why = s->ready_why;
+        pthread_mutex_unlock(&s->lock);
+        if (e == 0)
+            return 0;
+        errno = e;
+        return errprintf(errp, "%s", why.text);
+    }
+    s->ready_running = true;
+    pthread_mutex_unlock(&s->lock);
+    int rc = check_ready(s, &why);
+    e = rc < 0 ? (errno ? errno : EIO) : 0;
+    pthread_mutex_lock(&s->lock);
+    s->ready_errno = e;
+    s->ready_why = why;
+    s->ready_gen++;
+    s->ready_running = false;
+    pthread_cond_broadcast(&s->ready_cond);
+    pthread_mutex_unlock(&s->lock);
+    if (rc == 0)
+        return 0;
+    errno = e;
+    return errprintf(errp, "%s", why.text);
 }
 
 int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp)
