@@ -87,17 +87,14 @@ int cidr_parse(const char *text, struct cidr *c, vnib_error_t *errp)
         masked[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
     if (memcmp(masked, c->addr, max / 8) != 0) {
         errno = EINVAL;
-        return errprintf(errp,
-                         "'%s' has bits set past its /%u prefix",
-                         text,
-                         c->prefix);
+        return errprintf(
+            errp, "'%s' has bits set past its /%u prefix", text, c->prefix);
     }
     return 0;
 bad:
     errno = EINVAL;
-    return errprintf(errp,
-                     "'%s' is not a numeric address or ADDRESS/PREFIX block",
-                     text);
+    return errprintf(
+        errp, "'%s' is not a numeric address or ADDRESS/PREFIX block", text);
 }
 
 bool cidr_match(const struct cidr *c, const struct sockaddr *sa)

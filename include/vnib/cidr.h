@@ -16,9 +16,9 @@
 struct sockaddr;
 
 struct cidr {
-    int family;              /* AF_INET or AF_INET6 */
-    unsigned char addr[16];  /* network byte order; 4 bytes for AF_INET */
-    unsigned prefix;         /* 0-32 or 0-128 */
+    int family;             /* AF_INET or AF_INET6 */
+    unsigned char addr[16]; /* network byte order; 4 bytes for AF_INET */
+    unsigned prefix;        /* 0-32 or 0-128 */
 };
 
 /* Parse "ADDR" or "ADDR/LEN" (numeric only; no host names).  Bits past

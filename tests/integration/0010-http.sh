@@ -80,8 +80,10 @@ broker_stop
 expect_eq "SIGTERM stops the broker with status 0" "$?" 0
 
 # Connection budget, with an idle timeout long enough not to free slots:
-# four connections that send nothing fill it; a fifth that sends its
-# request displaces the oldest of them (0019 has the many-address case).
+# four connections that send nothing fill it; a fifth from another
+# address that sends its request displaces the oldest of them, and one
+# more from the address that fills the budget is closed itself (0019 has
+# the many-address case).
 broker_config "$T/limit.toml" '
 connection_timeout_s = 30
 max_connections = 4
@@ -91,14 +93,22 @@ port=${BROKER_URL##*:}
 exec 4<>/dev/tcp/127.0.0.1/$port
 sleep 0.1
 exec 5<>/dev/tcp/127.0.0.1/$port 6<>/dev/tcp/127.0.0.1/$port 7<>/dev/tcp/127.0.0.1/$port
-http GET /healthz --max-time 3
+http GET /healthz --max-time 3 --interface 127.0.0.2
 expect_status "past server.max_connections a new connection is served" 200
 closed=$(timeout 2 cat <&4 >/dev/null && echo eof || echo open)
 expect_eq "... displacing the oldest connection that sent nothing" "$closed" eof
 closed=$(timeout 1 cat <&7 >/dev/null && echo eof || echo open)
 expect_eq "... and not a newer one" "$closed" open
-expect_match "... which /metrics counts" "$(curl -s "$BROKER_URL/metrics")" \
+exec 4>&- 4<>/dev/tcp/127.0.0.1/$port
+http GET /healthz --max-time 3
+expect_match "one more from the address that fills the budget is closed" "$HTTP_STATUS" '^curl-failed'
+closed=$(timeout 1 cat <&5 >/dev/null && echo eof || echo open)
+expect_eq "... and displaces nothing" "$closed" open
+metrics=$(curl -s --interface 127.0.0.3 "$BROKER_URL/metrics")
+expect_match "... which /metrics counts" "$metrics" \
     'vnib_http_connections_closed_total\{reason="displaced"\} [1-9]'
+expect_match "... with the one closed at once" "$metrics" \
+    'vnib_http_connections_closed_total\{reason="refused"\} [1-9]'
 exec 4>&- 5>&- 6>&- 7>&-
 wait_for 5 curl -sf --max-time 1 "$BROKER_URL/healthz"
 http GET /healthz
