@@ -59,7 +59,7 @@ struct peer {
     unsigned char addr[16];
     int len;      /* 4 or 16 */
     long count;   /* its connections counted in the budget */
-    long waiting; /* of those, waiting for their request (budget_victim) */
+    long waiting; /* of those, waiting for their request */
 };
 
 /* One open connection.  since_ns is 0 while no deadline applies (the
@@ -67,9 +67,11 @@ struct peer {
  */
 struct conn {
     struct conn *prev, *next;
+    struct httpd *httpd;
     MHD_socket fd;
     atomic_llong since_ns;
     struct peer *peer; /* NULL: not counted (priority, or cut) */
+    bool waiting;      /* counted in peer->waiting (since_ns != 0) */
     bool priority;     /* counted in the priority budget */
     bool cut;          /* shut down by us; libmicrohttpd has yet to notice */
 };
@@ -89,6 +91,7 @@ struct httpd {
     long budget;       /* connections outside the priority blocks */
     long prio_budget;  /* connections from the priority blocks */
     long counted;      /* counted in budget now */
+    long npeers_live;  /* addresses with connections counted */
     long prio_counted; /* counted in prio_budget now */
     struct cidr *prio; /* the priority blocks */
     size_t nprio;
@@ -142,12 +145,23 @@ static struct conn *conn_of(struct MHD_Connection *mc)
     return ci ? ci->socket_context : NULL;
 }
 
-/* Start (since_ns > 0) or stop (0) the deadline clock of a connection. */
+/* Start (since_ns > 0) or stop (0) the deadline clock of a connection,
+ * and count it as waiting for its request, or not, in its address's
+ * share of the budget.
+ */
 static void conn_set_since(struct MHD_Connection *mc, int64_t since_ns)
 {
     struct conn *c = conn_of(mc);
-    if (c)
-        atomic_store(&c->since_ns, since_ns);
+    if (!c)
+        return;
+    struct httpd *h = c->httpd;
+    pthread_mutex_lock(&h->lock);
+    atomic_store(&c->since_ns, since_ns);
+    if (c->peer && c->waiting != (since_ns != 0)) {
+        c->waiting = since_ns != 0;
+        c->peer->waiting += c->waiting ? 1 : -1;
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
 int httpd_reply(struct httpd_req *r,
@@ -497,6 +511,7 @@ static struct peer *peer_get(struct httpd *h,
     p->len = len;
     p->next = *slot;
     *slot = p;
+    h->npeers_live++;
     return p;
 }
 
@@ -512,8 +527,13 @@ static void conn_uncount(struct httpd *h, struct conn *c)
         return;
     c->peer = NULL;
     h->counted--;
+    if (c->waiting) {
+        c->waiting = false;
+        p->waiting--;
+    }
     if (--p->count > 0)
         return;
+    h->npeers_live--;
     struct peer **slot =
         &h->peers[peer_hash(p->addr, p->len) & (h->npeers - 1)];
     while (*slot != p)
@@ -538,38 +558,36 @@ static void conn_cut(struct httpd *h, struct conn *c)
  *
  * - when c's address already waits on more than c and on as many as any
  *   other address, c itself: an address at the top refills nothing, so
- *   a client that reconnects at once after each cut only costs an
- *   accept, not another's place;
+ *   a client that reconnects at once after each cut costs an accept, not
+ *   another's place.  When it waits on more than its fair share (the
+ *   budget over the addresses counted), that is decided at once, without
+ *   a look at the others: the usual case of a flood.
  * - else the oldest waiting connection of the address that waits on the
  *   most (c excluded): a client that sends its request at once gets in,
  *   however many addresses the slow connections come from;
  * - else (nothing else waits) c.
  *
- * Three passes over the open connections, only when the budget is full.
  * Under h->lock.
  */
 static struct conn *budget_victim(struct httpd *h, struct conn *c)
 {
     struct conn *victim = NULL;
+    long n = c->peer->waiting;
     long most = 0;
     int64_t vsince = 0;
 
-    for (struct conn *o = h->conns; o; o = o->next)
-        if (o->peer)
-            o->peer->waiting = 0;
-    for (struct conn *o = h->conns; o; o = o->next)
-        if (o->peer && !o->cut && atomic_load(&o->since_ns) != 0)
-            o->peer->waiting++;
+    if (n > 1 && n * h->npeers_live > h->budget)
+        return c;
     for (struct conn *o = h->conns; o; o = o->next)
         if (o->peer && o->peer != c->peer && o->peer->waiting > most)
             most = o->peer->waiting;
-    if (c->peer->waiting > 1 && c->peer->waiting >= most)
+    if (n > 1 && n >= most)
         return c;
     most = 0;
     for (struct conn *o = h->conns; o; o = o->next) {
-        int64_t since = atomic_load(&o->since_ns);
-        if (o == c || !o->peer || o->cut || since == 0)
+        if (o == c || !o->waiting || o->cut)
             continue;
+        int64_t since = atomic_load(&o->since_ns);
         if (!victim || o->peer->waiting > most
             || (o->peer->waiting == most && since < vsince)) {
             victim = o;
@@ -614,6 +632,8 @@ static void conn_count(struct httpd *h,
         return;
     }
     c->peer->count++;
+    c->peer->waiting++;
+    c->waiting = true;
     h->counted++;
     if (h->counted <= h->budget)
         return;
@@ -641,6 +661,7 @@ static void on_connection(void *cls,
         if (!ci || !(c = calloc(1, sizeof(*c))))
             return; /* untracked: only the idle timeout applies */
         c->fd = ci->connect_fd;
+        c->httpd = h;
         atomic_init(&c->since_ns, monotime_ns());
         pthread_mutex_lock(&h->lock);
         c->next = h->conns;
