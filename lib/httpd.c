@@ -493,6 +493,17 @@ static size_t peer_hash(const unsigned char *addr, int len)
     return x;
 }
 
+/* The peer of an address, or NULL.  Under h->lock. */
+static struct peer *peer_find(struct httpd *h,
+                              const unsigned char *addr,
+                              int len)
+{
+    struct peer *p = h->peers[peer_hash(addr, len) & (h->npeers - 1)];
+    while (p && (p->len != len || memcmp(p->addr, addr, (size_t)len) != 0))
+        p = p->next;
+    return p;
+}
+
 /* The peer of an address, created with count 0 if new; NULL when memory
  * is short.  Under h->lock.
  */
@@ -501,10 +512,10 @@ static struct peer *peer_get(struct httpd *h,
                              int len)
 {
     struct peer **slot = &h->peers[peer_hash(addr, len) & (h->npeers - 1)];
-    for (struct peer *p = *slot; p; p = p->next)
-        if (p->len == len && memcmp(p->addr, addr, (size_t)len) == 0)
-            return p;
-    struct peer *p = calloc(1, sizeof(*p));
+    struct peer *p = peer_find(h, addr, len);
+    if (p)
+        return p;
+    p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
     memcpy(p->addr, addr, (size_t)len);
@@ -643,6 +654,37 @@ static void conn_count(struct httpd *h,
         h->stats.refused++;
     else
         h->stats.displaced++;
+}
+
+/* libmicrohttpd's accept policy, called before it sets a connection up:
+ * while the budget is full, a connection from an address past its fair
+ * share would be closed by budget_victim() at once, so it is refused
+ * here, for the price of an accept() and a close() (a client that
+ * reconnects as soon as it is refused makes this the common case).
+ */
+static enum MHD_Result on_accept(void *cls,
+                                 const struct sockaddr *sa,
+                                 socklen_t len)
+{
+    struct httpd *h = cls;
+    unsigned char addr[16];
+    int alen;
+    bool refuse = false;
+
+    (void)len;
+    if (!cidr_address(sa, addr, &alen))
+        return MHD_YES;
+    pthread_mutex_lock(&h->lock);
+    if (h->counted >= h->budget && !is_priority(h, sa)) {
+        struct peer *p = peer_find(h, addr, alen);
+        long n = p ? p->waiting + 1 : 1;
+        long live = h->npeers_live + (p ? 0 : 1);
+        refuse = n > 1 && n * live > h->budget;
+        if (refuse)
+            h->stats.refused++;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return refuse ? MHD_NO : MHD_YES;
 }
 
 static void on_connection(void *cls,
@@ -914,8 +956,8 @@ struct httpd *httpd_start(const struct httpd_config *cfg, vnib_error_t *errp)
     unsigned int flags = daemon_options(cfg, h, opts);
     h->daemon = MHD_start_daemon(flags,
                                  0,
-                                 NULL,
-                                 NULL,
+                                 on_accept,
+                                 h,
                                  on_request,
                                  h,
                                  MHD_OPTION_ARRAY,
