@@ -57,7 +57,7 @@ static int secret_read(const char *what,
         errno = EINVAL;
         return errprintf(errp, "no %s file given", what);
     }
-    if (secfile_read(path, &buf, &len, errp) < 0)
+    if (secfile_read_owned(path, &buf, &len, errp) < 0)
         return -1;
     *bufp = buf;
     *lenp = len + 1;

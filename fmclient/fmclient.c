@@ -289,7 +289,8 @@ static int tls_setup(struct fmc *c,
     if (cert
         && (secfile_read_public(cfg->cert_file, &c->cert, &c->cert_len, errp)
                 < 0
-            || secfile_read(cfg->key_file, &c->key, &c->key_len, errp) < 0))
+            || secfile_read_owned(cfg->key_file, &c->key, &c->key_len, errp)
+                   < 0))
         return -1;
     return 0;
 }

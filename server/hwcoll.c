@@ -422,7 +422,7 @@ static int load_key(const char *path,
 {
     char *buf = NULL;
     size_t len = 0;
-    if (secfile_read(path, &buf, &len, errp) < 0)
+    if (secfile_read_owned(path, &buf, &len, errp) < 0)
         return -1;
     if (len != SEAL_KEY_LEN) {
         secfile_free(buf, len);

@@ -15,8 +15,10 @@
  * access token is cached, refreshed before expires_in runs out and once
  * on a 401 or 403), optionally with a client certificate (mTLS).  TLS
  * peer and host verification are on unless tls_verify is false.  Secret
- * files must not be readable by group or others.  No secret ever appears
- * in an error message.
+ * files (password, client secret, mTLS key) must not be accessible by
+ * group or others and must belong to the effective user or root, whatever
+ * the effective user (secfile_read_owned: the broker's own credentials).
+ * No secret ever appears in an error message.
  *
  * Connections are reused (keep-alive).  A client may be used from several
  * threads: each call borrows one of a small set of CURL handles under a
