@@ -57,7 +57,7 @@ static int secret_read(const char *what,
         errno = EINVAL;
         return errprintf(errp, "no %s file given", what);
     }
-    if (secfile_read(path, &buf, &len, errp) < 0)
+    if (secfile_read_owned(path, &buf, &len, errp) < 0)
         return -1;
     *bufp = buf;
     *lenp = len + 1;
@@ -310,10 +310,10 @@ static int token_parse(const json_t *body,
     return 0;
 }
 
-/* Fetch a new access token from the token endpoint (token_lock held). */
-static int token_fetch(struct fmc *c,
-                       const struct timespec *deadline,
-                       vnib_error_t *errp)
+/* Fetch a new access token from the token endpoint within call
+ * (token_lock held).
+ */
+static int token_fetch(struct fmc *c, struct fmc_call *call, vnib_error_t *errp)
 {
     char label[FMC_LABEL_MAX];
     struct httpc_reply r = {0};
@@ -336,19 +336,16 @@ static int token_fetch(struct fmc *c,
         .body = form,
         .content_type = "application/x-www-form-urlencoded",
     };
-    if (fmhttp_do(c, &rq, deadline, &status, &r, errp) < 0)
+    if (fmhttp_do(c, &rq, call, &status, &r, errp) < 0)
         goto done;
     body = r.len ? json_loadb(r.buf, r.len, 0, &jerr) : NULL;
     if (status < 200 || status > 299) {
-        fmhttp_status_error(c, label, status, body, errp);
         /* The endpoint refusing the client's credentials is an access
-         * problem whatever status it picked for it; any other status
-         * says nothing about the FM job (not ENOENT, not ENOSPC).
+         * problem whatever status it picked for it (400, 401, 403); any
+         * other status says nothing about the FM job (not ENOENT, not
+         * ENOSPC): fmhttp_status_error's map for FMHTTP_TOKEN.
          */
-        if (status == 400 || status == 401 || status == 403)
-            errno = EACCES;
-        else
-            errno = EIO;
+        fmhttp_status_error(c, call, FMHTTP_TOKEN, label, status, body, errp);
         goto done;
     }
     json_int_t lifetime = 0;
@@ -370,7 +367,7 @@ done:
  * FM refused that token; another thread may have replaced it already).
  */
 int fmauth_header(struct fmc *c,
-                  const struct timespec *deadline,
+                  struct fmc_call *call,
                   unsigned refresh_gen,
                   char **hdrp,
                   unsigned *genp,
@@ -393,7 +390,7 @@ int fmauth_header(struct fmc *c,
     pthread_mutex_lock(&c->token_lock);
     if (!c->token || (refresh_gen && refresh_gen == c->token_gen)
         || (c->token_expires && fmhttp_ms_until(&c->token_refresh_at) <= 0)) {
-        if (token_fetch(c, deadline, errp) < 0)
+        if (token_fetch(c, call, errp) < 0)
             goto done;
     }
     size_t len = sizeof(bearer) + strlen(c->token);

@@ -8,8 +8,9 @@
  *               client credentials (token fetch, cache, expiry), and the
  *               forms of every secret scrubbed from messages
  *   fmhttp.c    one HTTP exchange: the pool of CURL handles, deadlines,
- *               and the errors of transfers and statuses, with server
- *               text scrubbed of secrets
+ *               and the errors of transfers and statuses (the one map of
+ *               statuses to failure classes), with server text scrubbed of
+ *               secrets
  *
  * Secrets (password, client secret, access token, the session tokens in
  * replies) live only in buffers that are wiped before they are freed.
@@ -83,6 +84,23 @@ struct fmc {
     struct timespec token_refresh_at; /* refresh from then (monotonic) */
 };
 
+/* One job call, as its exchanges share it: the deadline, and what
+ * failed it.  fmhttp_do and fmhttp_status_error record the class of a
+ * failed transfer or status; fmhttp_call_end gives the caller's struct
+ * fmc_error the class (from errno when none was recorded) and status.
+ */
+struct fmc_call {
+    struct timespec deadline; /* of the whole call (monotonic) */
+    long timeout_ms;          /* the limit it was given */
+    long status;              /* the last answer's status; 0: none yet */
+    enum fmc_fault fault;     /* recorded by an exchange, else NONE */
+};
+
+/* Who answered a status (fmhttp_status_error): the FM, or the OAuth
+ * token endpoint, whose 400 refuses the client's credentials too.
+ */
+enum fmhttp_endpoint { FMHTTP_FM, FMHTTP_TOKEN };
+
 /* One HTTP request as fmhttp_do sends it. */
 struct fmc_request {
     const char *label;        /* "FM GET /path", for messages */
@@ -116,7 +134,7 @@ int fmauth_setup(struct fmc *c,
  * generation fetches a new token (the FM refused that one).
  */
 int fmauth_header(struct fmc *c,
-                  const struct timespec *deadline,
+                  struct fmc_call *call,
                   unsigned refresh_gen,
                   char **hdrp,
                   unsigned *genp,
@@ -130,21 +148,38 @@ int fmauth_header(struct fmc *c,
 struct timespec fmhttp_deadline_after(long ms);
 long fmhttp_ms_until(const struct timespec *t);
 
-/* Send one request and receive the reply before the deadline.  Returns 0
- * with *statusp and the body in r (the caller frees it with
- * httpc_reply_free), or -1 when no HTTP answer came.
+/* A call of at most timeout_ms from now. */
+struct fmc_call fmhttp_call_begin(long timeout_ms);
+
+/* Fill errp (may be NULL) for a call that returned rc: its class and
+ * status, FMC_FAULT_NONE when rc is 0.  Returns rc; errno is kept.
+ */
+int fmhttp_call_end(const struct fmc_call *call,
+                    int rc,
+                    struct fmc_error *errp);
+
+/* Send one request and receive the reply before the call's deadline.
+ * Returns 0 with *statusp (also call->status) and the body in r (the
+ * caller frees it with httpc_reply_free), or -1 when no HTTP answer came
+ * (the transfer's class recorded in call).
  */
 int fmhttp_do(struct fmc *c,
               const struct fmc_request *rq,
-              const struct timespec *deadline,
+              struct fmc_call *call,
               long *statusp,
               struct httpc_reply *r,
               vnib_error_t *errp);
 
-/* Set errno for an HTTP status and write "<label>: HTTP <status>[:
- * detail]", the detail scrubbed of secrets.  Always returns -1.
+/* An HTTP status that fails the call: record its class in call (the one
+ * map of statuses: 401 and 403, and the token endpoint's 400, are
+ * credentials; 404 not found; 507 out of addresses; 5xx unavailable; any
+ * other the request refused), set errno to match (EACCES, ENOENT, ENOSPC,
+ * else EIO) and write "<label>: HTTP <status>[: detail]", the detail
+ * scrubbed of secrets.  Always returns -1.
  */
 int fmhttp_status_error(struct fmc *c,
+                        struct fmc_call *call,
+                        enum fmhttp_endpoint from,
                         const char *label,
                         long status,
                         const json_t *body,

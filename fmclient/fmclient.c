@@ -66,10 +66,10 @@ static char *unescape(const char *s, size_t n)
 
 /* ---- FM requests --------------------------------------------------------- */
 
-/* Send one request to the FM: path is already escaped and starts with
- * '/', body is JSON or NULL.  With OAuth, a 401 or 403 makes it fetch a
- * new token and try once more.  Returns 0 with any HTTP status other
- * than a final 401/403 in *statusp and the body, when it is JSON, in
+/* Send one request to the FM within call: path is already escaped and
+ * starts with '/', body is JSON or NULL.  With OAuth, a 401 or 403 makes
+ * it fetch a new token and try once more.  Returns 0 with any HTTP status
+ * other than a final 401/403 in *statusp and the body, when it is JSON, in
  * *jsonp (else NULL; *emptyp tells whether there was a body at all).
  * Returns -1 on a transport failure or a refusal (EACCES).
  */
@@ -77,7 +77,7 @@ static int fm_request(struct fmc *c,
                       const char *method,
                       const char *path,
                       const char *body,
-                      const struct timespec *deadline,
+                      struct fmc_call *call,
                       long *statusp,
                       json_t **jsonp,
                       bool *emptyp,
@@ -104,8 +104,7 @@ static int fm_request(struct fmc *c,
     for (int attempt = 0;; attempt++) {
         httpc_secret_free(auth);
         httpc_reply_free(&r);
-        if (fmauth_header(c, deadline, attempt ? gen : 0, &auth, &gen, errp)
-            < 0)
+        if (fmauth_header(c, call, attempt ? gen : 0, &auth, &gen, errp) < 0)
             goto done;
         struct fmc_request rq = {
             .label = label,
@@ -115,7 +114,7 @@ static int fm_request(struct fmc *c,
             .content_type = "application/json",
             .auth = auth,
         };
-        if (fmhttp_do(c, &rq, deadline, statusp, &r, errp) < 0)
+        if (fmhttp_do(c, &rq, call, statusp, &r, errp) < 0)
             goto done;
         if (c->auth == FMC_AUTH_OAUTH && attempt == 0
             && (*statusp == 401 || *statusp == 403))
@@ -127,7 +126,7 @@ static int fm_request(struct fmc *c,
         *jsonp = json_loadb(r.buf, r.len, 0, &jerr);
     }
     if (*statusp == 401 || *statusp == 403) {
-        fmhttp_status_error(c, label, *statusp, *jsonp, errp);
+        fmhttp_status_error(c, call, FMHTTP_FM, label, *statusp, *jsonp, errp);
         json_decref(*jsonp);
         *jsonp = NULL;
         goto done;
@@ -199,7 +198,7 @@ static int session_token(const json_t *job,
 /* GET a job's session token (ENOENT on 404). */
 static int job_get(struct fmc *c,
                    const char *path,
-                   const struct timespec *deadline,
+                   struct fmc_call *call,
                    char **tokenp,
                    vnib_error_t *errp)
 {
@@ -210,11 +209,10 @@ static int job_get(struct fmc *c,
     int rc = -1;
 
     snprintf(label, sizeof(label), "FM GET %s", path);
-    if (fm_request(c, "GET", path, NULL, deadline, &status, &job, &empty, errp)
-        < 0)
+    if (fm_request(c, "GET", path, NULL, call, &status, &job, &empty, errp) < 0)
         goto done;
     if (status < 200 || status > 299) {
-        fmhttp_status_error(c, label, status, job, errp);
+        fmhttp_status_error(c, call, FMHTTP_FM, label, status, job, errp);
         goto done;
     }
     rc = session_token(job, label, status, empty, tokenp, errp);
@@ -289,7 +287,8 @@ static int tls_setup(struct fmc *c,
     if (cert
         && (secfile_read_public(cfg->cert_file, &c->cert, &c->cert_len, errp)
                 < 0
-            || secfile_read(cfg->key_file, &c->key, &c->key_len, errp) < 0))
+            || secfile_read_owned(cfg->key_file, &c->key, &c->key_len, errp)
+                   < 0))
         return -1;
     return 0;
 }
@@ -406,12 +405,19 @@ void fmc_destroy(struct fmc *c)
     errno = saved_errno;
 }
 
-int fmc_job_get(struct fmc *c,
-                const char *fm_job_id,
-                char **tokenp,
-                vnib_error_t *errp)
+/* errp's message, or NULL. */
+static vnib_error_t *msg_of(struct fmc_error *errp)
 {
-    struct timespec deadline;
+    return errp ? &errp->msg : NULL;
+}
+
+/* fmc_job_get within call. */
+static int job_get_call(struct fmc *c,
+                        const char *fm_job_id,
+                        struct fmc_call *call,
+                        char **tokenp,
+                        vnib_error_t *errp)
+{
     char *path = NULL;
     int rc = -1;
 
@@ -420,13 +426,23 @@ int fmc_job_get(struct fmc *c,
         return errprintf(errp, "invalid arguments");
     }
     *tokenp = NULL;
-    deadline = fmhttp_deadline_after(c->timeout_ms);
     if (!(path = job_path(fm_job_id, errp)))
         goto done;
-    rc = job_get(c, path, &deadline, tokenp, errp);
+    rc = job_get(c, path, call, tokenp, errp);
 done:
     free(path);
     return rc;
+}
+
+int fmc_job_get(struct fmc *c,
+                const char *fm_job_id,
+                char **tokenp,
+                struct fmc_error *errp)
+{
+    struct fmc_call call = fmhttp_call_begin(c ? c->timeout_ms : 0);
+
+    return fmhttp_call_end(
+        &call, job_get_call(c, fm_job_id, &call, tokenp, msg_of(errp)), errp);
 }
 
 /* fmc_job_reserve (get_first) and fmc_job_create (not): POST the job,
@@ -436,13 +452,12 @@ done:
 static int job_reserve(struct fmc *c,
                        const char *fm_job_id,
                        int mcast_limit,
-                       long timeout_ms,
                        bool get_first,
+                       struct fmc_call *call,
                        char **tokenp,
                        vnib_error_t *errp)
 {
     char label[FMC_LABEL_MAX];
-    struct timespec deadline;
     vnib_error_t e = {""};
     char *path = NULL;
     char *payload = NULL;
@@ -452,13 +467,11 @@ static int job_reserve(struct fmc *c,
     bool empty;
     int rc = -1;
 
-    if (!c || !tokenp || timeout_ms < 0) {
+    if (!c || !tokenp || call->timeout_ms <= 0) {
         errno = EINVAL;
         return errprintf(errp, "invalid arguments");
     }
     *tokenp = NULL;
-    deadline =
-        fmhttp_deadline_after(timeout_ms > 0 ? timeout_ms : c->timeout_ms);
     if (mcast_limit < 1) {
         errno = EINVAL;
         errprintf(errp, "mcastLimit %d is not positive", mcast_limit);
@@ -470,7 +483,7 @@ static int job_reserve(struct fmc *c,
      * token is the answer, and a POST would make a second FM object.
      */
     if (get_first) {
-        if (job_get(c, path, &deadline, tokenp, &e) == 0) {
+        if (job_get(c, path, call, tokenp, &e) == 0) {
             rc = 0;
             goto done;
         }
@@ -487,15 +500,8 @@ static int job_reserve(struct fmc *c,
         goto done;
     }
     snprintf(label, sizeof(label), "FM POST %s", jobs_path);
-    if (fm_request(c,
-                   "POST",
-                   jobs_path,
-                   payload,
-                   &deadline,
-                   &status,
-                   &reply,
-                   &empty,
-                   errp)
+    if (fm_request(
+            c, "POST", jobs_path, payload, call, &status, &reply, &empty, errp)
         < 0)
         goto done;
     if (status >= 200 && status <= 299) {
@@ -503,17 +509,20 @@ static int job_reserve(struct fmc *c,
         goto done;
     }
     if (status != 409) {
-        fmhttp_status_error(c, label, status, reply, errp);
+        fmhttp_status_error(c, call, FMHTTP_FM, label, status, reply, errp);
         goto done;
     }
     /* It exists (someone created it between our GET and POST, or a
      * create raced another): take its token.
      */
-    if (job_get(c, path, &deadline, tokenp, &e) == 0) {
+    if (job_get(c, path, call, tokenp, &e) == 0) {
         rc = 0;
         goto done;
     }
     if (errno == ENOENT) {
+        /* The FM contradicts itself: its 409 is the refusal. */
+        call->fault = FMC_FAULT_REQUEST;
+        call->status = 409;
         errno = EIO;
         errprintf(
             errp, "%s: HTTP 409, yet the job is not found: %s", label, e.text);
@@ -527,15 +536,29 @@ done:
     return rc;
 }
 
+/* A reserve's call: timeout_ms, or the client's when 0 (a negative one
+ * makes the call refuse its arguments).
+ */
+static struct fmc_call reserve_call(const struct fmc *c, long timeout_ms)
+{
+    return fmhttp_call_begin(timeout_ms != 0 || !c ? timeout_ms
+                                                   : c->timeout_ms);
+}
+
 int fmc_job_reserve(struct fmc *c,
                     const char *fm_job_id,
                     int mcast_limit,
                     long timeout_ms,
                     char **tokenp,
-                    vnib_error_t *errp)
+                    struct fmc_error *errp)
 {
-    return job_reserve(
-        c, fm_job_id, mcast_limit, timeout_ms, true, tokenp, errp);
+    struct fmc_call call = reserve_call(c, timeout_ms);
+
+    return fmhttp_call_end(
+        &call,
+        job_reserve(
+            c, fm_job_id, mcast_limit, true, &call, tokenp, msg_of(errp)),
+        errp);
 }
 
 int fmc_job_create(struct fmc *c,
@@ -543,10 +566,15 @@ int fmc_job_create(struct fmc *c,
                    int mcast_limit,
                    long timeout_ms,
                    char **tokenp,
-                   vnib_error_t *errp)
+                   struct fmc_error *errp)
 {
-    return job_reserve(
-        c, fm_job_id, mcast_limit, timeout_ms, false, tokenp, errp);
+    struct fmc_call call = reserve_call(c, timeout_ms);
+
+    return fmhttp_call_end(
+        &call,
+        job_reserve(
+            c, fm_job_id, mcast_limit, false, &call, tokenp, msg_of(errp)),
+        errp);
 }
 
 /* PATCH or DELETE where 2xx and 404 both mean done. */
@@ -554,10 +582,10 @@ static int job_change(struct fmc *c,
                       const char *method,
                       const char *path,
                       const char *payload,
+                      struct fmc_call *call,
                       vnib_error_t *errp)
 {
     char label[FMC_LABEL_MAX];
-    struct timespec deadline = fmhttp_deadline_after(c->timeout_ms);
     json_t *reply = NULL;
     long status = 0;
     bool empty;
@@ -565,11 +593,11 @@ static int job_change(struct fmc *c,
 
     snprintf(label, sizeof(label), "FM %s %s", method, path);
     if (fm_request(
-            c, method, path, payload, &deadline, &status, &reply, &empty, errp)
+            c, method, path, payload, call, &status, &reply, &empty, errp)
         < 0)
         goto done;
     if ((status < 200 || status > 299) && status != 404) {
-        fmhttp_status_error(c, label, status, reply, errp);
+        fmhttp_status_error(c, call, FMHTTP_FM, label, status, reply, errp);
         goto done;
     }
     rc = 0;
@@ -578,10 +606,12 @@ done:
     return rc;
 }
 
-int fmc_job_release_step(struct fmc *c,
-                         const char *fm_job_id,
-                         const char *step_id,
-                         vnib_error_t *errp)
+/* fmc_job_release_step within call. */
+static int release_step_call(struct fmc *c,
+                             const char *fm_job_id,
+                             const char *step_id,
+                             struct fmc_call *call,
+                             vnib_error_t *errp)
 {
     char *path = NULL;
     char *payload = NULL;
@@ -600,7 +630,7 @@ int fmc_job_release_step(struct fmc *c,
         errprintf(errp, "job step id '%s' is not valid UTF-8", step_id);
         goto done;
     }
-    rc = job_change(c, "PATCH", path, payload, errp);
+    rc = job_change(c, "PATCH", path, payload, call, errp);
 done:
     free(payload);
     json_decref(body);
@@ -608,7 +638,24 @@ done:
     return rc;
 }
 
-int fmc_job_delete(struct fmc *c, const char *fm_job_id, vnib_error_t *errp)
+int fmc_job_release_step(struct fmc *c,
+                         const char *fm_job_id,
+                         const char *step_id,
+                         struct fmc_error *errp)
+{
+    struct fmc_call call = fmhttp_call_begin(c ? c->timeout_ms : 0);
+
+    return fmhttp_call_end(
+        &call,
+        release_step_call(c, fm_job_id, step_id, &call, msg_of(errp)),
+        errp);
+}
+
+/* fmc_job_delete within call. */
+static int delete_call(struct fmc *c,
+                       const char *fm_job_id,
+                       struct fmc_call *call,
+                       vnib_error_t *errp)
 {
     char *path = NULL;
     int rc;
@@ -619,9 +666,17 @@ int fmc_job_delete(struct fmc *c, const char *fm_job_id, vnib_error_t *errp)
     }
     if (!(path = job_path(fm_job_id, errp)))
         return -1;
-    rc = job_change(c, "DELETE", path, NULL, errp);
+    rc = job_change(c, "DELETE", path, NULL, call, errp);
     free(path);
     return rc;
+}
+
+int fmc_job_delete(struct fmc *c, const char *fm_job_id, struct fmc_error *errp)
+{
+    struct fmc_call call = fmhttp_call_begin(c ? c->timeout_ms : 0);
+
+    return fmhttp_call_end(
+        &call, delete_call(c, fm_job_id, &call, msg_of(errp)), errp);
 }
 
 /* The job id at the end of a document link, percent-decoded; NULL when
@@ -685,15 +740,16 @@ static int list_ids(const json_t *reply,
     return 0;
 }
 
-int fmc_job_list(struct fmc *c,
-                 const char *prefix,
-                 char ***idsp,
-                 size_t *countp,
-                 vnib_error_t *errp)
+/* fmc_job_list within call. */
+static int list_call(struct fmc *c,
+                     const char *prefix,
+                     struct fmc_call *call,
+                     char ***idsp,
+                     size_t *countp,
+                     vnib_error_t *errp)
 {
     char label[FMC_LABEL_MAX];
     char path[sizeof(jobs_path) + 1];
-    struct timespec deadline;
     json_t *reply = NULL;
     long status = 0;
     bool empty;
@@ -705,15 +761,13 @@ int fmc_job_list(struct fmc *c,
     }
     *idsp = NULL;
     *countp = 0;
-    deadline = fmhttp_deadline_after(c->timeout_ms);
     snprintf(path, sizeof(path), "%s/", jobs_path);
     snprintf(label, sizeof(label), "FM GET %s", path);
-    if (fm_request(
-            c, "GET", path, NULL, &deadline, &status, &reply, &empty, errp)
+    if (fm_request(c, "GET", path, NULL, call, &status, &reply, &empty, errp)
         < 0)
         goto done;
     if (status < 200 || status > 299) {
-        fmhttp_status_error(c, label, status, reply, errp);
+        fmhttp_status_error(c, call, FMHTTP_FM, label, status, reply, errp);
         goto done;
     }
     if (!reply) {
@@ -729,6 +783,18 @@ int fmc_job_list(struct fmc *c,
 done:
     json_decref(reply);
     return rc;
+}
+
+int fmc_job_list(struct fmc *c,
+                 const char *prefix,
+                 char ***idsp,
+                 size_t *countp,
+                 struct fmc_error *errp)
+{
+    struct fmc_call call = fmhttp_call_begin(c ? c->timeout_ms : 0);
+
+    return fmhttp_call_end(
+        &call, list_call(c, prefix, &call, idsp, countp, msg_of(errp)), errp);
 }
 
 void fmc_free_ids(char **ids, size_t count)

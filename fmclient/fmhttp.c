@@ -13,10 +13,15 @@
  * secrets the client sends (fmauth.c) before it goes into an error
  * message: a server or proxy that echoes the request in its error must
  * not put a credential into the broker's log or a reservation.
+ *
+ * The class of a call's failure (enum fmc_fault) is decided here as well,
+ * apart from any text: status_fault is the one map of HTTP statuses, and
+ * transfer_error classifies failed transfers.
  */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,10 +149,79 @@ static const char *detail_of(const json_t *body)
     return NULL;
 }
 
-/* Set errno for an HTTP status and write "<label>: HTTP <status>[: detail]".
- * Always returns -1.
+/* ---- failure classes ----------------------------------------------------- */
+
+struct fmc_call fmhttp_call_begin(long timeout_ms)
+{
+    struct fmc_call call = {
+        .deadline = fmhttp_deadline_after(timeout_ms),
+        .timeout_ms = timeout_ms,
+        .status = 0,
+        .fault = FMC_FAULT_NONE,
+    };
+    return call;
+}
+
+/* The class of a failure no exchange recorded, from its errno: a time
+ * limit passed before or between exchanges, a reply that is not what the
+ * API says, or a failure in this process.
  */
+static enum fmc_fault fault_of_errno(int e)
+{
+    switch (e) {
+        case ETIMEDOUT:
+            return FMC_FAULT_TIMEOUT;
+        case EPROTO:
+        case EMSGSIZE:
+            return FMC_FAULT_REPLY;
+        case ECONNREFUSED:
+            return FMC_FAULT_CONN_REFUSED;
+        default:
+            return FMC_FAULT_OTHER;
+    }
+}
+
+/* Whether the class is about an answer, so that its status says more. */
+static bool fault_answered(enum fmc_fault f)
+{
+    return f == FMC_FAULT_CREDENTIALS || f == FMC_FAULT_REQUEST
+           || f == FMC_FAULT_NOT_FOUND || f == FMC_FAULT_NO_ADDRESSES
+           || f == FMC_FAULT_UNAVAILABLE || f == FMC_FAULT_REPLY;
+}
+
+int fmhttp_call_end(const struct fmc_call *call, int rc, struct fmc_error *errp)
+{
+    enum fmc_fault f = FMC_FAULT_NONE;
+
+    if (!errp)
+        return rc;
+    if (rc < 0)
+        f = call->fault != FMC_FAULT_NONE ? call->fault : fault_of_errno(errno);
+    errp->fault = f;
+    errp->status = fault_answered(f) ? call->status : 0;
+    errp->timeout_ms = f == FMC_FAULT_TIMEOUT ? call->timeout_ms : 0;
+    return rc;
+}
+
+/* The one map of HTTP statuses to failure classes. */
+static enum fmc_fault status_fault(enum fmhttp_endpoint from, long status)
+{
+    if (status == 401 || status == 403
+        || (from == FMHTTP_TOKEN && status == 400))
+        return FMC_FAULT_CREDENTIALS;
+    /* The token endpoint's 404 or 507 says nothing about an FM job. */
+    if (from == FMHTTP_FM && status == 404)
+        return FMC_FAULT_NOT_FOUND;
+    if (from == FMHTTP_FM && status == 507)
+        return FMC_FAULT_NO_ADDRESSES;
+    if (status >= 500 && status <= 599)
+        return FMC_FAULT_UNAVAILABLE;
+    return FMC_FAULT_REQUEST;
+}
+
 int fmhttp_status_error(struct fmc *c,
+                        struct fmc_call *call,
+                        enum fmhttp_endpoint from,
                         const char *label,
                         long status,
                         const json_t *body,
@@ -155,15 +229,16 @@ int fmhttp_status_error(struct fmc *c,
 {
     char detail[FMC_DETAIL_MAX + 1];
 
-    switch (status) {
-        case 401:
-        case 403:
+    call->fault = status_fault(from, status);
+    call->status = status;
+    switch (call->fault) {
+        case FMC_FAULT_CREDENTIALS:
             errno = EACCES;
             break;
-        case 404:
+        case FMC_FAULT_NOT_FOUND:
             errno = ENOENT;
             break;
-        case 507:
+        case FMC_FAULT_NO_ADDRESSES:
             errno = ENOSPC;
             break;
         default:
@@ -176,10 +251,27 @@ int fmhttp_status_error(struct fmc *c,
     return errprintf(errp, "%s: HTTP %ld", label, status);
 }
 
-/* Map a failed transfer to errno and a message.  Always returns -1. */
+/* The class of a connection that could not be made: refused, a name
+ * that does not resolve, or anything else (no route).
+ */
+static enum fmc_fault unreachable_fault(const struct fmc_handle *h,
+                                        CURLcode res)
+{
+    long os_errno = 0;
 
-/* Map a failed transfer to errno and a message.  Always returns -1. */
+    if (res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY)
+        return FMC_FAULT_HOST_UNKNOWN;
+    if (curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK
+        && os_errno == ECONNREFUSED)
+        return FMC_FAULT_CONN_REFUSED;
+    return FMC_FAULT_UNREACHABLE;
+}
+
+/* Map a failed transfer to its class (in call), errno and a message.
+ * Always returns -1.
+ */
 static int transfer_error(const struct fmc_handle *h,
+                          struct fmc_call *call,
                           const char *label,
                           CURLcode res,
                           const struct httpc_reply *r,
@@ -189,30 +281,41 @@ static int transfer_error(const struct fmc_handle *h,
 
     switch (httpc_fault_of(res, r)) {
         case HTTPC_TOO_LARGE:
+            call->fault = FMC_FAULT_REPLY;
             errno = EMSGSIZE;
             return errprintf(
                 errp, "%s: reply larger than %zu bytes", label, r->max);
         case HTTPC_NOMEM:
+            call->fault = FMC_FAULT_OTHER;
             errno = ENOMEM;
             return errprintf(errp, "%s: out of memory", label);
         case HTTPC_UNREACHABLE:
+            call->fault = unreachable_fault(h, res);
+            errno = ECONNREFUSED;
+            return errprintf(
+                errp, "%s: cannot reach the server: %s", label, why);
         case HTTPC_DROPPED:
+            call->fault = FMC_FAULT_DROPPED;
             errno = ECONNREFUSED;
             return errprintf(
                 errp, "%s: cannot reach the server: %s", label, why);
         case HTTPC_TIMEOUT:
+            call->fault = FMC_FAULT_TIMEOUT;
             errno = ETIMEDOUT;
             return errprintf(errp, "%s: timed out: %s", label, why);
         case HTTPC_TLS_VERIFY:
+            call->fault = FMC_FAULT_TLS_VERIFY;
             errno = EPROTO;
             return errprintf(errp,
                              "%s: TLS verification of the server failed: %s",
                              label,
                              why);
         case HTTPC_TLS:
+            call->fault = FMC_FAULT_TLS;
             errno = EPROTO;
             return errprintf(errp, "%s: TLS failure: %s", label, why);
         default:
+            call->fault = FMC_FAULT_OTHER;
             errno = EIO;
             return errprintf(errp, "%s: %s", label, why);
     }
@@ -318,17 +421,21 @@ void fmhttp_pool_free(struct fmc *c)
 
 int fmhttp_do(struct fmc *c,
               const struct fmc_request *rq,
-              const struct timespec *deadline,
+              struct fmc_call *call,
               long *statusp,
               struct httpc_reply *r,
               vnib_error_t *errp)
 {
+    const struct timespec *deadline = &call->deadline;
     struct fmc_handle *h = NULL;
     struct curl_slist *hdrs = NULL;
     long left;
     CURLcode res;
     int rc = -1;
 
+    /* What an earlier exchange of the call met is not this one's. */
+    call->status = 0;
+    call->fault = FMC_FAULT_NONE;
     r->max = c->max_response;
     if (fmhttp_ms_until(deadline) <= 0) {
         errno = ETIMEDOUT;
@@ -362,15 +469,17 @@ int fmhttp_do(struct fmc *c,
         goto done;
     }
     if ((res = curl_easy_perform(h->curl)) != CURLE_OK) {
-        transfer_error(h, rq->label, res, r, errp);
+        transfer_error(h, call, rq->label, res, r, errp);
         goto done;
     }
     if (curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, statusp) != CURLE_OK
         || *statusp < 100) {
+        call->fault = FMC_FAULT_REPLY;
         errno = EPROTO;
         errprintf(errp, "%s: the reply has no HTTP status", rq->label);
         goto done;
     }
+    call->status = *statusp;
     rc = 0;
 done:
     if (h) {

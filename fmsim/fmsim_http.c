@@ -4,7 +4,8 @@
  * connection, so an injected delay holds up only its own request; the
  * admin one has a single internal thread of its own.  on_begin() runs
  * once the headers are in: it allocates the request, counts it and
- * applies the faults (drop, delay, error); httpd gathers the body up to
+ * applies the faults (drop, delay, error, HTML error page); httpd gathers
+ * the body up to
  * BODY_MAX; on_run() authenticates and runs the handler (fmsim_api.c for
  * the FM API, the admin handlers here), which returns a status or -1
  * with errno (mapped to a status in error_map).  Every error body carries
@@ -70,6 +71,7 @@ struct fmsim_http {
     atomic_int outage;
     atomic_bool forbid;
     atomic_bool echo_auth;   /* 403 quoting the Authorization header */
+    atomic_int html_status;  /* 0, or every request gets this HTML page */
     double error_rate;       /* under lock */
     double error_acc;        /* error_rate summed per request */
     unsigned long error_seq; /* injected errors: odd 500, even 503 */
@@ -182,6 +184,42 @@ static int send_json(struct fmsim_req *req,
     return rc;
 }
 
+/* The marker in the body of every html_status page: a client that
+ * quotes an error body quotes it.
+ */
+#define HTML_MARKER "fmsim-html-error-page"
+
+/* The page: status twice, the marker, the Authorization header. */
+#define HTML_PAGE                                                 \
+    "<!DOCTYPE html>\n<html><head><title>%d</title></head><body>" \
+    "<h1>%d: injected HTML error page</h1><p>%s</p>"              \
+    "<p>Authorization: %s</p></body></html>\n"
+
+/* The html_status fault: an HTML error page, as a proxy or load balancer
+ * in front of the FM answers when the FM is down, quoting the request's
+ * Authorization header (as a careless one does) beside HTML_MARKER.
+ */
+static int send_html_page(struct fmsim_req *req, int status)
+{
+    const char *auth = httpd_header(req->hr, "Authorization");
+    const char *hdrs[7];
+    char *page = NULL;
+    int len;
+
+    if (!auth)
+        auth = "(none)";
+    len = snprintf(NULL, 0, HTML_PAGE, status, status, HTML_MARKER, auth);
+    if (len < 0 || !(page = malloc((size_t)len + 1)))
+        return -1;
+    snprintf(
+        page, (size_t)len + 1, HTML_PAGE, status, status, HTML_MARKER, auth);
+    reply_headers(req, status, NULL, hdrs);
+    int rc = httpd_reply(
+        req->hr, status, page, (size_t)len, "text/html; charset=utf-8", hdrs);
+    count_status(req, status);
+    return rc;
+}
+
 /* An error reply: {"message", "detail"} and, from the token endpoint,
  * OAuth's "error".
  */
@@ -201,7 +239,7 @@ static json_t *faults_json(struct fmsim_http *h)
     pthread_mutex_lock(&h->lock);
     double rate = h->error_rate;
     pthread_mutex_unlock(&h->lock);
-    return json_pack("{s:I, s:f, s:s, s:b, s:b}",
+    return json_pack("{s:I, s:f, s:s, s:b, s:b, s:i}",
                      "latency_ms",
                      (json_int_t)atomic_load(&h->latency_ms),
                      "error_rate",
@@ -211,7 +249,9 @@ static json_t *faults_json(struct fmsim_http *h)
                      "forbid",
                      atomic_load(&h->forbid) ? 1 : 0,
                      "echo_auth",
-                     atomic_load(&h->echo_auth) ? 1 : 0);
+                     atomic_load(&h->echo_auth) ? 1 : 0,
+                     "html_status",
+                     atomic_load(&h->html_status));
 }
 
 static json_t *counters_json(struct fmsim_http *h)
@@ -308,7 +348,7 @@ static int h_faults_post(struct fmsim_req *req,
     struct fmsim_http *h = req->h;
     json_t *body = NULL, *latency = NULL, *rate = NULL, *outage = NULL;
     json_t *expire = NULL, *forbid = NULL, *forget = NULL, *add = NULL;
-    json_t *echo = NULL;
+    json_t *echo = NULL, *html = NULL;
     const char *add_id = NULL;
     json_int_t add_limit = 0;
     enum fmsim_outage new_outage = FMSIM_OUTAGE_NONE;
@@ -321,7 +361,7 @@ static int h_faults_post(struct fmsim_req *req,
     if (json_unpack_ex(body,
                        &jerr,
                        JSON_STRICT,
-                       "{s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o}",
+                       "{s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o}",
                        "latency_ms",
                        &latency,
                        "error_rate",
@@ -334,6 +374,8 @@ static int h_faults_post(struct fmsim_req *req,
                        &forbid,
                        "echo_auth",
                        &echo,
+                       "html_status",
+                       &html,
                        "forget_job",
                        &forget,
                        "add_job",
@@ -367,6 +409,14 @@ static int h_faults_post(struct fmsim_req *req,
         || (echo && !json_is_boolean(echo))) {
         errprintf(errp,
                   "expire_tokens, forbid and echo_auth must be true or false");
+        goto done;
+    }
+    if (html
+        && (!json_is_integer(html)
+            || (json_integer_value(html) != 0
+                && (json_integer_value(html) < 400
+                    || json_integer_value(html) > 599)))) {
+        errprintf(errp, "html_status must be 0 (off) or a status 400..599");
         goto done;
     }
     if (forget && !json_is_string(forget)) {
@@ -405,6 +455,8 @@ static int h_faults_post(struct fmsim_req *req,
         atomic_store(&h->forbid, json_is_true(forbid));
     if (echo)
         atomic_store(&h->echo_auth, json_is_true(echo));
+    if (html)
+        atomic_store(&h->html_status, (int)json_integer_value(html));
     if (rate) {
         pthread_mutex_lock(&h->lock);
         h->error_rate = json_number_value(rate);
@@ -420,12 +472,13 @@ static int h_faults_post(struct fmsim_req *req,
                   LOG_NOTICE,
                   NULL,
                   "faults: latency %ld ms, error rate %g, outage %s, forbid "
-                  "%s, echo_auth %s%s%s%s",
+                  "%s, echo_auth %s, html_status %d%s%s%s",
                   atomic_load(&h->latency_ms),
                   now_rate,
                   outage_names[atomic_load(&h->outage)],
                   atomic_load(&h->forbid) ? "on" : "off",
                   atomic_load(&h->echo_auth) ? "on" : "off",
+                  atomic_load(&h->html_status),
                   expire && json_is_true(expire) ? "; tokens expired" : "",
                   forget ? "; forgot a job" : "",
                   add ? "; added a job" : "");
@@ -578,6 +631,9 @@ static int on_begin(struct fmsim_http *h, bool admin, struct httpd_req *hr)
         }
         if (!delay(req))
             return -1;
+        int html_status = atomic_load(&h->html_status);
+        if (html_status)
+            return send_html_page(req, html_status);
         int status = inject_error(h);
         if (status)
             return send_error(req,
@@ -690,6 +746,7 @@ struct fmsim_http *fmsim_http_create(const struct fmsim_http_config *cfg,
     atomic_init(&h->latency_ms, cfg->faults.latency_ms);
     atomic_init(&h->outage, (int)cfg->faults.outage);
     atomic_init(&h->forbid, cfg->faults.forbid);
+    atomic_init(&h->html_status, 0);
     atomic_init(&h->echo_auth, false);
     h->error_rate = cfg->faults.error_rate;
     if (!(h->requests = json_object()) || !(h->statuses = json_object())) {

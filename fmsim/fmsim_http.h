@@ -5,7 +5,8 @@
  * or OAuth2 client credentials with a token endpoint at /oauth/token), and
  * behind the injected faults: added latency, a fraction of requests
  * answered 500 or 503, an outage (the port refuses connections, or accepts
- * and closes them without a reply) and 403 for every WLM call.
+ * and closes them without a reply), 403 for every WLM call, and an HTML
+ * error page for every request (what a proxy before a down FM answers).
  *
  * The admin port, loopback only and without authentication, is a separate
  * libmicrohttpd daemon with its own thread, so it keeps answering while
@@ -17,7 +18,10 @@
  *   POST /fmsim/faults   change them: any of {"latency_ms": N, "error_rate":
  *                        F, "outage": "none"|"refuse"|"drop", "forbid": B,
  *                        "echo_auth": B (403s that quote the request's
- *                        Authorization header),
+ *                        Authorization header), "html_status": N (400..599:
+ *                        every main-port request gets an HTML page of that
+ *                        status quoting its Authorization header beside the
+ *                        marker "fmsim-html-error-page"; 0: off),
  *                        "expire_tokens": true, "forget_job": "id",
  *                        "add_job": {"jobID": "id", "mcastLimit": N}};
  *                        answers with the new settings

@@ -2,7 +2,8 @@
  *
  * Like munge's path checks, the rule is strict on purpose: a key that
  * another local user could read is not a secret, and starting anyway would
- * hide the problem until it is exploited.
+ * hide the problem until it is exploited.  The three readers differ only
+ * in the rule applied to the open descriptor (enum rule).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,12 +47,20 @@ static int read_fd(int fd,
     return 0;
 }
 
+/* What read_checked requires of the file beyond being a regular one. */
+enum rule {
+    RULE_PUBLIC, /* nothing more (a certificate) */
+    RULE_SECRET, /* strict mode; owner the euid or root, unless euid is 0 */
+    RULE_OWNED,  /* strict mode; owner the euid or root, for root too */
+};
+
 static int read_checked(const char *path,
-                        bool secret,
+                        enum rule rule,
                         char **bufp,
                         size_t *lenp,
                         vnib_error_t *errp)
 {
+    bool secret = rule != RULE_PUBLIC;
     struct stat st;
     int fd = -1;
     int rc = -1;
@@ -84,12 +93,15 @@ static int read_checked(const char *path,
         goto done;
     }
     /* Another owner is refused, since that user could change or swap the
-     * file, except when reading as root: root reads any file anyway, and
-     * refusing would only stop it minting node tokens from a node.key
-     * given to the broker's user, as the guide says to.  The mode rule
-     * above still holds for root.
+     * file.  RULE_SECRET spares root: root reads any file anyway, and
+     * refusing would only stop vnibctl minting node tokens from a
+     * node.key given to the broker's user, as the guide says to.  A
+     * daemon's own credentials (RULE_OWNED) have no such exemption: a
+     * broker run as root must not take a key that another user could
+     * have written.  The mode rule above holds for root either way.
      */
-    if (secret && st.st_uid != geteuid() && st.st_uid != 0 && geteuid() != 0) {
+    if (secret && st.st_uid != geteuid() && st.st_uid != 0
+        && (rule == RULE_OWNED || geteuid() != 0)) {
         errno = EPERM;
         errprintf(errp,
                   "%s: owned by uid %u: a credential file must belong to "
@@ -119,7 +131,15 @@ int secfile_read(const char *path,
                  size_t *lenp,
                  vnib_error_t *errp)
 {
-    return read_checked(path, true, bufp, lenp, errp);
+    return read_checked(path, RULE_SECRET, bufp, lenp, errp);
+}
+
+int secfile_read_owned(const char *path,
+                       char **bufp,
+                       size_t *lenp,
+                       vnib_error_t *errp)
+{
+    return read_checked(path, RULE_OWNED, bufp, lenp, errp);
 }
 
 int secfile_read_public(const char *path,
@@ -127,7 +147,7 @@ int secfile_read_public(const char *path,
                         size_t *lenp,
                         vnib_error_t *errp)
 {
-    return read_checked(path, false, bufp, lenp, errp);
+    return read_checked(path, RULE_PUBLIC, bufp, lenp, errp);
 }
 
 void secfile_free(char *buf, size_t len)

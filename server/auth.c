@@ -132,7 +132,7 @@ static int load_tokens(struct auth *a, const char *path, vnib_error_t *errp)
     int lineno = 0;
     int rc = -1;
 
-    if (secfile_read(path, &buf, &len, errp) < 0)
+    if (secfile_read_owned(path, &buf, &len, errp) < 0)
         return -1;
     char *save = NULL;
     for (char *line = buf; line; line = save) {
@@ -181,7 +181,7 @@ static int load_node_key(const char *path,
     char *key = NULL;
     size_t keylen = 0;
 
-    if (secfile_read(path, &key, &keylen, errp) < 0)
+    if (secfile_read_owned(path, &key, &keylen, errp) < 0)
         return -1;
     if (keylen < TOKEN_KEY_MIN) {
         secfile_free(key, keylen);

@@ -2,7 +2,8 @@
  *
  * Monitors may read it: it names the Fabric Manager and its auth mode but
  * never a credential or a session token.  Only admins see the text of
- * the last FM error; the others a fixed phrase for its class.
+ * the last FM error; every role its reason, the failure's class and HTTP
+ * status ("Fabric Manager unavailable (HTTP 503)").
  */
 #include "server/fabric.h"
 #include "server/http.h"

@@ -33,6 +33,7 @@ static int work_one(struct hwcoll *h, json_t *w)
     const char *fm = json_string_value(json_object_get(w, "fm_job_id"));
     const char *st = json_string_value(json_object_get(w, "hwcoll_state"));
     bool active = json_is_true(json_object_get(w, "active"));
+    struct fmc_error fail = {.fault = FMC_FAULT_NONE};
     vnib_error_t error = {""};
     enum store_hwset_outcome outcome;
     enum hwstate state;
@@ -42,9 +43,9 @@ static int work_one(struct hwcoll *h, json_t *w)
     if (!fm || !hwstate_parse(st, &state))
         return 0;
     if (state == HWSTATE_RELEASING) {
-        if (fmc_job_delete(h->fmc, fm, &error) < 0)
+        if (fmc_job_delete(h->fmc, fm, &fail) < 0)
             goto failed;
-        hwcoll_note_result(h, 0, "release", "");
+        hwcoll_note_result(h, "release", NULL);
         hwcoll_record(h, id, HWSTATE_RELEASED, HWSTATE_CAUSE_NONE, NULL);
         logger_printf(h->b->log, LOG_INFO, NULL, "hwcoll: %s released", fm);
         return 0;
@@ -52,10 +53,10 @@ static int work_one(struct hwcoll *h, json_t *w)
     /* A reserve that timed out, or one left pending by a broker that
      * stopped during the call: did the FM complete it after all?
      */
-    if (fmc_job_get(h->fmc, fm, &token, &error) < 0) {
+    if (fmc_job_get(h->fmc, fm, &token, &fail) < 0) {
         if (errno != ENOENT)
             goto failed;
-        hwcoll_note_result(h, 0, "check", "");
+        hwcoll_note_result(h, "check", NULL);
         /* Not there yet is not an answer while the FM may still be
          * working on the POST the request gave up on: look again on
          * later passes until that call cannot land any more (twice the
@@ -77,7 +78,7 @@ static int work_one(struct hwcoll *h, json_t *w)
                       NULL);
         return 0;
     }
-    hwcoll_note_result(h, 0, "check", "");
+    hwcoll_note_result(h, "check", NULL);
     if (active && hwcoll_seal_hex(h, id, token, &hex) == 0
         && store_hwcoll_set(h->b->store,
                             id,
@@ -101,7 +102,7 @@ static int work_one(struct hwcoll *h, json_t *w)
         goto done;
     }
     /* The job ended (or cannot take it): delete the late reservation. */
-    if (fmc_job_delete(h->fmc, fm, &error) < 0)
+    if (fmc_job_delete(h->fmc, fm, &fail) < 0)
         goto failed;
     hwcoll_record(
         h, id, HWSTATE_UNAVAILABLE, HWSTATE_CAUSE_TIMEOUT_LATE_DELETED, NULL);
@@ -114,9 +115,9 @@ static int work_one(struct hwcoll *h, json_t *w)
     rc = 0;
     goto done;
 failed:
-    hwcoll_note_result(h, -1, st, error.text);
+    hwcoll_note_result(h, st, &fail);
     logger_printf(
-        h->b->log, LOG_WARNING, NULL, "hwcoll: %s: %s", fm, error.text);
+        h->b->log, LOG_WARNING, NULL, "hwcoll: %s: %s", fm, fail.msg.text);
 done:
     free(hex);
     fmc_free_secret(token);
@@ -206,6 +207,7 @@ done:
 /* Reconcile the database with the FM's job list (leader only). */
 static void reconcile(struct hwcoll *h)
 {
+    struct fmc_error fail = {.fault = FMC_FAULT_NONE};
     vnib_error_t error = {""};
     char listed_at[64];
     char **ids = NULL;
@@ -216,11 +218,12 @@ static void reconcile(struct hwcoll *h)
 
     if (store_db_now(h->b->store, listed_at, sizeof(listed_at), &error) < 0)
         goto done;
-    if (fmc_job_list(h->fmc, h->prefix, &ids, &n, &error) < 0) {
-        hwcoll_note_result(h, -1, "list", error.text);
+    if (fmc_job_list(h->fmc, h->prefix, &ids, &n, &fail) < 0) {
+        hwcoll_note_result(h, "list", &fail);
+        snprintf(error.text, sizeof(error.text), "%s", fail.msg.text);
         goto done;
     }
-    hwcoll_note_result(h, 0, "list", "");
+    hwcoll_note_result(h, "list", NULL);
     if (store_reconcile(
             h->b->store, ids, n, listed_at, "reconciler", &res, &error)
         < 0)

@@ -63,8 +63,8 @@ static int deferred_one(struct hwcoll *h, json_t *w)
     bool active = json_is_true(json_object_get(w, "active"));
     int attempts = (int)json_integer_value(json_object_get(w, "attempts"));
     long timeout = h->b->cfg->hwcoll.request_timeout_ms;
-    struct hwcoll_call call = {id, fm, timeout, "hwcoll"};
-    vnib_error_t error = {""};
+    struct hwcoll_call call = {id, fm, "hwcoll"};
+    struct fmc_error error = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     int rc = 0;
 
@@ -86,11 +86,11 @@ static int deferred_one(struct hwcoll *h, json_t *w)
                    h->fmc, fm, h->addrs_per_job, timeout, &token, &error)
                    < 0)) {
         int e = errno;
-        hwcoll_reserve_failed(h, &call, e, error.text, NULL);
+        hwcoll_reserve_failed(h, &call, e, &error, NULL);
         rc = e == ECONNREFUSED || e == ETIMEDOUT ? -1 : 0;
         goto done;
     }
-    hwcoll_note_result(h, 0, "reserve", "");
+    hwcoll_note_result(h, "reserve", NULL);
     /* (When it cannot be recorded it is still deferred: claimed again
      * when the lease ends.) */
     if (hwcoll_reserve_done(h, &call, token, NULL) > 0)
@@ -134,7 +134,7 @@ static int queue_op(struct hwcoll *h, json_t *op)
     const char *kind = json_string_value(json_object_get(op, "op"));
     const char *step = json_string_value(json_object_get(op, "step_id"));
     int attempts = (int)json_integer_value(json_object_get(op, "attempts"));
-    vnib_error_t error = {""};
+    struct fmc_error error = {.fault = FMC_FAULT_NONE};
     vnib_error_t ignore;
     int rc;
 
@@ -143,7 +143,7 @@ static int queue_op(struct hwcoll *h, json_t *op)
     else
         rc = fmc_job_delete(h->fmc, fm, &error);
     if (rc == 0) {
-        hwcoll_note_result(h, 0, kind, "");
+        hwcoll_note_result(h, kind, NULL);
         logger_printf(h->b->log,
                       LOG_DEBUG,
                       NULL,
@@ -155,9 +155,9 @@ static int queue_op(struct hwcoll *h, json_t *op)
         return 1;
     }
     int e = errno;
-    hwcoll_note_result(h, -1, kind, error.text);
+    hwcoll_note_result(h, kind, &error);
     if (store_fm_retry(
-            h->b->store, id, error.text, backoff_s(h, attempts), &ignore)
+            h->b->store, id, error.msg.text, backoff_s(h, attempts), &ignore)
         < 0) {
         /* Logged by the store; the op is due again when its lease ends. */
     }
@@ -171,7 +171,7 @@ static int queue_op(struct hwcoll *h, json_t *op)
                   kind,
                   fm,
                   attempts + 1,
-                  error.text);
+                  error.msg.text);
     return e == ECONNREFUSED || e == ETIMEDOUT ? -1 : 0;
 }
 

@@ -810,7 +810,7 @@ struct http *http_create(struct broker *broker, vnib_error_t *errp)
         if (secfile_read_public(cfg->server.tls_cert, &cert, &cert_len, errp)
             < 0)
             goto error;
-        if (secfile_read(cfg->server.tls_key, &key, &key_len, errp) < 0)
+        if (secfile_read_owned(cfg->server.tls_key, &key, &key_len, errp) < 0)
             goto error;
     } else if (!is_loopback((struct sockaddr *)&ss)) {
         logger_printf(broker->log,

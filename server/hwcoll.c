@@ -38,26 +38,28 @@
     "background"
 
 void hwcoll_note_result(struct hwcoll *h,
-                        int rc,
                         const char *what,
-                        const char *msg)
+                        const struct fmc_error *err)
 {
-    const char *cls = hwstate_cause_phrase(hwstate_cause_of_errno(errno));
+    char reason[HWSTATE_REASON_MAX] = "";
 
+    if (err)
+        hwstate_fault_reason(err, reason, sizeof(reason));
     pthread_mutex_lock(&h->lock);
-    if (rc == 0 && !h->last_ok && h->last_error)
+    if (!err && !h->last_ok && h->last_error)
         h->reconcile_now = true; /* back after an outage */
-    h->last_ok = rc == 0;
-    if (rc == 0)
+    h->last_ok = !err;
+    if (!err)
         h->last_success = time(NULL);
     else {
         h->last_error = time(NULL);
-        h->last_error_class = cls;
+        snprintf(
+            h->last_error_reason, sizeof(h->last_error_reason), "%s", reason);
         snprintf(h->last_error_text,
                  sizeof(h->last_error_text),
                  "%s: %s",
                  what,
-                 msg);
+                 err->msg.text);
     }
     pthread_mutex_unlock(&h->lock);
 }
@@ -186,25 +188,24 @@ static void slot_give(struct hwcoll *h)
 void hwcoll_reserve_failed(struct hwcoll *h,
                            const struct hwcoll_call *c,
                            int e,
-                           const char *fm_text,
+                           const struct fmc_error *err,
                            json_t **recp)
 {
     enum hwstate_cause cause = hwstate_cause_of_errno(e);
     enum store_hwset_outcome outcome;
     vnib_error_t error = {""};
-    char reason[96];
+    char reason[HWSTATE_REASON_MAX];
 
-    errno = e;
-    hwcoll_note_result(h, -1, "reserve", fm_text);
-    hwstate_cause_reason(cause, c->timeout_ms, reason, sizeof(reason));
+    hwcoll_note_result(h, "reserve", err);
+    hwstate_fault_reason(err, reason, sizeof(reason));
     logger_printf(h->b->log,
                   LOG_WARNING,
                   NULL,
                   "hwcoll: reservation %lld: %s: %s: %s",
                   c->id,
                   c->fm,
-                  hwstate_cause_phrase(cause),
-                  fm_text);
+                  reason,
+                  err->msg.text);
     if (store_hwcoll_set(h->b->store,
                          c->id,
                          HWSTATE_UNAVAILABLE,
@@ -258,14 +259,15 @@ int hwcoll_reserve_done(struct hwcoll *h,
     }
     if (outcome == STORE_HWSET_NOT_ACTIVE) {
         /* Released while the FM worked: its reservation is an orphan. */
-        if (fmc_job_delete(h->fmc, c->fm, &error) < 0)
+        struct fmc_error fail = {.fault = FMC_FAULT_NONE};
+        if (fmc_job_delete(h->fmc, c->fm, &fail) < 0)
             logger_printf(
                 h->b->log,
                 LOG_WARNING,
                 NULL,
                 "hwcoll: %s: released job's reservation not deleted: %s",
                 c->fm,
-                error.text);
+                fail.msg.text);
         rc = 0;
         goto done;
     }
@@ -286,7 +288,8 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
     const char *fm_job_id = json_string_value(json_object_get(hw, "fm_job_id"));
     long long id = json_integer_value(json_object_get(*resp, "id"));
     long timeout = h->b->cfg->hwcoll.reserve_timeout_ms;
-    struct hwcoll_call call = {id, fm_job_id, timeout, actor};
+    struct hwcoll_call call = {id, fm_job_id, actor};
+    struct fmc_error fail = {.fault = FMC_FAULT_NONE};
     vnib_error_t error = {""};
     char *token = NULL;
     json_t *rec = NULL;
@@ -318,18 +321,18 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
      * never been sent, so one POST does (the FM's latency once).
      */
     int frc = fmc_job_create(
-        h->fmc, fm_job_id, h->addrs_per_job, timeout, &token, &error);
+        h->fmc, fm_job_id, h->addrs_per_job, timeout, &token, &fail);
     int e = errno;
     slot_give(h);
     if (frc < 0) {
-        hwcoll_reserve_failed(h, &call, e, error.text, &rec);
+        hwcoll_reserve_failed(h, &call, e, &fail, &rec);
         if (rec) {
             json_decref(*resp);
             *resp = rec;
         }
         return;
     }
-    hwcoll_note_result(h, 0, "reserve", "");
+    hwcoll_note_result(h, "reserve", NULL);
     if (hwcoll_reserve_done(h, &call, token, &rec) > 0) {
         json_decref(*resp);
         *resp = rec;
@@ -422,7 +425,7 @@ static int load_key(const char *path,
 {
     char *buf = NULL;
     size_t len = 0;
-    if (secfile_read(path, &buf, &len, errp) < 0)
+    if (secfile_read_owned(path, &buf, &len, errp) < 0)
         return -1;
     if (len != SEAL_KEY_LEN) {
         secfile_free(buf, len);
@@ -661,11 +664,13 @@ int hwcoll_status(struct hwcoll *h,
         time_or_null(h->last_success),
         "last_error",
         h->last_error
-            ? json_pack("{s:o, s:s}",
+            ? json_pack("{s:o, s:s, s:s}",
                         "time",
                         time_or_null(h->last_error),
+                        "reason",
+                        h->last_error_reason,
                         "message",
-                        detail ? h->last_error_text : h->last_error_class)
+                        detail ? h->last_error_text : h->last_error_reason)
             : json_null(),
         "reservations",
         counts,

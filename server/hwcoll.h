@@ -80,8 +80,9 @@ void hwcoll_reveal(struct hwcoll *h, json_t *res, bool allowed);
 void hwcoll_kick(struct hwcoll *h);
 
 /* GET /v1/fabric-manager: configuration, connection state, counts.
- * Without detail (callers other than admins), errors are given only as
- * a fixed phrase per class: the FM's text may quote anything.
+ * The last error's reason (the failure's class and HTTP status) is for
+ * every caller; its message, the FM's text, only with detail (admins),
+ * since it may quote anything; other callers get the reason there too.
  */
 int hwcoll_status(struct hwcoll *h,
                   bool detail,

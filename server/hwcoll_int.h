@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "vnib/fmclient.h"
 #include "vnib/monotime.h"
 #include "vnib/seal.h"
 #include "server/hwcoll.h"
@@ -62,19 +63,18 @@ struct hwcoll {
     /* Connection state for /v1/fabric-manager, under lock. */
     time_t last_success;
     time_t last_error;
-    bool last_ok; /* the most recent call succeeded */
-    char last_error_text[160];
-    const char *last_error_class; /* the cause's phrase: for non-admins */
+    bool last_ok;              /* the most recent call succeeded */
+    char last_error_text[200]; /* "what: message": for admins */
+    char last_error_reason[HWSTATE_REASON_MAX]; /* class and status: all */
 };
 
-/* Note an FM call's outcome for /v1/fabric-manager, right after the call
- * (errno classifies a failure): rc 0 or -1, what the call was, the FM's
- * message.  The first success after a failure asks for a reconciliation.
+/* Note an FM call's outcome for /v1/fabric-manager, right after the call:
+ * what the call was, and err, how it failed (NULL: it succeeded).  The
+ * first success after a failure asks for a reconciliation.
  */
 void hwcoll_note_result(struct hwcoll *h,
-                        int rc,
                         const char *what,
-                        const char *msg);
+                        const struct fmc_error *err);
 
 /* Seal a token for reservation id; hex into *hexp (caller frees). */
 int hwcoll_seal_hex(struct hwcoll *h,
@@ -92,24 +92,24 @@ void hwcoll_record(struct hwcoll *h,
                    const char *hex);
 
 /* One FM reserve, by a request thread or a worker: for reservation id,
- * FM job fm, waiting up to timeout_ms; actor goes to the audit trail.
+ * FM job fm; actor goes to the audit trail.
  */
 struct hwcoll_call {
     long long id;
     const char *fm;
-    long timeout_ms;
     const char *actor;
 };
 
-/* Call c failed with errno e and the FM's text fm_text: note it, log it,
- * record "unavailable" with the cause and the reason clients read, and
- * after a timeout wake the leader, which checks whether the FM completed
- * it late.  recp (may be NULL) receives the reservation as recorded.
+/* Call c failed with errno e (the stored cause) and err (the reason
+ * clients read: class and status; its message, with the FM's text, goes
+ * to the log): note it, log it, record "unavailable", and after a timeout
+ * wake the leader, which checks whether the FM completed it late.  recp
+ * (may be NULL) receives the reservation as recorded.
  */
 void hwcoll_reserve_failed(struct hwcoll *h,
                            const struct hwcoll_call *c,
                            int e,
-                           const char *fm_text,
+                           const struct fmc_error *err,
                            json_t **recp);
 
 /* The FM made c's job and answered token: record it, sealed.  Returns 1

@@ -1,17 +1,25 @@
 /* A reservation's hardware-collectives state, and the cause of a failure,
- * as enums with one name table each.
+ * as enums with one name table each; and the reason clients read of a
+ * failed Fabric Manager call.
  *
  * The database holds both as text, checked against the same lists:
  * hwcoll_state by the CHECK of schema/0002, hwcoll_cause by that of
  * schema/0016 (tests/unit/server/test_hwstate.c reads the migrations and
  * asserts the lists agree).  The state machine chooses by these codes;
- * hwcoll_reason is only what clients read, and its wording may change.
+ * hwcoll_reason is only what clients read, and its wording may change: of
+ * a failed call it names the failure's class and the HTTP status
+ * (hwstate_fault_reason), never the FM's text.
  */
 #ifndef VNIB_SERVER_HWSTATE_H
 #define VNIB_SERVER_HWSTATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "vnib/fmclient.h"
+
+/* Room for any reason hwstate writes, with its NUL. */
+#define HWSTATE_REASON_MAX 128
 
 /* reservations.hwcoll_state. */
 enum hwstate {
@@ -50,20 +58,24 @@ bool hwstate_parse(const char *name, enum hwstate *sp);
  */
 const char *hwstate_cause_code(enum hwstate_cause c);
 
-/* The fixed phrase of cause c, what non-admins see of a failure
- * ("Fabric Manager timed out", ...); NULL for HWSTATE_CAUSE_NONE.
+/* The fixed reason of cause c, for the causes the broker decides without
+ * a call failing (a follow-up's outcome, a job that ended: "timeout; the
+ * Fabric Manager made no reservation", ...); NULL for HWSTATE_CAUSE_NONE
+ * and for the causes of a failed call, whose reason is
+ * hwstate_fault_reason's.
  */
 const char *hwstate_cause_phrase(enum hwstate_cause c);
 
 /* The cause of an FM call's failure, from its errno. */
 enum hwstate_cause hwstate_cause_of_errno(int e);
 
-/* What a reservation says of cause c in hwcoll_reason: its phrase, or for
- * a timeout how long the broker waited (timeout_ms).
+/* What hwcoll_reason and /v1/fabric-manager say of a failed FM call: its
+ * class and, when an answer failed it, the HTTP status ("Fabric Manager
+ * refused our credentials (HTTP 401)", "Fabric Manager unavailable (HTTP
+ * 503)"), or for a timeout the call's limit ("Fabric Manager timed out
+ * after 2000 ms").  Never err's message, which may quote the FM.  Into
+ * buf (HWSTATE_REASON_MAX is enough).
  */
-void hwstate_cause_reason(enum hwstate_cause c,
-                          long timeout_ms,
-                          char *buf,
-                          size_t size);
+void hwstate_fault_reason(const struct fmc_error *err, char *buf, size_t size);
 
 #endif /* !VNIB_SERVER_HWSTATE_H */

@@ -15,8 +15,10 @@
  * access token is cached, refreshed before expires_in runs out and once
  * on a 401 or 403), optionally with a client certificate (mTLS).  TLS
  * peer and host verification are on unless tls_verify is false.  Secret
- * files must not be readable by group or others.  No secret ever appears
- * in an error message.
+ * files (password, client secret, mTLS key) must not be accessible by
+ * group or others and must belong to the effective user or root, whatever
+ * the effective user (secfile_read_owned: the broker's own credentials).
+ * No secret ever appears in an error message.
  *
  * Connections are reused (keep-alive).  A client may be used from several
  * threads: each call borrows one of a small set of CURL handles under a
@@ -29,7 +31,10 @@
  * verification failure: the message says which), EMSGSIZE (reply larger
  * than the cap), ENOSPC (507: out of multicast addresses), EIO (any other
  * status; the message carries the status and the FM's "detail" or
- * "message").
+ * "message").  A failed job call also fills a struct fmc_error: the
+ * message, the failure's class (enum fmc_fault) and the HTTP status that
+ * failed it, so that a caller can say what went wrong without the FM's
+ * text.
  */
 #ifndef VNIB_FMCLIENT_H
 #define VNIB_FMCLIENT_H
@@ -58,6 +63,45 @@ struct fmc_config {
 
 struct fmc;
 
+/* The class of an FM call's failure: what an admin would act on.  One
+ * function in fmhttp.c maps HTTP statuses to these (and to errno).
+ */
+enum fmc_fault {
+    FMC_FAULT_NONE,         /* the call succeeded */
+    FMC_FAULT_CREDENTIALS,  /* 401 or 403 (after one OAuth token refresh),
+                             * or the OAuth token endpoint's 400, 401 or
+                             * 403: credentials or permission (EACCES) */
+    FMC_FAULT_REQUEST,      /* another status the FM refused with: 4xx, or
+                             * 1xx and 3xx (redirects are not followed) */
+    FMC_FAULT_NOT_FOUND,    /* 404 where it is an error (ENOENT) */
+    FMC_FAULT_NO_ADDRESSES, /* 507: out of multicast addresses (ENOSPC) */
+    FMC_FAULT_UNAVAILABLE,  /* 5xx: the FM or a proxy before it failed */
+    FMC_FAULT_REPLY,        /* an answer the client cannot use: not the
+                             * JSON expected, no status, too large */
+    FMC_FAULT_TIMEOUT,      /* no answer within the call's time limit */
+    FMC_FAULT_CONN_REFUSED, /* the connection was refused */
+    FMC_FAULT_HOST_UNKNOWN, /* the host name does not resolve */
+    FMC_FAULT_UNREACHABLE,  /* no connection for another reason (route) */
+    FMC_FAULT_DROPPED,      /* connected, then closed without an answer */
+    FMC_FAULT_TLS_VERIFY,   /* the FM's certificate or name did not verify */
+    FMC_FAULT_TLS,          /* any other TLS failure */
+    FMC_FAULT_OTHER,        /* in this process: memory, arguments, libcurl */
+};
+
+/* Why a job call failed.  fault and status never carry the FM's text;
+ * msg may (scrubbed of every form of the client's secrets), so it is for
+ * the log and for admins.
+ */
+struct fmc_error {
+    vnib_error_t msg;     /* "FM POST /...: HTTP 503: <the FM's detail>" */
+    enum fmc_fault fault; /* FMC_FAULT_NONE after a success */
+    long status;          /* the HTTP status of the answer that failed the
+                           * call (a refusal, or a reply not as expected);
+                           * 0 when no answer did (timeout, connection,
+                           * TLS, local) */
+    long timeout_ms;      /* with FMC_FAULT_TIMEOUT: the call's limit */
+};
+
 /* Create a client; reads and checks the secret files now.  Does not
  * contact the FM.  Returns NULL with errp set.
  */
@@ -73,7 +117,7 @@ void fmc_destroy(struct fmc *c);
 int fmc_job_get(struct fmc *c,
                 const char *fm_job_id,
                 char **tokenp,
-                vnib_error_t *errp) VNIB_MUST_CHECK;
+                struct fmc_error *errp) VNIB_MUST_CHECK;
 
 /* Reserve multicast addresses for a job: GET, then POST only on 404, so a
  * retry never makes two FM objects for one job.  timeout_ms bounds the
@@ -84,7 +128,7 @@ int fmc_job_reserve(struct fmc *c,
                     int mcast_limit,
                     long timeout_ms,
                     char **tokenp,
-                    vnib_error_t *errp) VNIB_MUST_CHECK;
+                    struct fmc_error *errp) VNIB_MUST_CHECK;
 
 /* Reserve for a job id that has never been sent to the FM (a new
  * reservation's first attempt): POST at once, one round trip instead of
@@ -96,7 +140,7 @@ int fmc_job_create(struct fmc *c,
                    int mcast_limit,
                    long timeout_ms,
                    char **tokenp,
-                   vnib_error_t *errp) VNIB_MUST_CHECK;
+                   struct fmc_error *errp) VNIB_MUST_CHECK;
 
 /* Free one job step's multicast trees (PATCH jobSteps.<step> = null).
  * 404 counts as done.
@@ -104,12 +148,12 @@ int fmc_job_create(struct fmc *c,
 int fmc_job_release_step(struct fmc *c,
                          const char *fm_job_id,
                          const char *step_id,
-                         vnib_error_t *errp) VNIB_MUST_CHECK;
+                         struct fmc_error *errp) VNIB_MUST_CHECK;
 
 /* Delete a job's reservation and its trees.  404 counts as done (0). */
 int fmc_job_delete(struct fmc *c,
                    const char *fm_job_id,
-                   vnib_error_t *errp) VNIB_MUST_CHECK;
+                   struct fmc_error *errp) VNIB_MUST_CHECK;
 
 /* The FM's job ids that start with exactly "<prefix>-": *idsp is an array
  * of *countp strings (free with fmc_free_ids).  Entries of other prefixes
@@ -119,7 +163,7 @@ int fmc_job_list(struct fmc *c,
                  const char *prefix,
                  char ***idsp,
                  size_t *countp,
-                 vnib_error_t *errp) VNIB_MUST_CHECK;
+                 struct fmc_error *errp) VNIB_MUST_CHECK;
 
 void fmc_free_ids(char **ids, size_t count);
 

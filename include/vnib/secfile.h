@@ -3,8 +3,11 @@
  * TLS keys, token files and shared keys must be readable by their owner
  * only.  secfile_read() opens the file, checks the open descriptor (so the
  * check and the read see the same file), refuses group or other access and
- * foreign owners (except to root), and returns the contents.  Callers wipe the
- * buffer with secfile_free() when done.
+ * foreign owners (except to root), and returns the contents.
+ * secfile_read_owned() refuses foreign owners to root too: for a daemon's
+ * own credentials (vnibrokerd's), where root is no reason to trust a file
+ * another user could have written.  Callers wipe the buffer with
+ * secfile_free() when done.
  */
 #ifndef VNIB_SECFILE_H
 #define VNIB_SECFILE_H
@@ -26,6 +29,18 @@ int secfile_read(const char *path,
                  char **bufp,
                  size_t *lenp,
                  vnib_error_t *errp);
+
+/* As secfile_read(), but the owner rule holds whatever the effective
+ * user: refused (EPERM) when the file belongs to neither the effective
+ * user nor root, also when the effective user is root.  The message names
+ * the path and the owner's uid.  For the files a service reads as its own
+ * credentials (the broker's tokens file, node keys, TLS key, FM secrets),
+ * not for tools that root runs on files given to other users.
+ */
+int secfile_read_owned(const char *path,
+                       char **bufp,
+                       size_t *lenp,
+                       vnib_error_t *errp);
 
 /* Read a public file (certificate) with no permission requirement beyond
  * being a regular file.  Same conventions as secfile_read().

@@ -354,6 +354,20 @@ faults '{"forbid":false}'
 http GET /fabric/collectives/jobs/
 expect_status "forbid false: 200 again" 200
 
+faults '{"html_status":502}'
+expect_eq "html_status is 200" "$ADMIN_STATUS" 200
+expect_eq "... and shows in the settings" "$(jq -r .html_status "$T/admin.body")" 502
+TOKEN=sekrit-bearer http GET /fabric/collectives/jobs/
+expect_status "html_status 502: every request gets a 502 ..." 502
+expect_match "... as an HTML page" "$(header Content-Type)" '^text/html'
+expect_match "... with the marker" "$HTTP_BODY" 'fmsim-html-error-page'
+expect_match "... quoting the request's Authorization header" "$HTTP_BODY" 'Authorization: Bearer sekrit-bearer'
+faults '{"html_status":0}'
+http GET /fabric/collectives/jobs/
+expect_status "html_status 0: 200 again" 200
+faults '{"html_status":200}'
+expect_eq "an html_status outside 400..599 is 400" "$ADMIN_STATUS" 400
+
 expect_eq "c-2 holds one address" "$(state .addrs.used)" 1
 faults '{"forget_job":"c-2"}'
 expect_eq "forget_job is 200" "$ADMIN_STATUS" 200

@@ -1,8 +1,10 @@
 #!/bin/bash
 # The Fabric Manager client against fmsim, through the broker: Basic and
-# OAuth (token expiry and refresh), a wrong password, 403, 5xx, and TLS
-# with a test CA (verification failures are errors; the explicit off
-# switch works and is logged).  Every failure leaves the VNIs reserved.
+# OAuth (token expiry and refresh), a wrong password, 403, 5xx (JSON and
+# an HTML error page), and TLS with a test CA (verification failures are
+# errors; the explicit off switch works and is logged).  Every failure
+# leaves the VNIs reserved, with a reason that names the failure's class
+# and the HTTP status, and never the FM's body.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fm.sh"
 
@@ -51,7 +53,8 @@ secret_forms_absent () {
     shift
     hw_state >"$T/hw_state" # not in a subshell: it sets $job
     st=$(cat "$T/hw_state")
-    expect_eq "$label, echoed Authorization: unavailable, refused" "$st" 'unavailable|Fabric Manager refused'
+    expect_eq "$label, echoed Authorization: unavailable, credentials refused" "$st" \
+        'unavailable|Fabric Manager refused our credentials (HTTP 403)'
     replies=$(cat "$T/http.body")
     TOKEN=$MONITOR_TOKEN http GET "/v1/reservations/$job"
     replies="$replies $(cat "$T/http.body")"
@@ -62,15 +65,17 @@ secret_forms_absent () {
     for who in MONITOR SCHED; do
         eval "TOKEN=\$${who}_TOKEN" http GET /v1/fabric-manager
         expect_eq "$label: /v1/fabric-manager gives $who a fixed phrase" \
-            "$(jq -r .last_error.message "$T/http.body")" 'Fabric Manager refused'
+            "$(jq -r .last_error.message "$T/http.body")" 'Fabric Manager refused our credentials (HTTP 403)'
         replies="$replies $(cat "$T/http.body")"
     done
     TOKEN=$ADMIN_TOKEN http GET /v1/fabric-manager
     expect_match "$label: ... and the admin the FM's text, scrubbed" \
         "$(jq -r .last_error.message "$T/http.body")" 'HTTP 403: forbidden .fault injected.: Authorization: (Basic|Bearer) \*\*\*$'
+    expect_eq "$label: ... and the phrase as last_error.reason" \
+        "$(jq -r .last_error.reason "$T/http.body")" 'Fabric Manager refused our credentials (HTTP 403)'
     replies="$replies $(cat "$T/http.body")"
     expect_match "$label: the log has the FM's text, scrubbed" "$(cat "$BROKER_LOG")" \
-        "reservation [0-9]*: .*Fabric Manager refused: .*Authorization: [A-Za-z]* \*\*\*"
+        "reservation [0-9]*: .*Fabric Manager refused our credentials \(HTTP 403\): .*Authorization: [A-Za-z]* \*\*\*"
     for form in "$@"; do
         [ -n "$form" ] || continue
         if printf '%s' "$replies" | grep -qF -- "$form"; then
@@ -90,7 +95,8 @@ secret_forms_absent () {
 FM_URL=http://127.0.0.1:1
 start_broker "auth = \"none\"" || { not_ok "the broker starts while the FM is unreachable"; finish; }
 ok "the broker starts while the FM is unreachable"
-expect_match "VNIs are reserved; hwcoll unavailable, unreachable" "$(hw_state)" '^unavailable\|Fabric Manager unreachable'
+expect_eq "VNIs are reserved; hwcoll unavailable, unreachable (connection refused)" \
+    "$(hw_state)" 'unavailable|Fabric Manager unreachable (connection refused)'
 broker_stop
 
 # ---- Basic ------------------------------------------------------------------------
@@ -104,13 +110,43 @@ curl -s -o /dev/null -X POST -d '{"echo_auth":true}' "$FM_ADMIN/fmsim/faults"
 secret_forms_absent basic "$(head -n 1 "$T/fm.pass")" \
     "$(printf 'cxi:%s' "$(head -n 1 "$T/fm.pass")" | base64 -w0)"
 curl -s -o /dev/null -X POST -d '{"echo_auth":false}' "$FM_ADMIN/fmsim/faults"
+# An HTML error page (a proxy before a down FM), quoting the request's
+# Authorization header beside fmsim's marker: the reason says 503, never
+# the page; the admin's message has no page either (only a JSON detail is
+# ever quoted), and neither has the log.
+fm_fault '{"html_status":503}'
+hw_state >"$T/hw_state"
+expect_eq "an HTML 503 page: unavailable (HTTP 503)" "$(cat "$T/hw_state")" \
+    'unavailable|Fabric Manager unavailable (HTTP 503)'
+replies=$(cat "$T/http.body")
+TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$job"
+expect_json "... the reservation keeps the reason" .hwcoll.reason 'Fabric Manager unavailable (HTTP 503)'
+replies="$replies $(cat "$T/http.body")"
+TOKEN=$MONITOR_TOKEN http GET /v1/fabric-manager
+expect_json "... /v1/fabric-manager gives a monitor the same reason" .last_error.message \
+    'Fabric Manager unavailable (HTTP 503)'
+replies="$replies $(cat "$T/http.body")"
+TOKEN=$ADMIN_TOKEN http GET /v1/fabric-manager
+expect_json "... and the admin too, as last_error.reason" .last_error.reason \
+    'Fabric Manager unavailable (HTTP 503)'
+expect_match "... beside the FM's status in the message" "$(jq -r .last_error.message "$T/http.body")" \
+    '^[a-z_]+: FM [A-Z]+ /fabric/collectives/jobs/?: HTTP 503$'
+replies="$replies $(cat "$T/http.body")"
+expect_no_match "... the page is in no reply" "$replies" 'fmsim-html-error-page|<html|<h1>'
+expect_no_match "... nor in the log" "$(cat "$BROKER_LOG")" 'fmsim-html-error-page|<html'
+expect_no_match "... nor is the password it quoted" "$replies $(cat "$BROKER_LOG")" \
+    "$(printf 'cxi:%s' "$(head -n 1 "$T/fm.pass")" | base64 -w0)"
+expect_eq "... nor is it in the audit trail" \
+    "$(psql_q "SELECT count(*) FROM events WHERE detail::text LIKE '%fmsim-html-error-page%'")" 0
+fm_fault '{"html_status":0}'
+expect_eq "the FM back: reserved" "$(hw_state)" "reserved|"
 broker_stop
 start_broker "auth = \"basic\"
 password_file = \"$T/wrong.pass\""
-expect_eq "a wrong password: the VNIs are reserved, hwcoll unavailable, refused" \
-    "$(hw_state)" 'unavailable|Fabric Manager refused'
+expect_eq "a wrong password: the VNIs are reserved, hwcoll unavailable, credentials refused (401)" \
+    "$(hw_state)" 'unavailable|Fabric Manager refused our credentials (HTTP 401)'
 expect_match "... and the log has the FM's 401 with the reservation id" "$(cat "$BROKER_LOG")" \
-    'hwcoll: reservation [0-9]*: .*: Fabric Manager refused: .*401'
+    'hwcoll: reservation [0-9]*: .*: Fabric Manager refused our credentials \(HTTP 401\): .*401'
 expect_no_match "the password is not in the log" "$(cat "$BROKER_LOG")" "$(head -n 1 "$T/fm.pass")"
 broker_stop
 chmod 644 "$T/wrong.pass"
@@ -135,13 +171,20 @@ expect_eq "OAuth client credentials reserve" "$(hw_state)" "reserved|"
 curl -s -o /dev/null -X POST -d '{"expire_tokens":true}' "$FM_ADMIN/fmsim/faults"
 expect_eq "after the FM expired every token, the client refreshes and goes on" "$(hw_state)" "reserved|"
 curl -s -o /dev/null -X POST -d '{"forbid":true}' "$FM_ADMIN/fmsim/faults"
-expect_eq "403: unavailable, refused" "$(hw_state)" 'unavailable|Fabric Manager refused'
-expect_match "... and the log says 403" "$(tail -n 3 "$BROKER_LOG")" 'Fabric Manager refused: .*403'
+expect_eq "403: unavailable, credentials refused (403)" "$(hw_state)" \
+    'unavailable|Fabric Manager refused our credentials (HTTP 403)'
+expect_match "... and the log says 403" "$(tail -n 3 "$BROKER_LOG")" \
+    'Fabric Manager refused our credentials \(HTTP 403\): .*403'
 curl -s -o /dev/null -X POST -d '{"forbid":false,"error_rate":1.0}' "$FM_ADMIN/fmsim/faults"
-expect_eq "5xx: unavailable, refused" "$(hw_state)" 'unavailable|Fabric Manager refused'
-expect_match "... with the FM's detail in the log" "$(cat "$BROKER_LOG")" 'Fabric Manager refused: .*50[03]'
+hw_state >"$T/hw_state"
+expect_match "5xx: unavailable, with the status" "$(cat "$T/hw_state")" \
+    '^unavailable\|Fabric Manager unavailable \(HTTP 50[03]\)$'
+expect_no_match "... not the FM's JSON detail" "$(cat "$T/hw_state")" 'injected'
+expect_match "... which is in the log" "$(cat "$BROKER_LOG")" \
+    'Fabric Manager unavailable \(HTTP 50[03]\): .*HTTP 50[03]: injected fault'
 curl -s -o /dev/null -X POST -d '{"error_rate":0,"outage":"drop"}' "$FM_ADMIN/fmsim/faults"
-expect_match "a dropped connection: unavailable" "$(hw_state)" '^unavailable\|'
+expect_eq "a dropped connection: unavailable, unreachable (connection dropped)" "$(hw_state)" \
+    'unavailable|Fabric Manager unreachable (connection dropped)'
 curl -s -o /dev/null -X POST -d '{"outage":"none"}' "$FM_ADMIN/fmsim/faults"
 expect_eq "and back when the FM recovers" "$(hw_state)" "reserved|"
 curl -s -o /dev/null -X POST -d '{"echo_auth":true}' "$FM_ADMIN/fmsim/faults"
@@ -164,10 +207,10 @@ ca_file = \"$T/ca.pem\"" || { not_ok "broker starts"; finish; }
 expect_eq "TLS verified against the test CA reserves" "$(hw_state)" "reserved|"
 broker_stop
 start_broker "auth = \"none\""
-expect_eq "without the CA, verification fails: unavailable" \
-    "$(hw_state)" 'unavailable|Fabric Manager refused'
+expect_eq "without the CA, verification fails: unavailable, not trusted" \
+    "$(hw_state)" 'unavailable|Fabric Manager not trusted (its TLS certificate did not verify)'
 expect_match "... and the log names the certificate" "$(tail -n 3 "$BROKER_LOG")" \
-    'Fabric Manager refused: .*(certificate|SSL|TLS)'
+    'Fabric Manager not trusted .*: .*(certificate|SSL|TLS)'
 broker_stop
 start_broker "auth = \"none\"
 tls_verify = false"
@@ -178,6 +221,7 @@ kill -TERM "$FM_PID"
 fm_start --tls-cert "$T/wrongname.pem" --tls-key "$T/wrongname.key" || { not_ok "fmsim starts"; finish; }
 start_broker "auth = \"none\"
 ca_file = \"$T/ca.pem\""
-expect_match "a certificate for another host name is refused" "$(hw_state)" '^unavailable\|'
+expect_eq "a certificate for another host name is refused" "$(hw_state)" \
+    'unavailable|Fabric Manager not trusted (its TLS certificate did not verify)'
 broker_stop
 finish

@@ -115,7 +115,7 @@ void fmtest_done(struct fmc *c, struct fakehttp *s)
 void fmtest_get_fails(
     struct fmc *c, const char *id, int err, const char *fmt, ...)
 {
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = (char *)"x";
     char want[512];
     va_list ap;
@@ -128,7 +128,7 @@ void fmtest_get_fails(
     assert_int_equal(fmc_job_get(c, id, &token, &e), -1);
     assert_int_equal(errno, err);
     assert_null(token);
-    assert_string_equal(e.text, want);
+    assert_string_equal(e.msg.text, want);
 }
 
 void fmtest_assert_sent(const struct fakehttp *s,

@@ -1,6 +1,7 @@
 /* Unit tests for the Fabric Manager client's authentication (fmclient/):
  * HTTP Basic and OAuth client credentials (token cache, refresh on 401,
- * expiry, refusals), that no secret in any encoding reaches a message,
+ * expiry, refusals and the class of each token endpoint status), that no
+ * secret in any encoding reaches a message,
  * and concurrent calls sharing one token.  Against the fake HTTP server
  * (tests/unit/common/fakehttp.h).
  */
@@ -55,7 +56,7 @@ static struct fmc_config basic_config(struct basic *b,
 static void test_basic(void **state)
 {
     struct basic b;
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     (void)state;
 
@@ -80,10 +81,10 @@ static void test_basic(void **state)
     c = fmtest_create_ok(&cfg);
     assert_fails(fmc_job_get(c, "c-1", &token, &e), EIO);
     /* A server quoting the password does not get it into the message. */
-    assert_string_equal(e.text,
+    assert_string_equal(e.msg.text,
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 500: "
                         "password *** is wrong");
-    fakehttp_assert_lacks(e.text, "s3cret");
+    fakehttp_assert_lacks(e.msg.text, "s3cret");
     fmtest_finish_expect(c, s, 3, -1);
     fakehttp_assert_contains(fakehttp_request(s, 0),
                              "\r\nAuthorization: Basic Y3hpOnMzY3JldA==\r\n");
@@ -100,7 +101,7 @@ static void test_basic(void **state)
 static void test_basic_echo_scrubbed(void **state)
 {
     struct basic b;
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     (void)state;
 
@@ -116,7 +117,7 @@ static void test_basic_echo_scrubbed(void **state)
     struct fmc *c = fmtest_create_ok(&cfg);
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
     assert_int_equal(errno, EACCES);
-    assert_string_equal(e.text,
+    assert_string_equal(e.msg.text,
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 403: "
                         "bad Authorization: Basic *** (cxi:***)");
     fmtest_done(c, s);
@@ -185,7 +186,7 @@ static void oauth_end(struct oauth *o)
 static void test_oauth_cached(void **state)
 {
     struct oauth o;
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     (void)state;
 
@@ -233,7 +234,7 @@ static void test_oauth_echo_scrubbed(void **state)
     char *echo = fakehttp_reply_json(
         500, "{\"detail\":\"Authorization: Bearer AT1secret rejected\"}");
     struct oauth o;
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     (void)state;
 
@@ -248,13 +249,13 @@ static void test_oauth_echo_scrubbed(void **state)
     struct fmc *c = oauth_client(&o);
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
     assert_int_equal(errno, EACCES);
-    fakehttp_assert_prefix(e.text, "OAuth POST http://127.0.0.1:");
+    fakehttp_assert_prefix(e.msg.text, "OAuth POST http://127.0.0.1:");
     fakehttp_assert_contains(
-        e.text, "/token: HTTP 401: bad client_secret=***, ***, ***, ***");
-    fakehttp_assert_lacks(e.text, "p&ss");
+        e.msg.text, "/token: HTTP 401: bad client_secret=***, ***, ***, ***");
+    fakehttp_assert_lacks(e.msg.text, "p&ss");
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
     assert_int_equal(errno, EIO);
-    assert_string_equal(e.text,
+    assert_string_equal(e.msg.text,
                         "FM GET /fabric/collectives/jobs/c-1: HTTP 500: "
                         "Authorization: Bearer *** rejected");
     fmtest_finish(c, s);
@@ -266,7 +267,7 @@ static void test_oauth_echo_scrubbed(void **state)
 static void test_oauth_refresh_on_401(void **state)
 {
     struct oauth o;
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     (void)state;
 
@@ -291,7 +292,7 @@ static void test_oauth_refresh_on_401(void **state)
     fmc_free_secret(token);
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), 0);
     fmc_free_secret(token);
-    assert_string_equal(e.text, "");
+    assert_string_equal(e.msg.text, "");
     fmtest_finish_expect(c, s, 7, -1);
     fakehttp_assert_request(s, 0, "POST /token ", NULL);
     fakehttp_assert_contains(fakehttp_request(s, 1),
@@ -400,7 +401,7 @@ static void test_oauth_token_refused(void **state)
     char *html = fakehttp_reply_json(200, "<html></html>");
     struct oauth o;
     char want[160];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     (void)state;
 
@@ -423,9 +424,11 @@ static void test_oauth_token_refused(void **state)
              sizeof(want),
              "OAuth POST %s: HTTP 401: client secret '***' is wrong",
              o.token_url);
-    assert_string_equal(e.text, want);
-    fakehttp_assert_lacks(e.text, secret_text);
-    fakehttp_assert_lacks(e.text, "p%26ss");
+    assert_string_equal(e.msg.text, want);
+    fakehttp_assert_lacks(e.msg.text, secret_text);
+    fakehttp_assert_lacks(e.msg.text, "p%26ss");
+    assert_int_equal(e.fault, FMC_FAULT_CREDENTIALS);
+    assert_int_equal(e.status, 401);
     fmtest_get_fails(c,
                      "c-1",
                      EPROTO,
@@ -446,6 +449,47 @@ static void test_oauth_token_refused(void **state)
     free(html);
 }
 
+/* The token endpoint's statuses through the same map: its 400 refuses
+ * the client's credentials (RFC 6749's invalid_client), its 5xx is an
+ * outage, and its 404 or 507 says nothing about an FM job.
+ */
+static void test_oauth_token_faults(void **state)
+{
+    static const struct {
+        int status;
+        int err;
+        enum fmc_fault fault;
+    } cases[] = {
+        {400, EACCES, FMC_FAULT_CREDENTIALS},
+        {403, EACCES, FMC_FAULT_CREDENTIALS},
+        {503, EIO, FMC_FAULT_UNAVAILABLE},
+        {404, EIO, FMC_FAULT_REQUEST},
+        {507, EIO, FMC_FAULT_UNAVAILABLE},
+    };
+    size_t n = sizeof(cases) / sizeof(cases[0]);
+    struct oauth o;
+    (void)state;
+
+    struct fakehttp *s = oauth_begin(&o, (int)n, NULL);
+    for (size_t i = 0; i < n; i++)
+        fakehttp_add_json(s,
+                          fmtest_token_post,
+                          cases[i].status,
+                          "{\"error\":\"invalid_client\"}",
+                          1);
+    struct fmc *c = oauth_client(&o);
+    for (size_t i = 0; i < n; i++) {
+        struct fmc_error e = {.fault = FMC_FAULT_NONE};
+        char *token = NULL;
+        assert_fails(fmc_job_get(c, "c-1", &token, &e), cases[i].err);
+        assert_int_equal(e.fault, cases[i].fault);
+        assert_int_equal(e.status, cases[i].status);
+    }
+    /* No FM request went out without a token. */
+    fmtest_finish_expect(c, s, (int)n, -1);
+    oauth_end(&o);
+}
+
 /* ---- concurrency --------------------------------------------------------- */
 
 struct worker {
@@ -460,14 +504,14 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
 
     for (int i = 0; i < 5; i++) {
-        vnib_error_t e = {""};
+        struct fmc_error e = {.fault = FMC_FAULT_NONE};
         char *token = NULL;
         if (fmc_job_get(w->c, "c-1", &token, &e) == 0 && token
             && strcmp(token, "st") == 0)
             w->ok++;
         else {
             w->failed++;
-            snprintf(w->error, sizeof(w->error), "%s", e.text);
+            snprintf(w->error, sizeof(w->error), "%s", e.msg.text);
         }
         fmc_free_secret(token);
     }
@@ -524,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_oauth_refresh_fails),
         cmocka_unit_test(test_oauth_expiry),
         cmocka_unit_test(test_oauth_token_refused),
+        cmocka_unit_test(test_oauth_token_faults),
         cmocka_unit_test(test_concurrent_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

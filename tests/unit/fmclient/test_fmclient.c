@@ -72,7 +72,7 @@ static void test_create_ok(void **state)
      * far as connecting (to a closed port), not a handle set-up failure.
      */
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     int port;
     close(fakehttp_listen_any(&port));
@@ -97,7 +97,7 @@ static void test_create_ok(void **state)
 
 static void test_invalid_arguments(void **state)
 {
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = (char *)"x";
     char **ids = NULL;
     size_t count = 9;
@@ -107,7 +107,7 @@ static void test_invalid_arguments(void **state)
         fmtest_create_ok(&(struct fmc_config){.url = "http://127.0.0.1:1"});
     fmtest_get_fails(c, "", EINVAL, "no FM job id given");
     assert_fails(fmc_job_reserve(c, "c-1", 0, 0, &token, &e), EINVAL);
-    assert_string_equal(e.text, "mcastLimit 0 is not positive");
+    assert_string_equal(e.msg.text, "mcastLimit 0 is not positive");
     assert_fails(fmc_job_release_step(c, "c-1", "", &e), EINVAL);
     assert_fails(fmc_job_delete(c, NULL, &e), EINVAL);
     assert_fails(fmc_job_list(c, "", &ids, &count, &e), EINVAL);
@@ -119,7 +119,7 @@ static void test_invalid_arguments(void **state)
 static void test_get_ok(void **state)
 {
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     (void)state;
 
@@ -139,7 +139,7 @@ static void test_get_ok(void **state)
     struct fmc *c = fmtest_serve(s, url);
     assert_int_equal(fmc_job_get(c, "c-1", &token, &e), 0);
     assert_string_equal(token, "st-abc.123");
-    assert_string_equal(e.text, "");
+    assert_string_equal(e.msg.text, "");
     fmc_free_secret(token);
     /* Job ids are percent-encoded in the path. */
     assert_int_equal(fmc_job_get(c, "c-1/x y?", &token, &e), 0);
@@ -192,7 +192,7 @@ struct reserve_case {
     struct reply replies[3];
     bool create;      /* fmc_job_create, else fmc_job_reserve */
     int limit;        /* mcastLimit */
-    bool no_error;    /* pass no vnib_error_t */
+    bool no_error;    /* pass no struct fmc_error */
     int err;          /* 0: the call succeeds */
     const char *want; /* the token, or the error message */
     bool prefix;      /* want is the start of the message */
@@ -261,7 +261,7 @@ static const struct reserve_case reserve_reply_without_token = {
 static void run_reserve_case(const struct reserve_case *k)
 {
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     int n = 0;
 
@@ -275,23 +275,23 @@ static void run_reserve_case(const struct reserve_case *k)
                           k->replies[i].body,
                           k->replies[i].times);
     struct fmc *c = fmtest_serve(s, url);
-    vnib_error_t *ep = k->no_error ? NULL : &e;
+    struct fmc_error *ep = k->no_error ? NULL : &e;
     errno = 0;
     int rc = k->create ? fmc_job_create(c, "c-7", k->limit, 0, &token, ep)
                        : fmc_job_reserve(c, "c-7", k->limit, 0, &token, ep);
     if (k->err == 0) {
         assert_int_equal(rc, 0);
         assert_string_equal(token, k->want);
-        assert_string_equal(e.text, "");
+        assert_string_equal(e.msg.text, "");
         fmc_free_secret(token);
     } else {
         assert_int_equal(rc, -1);
         assert_int_equal(errno, k->err);
         assert_null(token);
         if (k->prefix)
-            fakehttp_assert_prefix(e.text, k->want);
+            fakehttp_assert_prefix(e.msg.text, k->want);
         else
-            assert_string_equal(e.text, k->want);
+            assert_string_equal(e.msg.text, k->want);
     }
     fmtest_finish_expect(
         c, s, k->nrequests, k->connections ? k->connections : -1);
@@ -330,7 +330,7 @@ RESERVE_TEST(reserve_reply_without_token)
 static void test_release_step(void **state)
 {
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     (void)state;
 
     struct fakehttp *s = fakehttp_new(3);
@@ -349,9 +349,9 @@ static void test_release_step(void **state)
     struct fmc *c = fmtest_serve(s, url);
     assert_int_equal(fmc_job_release_step(c, "c-1", "3", &e), 0);
     assert_int_equal(fmc_job_release_step(c, "c-1", "3", &e), 0);
-    assert_string_equal(e.text, "");
+    assert_string_equal(e.msg.text, "");
     assert_fails(fmc_job_release_step(c, "c-1", "4", &e), EIO);
-    assert_string_equal(e.text,
+    assert_string_equal(e.msg.text,
                         "FM PATCH /fabric/collectives/jobs/c-1: HTTP 500: "
                         "tree busy");
     fmtest_finish_expect(c, s, 3, -1);
@@ -371,7 +371,7 @@ static void test_delete(void **state)
     char *busy = fakehttp_reply_json(503, "{\"message\":\"99: busy\"}");
     char *html = fakehttp_reply_json(502, "<html>bad gateway</html>");
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     (void)state;
 
     struct fakehttp *s = fakehttp_new(4);
@@ -384,14 +384,14 @@ static void test_delete(void **state)
     struct fmc *c = fmtest_serve(s, url);
     assert_int_equal(fmc_job_delete(c, "c-1", &e), 0);
     assert_int_equal(fmc_job_delete(c, "c-1", &e), 0);
-    assert_string_equal(e.text, "");
+    assert_string_equal(e.msg.text, "");
     assert_fails(fmc_job_delete(c, "c-1", &e), EIO);
-    assert_string_equal(e.text,
+    assert_string_equal(e.msg.text,
                         "FM DELETE /fabric/collectives/jobs/c-1: HTTP 503: 99: "
                         "busy");
     /* A gateway's HTML error page: the status is what counts. */
     assert_fails(fmc_job_delete(c, "c-1", &e), EIO);
-    assert_string_equal(e.text,
+    assert_string_equal(e.msg.text,
                         "FM DELETE /fabric/collectives/jobs/c-1: HTTP 502");
     fmtest_finish_expect(c, s, 4, 1);
     fakehttp_assert_request(
@@ -419,7 +419,7 @@ static void test_list_prefix(void **state)
         "\"/fabric/collectives/jobs/C-10\"],"
         "\"documentCount\":14,\"unknown\":{}}");
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char **ids = NULL;
     size_t count = 0;
     (void)state;
@@ -451,7 +451,7 @@ static void test_list_large(void **state)
     char *body = malloc(size);
     size_t len = 0;
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char **ids = NULL;
     size_t count = 0;
     (void)state;
@@ -486,7 +486,7 @@ static void test_list_large(void **state)
 static void test_list_empty_and_bad(void **state)
 {
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char **ids = NULL;
     size_t count = 9;
     (void)state;
@@ -509,7 +509,7 @@ static void test_list_empty_and_bad(void **state)
     assert_fails(fmc_job_list(c, "cluster", &ids, &count, &e), EPROTO);
     assert_null(ids);
     assert_int_equal(count, 0);
-    assert_string_equal(e.text,
+    assert_string_equal(e.msg.text,
                         "FM GET /fabric/collectives/jobs/: the reply has no "
                         "documentLinks list");
     fmtest_done(c, s);

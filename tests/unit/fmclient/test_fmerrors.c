@@ -1,7 +1,9 @@
 /* Unit tests for the Fabric Manager client's refusals and failures
  * (fmclient/): configurations refused at creation, error replies, replies
- * that are not JSON or too large, refused connections and timeouts.
- * Against the fake HTTP server (tests/unit/common/fakehttp.h).
+ * that are not JSON or too large, refused connections and timeouts, and
+ * the class and status each failure reports (struct fmc_error), an HTML
+ * error page never quoted.  Against the fake HTTP server
+ * (tests/unit/common/fakehttp.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -231,9 +233,9 @@ static void test_reply_too_large(void **state)
     char url[64];
     (void)state;
 
-    struct fakehttp *s = fakehttp_new(1);
+    struct fakehttp *s = fakehttp_new(2);
     s->big_body = 1024 * 1024;
-    fakehttp_add(s, fmtest_job_c1, NULL, 1);
+    fakehttp_add(s, fmtest_job_c1, NULL, 2);
     fakehttp_run(s);
     struct fmc_config cfg = fmtest_config_for(s, url);
     cfg.max_response = 4096;
@@ -243,7 +245,104 @@ static void test_reply_too_large(void **state)
                      EMSGSIZE,
                      "FM GET /fabric/collectives/jobs/c-1: reply larger than "
                      "4096 bytes");
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
+    char *token = NULL;
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), EMSGSIZE);
+    assert_int_equal(e.fault, FMC_FAULT_REPLY);
     fmtest_done(c, s);
+}
+
+/* ---- failure classes ------------------------------------------------------
+ */
+
+/* One FM answer to a job GET and what the failed call says of it. */
+struct fault_case {
+    const char *reply;    /* the whole HTTP response */
+    int err;              /* errno */
+    enum fmc_fault fault; /* its class */
+    long status;          /* the status reported */
+};
+
+/* An HTML error page, as a proxy before the FM may answer; its body must
+ * never reach the message (only a JSON detail is quoted).
+ */
+static const char html_503[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/html\r\n"
+    "Content-Length: 59\r\n\r\n"
+    "<html><body><h1>BODY-MARKER gateway down</h1></body></html>";
+
+/* Every status class, through fmc_job_get: the one map (fmhttp.c) gives
+ * errno, the class and the status, and an HTML body is never quoted.
+ */
+static void test_fault_classes(void **state)
+{
+    char *r401 = fakehttp_reply_json(401, "{\"detail\":\"who are you\"}");
+    char *r403 = fakehttp_reply_json(403, "{}");
+    char *r400 = fakehttp_reply_json(400, "{\"detail\":\"bad id\"}");
+    char *r404 = fakehttp_reply_json(404, "{}");
+    char *r507 = fakehttp_reply_json(507, "{\"detail\":\"02: full\"}");
+    char *r200 = fakehttp_reply_json(200, "<html>not json</html>");
+    const struct fault_case cases[] = {
+        {r401, EACCES, FMC_FAULT_CREDENTIALS, 401},
+        {r403, EACCES, FMC_FAULT_CREDENTIALS, 403},
+        {r400, EIO, FMC_FAULT_REQUEST, 400},
+        {r404, ENOENT, FMC_FAULT_NOT_FOUND, 404},
+        {r507, ENOSPC, FMC_FAULT_NO_ADDRESSES, 507},
+        {html_503, EIO, FMC_FAULT_UNAVAILABLE, 503},
+        {r200, EPROTO, FMC_FAULT_REPLY, 200},
+    };
+    size_t n = sizeof(cases) / sizeof(cases[0]);
+    char url[64];
+    (void)state;
+
+    struct fakehttp *s = fakehttp_new((int)n + 1);
+    for (size_t i = 0; i < n; i++)
+        fakehttp_add(s, fmtest_job_c1, cases[i].reply, 1);
+    fakehttp_add_json(s, fmtest_job_c1, 200, "{\"sessionToken\":\"st\"}", 1);
+    struct fmc *c = fmtest_serve(s, url);
+    for (size_t i = 0; i < n; i++) {
+        struct fmc_error e = {.fault = FMC_FAULT_NONE};
+        char *token = NULL;
+        errno = 0;
+        assert_int_equal(fmc_job_get(c, "c-1", &token, &e), -1);
+        assert_int_equal(errno, cases[i].err);
+        assert_int_equal(e.fault, cases[i].fault);
+        assert_int_equal(e.status, cases[i].status);
+        assert_int_equal(e.timeout_ms, 0);
+        fakehttp_assert_lacks(e.msg.text, "BODY-MARKER");
+    }
+    /* A success clears what a failure said. */
+    struct fmc_error e = {.fault = FMC_FAULT_REPLY, .status = 500};
+    char *token = NULL;
+    assert_int_equal(fmc_job_get(c, "c-1", &token, &e), 0);
+    assert_int_equal(e.fault, FMC_FAULT_NONE);
+    assert_int_equal(e.status, 0);
+    fmc_free_secret(token);
+    fmtest_done(c, s);
+    free(r401);
+    free(r403);
+    free(r400);
+    free(r404);
+    free(r507);
+    free(r200);
+}
+
+/* The class of a failure before any call: the arguments. */
+static void test_fault_local(void **state)
+{
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
+    char *token = NULL;
+    char url[64];
+    (void)state;
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:1");
+    struct fmc *c = fmtest_create_ok(&(struct fmc_config){.url = url});
+    assert_fails(fmc_job_reserve(c, "c-1", 0, 0, &token, &e), EINVAL);
+    assert_int_equal(e.fault, FMC_FAULT_OTHER);
+    assert_int_equal(e.status, 0);
+    assert_fails(fmc_job_create(c, "c-1", 1, -1, &token, &e), EINVAL);
+    assert_int_equal(e.fault, FMC_FAULT_OTHER);
+    fmc_destroy(c);
 }
 
 /* ---- transport failures -------------------------------------------------- */
@@ -251,7 +350,7 @@ static void test_reply_too_large(void **state)
 static void test_refused(void **state)
 {
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = (char *)"x";
     int port;
     (void)state;
@@ -263,17 +362,31 @@ static void test_refused(void **state)
     assert_fails(fmc_job_get(c, "c-1", &token, &e), ECONNREFUSED);
     assert_null(token);
     fakehttp_assert_prefix(
-        e.text,
+        e.msg.text,
         "FM GET /fabric/collectives/jobs/c-1: cannot reach the "
         "server: ");
+    assert_int_equal(e.fault, FMC_FAULT_CONN_REFUSED);
+    assert_int_equal(e.status, 0);
     assert_fails(fmc_job_delete(c, "c-1", &e), ECONNREFUSED);
+    assert_int_equal(e.fault, FMC_FAULT_CONN_REFUSED);
+    fmc_destroy(c);
+
+    /* A name that does not resolve (.invalid never does, RFC 6761), with
+     * time for a resolver that gives up slowly.
+     */
+    c = fmtest_create_ok(&(struct fmc_config){.url = "http://fm.invalid:8000",
+                                              .connect_timeout_ms = 20000,
+                                              .timeout_ms = 20000});
+    assert_fails(fmc_job_get(c, "c-1", &token, &e), ECONNREFUSED);
+    assert_int_equal(e.fault, FMC_FAULT_HOST_UNKNOWN);
+    assert_int_equal(e.status, 0);
     fmc_destroy(c);
 }
 
 static void test_timeout(void **state)
 {
     char url[64];
-    vnib_error_t e = {""};
+    struct fmc_error e = {.fault = FMC_FAULT_NONE};
     char *token = NULL;
     struct timespec t0;
     int port;
@@ -290,8 +403,11 @@ static void test_timeout(void **state)
     assert_fails(fmc_job_get(c, "c-1", &token, &e), ETIMEDOUT);
     double secs = fmtest_seconds_since(&t0);
     assert_true(secs >= 0.25 && secs < 3.0);
-    fakehttp_assert_prefix(e.text,
+    fakehttp_assert_prefix(e.msg.text,
                            "FM GET /fabric/collectives/jobs/c-1: timed out: ");
+    assert_int_equal(e.fault, FMC_FAULT_TIMEOUT);
+    assert_int_equal(e.status, 0);
+    assert_int_equal(e.timeout_ms, 300);
     fmc_destroy(c);
 
     /* The reserve call's own timeout bounds the whole call. */
@@ -299,6 +415,8 @@ static void test_timeout(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_fails(fmc_job_reserve(c, "c-1", 23, 300, &token, &e), ETIMEDOUT);
     assert_null(token);
+    assert_int_equal(e.fault, FMC_FAULT_TIMEOUT);
+    assert_int_equal(e.timeout_ms, 300);
     secs = fmtest_seconds_since(&t0);
     assert_true(secs >= 0.25 && secs < 3.0);
     fmc_destroy(c);
@@ -312,6 +430,8 @@ int main(void)
         cmocka_unit_test(test_server_error_detail),
         cmocka_unit_test(test_not_json),
         cmocka_unit_test(test_reply_too_large),
+        cmocka_unit_test(test_fault_classes),
+        cmocka_unit_test(test_fault_local),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_timeout),
     };

@@ -4,7 +4,8 @@
  * access; anything else at the path (a FIFO, a directory) is refused at
  * once, without blocking start-up, and the message names the path.  A
  * file of another owner is refused, except to root (which reads any file
- * anyway), as long as its mode is strict.
+ * anyway), as long as its mode is strict; secfile_read_owned, for a
+ * daemon's own credentials, refuses it to root too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -157,6 +158,47 @@ static void test_root_reads_other_owner(void **state)
     assert_non_null(strstr(e.text, "mode 0640"));
 }
 
+/* secfile_read_owned as root: a strict file of another owner is refused,
+ * naming the file and its owner; one of root is read; the mode rule holds
+ * as well.  Without root, only the effective user's own file is tried.
+ */
+static void test_owned_strict_for_root(void **state)
+{
+    struct dir *d = *state;
+    vnib_error_t e = {""};
+    char *buf = NULL;
+    size_t len = 0;
+
+    write_file(d->file, "s3cret\n", 0600);
+    assert_int_equal(secfile_read_owned(d->file, &buf, &len, &e), 0);
+    assert_string_equal(buf, "s3cret\n");
+    secfile_free(buf, len);
+    if (geteuid() != 0) {
+        print_message("skip: needs root (a file owned by another user)\n");
+        skip();
+    }
+
+    assert_int_equal(chown(d->file, 0, 0), 0);
+    assert_int_equal(secfile_read_owned(d->file, &buf, &len, &e), 0);
+    assert_string_equal(buf, "s3cret\n");
+    secfile_free(buf, len);
+
+    assert_int_equal(chown(d->file, OTHER_UID, OTHER_UID), 0);
+    buf = NULL;
+    assert_int_equal(secfile_read_owned(d->file, &buf, &len, &e), -1);
+    assert_int_equal(errno, EPERM);
+    assert_null(buf);
+    assert_non_null(strstr(e.text, d->file));
+    assert_non_null(strstr(e.text, "owned by uid 65534"));
+    assert_non_null(strstr(e.text, "(uid 0) or root"));
+
+    assert_int_equal(chown(d->file, 0, 0), 0);
+    assert_int_equal(chmod(d->file, 0604), 0);
+    assert_int_equal(secfile_read_owned(d->file, &buf, &len, &e), -1);
+    assert_int_equal(errno, EPERM);
+    assert_non_null(strstr(e.text, "mode 0604"));
+}
+
 /* Child of test_other_owner_refused: become OTHER_UID + 1 but keep
  * CAP_DAC_READ_SEARCH, so that open() succeeds and the owner check alone
  * decides.  Exit status: 0 refused for the owner, 1 read, 2 setup failed,
@@ -227,6 +269,8 @@ int main(void)
             test_root_reads_other_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_other_owner_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_owned_strict_for_root, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
