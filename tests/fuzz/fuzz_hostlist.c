@@ -7,6 +7,9 @@
  *   - decode(encode(decode(x))) is the same set as decode(x), and encoding
  *     that set again gives the same text;
  *   - decoded names are found by hostlist_contains, before and after uniq;
+ *   - a hostset of the same text (read into ranges, not expanded) holds
+ *     every decoded name, and agrees with the list on names next to them
+ *     (a digit more or less, a leading zero, another last byte);
  *   - an idset that decodes re-encodes to text that decodes to the same
  *     ranges, and next_after returns members.
  */
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "vnib/hostlist.h"
+#include "vnib/hostset.h"
 #include "vnib/idset.h"
 
 /* Small enough that one input never takes long to expand. */
@@ -31,6 +35,54 @@ static void check_same(const struct hostlist *a, const struct hostlist *b)
     for (size_t i = 0; i < hostlist_count(a); i++)
         if (strcmp(hostlist_nth(a, i), hostlist_nth(b, i)) != 0)
             abort();
+}
+
+/* The hostset of s agrees with a (s decoded, uniq'd) on a's names and on
+ * the names next to some of them.
+ */
+static void check_hostset(const char *s, const struct hostlist *a)
+{
+    struct hostset *hs = hostset_decode(s, FUZZ_MAX_NAMES, NULL);
+    char buf[HOSTLIST_MAX_NAME_LEN + 2];
+
+    if (!hs) {
+        if (errno != ENOMEM)
+            abort(); /* what decodes must read as a set */
+        return;
+    }
+    for (size_t i = 0; i < hostlist_count(a); i++) {
+        const char *name = hostlist_nth(a, i);
+        size_t len = strlen(name), d = len;
+        if (!hostset_contains(hs, name))
+            abort();
+        if (i % 7 != 0)
+            continue;
+        while (d > 0 && (name[d - 1] < '0' || name[d - 1] > '9'))
+            d--;
+        while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+            d--;
+        /* A leading zero before the last digit run, a "0" after the name,
+         * the name less its last byte, its last byte another digit.
+         */
+        memcpy(buf, name, d);
+        buf[d] = '0';
+        memcpy(buf + d + 1, name + d, len - d + 1);
+        for (int k = 0; k < 4; k++) {
+            if (k == 1) {
+                memcpy(buf, name, len);
+                memcpy(buf + len, "0", 2);
+            } else if (k == 2 || k == 3) {
+                memcpy(buf, name, len + 1);
+                if (k == 2)
+                    buf[len - 1] = '\0';
+                else
+                    buf[len - 1] = buf[len - 1] == '9' ? '0' : '9';
+            }
+            if (hostset_contains(hs, buf) != hostlist_contains(a, buf))
+                abort();
+        }
+    }
+    hostset_destroy(hs);
 }
 
 static void fuzz_hostlist(const char *s)
@@ -70,6 +122,7 @@ static void fuzz_hostlist(const char *s)
     hostlist_uniq(a);
     hostlist_uniq(b);
     check_same(a, b);
+    check_hostset(s, a);
     for (size_t i = 0; i < hostlist_count(b); i++)
         if (!hostlist_contains(a, hostlist_nth(b, i)))
             abort();
