@@ -202,15 +202,11 @@ int httpd_reply(struct httpd_req *r,
     return ret == MHD_YES ? 0 : -1;
 }
 
-int httpd_reply_json(struct httpd_req *r,
-                     int status,
-                     json_t *val,
-                     const char *const *hdrs)
+char *httpd_json_text(const json_t *val, size_t *lenp)
 {
-    char *body = val ? json_dumps(val, JSON_COMPACT) : NULL;
-    json_decref(val);
+    char *body = json_dumps(val, JSON_COMPACT);
     if (!body)
-        return -1;
+        return NULL;
     size_t len = strlen(body);
     char *nl = realloc(body, len + 2);
     if (nl) {
@@ -218,6 +214,20 @@ int httpd_reply_json(struct httpd_req *r,
         body[len++] = '\n';
         body[len] = '\0';
     }
+    *lenp = len;
+    return body;
+}
+
+int httpd_reply_json(struct httpd_req *r,
+                     int status,
+                     json_t *val,
+                     const char *const *hdrs)
+{
+    size_t len = 0;
+    char *body = val ? httpd_json_text(val, &len) : NULL;
+    json_decref(val);
+    if (!body)
+        return -1;
     return httpd_reply(r, status, body, len, "application/json", hdrs);
 }
 

@@ -1,11 +1,15 @@
 /* Node-fetch cache of active reservations (see cache.h).
  *
  * Direct-mapped: a job hashes to one slot and a newer job evicts an older
- * one, which bounds memory with no bookkeeping.  Each entry keeps the
- * reply (a jansson value, shared by reference; jansson's reference counts
- * are atomic and cached values are never modified) and the node list as
- * at most CACHE_MAX_RANGES ranges of trailing numbers, checked with the
- * same name keys the database uses.
+ * one, which bounds the entries with no bookkeeping.  Each entry keeps the
+ * reply rendered once, as the text a node receives (a hit copies it out,
+ * which costs a memcpy where rendering a large node list in JSON again
+ * would cost more than the rest of the request), and the node list as a
+ * hostset: ranges of trailing numbers read from the stored expression
+ * without expanding it, checked with the same name keys the database uses,
+ * by binary search.  A job of a thousand ranges is therefore answered like
+ * a job of one.  The ranges of all entries together are bounded
+ * (CACHE_MAX_RANGES), which bounds the memory whatever the node lists.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,31 +17,28 @@
 #include <string.h>
 #include <time.h>
 
+#include "vnib/hostset.h"
 #include "vnib/monotime.h"
-#include "vnib/hostlist.h"
 #include "server/cache.h"
 
-/* A node list of more ranges than this is not cached (the database's
- * index answers it better than a linear scan would).
+/* Ranges held by all entries together: some 70 bytes each with their
+ * text in the hostset and in the reply, so at most about 18 MB.  A node
+ * list that would take more (once expired entries are dropped) is not
+ * cached; the database answers its fetches.
  */
-#define CACHE_MAX_RANGES 64
+#define CACHE_MAX_RANGES 262144
 
-/* Largest node list decoded to build the ranges. */
+/* Largest node list read into a hostset (only groups of an unusual
+ * shape are expanded; what the broker stores never has them).
+ */
 #define CACHE_MAX_NAMES 2000000
 
-struct range {
-    char prefix[64];
-    char suffix[32];
-    int width;
-    uint64_t lo, hi;
-};
-
 struct entry {
-    char job_id[129]; /* "" when empty */
-    int64_t expires;  /* monotonic ms */
-    json_t *res;
-    struct range *ranges;
-    size_t nranges;
+    char job_id[129];      /* "" when empty */
+    int64_t expires;       /* monotonic ms */
+    char *text;            /* the reply as sent, NULL when empty */
+    size_t len;            /* its bytes */
+    struct hostset *nodes; /* the job's node list */
 };
 
 struct cache {
@@ -45,6 +46,7 @@ struct cache {
     struct entry *slots;
     unsigned nslots;
     int64_t ttl_ms;
+    size_t ranges; /* hostset ranges of all entries */
 };
 
 static unsigned slot_of(const struct cache *c, const char *job_id)
@@ -55,10 +57,12 @@ static unsigned slot_of(const struct cache *c, const char *job_id)
     return h % c->nslots;
 }
 
-static void entry_clear(struct entry *e)
+/* Empty e (under the lock). */
+static void entry_clear(struct cache *c, struct entry *e)
 {
-    json_decref(e->res);
-    free(e->ranges);
+    c->ranges -= hostset_range_count(e->nodes);
+    free(e->text);
+    hostset_destroy(e->nodes);
     memset(e, 0, sizeof(*e));
 }
 
@@ -83,7 +87,7 @@ void cache_destroy(struct cache *c)
     int saved_errno = errno;
     if (c) {
         for (unsigned i = 0; i < c->nslots; i++)
-            entry_clear(&c->slots[i]);
+            entry_clear(c, &c->slots[i]);
         free(c->slots);
         pthread_mutex_destroy(&c->lock);
         free(c);
@@ -91,117 +95,88 @@ void cache_destroy(struct cache *c)
     errno = saved_errno;
 }
 
-static bool ranges_contain(const struct range *r, size_t n, const char *node)
-{
-    struct hostlist_key k;
-    hostlist_name_key(node, &k);
-    for (size_t i = 0; i < n; i++) {
-        if (r[i].width == k.width && k.num >= r[i].lo && k.num <= r[i].hi
-            && strlen(r[i].prefix) == k.prefix_len
-            && !strncmp(r[i].prefix, node, k.prefix_len)
-            && !strcmp(r[i].suffix, k.suffix))
-            return true;
-    }
-    return false;
-}
-
 bool cache_get(struct cache *c,
                const char *job_id,
                const char *node,
-               json_t **resp,
+               char **textp,
+               size_t *lenp,
                bool *memberp)
 {
     bool hit = false;
 
     if (c->ttl_ms <= 0)
         return false;
+    *textp = NULL;
     pthread_mutex_lock(&c->lock);
     struct entry *e = &c->slots[slot_of(c, job_id)];
-    if (e->res && !strcmp(e->job_id, job_id) && e->expires > monotime_ms()) {
-        *resp = json_incref(e->res);
-        *memberp = ranges_contain(e->ranges, e->nranges, node);
-        hit = true;
+    if (e->text && !strcmp(e->job_id, job_id) && e->expires > monotime_ms()) {
+        *memberp = hostset_contains(e->nodes, node);
+        if (*memberp && (*textp = malloc(e->len + 1))) {
+            memcpy(*textp, e->text, e->len + 1);
+            *lenp = e->len;
+        }
+        /* Out of memory for the copy: a miss, which the database answers. */
+        hit = !*memberp || *textp;
     }
     pthread_mutex_unlock(&c->lock);
     return hit;
 }
 
-/* The node list as ranges, or -1 when it has too many or will not parse. */
-static int build_ranges(const char *nodes, struct range **rp, size_t *np)
+/* Drop the entries that have expired (under the lock). */
+static void drop_expired(struct cache *c, int64_t now)
 {
-    struct hostlist *hl = hostlist_decode(nodes, CACHE_MAX_NAMES, NULL);
-    struct range *r = NULL;
-    size_t n = 0;
-    int rc = -1;
-
-    if (!hl)
-        return -1;
-    hostlist_uniq(hl);
-    if (!(r = calloc(CACHE_MAX_RANGES, sizeof(*r))))
-        goto done;
-    for (size_t i = 0; i < hostlist_count(hl); i++) {
-        const char *name = hostlist_nth(hl, i);
-        struct hostlist_key k;
-        hostlist_name_key(name, &k);
-        if (n > 0) {
-            struct range *last = &r[n - 1];
-            if (k.width >= 0 && last->width == k.width && k.num == last->hi + 1
-                && strlen(last->prefix) == k.prefix_len
-                && !strncmp(last->prefix, name, k.prefix_len)
-                && !strcmp(last->suffix, k.suffix)) {
-                last->hi = k.num;
-                continue;
-            }
-        }
-        if (n == CACHE_MAX_RANGES || k.prefix_len >= sizeof(r->prefix)
-            || strlen(k.suffix) >= sizeof(r->suffix))
-            goto done;
-        memcpy(r[n].prefix, name, k.prefix_len);
-        r[n].prefix[k.prefix_len] = '\0';
-        strcpy(r[n].suffix, k.suffix);
-        r[n].width = k.width;
-        r[n].lo = r[n].hi = k.num;
-        n++;
-    }
-    *rp = r;
-    *np = n;
-    r = NULL;
-    rc = 0;
-done:
-    free(r);
-    hostlist_destroy(hl);
-    return rc;
+    for (unsigned i = 0; i < c->nslots; i++)
+        if (c->slots[i].text && c->slots[i].expires <= now)
+            entry_clear(c, &c->slots[i]);
 }
 
-void cache_put(struct cache *c, json_t *res)
+void cache_put(struct cache *c, const json_t *res, const char *text, size_t len)
 {
     const char *job_id = json_string_value(json_object_get(res, "job_id"));
     const char *state = json_string_value(json_object_get(res, "state"));
     const char *nodes = json_string_value(json_object_get(res, "nodes"));
-    struct range *r;
-    size_t n;
+    struct hostset *set = NULL;
+    char *copy = NULL;
 
     if (c->ttl_ms <= 0 || !job_id || !state || !nodes || strcmp(state, "active")
         || strlen(job_id) >= sizeof(c->slots[0].job_id))
         return;
-    if (build_ranges(nodes, &r, &n) < 0)
-        return;
+    /* Read and copy outside the lock: fetches of other jobs need not
+     * wait.
+     */
+    if (!(set = hostset_decode(nodes, CACHE_MAX_NAMES, NULL))
+        || !(copy = malloc(len + 1)))
+        goto done;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    size_t n = hostset_range_count(set);
+    int64_t now = monotime_ms();
     pthread_mutex_lock(&c->lock);
     struct entry *e = &c->slots[slot_of(c, job_id)];
-    entry_clear(e);
-    strcpy(e->job_id, job_id);
-    e->expires = monotime_ms() + c->ttl_ms;
-    e->res = json_incref(res);
-    e->ranges = r;
-    e->nranges = n;
+    entry_clear(c, e);
+    if (c->ranges + n > CACHE_MAX_RANGES)
+        drop_expired(c, now);
+    if (c->ranges + n <= CACHE_MAX_RANGES) {
+        strcpy(e->job_id, job_id);
+        e->expires = now + c->ttl_ms;
+        e->text = copy;
+        e->len = len;
+        e->nodes = set;
+        c->ranges += n;
+        copy = NULL;
+        set = NULL;
+    }
     pthread_mutex_unlock(&c->lock);
+done:
+    free(copy);
+    hostset_destroy(set);
 }
 
 void cache_forget(struct cache *c, const char *job_id)
 {
     pthread_mutex_lock(&c->lock);
     struct entry *e = &c->slots[slot_of(c, job_id)];
-    if (e->res && !strcmp(e->job_id, job_id))
-        entry_clear(e);
+    if (e->text && !strcmp(e->job_id, job_id))
+        entry_clear(c, e);
     pthread_mutex_unlock(&c->lock);
 }

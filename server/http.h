@@ -43,7 +43,9 @@ struct request {
     const char *error_code; /* stable snake_case code for the error reply */
     int retry_after;        /* seconds for Retry-After; 0 for none */
 
-    char *text; /* a non-JSON reply body (handler allocates) */
+    char *text; /* a reply body as sent (handler allocates): text, or
+                   JSON rendered once for the reply and the node-fetch
+                   cache (a node's fetch of a job) */
     size_t text_len;
     const char *content_type; /* of text */
 

@@ -173,12 +173,22 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
     if (params_job_id(req, job_id, errp) < 0)
         return -1;
     /* Nodes fetch at job start, thousands at once: they are answered from
-     * the cache when they can be, get no cleanup counts (which cost a
-     * scan of the job's reports) and only see jobs that include them.
+     * the cache when they can be (the reply as rendered once, membership
+     * by the job's node ranges), get no cleanup counts (which cost a scan
+     * of the job's reports) and only see jobs that include them.
      */
-    if (!is_node
-        || !cache_get(
-            req->broker->cache, job_id, req->who.node, out, &member)) {
+    if (is_node
+        && cache_get(req->broker->cache,
+                     job_id,
+                     req->who.node,
+                     &req->text,
+                     &req->text_len,
+                     &member)) {
+        if (member) {
+            req->content_type = "application/json";
+            return 200;
+        }
+    } else {
         if (store_get(req->broker->store,
                       job_id,
                       is_node ? req->who.node : NULL,
@@ -193,8 +203,16 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
         }
         /* Monitors never see secrets; nodes only get here as members. */
         hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
-        if (is_node && member)
-            cache_put(req->broker->cache, *out);
+        /* A node's reply is rendered here, once for this reply and the
+         * cache (out of memory: the pipeline renders *out).
+         */
+        if (is_node && member
+            && (req->text = httpd_json_text(*out, &req->text_len))) {
+            req->content_type = "application/json";
+            cache_put(req->broker->cache, *out, req->text, req->text_len);
+            json_decref(*out);
+            *out = NULL;
+        }
     }
     if (is_node && !member) {
         json_decref(*out);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "vnib/hostlist.h"
+#include "vnib/hostset.h"
 #include "server/config.h"
 #include "server/http.h"
 #include "server/hwcoll.h"
@@ -39,7 +40,7 @@ static int step_check_job(struct request *req,
                           vnib_error_t *errp)
 {
     const struct config *cfg = req->broker->cfg;
-    struct hostlist *job_hosts = NULL;
+    struct hostset *job_hosts = NULL;
     vnib_error_t why = {""};
     json_t *job = NULL;
     bool member = false;
@@ -77,19 +78,20 @@ static int step_check_job(struct request *req,
                      STEP_SERVICE_VNIS);
         goto done;
     }
-    job_hosts =
-        hostlist_decode(json_string_value(json_object_get(job, "nodes")),
-                        (size_t)cfg->limits.hostlist_max_names,
-                        &why);
+    /* The job's node list as ranges, not expanded: a step on a few nodes
+     * of a large fragmented job costs what its own nodes cost.
+     */
+    job_hosts = hostset_decode(json_string_value(json_object_get(job, "nodes")),
+                               (size_t)cfg->limits.hostlist_max_names,
+                               &why);
     if (!job_hosts) {
         errno = EIO;
         errprintf(errp, "job %s's node list: %s", job_id, why.text);
         goto done;
     }
-    hostlist_uniq(job_hosts);
     for (size_t i = 0; i < hostlist_count(hosts); i++) {
         const char *name = hostlist_nth(hosts, i);
-        if (!hostlist_contains(job_hosts, name)) {
+        if (!hostset_contains(job_hosts, name)) {
             request_fail(req,
                          EINVAL,
                          "invalid_field",
@@ -103,7 +105,7 @@ static int step_check_job(struct request *req,
     *parentp = json_integer_value(json_object_get(job, "id"));
     rc = 0;
 done:
-    hostlist_destroy(job_hosts);
+    hostset_destroy(job_hosts);
     json_decref(job);
     return rc;
 }

@@ -153,6 +153,14 @@ int httpd_reply(struct httpd_req *r,
                 const char *content_type,
                 const char *const *hdrs);
 
+/* val as httpd_reply_json() sends it: compact JSON and a newline, with
+ * its length in *lenp.  A string the caller frees, or NULL (no memory).
+ * For a reply rendered once and sent many times (httpd_reply() with
+ * "application/json").
+ */
+char *httpd_json_text(const json_t *val, size_t *lenp)
+    __attribute__((warn_unused_result));
+
 /* Reply with val as compact JSON and a newline.  Steals val (NULL: -1). */
 int httpd_reply_json(struct httpd_req *r,
                      int status,

@@ -188,6 +188,11 @@ int harness_call(struct harness *h, struct harness_req rq, json_t **outp)
         status = request_error_status(&req, errno ? errno : EIO, &code);
         json_decref(*outp);
         *outp = NULL;
+    } else if (req.text && req.content_type
+               && !strcmp(req.content_type, "application/json")) {
+        /* JSON rendered by the handler (a node's fetch of a job). */
+        json_decref(*outp);
+        *outp = json_loadb(req.text, req.text_len, 0, NULL);
     }
 done:
     /* The error reply, as the pipeline renders it (without request_id). */

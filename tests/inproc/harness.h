@@ -56,8 +56,10 @@ struct harness_req {
 /* Call the route's handler for rq.  Returns the HTTP status: the
  * handler's, or the error reply's (request_error_status: the errno table
  * and the handler's error code), or 404/405 when no route matches.  *outp
- * gets the JSON reply, owned by the caller; an error's is {"error":
- * {"code", "message"}} as the pipeline renders it, without request_id.
+ * gets the JSON reply, owned by the caller (also when the handler gave
+ * it as rendered text, as for a node's fetch of a job); an error's is
+ * {"error": {"code", "message"}} as the pipeline renders it, without
+ * request_id.
  */
 int harness_call(struct harness *h, struct harness_req rq, json_t **outp);
 
