@@ -114,21 +114,32 @@ static const char sql_hwcoll_counts[] =
     "WHERE state <> 'released' OR hwcoll_state IN ('releasing', 'pending') "
     "GROUP BY hwcoll_state";
 
+/* Whether node $2-$5 (prefix, suffix, width, number) is in reservation
+ * r.id: a LATERAL probe of its own ranges (written as EXISTS, the planner
+ * may hash the whole ranges table instead, on every request), read
+ * backwards from the node's number, so that for a member the first index
+ * entry read is its range whatever the number of ranges (as vnib_report
+ * does, schema/0019).
+ */
+/* clang-format off */
+#define MEMBER_JOIN(p, s, w, n)                                         \
+    "LEFT JOIN LATERAL (SELECT 1 AS hit FROM reservation_ranges g "     \
+    "WHERE g.reservation_id = r.id AND g.prefix = " p " "               \
+    "AND g.suffix = " s " AND g.width = " w "::smallint "               \
+    "AND g.lo <= " n "::bigint AND g.hi >= " n "::bigint "              \
+    "ORDER BY g.lo DESC LIMIT 1) m ON true"
+/* clang-format on */
+
 /* The job's current reservation (its active one, else its newest: see
  * vnib_job_current in schema/0004); counts only when $6, and whether node
- * $2-$5 is in it (ROW_NCOLS).  Membership is a LATERAL probe of the job's
- * own ranges: written as EXISTS, the planner may hash the whole ranges
- * table instead, on every request.
+ * $2-$5 is in it (ROW_NCOLS).
  */
 static const char sql_res_get[] =
     "SELECT v.*, $2::text IS NULL OR m.hit IS NOT NULL "
     "FROM (SELECT id FROM reservations WHERE job_id = $1 "
     "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
-    "CROSS JOIN LATERAL vnib_row(NULL, r.id, $6::boolean) v "
-    "LEFT JOIN LATERAL (SELECT 1 AS hit FROM reservation_ranges g "
-    "WHERE g.reservation_id = r.id AND g.prefix = $2 AND g.suffix = $3 "
-    "AND g.width = $4::smallint AND $5::bigint BETWEEN g.lo AND g.hi "
-    "LIMIT 1) m ON true";
+    "CROSS JOIN LATERAL vnib_row(NULL, r.id, $6::boolean) v " MEMBER_JOIN(
+        "$2", "$3", "$4", "$5");
 
 /* A step's row carries its job's reservation as the step shows it
  * (schema/0017: vnib_step_row's parent_* columns, in that order, which
@@ -323,11 +334,8 @@ static const char sql_step_get[] =
     "FROM (SELECT id FROM reservations WHERE job_id = $1 || '#' || $2 "
     "AND parent_id = vnib_job_current($1) "
     "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
-    "CROSS JOIN LATERAL vnib_step_row(NULL, r.id, NULL) v "
-    "LEFT JOIN LATERAL (SELECT 1 AS hit FROM reservation_ranges g "
-    "WHERE g.reservation_id = r.id AND g.prefix = $3 AND g.suffix = $4 "
-    "AND g.width = $5::smallint AND $6::bigint BETWEEN g.lo AND g.hi "
-    "LIMIT 1) m ON true";
+    "CROSS JOIN LATERAL vnib_step_row(NULL, r.id, NULL) v " MEMBER_JOIN(
+        "$3", "$4", "$5", "$6");
 
 static const char sql_step_free[] =
     "SELECT * FROM vnib_step_free($1, $2, $3, $4::boolean)";

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Migrations: refused start on an old schema, --migrate applies once, a
-# second run is a no-op, and concurrent runs are safe.
+# second run is a no-op, and concurrent runs are safe; rows written under
+# an older schema keep their meaning (0016: hwcoll causes; 0019: a
+# fragmented job's nodes).
 . "$(dirname "$0")/lib.sh"
 
 pg_start || exit 1
@@ -136,4 +138,40 @@ expect_eq "... the reasons clients read unchanged" \
     "$(as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pre16 -XAtq -c \
         "SELECT hwcoll_reason FROM reservations WHERE job_id = 't'")" \
     "timed out after 750 ms waiting for the Fabric Manager"
+
+# A job of 100 ranges reserved at schema 18, its ranges as the broker
+# writes them: after --migrate (0019 reads a node's range backwards), its
+# nodes' reports and fetches are judged as before, by the rows as they
+# are (0019 rewrites none).
+as_pg_user "$PG_BIN/createdb" -h "$PGSOCK" -U vnib pre19
+args=()
+for f in "$TOP"/schema/00*.sql; do
+    v=$((10#$(basename "$f" | cut -c1-4)))
+    [ "$v" -le 18 ] || continue
+    args+=(-f "$(share "$f")" -c "INSERT INTO schema_version (version, name) VALUES ($v, '$(basename "$f")')")
+done
+as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pre19 -XAtq -v ON_ERROR_STOP=1 "${args[@]}" >/dev/null
+as_pg_user "$PG_BIN/psql" -h "$PGSOCK" -U vnib -d pre19 -XAtq -v ON_ERROR_STOP=1 -c "
+WITH r AS (INSERT INTO reservations (job_id, uid, username, nodes, node_count,
+                                     vni_count, tcs_mask, created_by)
+           VALUES ('f', 1, 'u', 'node[' || (SELECT string_agg(k::text, ',')
+                                             FROM generate_series(1, 199, 2) k) || ']',
+                   100, 0, 0, 'test') RETURNING id)
+INSERT INTO reservation_ranges (reservation_id, prefix, suffix, width, lo, hi)
+SELECT r.id, 'node', '', 0, k, k FROM r, generate_series(1, 199, 2) k" >/dev/null
+sed "s/dbname=vnibroker/dbname=pre19/" "$T/b.toml" >"$T/pre19.toml"
+out=$("$VNIBROKERD" -c "$T/pre19.toml" --migrate 2>&1)
+expect_match "a database of schema 18 with a fragmented job migrates" "$out" \
+    "upgraded from version 18 to $SCHEMA_VERSION"
+broker_start "$T/pre19.toml" || not_ok "the broker starts on it"
+for n in node1 node199 node2 node10 node01; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT \
+        -H "Authorization: Bearer $(node_token "$n")" -H 'Content-Type: application/json' \
+        -d '{"cxi":"creating"}' "$BROKER_URL/v1/reservations/f/nodes/$n")
+    code=$code/$(curl -s -o /dev/null -w '%{http_code}' \
+        -H "Authorization: Bearer $(node_token "$n")" "$BROKER_URL/v1/reservations/f")
+    case "$n" in node1 | node199) want=200/200 ;; *) want=403/403 ;; esac
+    expect_eq "... $n's report and fetch: $want" "$code" "$want"
+done
+broker_stop
 finish
