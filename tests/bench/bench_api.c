@@ -447,6 +447,180 @@ done:
     return rc;
 }
 
+/* ---- frag: a node's GET of a fragmented job against a compact one ---- */
+
+/* The two jobs of the frag scenarios, BIG_COUNT nodes each: "fragc" on
+ * nid[000001-011136] (one range) and "fragf" on FRAG_RANGES ranges of 11
+ * or 12 nodes one node apart (nid[000001-000012,000014-000025,...]), the
+ * node list of a job placed on whatever nodes were free.
+ */
+#define FRAG_RANGES 1000
+#define FRAG_COMPACT "fragc"
+#define FRAG_RANGED "fragf"
+
+/* Nodes in range r of job fragf: the first BIG_COUNT % FRAG_RANGES
+ * ranges have one more than the others.
+ */
+static unsigned frag_range_size(unsigned r)
+{
+    return BIG_COUNT / FRAG_RANGES + (r < BIG_COUNT % FRAG_RANGES ? 1 : 0);
+}
+
+/* The number of node k (0-based) of job fragf: k + 1, plus the one node
+ * left out after each range before it.
+ */
+static unsigned frag_number(unsigned k)
+{
+    unsigned r = 0, first = 0;
+
+    while (first + frag_range_size(r) <= k)
+        first += frag_range_size(r++);
+    return k + r + 1;
+}
+
+/* Job fragf's node list, in a buffer the caller frees. */
+static char *frag_expr(void)
+{
+    size_t size = 16 + (size_t)FRAG_RANGES * 16, len;
+    char *buf = malloc(size);
+    unsigned k = 0;
+
+    if (!buf)
+        return NULL;
+    len = (size_t)snprintf(buf, size, "nid[");
+    for (unsigned r = 0; r < FRAG_RANGES; r++) {
+        unsigned lo = frag_number(k);
+        len += (size_t)snprintf(buf + len,
+                                size - len,
+                                "%s%06u-%06u",
+                                r ? "," : "",
+                                lo,
+                                lo + frag_range_size(r) - 1);
+        k += frag_range_size(r);
+    }
+    snprintf(buf + len, size - len, "]");
+    return buf;
+}
+
+/* One node token for each node of job (fragc or fragf), in node order. */
+static int frag_tokens(struct bench *b, bool ranged)
+{
+    if (!(b->node_tokens = calloc(BIG_COUNT, sizeof(*b->node_tokens))))
+        return -1;
+    for (unsigned k = 0; k < BIG_COUNT; k++) {
+        char node[16], tok[TOKEN_NODE_SIZE];
+        snprintf(
+            node, sizeof(node), "nid%06u", ranged ? frag_number(k) : k + 1);
+        if (token_node_derive(b->key, b->key_len, node, tok, sizeof(tok), NULL)
+                < 0
+            || !(b->node_tokens[k] = strdup(tok)))
+            return -1;
+        b->ntokens++;
+    }
+    return 0;
+}
+
+/* frag-setup: reserve fragc and fragf. */
+static int sc_frag_setup(struct bench *b, struct lg_result *res)
+{
+    struct lg_config one = {
+        .connections = 1, .duration_s = 30, .make = breq_one_reserve};
+    char *expr = frag_expr();
+    int rc = -1;
+
+    if (need_token(b) < 0 || !expr)
+        goto done;
+    b->job = FRAG_COMPACT;
+    b->nodes = BIG_NODES;
+    if (run(b, &one, res, "frag compact job") < 0
+        || res->kind[K_RESERVE].ok != 1) {
+        printf("#   frag: cannot reserve %s\n", FRAG_COMPACT);
+        bout_detail(res);
+        goto done;
+    }
+    b->job = FRAG_RANGED;
+    b->nodes = expr;
+    if (run(b, &one, res, "frag ranged job") < 0
+        || res->kind[K_RESERVE].ok != 1) {
+        printf("#   frag: cannot reserve %s\n", FRAG_RANGED);
+        bout_detail(res);
+        goto done;
+    }
+    printf("#   frag: %s on %s, %s on %d ranges (%zu bytes of node list)\n",
+           FRAG_COMPACT,
+           BIG_NODES,
+           FRAG_RANGED,
+           FRAG_RANGES,
+           strlen(expr));
+    rc = 0;
+done:
+    free(expr);
+    return rc;
+}
+
+/* frag-get-compact and frag-get-ranged: every node of the job GETs it in
+ * turn, closed loop on -c connections (1) for -d seconds (3); the row is
+ * the client's p50, which run.sh compares between the two jobs.
+ */
+static int frag_get(struct bench *b, struct lg_result *res, bool ranged)
+{
+    struct lg_config cfg = {.connections = pick(b->conns, 1),
+                            .duration_s = pickd(b->duration, 3),
+                            .make = breq_storm};
+    const char *name = ranged ? "node GET p50, 1,000-range job of 11,136 nodes"
+                              : "node GET p50, compact job of 11,136 nodes";
+    int rc = -1;
+
+    if (need_key(b) < 0)
+        return -1;
+    b->job = ranged ? FRAG_RANGED : FRAG_COMPACT;
+    if (frag_tokens(b, ranged) < 0) {
+        printf("#   frag: cannot derive the node tokens\n");
+        goto done;
+    }
+    if (run(b, &cfg, res, name) < 0) {
+        bout_row(name, NAN, "ms", NAN, true, "could not run");
+        goto done;
+    }
+    const struct lg_kind_stats *s = &res->kind[K_GET];
+    const char *why = bout_failures(res, K_GET);
+    bout_reference(name, why ? NAN : q_ms(&s->latency, 0.5), "ms");
+    printf("#   server time p50 %.3f ms\n", q_ms(&s->server, 0.5));
+    bout_detail(res);
+    rc = 0;
+done:
+    free_tokens(b);
+    return rc;
+}
+
+static int sc_frag_get_compact(struct bench *b, struct lg_result *res)
+{
+    return frag_get(b, res, false);
+}
+
+static int sc_frag_get_ranged(struct bench *b, struct lg_result *res)
+{
+    return frag_get(b, res, true);
+}
+
+/* frag-release: release fragc and fragf. */
+static int sc_frag_release(struct bench *b, struct lg_result *res)
+{
+    struct lg_config one = {
+        .connections = 1, .duration_s = 30, .make = breq_one_release};
+    int rc = 0;
+
+    if (need_token(b) < 0)
+        return -1;
+    b->job = FRAG_COMPACT;
+    if (run(b, &one, res, "frag compact release") < 0)
+        rc = -1;
+    b->job = FRAG_RANGED;
+    if (run(b, &one, res, "frag ranged release") < 0)
+        rc = -1;
+    return rc;
+}
+
 /* The FM release-queue drain (run.sh's "drain"), in three steps run.sh
  * sequences around broker restarts and fmsim faults:
  *   drain-fill    reserve -n jobs d0 .. d<n-1> with "hwcoll":"on"
@@ -628,6 +802,10 @@ static const struct scenario scenarios[] = {
     {"nodeview", sc_nodeview, "GET /v1/nodes/n<k> with node tokens, -d 5"},
     {"rss", sc_rss, "VmRSS of -p PID"},
     {"storm", sc_storm, "11,136 node tokens GET one job, -c 48 -d 10"},
+    {"frag-setup", sc_frag_setup, "reserve fragc (1 range), fragf (1,000)"},
+    {"frag-get-compact", sc_frag_get_compact, "nodes GET fragc, -c 1 -d 3"},
+    {"frag-get-ranged", sc_frag_get_ranged, "nodes GET fragf, -c 1 -d 3"},
+    {"frag-release", sc_frag_release, "release fragc and fragf"},
     {"drain-fill", sc_drain_fill, "reserve -n 10000 jobs d<k>, hwcoll on"},
     {"drain-release", sc_drain_release, "release -n 10000 jobs d<k>"},
     {"drain-load", sc_drain_load, "reserve p99, -r 200, until -S FILE exists"},

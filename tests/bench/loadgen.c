@@ -29,9 +29,9 @@
 
 #include "tests/bench/loadgen.h"
 
-#define IN_SIZE 65536  /* answer headers must fit; bodies stream */
-#define OUT_SIZE 8192  /* one request: line, headers, body */
-#define HEAD_MAX 16384 /* largest header block accepted */
+#define IN_SIZE 65536 /* answer headers must fit; bodies stream */
+#define OUT_SIZE (LG_BODY_MAX + 4096) /* one request: line, headers, body */
+#define HEAD_MAX 16384                /* largest header block accepted */
 #define CONNECT_PHASE_NS 5000000000ULL
 #define BACKOFF_MIN_NS 10000000ULL
 #define BACKOFF_MAX_NS 200000000ULL

@@ -29,11 +29,11 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
-# run (healthz compare openloop bigjob populate nodeview rss storm drain
-# agent fmslow hwcoll slowclients contention history uiscale failover
-# slurmstart; pairs is
-# compare), the rounds of the alternated comparisons (compare, history),
-# and the drain scenario's Fabric Manager release-queue workers.
+# run (healthz compare openloop bigjob populate nodeview rss storm frag
+# drain agent fmslow hwcoll slowclients contention history uiscale failover
+# slurmstart; pairs is compare), the rounds of the alternated comparisons
+# (compare, history, frag), and the drain scenario's Fabric Manager
+# release-queue workers.
 SECS=${BENCH_SECONDS:-10}
 FM_CONCURRENCY=${BENCH_FM_CONCURRENCY:-12}
 THREADS=${BENCH_THREADS:-8}
@@ -531,6 +531,113 @@ else
     row_not_run "GET /v1/nodes/{node}, 10k active: p99" ms "<=" 2 "$why_not"
     row_not_run "memory: broker VmRSS with 10k active reservations" MiB "<=" 64 "$why_not"
     row_not_run "node fetch storm: 11,136 tokens, 48 conns" "req/s" ">=" 20000 "$why_not"
+fi
+
+# ---- frag: a node's GET of a fragmented job ---------------------------------
+#
+# Two jobs of 11,136 nodes each (bench_api frag-setup): fragc on
+# nid[000001-011136], and fragf on 1,000 ranges of 11 or 12 nodes with one
+# node left out between them, the node list of a job placed on whatever
+# nodes were free.  Each run (bench_api frag-get-compact or
+# frag-get-ranged) has every node of one job GET it in turn, closed loop
+# on one connection for FRAG_SECS seconds: against the broker as
+# configured above (node-fetch cache on, as deployed: one fetch per
+# node_cache_ms reads the database), and, for reference, against a second
+# broker on the same database with node_cache_ms = 0, where every fetch
+# reads it.  ROUNDS rounds of the four runs, in a rotating order.  Rows:
+# each job's client p50, median and range over the rounds, and the ratio
+# of the medians, 1,000-range over compact: target <= 2 as deployed
+# (issue 31 item 4: a member node's fetch of a fragmented job expanded its
+# whole node list on every request); with the cache off a reference, as
+# there each fetch also renders and carries the 14 KB node list.  The
+# round lines give the broker's own time (Server-Timing) beside.
+FRAG_SECS=${BENCH_FRAG_SECONDS:-3}
+FRAG_ROW="node GET p50, 1,000-range / compact 11,136-node job"
+FRAG_DB_ROW="node GET p50, 1,000-range / compact, cache off"
+
+frag_not_run () {
+    row_not_run "$FRAG_ROW" ratio "<=" 2 "$1"
+}
+
+# frag_run compact|ranged|compact-db|ranged-db ROUND: one run; appends its
+# p50 to $T/frag.WHAT and keeps it in r_WHAT.
+frag_run () {
+    case "$1" in
+        *-db) url=$FRAG_DB_URL ;;
+        *) url=$BROKER_URL ;;
+    esac
+    bench_out "$T/frag.out" "$url" "frag-get-${1%-db}" -c 1 -d "$FRAG_SECS"
+    f=$(row_of "$T/frag.out" "node GET p50, ")
+    srv=$(sed -n 's/^#   server time p50 \([0-9.]*\) ms$/\1/p' "$T/frag.out")
+    [ -z "$f" ] && grep '^#' "$T/frag.out" | head -n 4
+    [ -n "$f" ] && echo "$f" >>"$T/frag.$1"
+    eval "r_$(echo "$1" | tr - _)=\${f:-?}/\${srv:-?}"
+}
+
+frag_round () {
+    echo "#   round $1 ($2): p50 ms, client/server: compact $r_compact," \
+        "1,000 ranges $r_ranged; cache off: compact $r_compact_db," \
+        "1,000 ranges $r_ranged_db"
+}
+
+# frag_rows NAME SUFFIX LABEL [ref]: the two jobs' reference rows and the
+# ratio row NAME (target <= 2, or a reference) of the runs
+# $T/frag.compact$SUFFIX and $T/frag.ranged$SUFFIX.
+frag_rows () {
+    mc=$(median_range "$T/frag.compact$2")
+    mr=$(median_range "$T/frag.ranged$2")
+    if [ -z "$mc" ] || [ -z "$mr" ]; then
+        row_not_run "$1" ratio "<=" 2 "a run failed"
+        return
+    fi
+    n="median of $ROUNDS"
+    set -- "$1" "$2" "$3" "${4:-}" $mc
+    row_ref "node GET p50, compact job$3" "$5" ms "$n, range $6-$7"
+    c=$5
+    set -- "$1" "$2" "$3" "$4" $mr
+    row_ref "node GET p50, 1,000-range job$3" "$5" ms "$n, range $6-$7"
+    ratio=$(awk -v a="$5" -v b="$c" 'BEGIN { print a / b }')
+    if [ "$4" = ref ]; then
+        row_ref "$1" "$ratio" ratio "of the medians, $5 / $c ms"
+    else
+        row_cmp "$1" "$ratio" ratio "<=" 2 "of the medians, $5 / $c ms"
+    fi
+}
+
+frag_scenario () {
+    why=""
+    saved_port=$PORT
+    PORT=$("$BENCH_API" freeport) || { why="no free port"; return 1; }
+    bench_config "$T/frag-db.toml" 1
+    PORT=$saved_port
+    sed -i 's/^threads = .*/&\nnode_cache_ms = 0/' "$T/frag-db.toml"
+    "$VNIBROKERD" -c "$T/frag-db.toml" >"$T/frag-db.log" 2>&1 &
+    FRAG_DB_PID=$!
+    track "$FRAG_DB_PID"
+    FRAG_DB_URL=http://127.0.0.1:$(sed -n 's/^port = //p' "$T/frag-db.toml")
+    wait_for 10 curl -sf -o /dev/null "$FRAG_DB_URL/healthz" || {
+        why="the cache-off broker does not start"
+        return 1
+    }
+    api_at "$BROKER_URL" frag-setup || { why="frag-setup failed"; return 1; }
+    empty_files "$T/frag" compact ranged compact-db ranged-db
+    rounds frag_run frag_round compact ranged compact-db ranged-db
+    frag_rows "$FRAG_ROW" "" " of 11,136 nodes"
+    frag_rows "$FRAG_DB_ROW" -db ", cache off" ref
+    api_at "$BROKER_URL" frag-release
+    kill -TERM "$FRAG_DB_PID" 2>/dev/null
+    wait "$FRAG_DB_PID" 2>/dev/null
+    return 0
+}
+
+if wanted frag; then
+    if [ "$api_ready" != 1 ]; then
+        frag_not_run "$why_not"
+    else
+        steal_mark
+        frag_scenario || frag_not_run "$why"
+        steal_note "frag"
+    fi
 fi
 
 # ---- the FM release-queue drain --------------------------------------------
