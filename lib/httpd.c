@@ -18,9 +18,10 @@
  *   connections whose request is late.
  * - The connection budget: libmicrohttpd's own limit is set above
  *   max_connections, and a connection accepted past the budget displaces
- *   a waiting one (its request not yet in): the oldest of those of the
- *   client address that has the most waiting, unless the newcomer's own
- *   address is that one, when the newcomer is closed (budget_victim()).
+ *   a waiting one (its request not yet in), chosen by budget_victim():
+ *   first the oldest of the client address with the most new connections
+ *   waiting, unless that is the newcomer's own address, when the
+ *   newcomer is closed.
  *   So however many
  *   addresses hold slow connections, a client that sends its request at
  *   once gets in, and a connection being served is never cut.  Clients
@@ -59,7 +60,7 @@ struct peer {
     unsigned char addr[16];
     int len;      /* 4 or 16 */
     long count;   /* its connections counted in the budget */
-    long waiting; /* of those, waiting for their request */
+    long waiting; /* of those, new ones waiting for their first request */
 };
 
 /* One open connection.  since_ns is 0 while no deadline applies (the
@@ -71,7 +72,8 @@ struct conn {
     MHD_socket fd;
     atomic_llong since_ns;
     struct peer *peer; /* NULL: not counted (priority, or cut) */
-    bool waiting;      /* counted in peer->waiting (since_ns != 0) */
+    bool served;       /* a request of it has been answered */
+    bool waiting;      /* counted in peer->waiting: new, request not in */
     bool priority;     /* counted in the priority budget */
     bool cut;          /* shut down by us; libmicrohttpd has yet to notice */
 };
@@ -145,11 +147,13 @@ static struct conn *conn_of(struct MHD_Connection *mc)
     return ci ? ci->socket_context : NULL;
 }
 
-/* Start (since_ns > 0) or stop (0) the deadline clock of a connection,
- * and count it as waiting for its request, or not, in its address's
- * share of the budget.
+/* Start (since_ns > 0) or stop (0) the deadline clock of a connection
+ * (served: a reply has just been sent), and count it in its address's
+ * share of the budget while it is new and its first request is not in.
  */
-static void conn_set_since(struct MHD_Connection *mc, int64_t since_ns)
+static void conn_set_since(struct MHD_Connection *mc,
+                           int64_t since_ns,
+                           bool served)
 {
     struct conn *c = conn_of(mc);
     if (!c)
@@ -157,9 +161,11 @@ static void conn_set_since(struct MHD_Connection *mc, int64_t since_ns)
     struct httpd *h = c->httpd;
     pthread_mutex_lock(&h->lock);
     atomic_store(&c->since_ns, since_ns);
-    if (c->peer && c->waiting != (since_ns != 0)) {
-        c->waiting = since_ns != 0;
-        c->peer->waiting += c->waiting ? 1 : -1;
+    c->served = c->served || served;
+    bool waiting = since_ns != 0 && !c->served;
+    if (c->peer && c->waiting != waiting) {
+        c->waiting = waiting;
+        c->peer->waiting += waiting ? 1 : -1;
     }
     pthread_mutex_unlock(&h->lock);
 }
@@ -196,7 +202,7 @@ int httpd_reply(struct httpd_req *r,
             resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     ret = MHD_queue_response(r->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    conn_set_since(r->conn, 0); /* the request is in; no deadline now */
+    conn_set_since(r->conn, 0, false); /* the request is in; no deadline now */
     r->status = status;
     r->responded = true;
     return ret == MHD_YES ? 0 : -1;
@@ -462,7 +468,7 @@ static enum MHD_Result on_request(void *cls,
     if (r->responded)
         return MHD_YES;
     /* The whole request is in: the service's time is not the client's. */
-    conn_set_since(conn, 0);
+    conn_set_since(conn, 0, false);
     return h->handlers.run(h->handlers.cls, r) < 0 ? MHD_NO : MHD_YES;
 }
 
@@ -475,7 +481,7 @@ static void on_completed(void *cls,
     struct httpd_req *r = *req_cls;
 
     /* The next request on a kept-alive connection starts arriving now. */
-    conn_set_since(conn, monotime_ns());
+    conn_set_since(conn, monotime_ns(), true);
     if (!r)
         return;
     h->handlers.done(h->handlers.cls, r, (int)toe);
@@ -573,29 +579,33 @@ static void conn_cut(struct httpd *h, struct conn *c)
     conn_uncount(h, c);
 }
 
-/* The connection to close when the newest, c, exceeds the budget.  Only
- * connections waiting for their request count (those being served are
- * never cut, and hold no one up), per address:
+/* The connection to close when the newest, c, exceeds the budget.  An
+ * address's share is its new connections whose first request is not in
+ * (peer->waiting): a kept-alive connection that has been answered holds
+ * no share, so a client's pool of idle connections does not make it look
+ * like an attacker.  A connection whose request is in is never closed.
  *
- * - when c's address already waits on more than c and on as many as any
- *   other address, c itself: an address at the top refills nothing, so
- *   a client that reconnects at once after each cut costs an accept, not
- *   another's place.  When it waits on more than its fair share (the
- *   budget over the addresses counted), that is decided at once, without
- *   a look at the others: the usual case of a flood.
- * - else the oldest waiting connection of the address that waits on the
- *   most (c excluded): a client that sends its request at once gets in,
- *   however many addresses the slow connections come from;
- * - else (nothing else waits) c.
+ * - When c's address already waits on more than c and on as many as any
+ *   other address, c itself: an address at the top refills nothing, so a
+ *   client that reconnects at once after each cut costs an accept, not
+ *   another's place.  Past its fair share (the budget over the addresses
+ *   counted) that is decided at once, without a look at the others: the
+ *   usual case of a flood.
+ * - Else the oldest new waiting connection of the address that has the
+ *   most, when that is more than one: a client that sends its request at
+ *   once gets in, however many addresses the slow connections come from.
+ * - Else the connection idle (or between requests) the longest, answered
+ *   before: it only costs its client a reconnect.
+ * - Else the oldest new waiting connection, or c when there is none.
  *
  * Under h->lock.
  */
 static struct conn *budget_victim(struct httpd *h, struct conn *c)
 {
-    struct conn *victim = NULL;
+    struct conn *fresh = NULL, *idle = NULL;
     long n = c->peer->waiting;
     long most = 0;
-    int64_t vsince = 0;
+    int64_t fsince = 0, isince = 0;
 
     if (n > 1 && n * h->npeers_live > h->budget)
         return c;
@@ -606,17 +616,26 @@ static struct conn *budget_victim(struct httpd *h, struct conn *c)
         return c;
     most = 0;
     for (struct conn *o = h->conns; o; o = o->next) {
-        if (o == c || !o->waiting || o->cut)
-            continue;
         int64_t since = atomic_load(&o->since_ns);
-        if (!victim || o->peer->waiting > most
-            || (o->peer->waiting == most && since < vsince)) {
-            victim = o;
+        if (o == c || !o->peer || o->cut || since == 0)
+            continue;
+        if (!o->waiting) {
+            if (!idle || since < isince) {
+                idle = o;
+                isince = since;
+            }
+        } else if (!fresh || o->peer->waiting > most
+                   || (o->peer->waiting == most && since < fsince)) {
+            fresh = o;
             most = o->peer->waiting;
-            vsince = since;
+            fsince = since;
         }
     }
-    return victim ? victim : c;
+    if (fresh && most > 1)
+        return fresh;
+    if (idle)
+        return idle;
+    return fresh ? fresh : c;
 }
 
 /* Whether sa lies in one of the priority blocks. */

@@ -16,10 +16,11 @@
  * a reaper thread shuts down the sockets of connections whose request has
  * not fully arrived in time.  A connection budget (max_connections)
  * protects against many addresses doing so at once: past it, a new
- * connection displaces the oldest connection still waiting for its
- * request from the address that has the most waiting (or is itself
- * closed when its own address is that one), so a client that sends its
- * request at once always gets in.  Addresses in the priority blocks
+ * connection displaces the oldest new connection still waiting for its
+ * first request from the address that has the most (or is itself closed
+ * when its own address is that one), else the connection idle the
+ * longest since its last answer, so a client that sends its request at
+ * once always gets in.  Addresses in the priority blocks
  * have a budget of their own (priority_connections) and are never
  * displaced.  libmicrohttpd's own diagnostics go to the logger, at most
  * log_burst lines a second.

