@@ -187,6 +187,9 @@ pgbench_run () {
 # bench_config FILE WITH_AUTH: threads near the database pool, as the
 # example configuration advises; two cores gain nothing from more, and
 # commits (fsync) batch better with a few connections waiting together.
+# The load generators connect from 127.0.0.1 and stand for the scheduler,
+# whose host deploy/README.md (section 6) says to list in
+# server.priority_addresses; the attacks come from other addresses.
 bench_config () {
     cat >"$1" <<EOF
 [server]
@@ -194,6 +197,7 @@ address = "127.0.0.1"
 port = $PORT
 threads = $THREADS
 max_connections = 1024
+priority_addresses = ["127.0.0.1"]
 connection_timeout_s = 60
 
 [database]
@@ -1160,7 +1164,10 @@ SLOW_ROW="reserve p99 at 200/s, $SLOW_CONNS slow conns from 1 addr"
 # header byte every 2 s; one the broker closes comes back a second later,
 # slowloris's next round): 1,536 by default, more than the bench broker's
 # max_connections (1024), so that the budget displaces and refuses (the
-# row's target: within 2x of the quiet figure).  Once more with each
+# row's target: within 2x of the quiet figure; the load generator's
+# address, the scheduler's, is in server.priority_addresses as the guide
+# says, so that its 64 connections, opened at once, are not taken for an
+# attack's).  Once more with each
 # closed connection reopened at once, for reference: then the attack is
 # a connection flood from 64 addresses, as fast as one Python process on
 # this machine can connect, and what it costs the broker per connection
