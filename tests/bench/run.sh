@@ -1205,6 +1205,24 @@ openloop_p99 () {
 # the broker stays visible.
 SLOW_ROUNDS=${BENCH_SLOW_ROUNDS:-3}
 
+# flood_ref NAME SOURCE COUNT INTERVAL REOPEN: one open-loop run while
+# slowclients.py trickles from SOURCE (see its usage), printed as a
+# reference row with the broker's CPU time per attack connection.
+flood_ref () {
+    (ulimit -n 8192 && exec nice -n 19 python3 "$SLOW_PY" trickle "$PORT" \
+        "$2" "$3" $((SECS + 6)) "$4" "$5") >"$T/flood.out" 2>&1 &
+    trickle_pid=$!
+    track "$trickle_pid"
+    sleep 3
+    c2=$(cpu_ticks "$BROKER_PID")
+    flood=$(openloop_p99)
+    c3=$(cpu_ticks "$BROKER_PID")
+    wait "$trickle_pid"
+    fn=$(cat "$T/flood.out")
+    printf '%-52s %12.3f %-6s %2s %10s  %s\n' "$1" "${flood:-0}" ms "" - \
+        "ref ($fn connections, broker CPU $((c3 - c2)) ticks, $(per_conn_us $((c3 - c2)) "$fn") us each)"
+}
+
 slow_scenario () {
     empty_files "$T/slow" quiet loud many
     r=0
@@ -1240,32 +1258,10 @@ slow_scenario () {
             "64 addresses ${m:-?} ms (broker CPU $((c5 - c4)) ticks," \
             "$(cat "$T/many.out") connections opened)"
     done
-    nice -n 19 python3 "$SLOW_PY" trickle "$PORT" 127.0.0.9 "$SLOW_CONNS" \
-        $((SECS + 6)) 1 >"$T/trickle.out" 2>&1 &
-    trickle_pid=$!
-    track "$trickle_pid"
-    sleep 3
-    c2=$(cpu_ticks "$BROKER_PID")
-    flood=$(openloop_p99)
-    c3=$(cpu_ticks "$BROKER_PID")
-    wait "$trickle_pid"
-    n1=$(cat "$T/trickle.out")
-    printf '%-52s %12.3f %-6s %2s %10s  %s\n' \
-        "reserve p99 at 200/s, 1 s reconnect flood (ref)" "${flood:-0}" ms "" - \
-        "ref ($n1 connections, broker CPU $((c3 - c2)) ticks, $(per_conn_us $((c3 - c2)) "$n1") us each)"
-    (ulimit -n 8192 && exec nice -n 19 python3 "$SLOW_PY" trickle "$PORT" \
-        "$MANY_ADDRS" "$MANY_PER_ADDR" $((SECS + 6)) 1 0) >"$T/many.out" 2>&1 &
-    trickle_pid=$!
-    track "$trickle_pid"
-    sleep 3
-    c2=$(cpu_ticks "$BROKER_PID")
-    flood=$(openloop_p99)
-    c3=$(cpu_ticks "$BROKER_PID")
-    wait "$trickle_pid"
-    n64=$(cat "$T/many.out")
-    printf '%-52s %12.3f %-6s %2s %10s  %s\n' \
-        "reserve p99 at 200/s, 64-addr reopen-at-once flood (ref)" "${flood:-0}" ms "" - \
-        "ref ($n64 connections, broker CPU $((c3 - c2)) ticks, $(per_conn_us $((c3 - c2)) "$n64") us each)"
+    flood_ref "reserve p99 at 200/s, 1 s reconnect flood (ref)" \
+        127.0.0.9 "$SLOW_CONNS" 1 1
+    flood_ref "reserve p99 at 200/s, 64-addr reopen-at-once flood (ref)" \
+        "$MANY_ADDRS" "$MANY_PER_ADDR" 1 0
     quiet=$(median_range "$T/slow.quiet")
     loud=$(median_range "$T/slow.loud")
     if [ -n "$quiet" ] && [ -n "$loud" ]; then
