@@ -1,9 +1,7 @@
 /* Address blocks in CIDR notation (see cidr.h). */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
 #include <netinet/in.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
