@@ -13,7 +13,7 @@
 #   make lint       source checks no compiler makes (jansson references)
 #
 # CI adds WERROR=1.  Sources are found by wildcard, so a new file in lib/,
-# server/ or tests/unit/ needs no edit here.
+# server/'s folders or tests/unit/ needs no edit here.
 
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -64,7 +64,7 @@ LIBS_BASE    = $(PKG_LIBS) -lpthread
 # ---- sources ---------------------------------------------------------------
 
 LIB_SRCS     := $(wildcard lib/*.c)
-SERVER_SRCS  := $(filter-out server/main.c,$(wildcard server/*.c))
+SERVER_SRCS  := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
 # Any other C file under tests/unit/ is a helper the unit tests link.
@@ -132,7 +132,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-# The git revision built, for vnib_build_info (only server/ops.c uses it).
+# The git revision built, for vnib_build_info (only server/api/ops.c uses it).
 # $(BUILD)/revision is rewritten only when it changes, so that ops.o is
 # rebuilt then and only then.
 VNIB_REVISION := $(shell [ -e .git ] && git describe --always --dirty 2>/dev/null)
@@ -140,8 +140,8 @@ ifeq ($(VNIB_REVISION),)
 VNIB_REVISION := unknown
 endif
 
-$(BUILD)/server/ops.o: ALL_CPPFLAGS += -DVNIB_REVISION='"$(VNIB_REVISION)"'
-$(BUILD)/server/ops.o: $(BUILD)/revision
+$(BUILD)/server/api/ops.o: ALL_CPPFLAGS += -DVNIB_REVISION='"$(VNIB_REVISION)"'
+$(BUILD)/server/api/ops.o: $(BUILD)/revision
 
 $(BUILD)/revision: FORCE
 	@mkdir -p $(@D)
@@ -159,16 +159,16 @@ $(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) deploy/tools/embed-sql.sh
 $(BUILD)/gen/schema_sql.o: $(BUILD)/gen/schema_sql.c
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
 
-# The status page (server/ui/*) is compiled into the binary too, so that
-# /ui/ serves the page this broker was built with (server/ui.h).
-UI_ASSETS   := $(sort $(wildcard server/ui/*))
+# The status page (server/api/ui/*) is compiled into the binary too, so that
+# /ui/ serves the page this broker was built with (server/api/ui.h).
+UI_ASSETS   := $(sort $(wildcard server/api/ui/*))
 SERVER_OBJS += $(BUILD)/gen/ui_assets.o
 
 $(BUILD)/gen/ui_assets.c: $(UI_ASSETS) deploy/tools/embed-ui.sh
 	@mkdir -p $(@D)
 	sh deploy/tools/embed-ui.sh $(UI_ASSETS) > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/gen/ui_assets.o: $(BUILD)/gen/ui_assets.c server/ui.h
+$(BUILD)/gen/ui_assets.o: $(BUILD)/gen/ui_assets.c server/api/ui.h
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIBVNIB): $(LIB_OBJS)
@@ -330,7 +330,7 @@ $(INPROC_BINS): $(INPROC_SRCS) tests/inproc/harness.h $(LIBSERVER) \
 # functions) names what else it links: FUZZ_LIBS_<name> for the replay
 # driver, FUZZ_CSRCS_<name> for clang, FUZZ_LDLIBS_<name> for both.
 FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
-FUZZ_CSRCS_request  := $(filter-out server/reservations.c,$(SERVER_SRCS)) \
+FUZZ_CSRCS_request  := $(filter-out server/api/reservations.c,$(SERVER_SRCS)) \
                        $(FMCLIENT_SRCS) $(BUILD)/gen/schema_sql.c \
                        $(BUILD)/gen/ui_assets.c
 # The switch plugin's parsers: plain C, no Slurm (deploy/slurm/switch/).
@@ -477,7 +477,7 @@ install: all
 	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PKGLIBDIR)/)
 	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
 	install -d $(DESTDIR)$(DOCDIR)/deploy/slurm $(DESTDIR)$(DOCDIR)/agent \
-	    $(DESTDIR)$(DOCDIR)/server
+	    $(DESTDIR)$(DOCDIR)/server/api
 	install -m 0644 README.md $(GEN_DIR)/config.example.toml $(DESTDIR)$(DOCDIR)/
 	install -m 0644 deploy/README.md $(DESTDIR)$(DOCDIR)/deploy/README.md
 	install -m 0644 deploy/slurm/README.md $(DESTDIR)$(DOCDIR)/deploy/slurm/README.md
@@ -486,7 +486,7 @@ install: all
 	install -m 0644 agent/README.md $(DESTDIR)$(DOCDIR)/agent/README.md
 	install -m 0644 $(GEN_DIR)/agent.example.toml \
 	    $(DESTDIR)$(DOCDIR)/agent/agent.example.toml
-	install -m 0644 server/openapi.yaml $(DESTDIR)$(DOCDIR)/server/openapi.yaml
+	install -m 0644 server/api/openapi.yaml $(DESTDIR)$(DOCDIR)/server/api/openapi.yaml
 	install -d $(DESTDIR)$(DOCDIR)/deploy/monitoring
 	install -m 0644 deploy/monitoring/README.md deploy/monitoring/vnibroker-alerts.yml \
 	    deploy/monitoring/vnibroker-grafana.json deploy/monitoring/prometheus.example.yml \

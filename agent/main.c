@@ -20,7 +20,7 @@
 #include "agent/agentcfg.h"
 #include "agent/commands.h"
 #include "agent/jobstate.h"
-#include "server/version.h"
+#include "vnib/version.h"
 
 static const char usage_text[] =
     "Usage: vnib-agent [OPTIONS] COMMAND [ARGS]\n"

@@ -38,7 +38,7 @@
 #include "cli/ctl.h"
 #include "cli/opts.h"
 #include "cli/tokencmd.h"
-#include "server/version.h"
+#include "vnib/version.h"
 
 #define DEFAULT_URL "http://127.0.0.1:8080"
 

@@ -17,7 +17,6 @@
 #include "vnib/topology.h"
 #include "server/broker.h"
 #include "server/config.h"
-#include "server/http.h"
 #include "server/inventory.h"
 
 struct inventory {
@@ -69,13 +68,11 @@ void inventory_destroy(struct inventory *inv)
     errno = saved_errno;
 }
 
-int inventory_check(struct request *req,
+int inventory_check(const struct inventory *inv,
                     const struct hostlist *hosts,
                     struct inventory_verdict *verdict,
                     vnib_error_t *errp)
 {
-    const struct inventory *inv = req->broker->inv;
-
     memset(verdict, 0, sizeof(*verdict));
     verdict->nodes = hostlist_count(hosts);
     if (!inv || !inv->topo)
@@ -87,26 +84,25 @@ int inventory_check(struct request *req,
     }
     if (verdict->unknown == 0 || !inv->reject)
         return 0;
-    return request_fail(req,
-                        EINVAL,
-                        "invalid_field",
-                        errp,
-                        "nodes: %s is not in the cluster's topology (%zu of "
-                        "%zu nodes are unknown)",
-                        verdict->first,
-                        verdict->unknown,
-                        verdict->nodes);
+    errno = EINVAL;
+    return errprintf(errp,
+                     "nodes: %s is not in the cluster's topology (%zu of %zu "
+                     "nodes are unknown)",
+                     verdict->first,
+                     verdict->unknown,
+                     verdict->nodes);
 }
 
-void inventory_warn(struct request *req,
+void inventory_warn(struct logger *log,
+                    const char *request_id,
                     const char *job_id,
                     const struct inventory_verdict *verdict)
 {
     if (verdict->unknown == 0)
         return;
-    logger_printf(req->broker->log,
+    logger_printf(log,
                   LOG_WARNING,
-                  req->id,
+                  request_id,
                   "reservation %s: %s is not in the cluster's topology (%zu "
                   "of %zu nodes are unknown); accepted, as "
                   "cluster.reject_unknown_nodes is false",

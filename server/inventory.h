@@ -22,7 +22,6 @@
 struct config;
 struct hostlist;
 struct logger;
-struct request;
 struct inventory;
 
 /* Read cluster.topology_file.  Returns the inventory (one that knows no
@@ -43,20 +42,23 @@ struct inventory_verdict {
     const char *first; /* the first unknown one (borrowed), or NULL */
 };
 
-/* Check a reservation's nodes (a uniq'd list).  Returns 0 (every node is
- * known, there is no file, or unknown nodes are only to be warned about:
- * see *verdict), or -1 having failed req with 400 invalid_field naming
- * the first unknown node and how many are unknown.
+/* Check a reservation's nodes (a uniq'd list) against inv (NULL: no
+ * file).  Returns 0 (every node is known, there is no file, or unknown
+ * nodes are only to be warned about: see *verdict), or -1 with errno
+ * EINVAL and errp naming the first unknown node and how many are unknown
+ * (the handler answers 400 invalid_field).
  */
-int inventory_check(struct request *req,
+int inventory_check(const struct inventory *inv,
                     const struct hostlist *hosts,
                     struct inventory_verdict *verdict,
                     vnib_error_t *errp);
 
 /* After a new reservation of job_id was committed: the warning of a
- * verdict with unknown nodes (nothing otherwise), once per reservation.
+ * verdict with unknown nodes (nothing otherwise), once per reservation,
+ * on the log line of request request_id.
  */
-void inventory_warn(struct request *req,
+void inventory_warn(struct logger *log,
+                    const char *request_id,
                     const char *job_id,
                     const struct inventory_verdict *verdict);
 

@@ -23,21 +23,21 @@
 #include "vnib/idset.h"
 #include "vnib/logger.h"
 #include "vnib/sigstop.h"
-#include "server/auth.h"
+#include "server/http/auth.h"
 #include "server/broker.h"
-#include "server/cache.h"
+#include "server/api/cache.h"
 #include "server/config.h"
-#include "server/gauges.h"
-#include "server/http.h"
-#include "server/hwcoll.h"
+#include "server/bg/gauges.h"
+#include "server/http/http.h"
+#include "server/hwcoll/hwcoll.h"
 #include "server/inventory.h"
-#include "server/metrics.h"
-#include "server/ratelimit.h"
-#include "server/routes.h"
+#include "server/http/metrics.h"
+#include "server/http/ratelimit.h"
+#include "server/api/routes.h"
 #include "server/sdnotify.h"
-#include "server/store.h"
-#include "server/sweeper.h"
-#include "server/version.h"
+#include "server/store/store.h"
+#include "server/bg/sweeper.h"
+#include "vnib/version.h"
 
 enum {
     EXIT_RUNTIME = 1,
@@ -332,7 +332,7 @@ int main(int argc, char **argv)
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
         goto done;
     }
-    if (!(b.metrics = metrics_create(routes_count))) {
+    if (!(b.metrics = metrics_create(&api_routes))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: out of memory");
         goto done;
     }
@@ -340,7 +340,11 @@ int main(int argc, char **argv)
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
         goto done;
     }
-    if (!(b.http = http_create(&b, &error))) {
+    struct http_setup setup = {
+        .routes = &api_routes,
+        .fm_workers = hwcoll_request_concurrency(b.hwcoll),
+    };
+    if (!(b.http = http_create(&b, &setup, &error))) {
         logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
         goto done;
     }

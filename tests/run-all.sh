@@ -32,7 +32,7 @@ BUILD=${1:-build}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
 export VNIB_BUILD=$BUILD
-export VNIB_OPENAPI=$TOP/server/openapi.yaml
+export VNIB_OPENAPI=$TOP/server/api/openapi.yaml
 # Leaks are errors; libmicrohttpd and libpq keep a few process-lifetime
 # allocations that are not ours, listed in the suppressions file.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}

@@ -16,7 +16,7 @@
 # deploy/tools/slurm-src.sh makes it) is taken too.  DEB_BUILD_OPTIONS
 # is passed on, with nocheck added and parallel=<cores> unless it names
 # one.  The package version (deploy/debian/changelog) must be the
-# broker's own (server/version.h).
+# broker's own (include/vnib/version.h).
 set -eu
 
 [ $# -eq 2 ] || { echo "usage: deb.sh OUT_DIR SLURM_SRC" >&2; exit 2; }
@@ -40,9 +40,9 @@ fi
 SLURM_SRC=$(cd "$SLURM_SRC" && pwd)
 
 version=$(dpkg-parsechangelog -l "$TOP/deploy/debian/changelog" -S Version)
-broker=$(sed -n 's/^#define VNIB_VERSION "\(.*\)"$/\1/p' "$TOP/server/version.h")
+broker=$(sed -n 's/^#define VNIB_VERSION "\(.*\)"$/\1/p' "$TOP/include/vnib/version.h")
 if [ "$version" != "$broker" ]; then
-    echo "deb.sh: deploy/debian/changelog is at $version, server/version.h at $broker: add a changelog entry (dch -v $broker)" >&2
+    echo "deb.sh: deploy/debian/changelog is at $version, include/vnib/version.h at $broker: add a changelog entry (dch -v $broker)" >&2
     exit 1
 fi
 

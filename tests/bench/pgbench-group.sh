@@ -1,11 +1,11 @@
 #!/bin/sh
 # pgbench-group.sh N: print a pgbench script of the broker's own SQL for
 # the bench's "pairs" scenario (tests/bench/bench_api.c), as the broker
-# sends it when its groups carry N requests (group commit, server/group.h
+# sends it when its groups carry N requests (group commit, server/store/group.h
 # and schema/0008): one vnib_reserve_batch call for N jobs, then one
 # vnib_release_batch call for the same N, each its own transaction.  The
 # parameters are those store_reserve and store_release in
-# server/store_reservations.c send for {"job_id": ..., "uid": 1000, "user": "bench", "nodes": "n[1-4]",
+# server/store/store_reservations.c send for {"job_id": ..., "uid": 1000, "user": "bench", "nodes": "n[1-4]",
 # "vni_count": 1} with vni.pool "1024-65535" and hardware collectives off,
 # then DELETE /v1/reservations/<job>.  One pgbench transaction is N pairs.
 # Job ids are unique per client and draw:

@@ -1394,7 +1394,7 @@ fi
 #   - then purge: the history broker restarts with vni.retain_days = 30
 #     (the whole loaded history is older) and vni.sweep_interval_s = 1, so
 #     its sweeper purges up to 1,000 reservations a second (PURGE_BATCH in
-#     server/sweeper.c), while a steady stream of pairs (2 clients) runs
+#     server/bg/sweeper.c), while a steady stream of pairs (2 clients) runs
 #     for HIST_PURGE_SECS.  Every HIST_INTERVAL seconds the database is
 #     vacuumed (plain VACUUM, which autovacuum would run too, later: its
 #     default thresholds are 20% of a table's rows and a minute's nap) and

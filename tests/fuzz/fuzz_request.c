@@ -1,5 +1,5 @@
 /* libFuzzer target for the request path's body checks
- * (server/reservations.c, compiled into this file for its static
+ * (server/api/reservations.c, compiled into this file for its static
  * validators, with the real request_json and params_* behind them).
  *
  * The first byte picks what the body is checked as; the rest is the body,
@@ -11,7 +11,7 @@
  * (params_job_id, params_node).  Only accepting or refusing is allowed:
  * a refusal must say why, with a stable code.
  */
-#include "server/reservations.c"
+#include "server/api/reservations.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

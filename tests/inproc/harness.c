@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include "vnib/logger.h"
-#include "server/cache.h"
+#include "server/api/cache.h"
 #include "server/config.h"
-#include "server/http.h"
-#include "server/hwcoll.h"
-#include "server/routes.h"
-#include "server/store.h"
+#include "server/http/http.h"
+#include "server/hwcoll/hwcoll.h"
+#include "server/api/routes.h"
+#include "server/store/store.h"
 #include "tests/inproc/harness.h"
 
 /* Query arguments a test request may carry. */
@@ -166,13 +166,14 @@ int harness_call(struct harness *h, struct harness_req rq, json_t **outp)
     } else {
         snprintf(req.who.name, sizeof(req.who.name), "%s", rq.who.name);
     }
-    int idx = routes_match(rq.method, path, &req.params, allow, sizeof(allow));
+    int idx = route_match(
+        &api_routes, rq.method, path, &req.params, allow, sizeof(allow));
     if (idx < 0) {
         status = request_error_status(&req, errno, &code);
         goto done;
     }
     req.route_index = idx;
-    req.route = &routes[idx];
+    req.route = &api_routes.rows[idx];
     /* The pipeline hands handlers a NUL-terminated copy of the body. */
     if (rq.body) {
         if (!(copy = strdup(rq.body))) {

@@ -5,7 +5,7 @@
  * VNIB_TEST_CONNINFO names, the migrations applied, the pool synced, the
  * node cache, hwcoll as configured: disabled unless the TOML enables it),
  * but starts no HTTP listener.  harness_call() builds a struct request by
- * hand, as the pipeline in server/http.c would (the route found with
+ * hand, as the pipeline in server/http/http.c would (the route found with
  * routes_match, the path parameters, the caller's identity, the body, the
  * query arguments through the request's own table), calls the route's
  * handler and returns the HTTP status of its reply.  Roles are checked by

@@ -2,7 +2,7 @@
  *
  * Each test calls route handlers through the harness (harness.h), with no
  * HTTP in between, and checks the status, the JSON reply and the error
- * code that server/openapi.yaml documents.  The tests share one broker
+ * code that server/api/openapi.yaml documents.  The tests share one broker
  * and one database, in order; each uses job ids of its own and releases
  * what it reserved, so that the pool's counts are checked as changes.
  * tests/integration/0025-handlers.sh starts the database and runs this.
@@ -18,7 +18,8 @@
 
 #include "vnib/idset.h"
 #include "server/config.h"
-#include "server/routes.h"
+#include "server/api/routes.h"
+#include "server/http/auth.h"
 #include "tests/inproc/harness.h"
 
 /* Eighteen VNIs around 10, which the pool may never hold. */
@@ -241,13 +242,13 @@ static void test_roles(void **state)
     char allow[64];
     json_t *out = NULL;
 
-    int i =
-        routes_match("POST", "/v1/reservations", &params, allow, sizeof(allow));
+    int i = route_match(
+        &api_routes, "POST", "/v1/reservations", &params, allow, sizeof(allow));
     assert_true(i >= 0);
-    assert_false(routes[i].roles & ROLE_NODE);
-    assert_false(routes[i].roles & ROLE_MONITOR);
-    assert_true(routes[i].roles & ROLE_SCHEDULER);
-    assert_true(routes[i].roles & ROLE_ADMIN);
+    assert_false(api_routes.rows[i].roles & ROLE_NODE);
+    assert_false(api_routes.rows[i].roles & ROLE_MONITOR);
+    assert_true(api_routes.rows[i].roles & ROLE_SCHEDULER);
+    assert_true(api_routes.rows[i].roles & ROLE_ADMIN);
 
     assert_int_equal(reserve(h, "roles", 1, "tux[1-2]", &out), 201);
     json_decref(out);
@@ -570,23 +571,32 @@ static void test_step_roles(void **state)
     char allow[64];
     json_t *out = NULL;
 
-    int i = routes_match(
-        "PUT", "/v1/reservations/j/steps/s", &params, allow, sizeof(allow));
+    int i = route_match(&api_routes,
+                        "PUT",
+                        "/v1/reservations/j/steps/s",
+                        &params,
+                        allow,
+                        sizeof(allow));
     assert_true(i >= 0);
-    assert_false(routes[i].roles & (ROLE_NODE | ROLE_MONITOR));
-    assert_true(routes[i].roles & ROLE_SCHEDULER);
-    i = routes_match(
-        "GET", "/v1/reservations/j/steps/s", &params, allow, sizeof(allow));
+    assert_false(api_routes.rows[i].roles & (ROLE_NODE | ROLE_MONITOR));
+    assert_true(api_routes.rows[i].roles & ROLE_SCHEDULER);
+    i = route_match(&api_routes,
+                    "GET",
+                    "/v1/reservations/j/steps/s",
+                    &params,
+                    allow,
+                    sizeof(allow));
     assert_true(i >= 0);
-    assert_true(routes[i].roles & ROLE_NODE);
-    assert_true(routes[i].roles & ROLE_MONITOR);
-    i = routes_match("PUT",
-                     "/v1/reservations/j/steps/s/nodes/n",
-                     &params,
-                     allow,
-                     sizeof(allow));
+    assert_true(api_routes.rows[i].roles & ROLE_NODE);
+    assert_true(api_routes.rows[i].roles & ROLE_MONITOR);
+    i = route_match(&api_routes,
+                    "PUT",
+                    "/v1/reservations/j/steps/s/nodes/n",
+                    &params,
+                    allow,
+                    sizeof(allow));
     assert_true(i >= 0);
-    assert_false(routes[i].roles & (ROLE_SCHEDULER | ROLE_MONITOR));
+    assert_false(api_routes.rows[i].roles & (ROLE_SCHEDULER | ROLE_MONITOR));
 
     assert_int_equal(reserve(h, "st-roles", 1, "tux[1-4]", &out), 201);
     json_decref(out);

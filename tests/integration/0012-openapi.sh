@@ -1,7 +1,7 @@
 #!/bin/bash
-# server/openapi.yaml is the API's promise to clients written from it: it
+# server/api/openapi.yaml is the API's promise to clients written from it: it
 # must parse as YAML (a plain scalar with ": " inside once broke it), and
-# every METHOD and path of the one route table (server/routes.c) must be
+# every METHOD and path of the one route table (server/api/routes.c) must be
 # in it, and nothing else.
 . "$(dirname "$0")/lib.sh"
 
@@ -9,7 +9,7 @@ if ! python3 -c 'import yaml' 2>/dev/null; then
     not_ok "python3-yaml is installed (make deps installs it)"
     finish
 fi
-out=$(python3 - "$TOP/server/openapi.yaml" <<'PY' 2>&1
+out=$(python3 - "$TOP/server/api/openapi.yaml" <<'PY' 2>&1
 import sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
 for path, ops in doc["paths"].items():
@@ -21,9 +21,9 @@ PY
 rc=$?
 expect_eq "openapi.yaml parses as YAML" "$rc" 0
 documented=$(printf '%s\n' "$out" | sort)
-routes=$(sed -n 's/^ *{ *"\([A-Z]*\)", *"\(\/[^"]*\)".*/\1 \2/p' "$TOP/server/routes.c" | sort)
+routes=$(sed -n 's/^ *{ *"\([A-Z]*\)", *"\(\/[^"]*\)".*/\1 \2/p' "$TOP/server/api/routes.c" | sort)
 expect_match "the route table has routes to compare ($(printf '%s\n' "$routes" | wc -l))" \
     "$(printf '%s\n' "$routes" | wc -l)" '^[1-9][0-9]+$'
-expect_eq "openapi.yaml documents exactly the routes of server/routes.c" \
+expect_eq "openapi.yaml documents exactly the routes of server/api/routes.c" \
     "$documented" "$routes"
 finish

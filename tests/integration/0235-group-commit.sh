@@ -1,5 +1,5 @@
 #!/bin/bash
-# Group commit (server/group.c, schema/0008_group_commit.sql): concurrent
+# Group commit (server/store/group.c, schema/0008_group_commit.sql): concurrent
 # reserves and releases are written in shared transactions, and each
 # request still gets exactly its own outcome.
 #

@@ -49,7 +49,7 @@ for f in usr/lib/vnibroker/vnib_spank.so \
          usr/share/doc/vnibroker/config.example.toml \
          usr/share/doc/vnibroker/agent/agent.example.toml \
          usr/share/doc/vnibroker/deploy/slurm/hooks.conf.example \
-         usr/share/doc/vnibroker/server/openapi.yaml; do
+         usr/share/doc/vnibroker/server/api/openapi.yaml; do
     if [ -s "$ROOT/$f" ]; then ok "$f is installed"; else not_ok "$f is installed"; fi
 done
 # Each guide under its own name, with its own text.

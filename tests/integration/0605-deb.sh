@@ -55,7 +55,7 @@ expect_eq "the source tree is as it was" "$(tree_state)" "$before"
 expect_no_match "no sanitizer and no -O0 in the package build" \
     "$(grep -E '^(cc|gcc|clang) ' "$T/deb.log")" '-fsanitize|-O0( |$)'
 
-VERSION=$(sed -n 's/^#define VNIB_VERSION "\(.*\)"$/\1/p' "$TOP/server/version.h")
+VERSION=$(sed -n 's/^#define VNIB_VERSION "\(.*\)"$/\1/p' "$TOP/include/vnib/version.h")
 ARCH=$(dpkg --print-architecture)
 MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 for p in vnibroker vnibctl vnib-agent vnibroker-slurm; do
@@ -86,7 +86,7 @@ has vnibroker usr/sbin/vnibrokerd lib/systemd/system/vnibrokerd.service \
     lib/systemd/system/vnibrokerd.service.d/vnibrokerd-config.conf \
     usr/lib/sysusers.d/vnibroker.conf etc/vnibroker/vnibroker.toml.example \
     usr/share/doc/vnibroker/config.example.toml usr/share/doc/vnibroker/README.md \
-    usr/share/doc/vnibroker/deploy/README.md usr/share/doc/vnibroker/server/openapi.yaml \
+    usr/share/doc/vnibroker/deploy/README.md usr/share/doc/vnibroker/server/api/openapi.yaml \
     usr/share/doc/vnibroker/copyright usr/share/man/man8/vnibrokerd.8.gz
 has vnibctl usr/bin/vnibctl usr/share/doc/vnibctl/copyright usr/share/man/man1/vnibctl.1.gz
 has vnib-agent usr/sbin/vnib-agent lib/systemd/system/vnib-agent-flush.service \

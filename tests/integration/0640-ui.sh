@@ -1,5 +1,5 @@
 #!/bin/bash
-# The status page's files (server/ui/, compiled into vnibrokerd): served
+# The status page's files (server/api/ui/, compiled into vnibrokerd): served
 # without a token at /ui/, each with its content type, the same bytes as
 # the files in the tree, an ETag (If-None-Match gets 304), and on every
 # /ui reply, redirects and errors included, the browser hardening headers
@@ -9,7 +9,7 @@
 # file is a 404 in the API's JSON error format, HEAD works.
 . "$(dirname "$0")/lib.sh"
 
-UI=$TOP/server/ui
+UI=$TOP/server/api/ui
 CSP="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 pg_start || exit 1
@@ -37,9 +37,9 @@ for f in index.html:/ui/:'text/html; charset=utf-8' \
     expect_eq "$path: Content-Type" "$(header Content-Type)" "$type"
     security_headers "$path"
     if cmp -s "$T/http.body" "$UI/$file"; then
-        ok "$path is server/ui/$file, byte for byte"
+        ok "$path is server/api/ui/$file, byte for byte"
     else
-        not_ok "$path is server/ui/$file, byte for byte"
+        not_ok "$path is server/api/ui/$file, byte for byte"
     fi
     etag=$(header ETag)
     expect_match "$path has a strong ETag" "$etag" '^"[0-9a-f]{16}"$'

@@ -1,7 +1,9 @@
 #!/bin/sh
-# make lint: the source checks that no compiler makes.  First the checkers
-# are shown to work (each must report every defect in its "bad" fixture and
-# nothing in its "good" one), then they read every C file git tracks.
+# make lint: the source checks that no compiler makes: jansson reference
+# steals (jansson-refs.pl) and includes against the layers' order
+# (layers.sh).  First the checkers are shown to work (each must report
+# every defect in its "bad" fixture and nothing in its "good" one), then
+# they read every C file git tracks.
 set -u
 cd "$(dirname "$0")/../.."
 fail=0
@@ -21,4 +23,24 @@ if ! perl tests/lint/jansson-refs.pl \
     fail=1
 fi
 [ "$fail" -eq 0 ] && echo "lint: jansson references: ok"
+
+lfail=0
+bad=tests/lint/fixtures/layers-bad
+out=$(sh tests/lint/layers.sh "$bad" $(find "$bad" -name '*.[ch]' | sort))
+n=$(printf '%s\n' "$out" | grep -c 'higher layer')
+if [ "$n" -ne 3 ]; then
+    echo "lint: layers.sh found $n of the 3 upward includes in $bad:"
+    printf '%s\n' "$out"
+    lfail=1
+fi
+good=tests/lint/fixtures/layers-good
+if ! sh tests/lint/layers.sh "$good" $(find "$good" -name '*.[ch]'); then
+    echo "lint: layers.sh reported $good, which is right"
+    lfail=1
+fi
+if ! sh tests/lint/layers.sh . $(git ls-files '*.c' '*.h' ':!:tests/*'); then
+    lfail=1
+fi
+[ "$lfail" -eq 0 ] && echo "lint: layers: ok"
+[ "$lfail" -eq 0 ] || fail=1
 exit "$fail"

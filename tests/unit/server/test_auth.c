@@ -1,5 +1,5 @@
 /* Unit tests for node-token verification across a key rotation
- * (server/auth.c): the current key's tokens are accepted; the previous
+ * (server/http/auth.c): the current key's tokens are accepted; the previous
  * key's are accepted until auth.node_key_previous_until and refused with
  * the same error as any bad token from then on; a short previous key
  * stops start-up; and the configuration refuses an overlap without an
@@ -21,9 +21,8 @@
 #include <cmocka.h>
 
 #include "vnib/token.h"
-#include "server/auth.h"
+#include "server/http/auth.h"
 #include "server/config.h"
-#include "server/routes.h"
 
 /* 2030-01-01T00:00:00Z */
 #define UNTIL ((time_t)1893456000)

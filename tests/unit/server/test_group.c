@@ -1,4 +1,4 @@
-/* Unit tests for group commit (server/group.c): an item alone runs at
+/* Unit tests for group commit (server/store/group.c): an item alone runs at
  * once in a group of one; items that arrive while a group runs form the
  * next group, up to max_items; `fits` keeps incompatible items apart (they
  * run in a later group, never lost); at most `leaders` groups run at once;
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "server/group.h"
+#include "server/store/group.h"
 
 #define NITEMS 16
 

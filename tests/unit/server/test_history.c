@@ -1,5 +1,5 @@
 /* Unit tests for the ring of pool samples behind GET /v1/status' history
- * (server/history.c): samples come back oldest first, a full ring drops
+ * (server/bg/history.c): samples come back oldest first, a full ring drops
  * the oldest one per push, and history_json returns exactly the samples
  * at or after the time asked, with their figures.
  */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "server/history.h"
+#include "server/bg/history.h"
 
 static struct history_sample sample(time_t t)
 {

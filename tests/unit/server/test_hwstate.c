@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "server/hwstate.h"
-#include "server/schema.h"
+#include "server/store/schema.h"
 
 /* The quoted values of the last "CHECK (<column> IN (...))" in the
  * migrations, into vals (n at most max); returns how many.

@@ -1,4 +1,4 @@
-/* Unit tests for the per-key token buckets (server/ratelimit.c): burst,
+/* Unit tests for the per-key token buckets (server/http/ratelimit.c): burst,
  * refill, Retry-After, independent keys, and bounded memory under many
  * keys.
  */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "server/ratelimit.h"
+#include "server/http/ratelimit.h"
 
 static void test_burst_then_refill(void **state)
 {

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "server/render.h"
+#include "server/store/render.h"
 
 /* Allocations left before one fails; negative: none fails. */
 static long alloc_budget = -1;

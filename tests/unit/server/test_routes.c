@@ -1,5 +1,6 @@
-/* Unit tests for the route table and matcher (server/routes.c), and the
- * promise that server/openapi.yaml documents every route.
+/* Unit tests for the route table and matcher (server/http/route.c,
+ * server/api/routes.c), and the promise that server/api/openapi.yaml documents
+ * every route.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,16 +14,17 @@
 
 #include <cmocka.h>
 
-#include "server/routes.h"
+#include "server/api/routes.h"
 
 static void test_exact_match(void **state)
 {
     struct route_params p;
     char allow[64];
     (void)state;
-    int i = routes_match("GET", "/healthz", &p, allow, sizeof(allow));
+    int i =
+        route_match(&api_routes, "GET", "/healthz", &p, allow, sizeof(allow));
     assert_true(i >= 0);
-    assert_string_equal(routes[i].pattern, "/healthz");
+    assert_string_equal(api_routes.rows[i].pattern, "/healthz");
     assert_int_equal(p.count, 0);
 }
 
@@ -31,15 +33,18 @@ static void test_not_found_and_method(void **state)
     struct route_params p;
     char allow[64];
     (void)state;
-    assert_int_equal(routes_match("GET", "/nope", &p, allow, sizeof(allow)),
-                     -1);
+    assert_int_equal(
+        route_match(&api_routes, "GET", "/nope", &p, allow, sizeof(allow)), -1);
     assert_int_equal(errno, ENOENT);
-    assert_int_equal(routes_match("GET", "/healthz/", &p, allow, sizeof(allow)),
-                     -1);
+    assert_int_equal(
+        route_match(&api_routes, "GET", "/healthz/", &p, allow, sizeof(allow)),
+        -1);
     assert_int_equal(errno, ENOENT);
-    assert_int_equal(routes_match("GET", "", &p, allow, sizeof(allow)), -1);
-    assert_int_equal(routes_match("POST", "/healthz", &p, allow, sizeof(allow)),
-                     -1);
+    assert_int_equal(
+        route_match(&api_routes, "GET", "", &p, allow, sizeof(allow)), -1);
+    assert_int_equal(
+        route_match(&api_routes, "POST", "/healthz", &p, allow, sizeof(allow)),
+        -1);
     assert_int_equal(errno, EOPNOTSUPP);
     assert_string_equal(allow, "GET");
 }
@@ -50,10 +55,11 @@ static void test_not_found_and_method(void **state)
 static void test_every_row_matches_itself(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < routes_count; i++) {
+    for (size_t i = 0; i < api_routes.count; i++) {
         char path[256];
         size_t o = 0;
-        for (const char *s = routes[i].pattern; *s && o < sizeof(path) - 8;
+        for (const char *s = api_routes.rows[i].pattern;
+             *s && o < sizeof(path) - 8;
              s++) {
             if (*s == '{') {
                 s = strchr(s, '}');
@@ -66,9 +72,13 @@ static void test_every_row_matches_itself(void **state)
         path[o] = '\0';
         struct route_params p;
         char allow[64];
-        assert_int_equal(
-            routes_match(routes[i].method, path, &p, allow, sizeof(allow)),
-            (int)i);
+        assert_int_equal(route_match(&api_routes,
+                                     api_routes.rows[i].method,
+                                     path,
+                                     &p,
+                                     allow,
+                                     sizeof(allow)),
+                         (int)i);
     }
 }
 
@@ -78,19 +88,20 @@ static void test_every_row_matches_itself(void **state)
 static void test_openapi_in_sync(void **state)
 {
     const char *path = getenv("VNIB_OPENAPI");
-    FILE *f = fopen(path ? path : "server/openapi.yaml", "r");
+    FILE *f = fopen(path ? path : "server/api/openapi.yaml", "r");
     char *doc = NULL;
     size_t len = 0;
     (void)state;
     assert_non_null(f);
     assert_int_equal(getdelim(&doc, &len, '\0', f) > 0, 1);
     fclose(f);
-    for (size_t i = 0; i < routes_count; i++) {
+    for (size_t i = 0; i < api_routes.count; i++) {
         char key[300];
-        snprintf(key, sizeof(key), "\n  %s:\n", routes[i].pattern);
+        snprintf(key, sizeof(key), "\n  %s:\n", api_routes.rows[i].pattern);
         const char *at = strstr(doc, key);
         if (!at) {
-            fail_msg("openapi: path %s is not documented", routes[i].pattern);
+            fail_msg("openapi: path %s is not documented",
+                     api_routes.rows[i].pattern);
             return; /* fail_msg does not return; the analyzer cannot tell */
         }
         at += strlen(key);
@@ -101,7 +112,8 @@ static void test_openapi_in_sync(void **state)
             end++;
         char method[16];
         size_t m = 0;
-        for (const char *s = routes[i].method; *s && m < sizeof(method) - 1;
+        for (const char *s = api_routes.rows[i].method;
+             *s && m < sizeof(method) - 1;
              s++)
             method[m++] = (char)tolower((unsigned char)*s);
         method[m] = '\0';
@@ -109,8 +121,8 @@ static void test_openapi_in_sync(void **state)
         const char *hit = strstr(at, key);
         if (!hit || (end && hit > end))
             fail_msg("openapi: %s %s is not documented",
-                     routes[i].method,
-                     routes[i].pattern);
+                     api_routes.rows[i].method,
+                     api_routes.rows[i].pattern);
     }
     free(doc);
 }

@@ -1,4 +1,4 @@
-/* Unit tests for the request workers (server/workers.c): jobs run on the
+/* Unit tests for the request workers (server/http/workers.c): jobs run on the
  * threads with their queue wait, a full queue refuses at once (EAGAIN),
  * stopping cancels what is still queued and lets the running job finish,
  * and a stopped pool refuses (ESHUTDOWN).
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "server/workers.h"
+#include "server/http/workers.h"
 
 /* A job's record, and a gate a job can wait on. */
 struct job {

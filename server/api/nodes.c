@@ -1,0 +1,48 @@
+/* /v1/nodes: what a node must clean up, and its drain mark.
+ *
+ * A node's agent reads its own record after a crash or reboot to learn
+ * which services it may still hold; an admin reads it to see why a node
+ * was drained, and clears the mark once the node is clean.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "server/http/http.h"
+#include "server/api/nodes.h"
+#include "server/http/params.h"
+#include "server/store/store.h"
+
+/* The node in the path, which a node token may only name itself. */
+static const char *path_node(struct request *req, vnib_error_t *errp)
+{
+    const char *node = route_param(&req->params, "node");
+    if (params_node(req, "node", node, errp) < 0)
+        return NULL;
+    if (req->who.role == ROLE_NODE && strcmp(req->who.node, node) != 0) {
+        request_fail(req,
+                     EPERM,
+                     "forbidden",
+                     errp,
+                     "a node may read only its own record");
+        return NULL;
+    }
+    return node;
+}
+
+int nodes_get(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const char *node = path_node(req, errp);
+    if (!node || store_node(req->broker->store, node, out, errp) < 0)
+        return -1;
+    return 200;
+}
+
+int nodes_undrain(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const char *node = path_node(req, errp);
+    if (!node
+        || store_undrain(req->broker->store, node, req->who.name, out, errp)
+               < 0)
+        return -1;
+    return 200;
+}

@@ -1,0 +1,17 @@
+/* Handlers for /v1/nodes (see server/api/openapi.yaml). */
+#ifndef VNIB_SERVER_NODES_H
+#define VNIB_SERVER_NODES_H
+
+#include <jansson.h>
+
+#include "vnib/error.h"
+
+struct request;
+
+/* GET /v1/nodes/{node}: the node's live reservations and drain state. */
+int nodes_get(struct request *req, json_t **out, vnib_error_t *errp);
+
+/* DELETE /v1/nodes/{node}/drain: clear the drained mark (admin). */
+int nodes_undrain(struct request *req, json_t **out, vnib_error_t *errp);
+
+#endif /* !VNIB_SERVER_NODES_H */

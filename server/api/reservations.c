@@ -1,0 +1,455 @@
+/* /v1/reservations: reserve, read, list, release, and node reports.
+ *
+ * Handlers validate everything they are given (fields, types, ranges,
+ * hostlist size), decide what the caller's role may see, and hand a
+ * validated request to the store, which does the work in one committed
+ * transaction.  The reply is the reservation as the store read it back
+ * after the commit, so what a client sees is what is durable.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "vnib/monotime.h"
+#include "vnib/hostlist.h"
+#include "server/api/cache.h"
+#include "server/config.h"
+#include "server/http/http.h"
+#include "server/hwcoll/hwcoll.h"
+#include "server/inventory.h"
+#include "server/http/params.h"
+#include "server/http/ratelimit.h"
+#include "server/api/reservations.h"
+#include "server/store/store.h"
+
+/* Largest number of service entries a node report may carry. */
+#define REPORT_MAX_SERVICES 64
+
+static bool user_valid(const char *s)
+{
+    size_t n = strspn(s,
+                      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "0123456789._@$-");
+    return n > 0 && n <= 64 && s[n] == '\0';
+}
+
+/* Pull and check the reserve body's fields. */
+static int parse_reserve(struct request *req,
+                         json_t *body,
+                         struct store_reserve *a,
+                         vnib_error_t *errp)
+{
+    static const char *const allowed[] = {
+        "job_id", "uid", "user", "nodes", "vni_count", "hwcoll", NULL};
+    json_t *v;
+
+    if (params_known_fields(req, body, allowed, errp) < 0)
+        return -1;
+    v = json_object_get(body, "job_id");
+    if (!json_is_string(v))
+        return request_fail(
+            req, EINVAL, "invalid_field", errp, "job_id must be a string");
+    a->job_id = json_string_value(v);
+    if (params_job_id(req, a->job_id, errp) < 0)
+        return -1;
+    v = json_object_get(body, "uid");
+    if (!json_is_integer(v) || json_integer_value(v) < 0
+        || json_integer_value(v) > 4294967294LL)
+        return request_fail(req,
+                            EINVAL,
+                            "invalid_field",
+                            errp,
+                            "uid must be an integer in 0-4294967294");
+    a->uid = json_integer_value(v);
+    v = json_object_get(body, "user");
+    if (!json_is_string(v) || !user_valid(json_string_value(v)))
+        return request_fail(req,
+                            EINVAL,
+                            "invalid_field",
+                            errp,
+                            "user must be 1-64 characters from "
+                            "[A-Za-z0-9._@$-]");
+    a->user = json_string_value(v);
+    v = json_object_get(body, "nodes");
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return request_fail(req,
+                            EINVAL,
+                            "invalid_field",
+                            errp,
+                            "nodes must be a non-empty hostlist expression");
+    a->nodes = json_string_value(v);
+    a->vni_count = (int)req->broker->cfg->vni.per_job_default;
+    if ((v = json_object_get(body, "vni_count"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0
+            || json_integer_value(v) > 4)
+            return request_fail(req,
+                                EINVAL,
+                                "invalid_field",
+                                errp,
+                                "vni_count must be an integer in 0-4");
+        a->vni_count = (int)json_integer_value(v);
+    }
+    a->hwcoll_mode = "auto";
+    if ((v = json_object_get(body, "hwcoll"))) {
+        const char *m = json_string_value(v);
+        if (!m || (strcmp(m, "auto") && strcmp(m, "on") && strcmp(m, "off")))
+            return request_fail(req,
+                                EINVAL,
+                                "invalid_field",
+                                errp,
+                                "hwcoll must be \"auto\", \"on\" or \"off\"");
+        a->hwcoll_mode = m;
+    }
+    return 0;
+}
+
+int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const struct config *cfg = req->broker->cfg;
+    struct store_reserve a = {0};
+    struct inventory_verdict known;
+    struct hostlist *hosts = NULL;
+    json_t *body = NULL;
+    char *nodes = NULL;
+    bool created = false;
+    int status = -1;
+
+    if (request_json(req, &body, errp) < 0)
+        return -1;
+    if (parse_reserve(req, body, &a, errp) < 0)
+        goto done;
+    if (params_nodes(req, a.nodes, &hosts, &nodes, errp) < 0)
+        goto done;
+    if (inventory_check(req->broker->inv, hosts, &known, errp) < 0) {
+        req->error_code = "invalid_field";
+        goto done;
+    }
+    a.nodes = nodes;
+    a.hosts = hosts;
+    a.node_count = hostlist_count(hosts);
+    a.tcs_mask = cfg->tcs_mask;
+    a.empty_reason =
+        a.vni_count == 0 ? "vni_count is 0: no VNI requested" : NULL;
+    a.actor = req->who.name;
+    a.pool = cfg->vni_pool;
+    a.deadline_ns = req->deadline_ns;
+    char fm_job_id[300];
+    hwcoll_plan(
+        req->broker->hwcoll, a.hwcoll_mode, &a, fm_job_id, sizeof(fm_job_id));
+    if (store_reserve(req->broker->store, &a, out, &created, errp) < 0) {
+        if (errno == EEXIST)
+            req->error_code = "reservation_conflict";
+        else if (errno == EALREADY)
+            req->error_code = "reservation_superseded";
+        else if (errno == ENOSPC) {
+            req->error_code = "vni_pool_exhausted";
+            req->retry_after = 30;
+        }
+        goto done;
+    }
+    status = created ? 201 : 200;
+    if (created)
+        inventory_warn(req->broker->log, req->id, a.job_id, &known);
+    cache_forget(req->broker->cache, a.job_id);
+    /* The VNIs are committed; now the Fabric Manager, which may fail or
+     * be slow without failing the reservation.  Only schedulers and
+     * admins reserve, and they may see the session token.
+     */
+    if (created)
+        hwcoll_reserve(req->broker->hwcoll, req->who.name, out);
+    hwcoll_reveal(req->broker->hwcoll, *out, true);
+done:
+    free(nodes);
+    hostlist_destroy(hosts);
+    json_decref(body);
+    return status;
+}
+
+int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const char *job_id = route_param(&req->params, "job_id");
+    bool is_node = req->who.role == ROLE_NODE;
+    bool member = false;
+
+    if (params_job_id(req, job_id, errp) < 0)
+        return -1;
+    /* Nodes fetch at job start, thousands at once: they are answered from
+     * the cache when they can be (the reply as rendered once, membership
+     * by the job's node ranges), get no cleanup counts (which cost a scan
+     * of the job's reports) and only see jobs that include them.
+     */
+    if (is_node
+        && cache_get(req->broker->cache,
+                     job_id,
+                     req->who.node,
+                     &req->text,
+                     &req->text_len,
+                     &member)) {
+        if (member) {
+            req->content_type = "application/json";
+            return 200;
+        }
+    } else {
+        if (store_get(req->broker->store,
+                      job_id,
+                      is_node ? req->who.node : NULL,
+                      !is_node,
+                      out,
+                      &member,
+                      errp)
+            < 0) {
+            if (errno == ENOENT)
+                req->error_code = "reservation_not_found";
+            return -1;
+        }
+        /* Monitors never see secrets; nodes only get here as members. */
+        hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
+        /* A node's reply is rendered here, once for this reply and the
+         * cache (out of memory: the pipeline renders *out).
+         */
+        if (is_node && member
+            && (req->text = httpd_json_text(*out, &req->text_len))) {
+            req->content_type = "application/json";
+            cache_put(req->broker->cache, *out, req->text, req->text_len);
+            json_decref(*out);
+            *out = NULL;
+        }
+    }
+    if (is_node && !member) {
+        json_decref(*out);
+        *out = NULL;
+        return request_fail(req,
+                            EPERM,
+                            "forbidden",
+                            errp,
+                            "node %s is not in job %s's node list",
+                            req->who.node,
+                            job_id);
+    }
+    return 200;
+}
+
+int reservations_list(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    struct store_list q = {.uid = -1, .after = 0, .limit = 100};
+    long long limit = 100;
+    const char *state = request_query(req, "state");
+    const char *node = request_query(req, "node");
+
+    if (state && strcmp(state, "active") && strcmp(state, "releasing")
+        && strcmp(state, "released"))
+        return request_fail(req,
+                            EINVAL,
+                            "invalid_field",
+                            errp,
+                            "state must be active, releasing or released");
+    if (node && params_node(req, "node", node, errp) < 0)
+        return -1;
+    if (params_query_ll(req, "uid", 0, 4294967294LL, &q.uid, errp) < 0
+        || params_query_ll(req, "after", 0, INT64_MAX, &q.after, errp) < 0
+        || params_query_ll(req, "limit", 1, 1000, &limit, errp) < 0)
+        return -1;
+    q.state = state;
+    q.node = node;
+    q.limit = (int)limit;
+    if (store_list(req->broker->store, &q, out, errp) < 0)
+        return -1;
+    return 200;
+}
+
+int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const char *job_id = route_param(&req->params, "job_id");
+    bool force = false;
+    bool done = false;
+    long long res = 0;
+
+    if (params_job_id(req, job_id, errp) < 0
+        || params_query_bool(req, "force", &force, errp) < 0
+        || params_query_ll(req, "reservation_id", 1, INT64_MAX, &res, errp) < 0)
+        return -1;
+    if (force && req->who.role != ROLE_ADMIN)
+        return request_fail(req,
+                            EPERM,
+                            "forbidden",
+                            errp,
+                            "only an admin may force the end of a quarantine");
+    if (store_release(req->broker->store,
+                      job_id,
+                      res,
+                      req->who.name,
+                      force,
+                      out,
+                      &done,
+                      errp)
+        < 0) {
+        if (errno == ENOENT)
+            req->error_code = "reservation_not_found";
+        return -1;
+    }
+    /* A release that queued Fabric Manager work committed a NOTIFY
+     * vnib_fm, which wakes a queue worker on every replica: no kick here,
+     * which would wake every worker for every release, FM work or not.
+     */
+    cache_forget(req->broker->cache, job_id);
+    return done ? 200 : 202;
+}
+
+/* Check a report's services array and return it as compact JSON text. */
+static char *report_services(struct request *req,
+                             json_t *services,
+                             vnib_error_t *errp)
+{
+    static const char *const allowed[] = {"device", "svc_id", NULL};
+    size_t i;
+    json_t *svc;
+
+    if (!services)
+        return strdup("[]");
+    if (!json_is_array(services)
+        || json_array_size(services) > REPORT_MAX_SERVICES) {
+        request_fail(req,
+                     EINVAL,
+                     "invalid_field",
+                     errp,
+                     "services must be an array of at most %d objects",
+                     REPORT_MAX_SERVICES);
+        return NULL;
+    }
+    json_array_foreach (services, i, svc) {
+        json_t *dev = json_object_get(svc, "device");
+        json_t *id = json_object_get(svc, "svc_id");
+        if (!json_is_object(svc)) {
+            request_fail(req,
+                         EINVAL,
+                         "invalid_field",
+                         errp,
+                         "services[%zu] must be an object with device and "
+                         "svc_id",
+                         i);
+            return NULL;
+        }
+        if (params_known_fields(req, svc, allowed, errp) < 0)
+            return NULL;
+        if (!json_is_string(dev) || json_string_length(dev) == 0
+            || json_string_length(dev) > 32
+            || strspn(json_string_value(dev),
+                      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "0123456789_.-")
+                   != json_string_length(dev)
+            || !json_is_integer(id) || json_integer_value(id) < 0
+            || json_integer_value(id) > 65535) {
+            request_fail(req,
+                         EINVAL,
+                         "invalid_field",
+                         errp,
+                         "services[%zu] must be {\"device\": \"cxi0\", "
+                         "\"svc_id\": 0-65535}",
+                         i);
+            return NULL;
+        }
+    }
+    return json_dumps(services, JSON_COMPACT);
+}
+
+/* The error code a client sees for each refused report. */
+static const char *const report_refusal_codes[] = {
+    [STORE_REPORT_ACCEPTED] = NULL,
+    [STORE_REPORT_NOT_FOUND] = "reservation_not_found",
+    [STORE_REPORT_NOT_MEMBER] = "forbidden",
+    [STORE_REPORT_STALE_RESERVATION] = "stale_reservation",
+    [STORE_REPORT_INVALID_TRANSITION] = "invalid_transition",
+    [STORE_REPORT_JOB_NOT_ACTIVE] = "job_not_active",
+};
+
+int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    static const char *const allowed[] = {
+        "cxi", "services", "message", "reservation_id", NULL};
+    static const char *const states[] = {
+        "creating", "created", "destroyed", "failed", NULL};
+    struct store_report a = {0};
+    enum store_report_refusal refusal = STORE_REPORT_ACCEPTED;
+    json_t *body = NULL;
+    char *services = NULL;
+    int status = -1;
+
+    a.job_id = route_param(&req->params, "job_id");
+    a.node = route_param(&req->params, "node");
+    a.step_id = route_param(&req->params, "step_id"); /* a step's route */
+    if (params_job_id(req, a.job_id, errp) < 0
+        || (a.step_id && params_step_id(req, a.step_id, errp) < 0)
+        || params_node(req, "node", a.node, errp) < 0)
+        return -1;
+    if (req->who.role == ROLE_NODE && strcmp(req->who.node, a.node) != 0)
+        return request_fail(
+            req, EPERM, "forbidden", errp, "a node may report only for itself");
+    if (req->broker->rl
+        && !ratelimit_take(
+            req->broker->rl, a.node, monotime_ms(), &req->retry_after)) {
+        /* 429 has no errno of its own: the reply is built here. */
+        if (!(*out = json_pack("{s:{s:s, s:s, s:s}}",
+                               "error",
+                               "code",
+                               "rate_limited",
+                               "message",
+                               "too many reports from this node; retry "
+                               "after the time Retry-After gives",
+                               "request_id",
+                               req->id)))
+            return errprintf(errp, "out of memory");
+        return 429;
+    }
+    if (request_json(req, &body, errp) < 0)
+        return -1;
+    if (params_known_fields(req, body, allowed, errp) < 0)
+        goto done;
+    a.cxi = json_string_value(json_object_get(body, "cxi"));
+    size_t i = 0;
+    while (a.cxi && states[i] && strcmp(states[i], a.cxi) != 0)
+        i++;
+    if (!a.cxi || !states[i]) {
+        request_fail(req,
+                     EINVAL,
+                     "invalid_field",
+                     errp,
+                     "cxi must be creating, created, destroyed or failed");
+        goto done;
+    }
+    json_t *msg = json_object_get(body, "message");
+    if (msg && (!json_is_string(msg) || json_string_length(msg) > 1024)) {
+        request_fail(req,
+                     EINVAL,
+                     "invalid_field",
+                     errp,
+                     "message must be a string of at most 1024 bytes");
+        goto done;
+    }
+    a.message = msg ? json_string_value(msg) : NULL;
+    json_t *rid = json_object_get(body, "reservation_id");
+    if (rid && (!json_is_integer(rid) || json_integer_value(rid) < 1)) {
+        request_fail(req,
+                     EINVAL,
+                     "invalid_field",
+                     errp,
+                     "reservation_id must be the positive id of a reservation");
+        goto done;
+    }
+    a.reservation_id = rid ? json_integer_value(rid) : 0;
+    if (!(services =
+              report_services(req, json_object_get(body, "services"), errp)))
+        goto done;
+    a.services = services;
+    a.actor = req->who.name;
+    if (store_report(req->broker->store, &a, out, &refusal, errp) < 0) {
+        req->error_code = report_refusal_codes[refusal];
+        goto done;
+    }
+    status = 200;
+done:
+    free(services);
+    json_decref(body);
+    return status;
+}

@@ -1,0 +1,29 @@
+/* Handlers for /v1/reservations (see server/api/openapi.yaml). */
+#ifndef VNIB_SERVER_RESERVATIONS_H
+#define VNIB_SERVER_RESERVATIONS_H
+
+#include <jansson.h>
+
+#include "vnib/error.h"
+
+struct request;
+
+/* POST /v1/reservations: 201 created, 200 the same one existed. */
+int reservations_create(struct request *req, json_t **out, vnib_error_t *errp);
+
+/* GET /v1/reservations/{job_id}: the job's newest reservation. */
+int reservations_get(struct request *req, json_t **out, vnib_error_t *errp);
+
+/* GET /v1/reservations: a page, filtered by state, node and uid. */
+int reservations_list(struct request *req, json_t **out, vnib_error_t *errp);
+
+/* DELETE /v1/reservations/{job_id}: 202 quarantined, 200 released. */
+int reservations_release(struct request *req, json_t **out, vnib_error_t *errp);
+
+/* PUT /v1/reservations/{job_id}/nodes/{node}, and
+ * /v1/reservations/{job_id}/steps/{step_id}/nodes/{node} for a step's
+ * services: a node's CXI report.
+ */
+int reservations_report(struct request *req, json_t **out, vnib_error_t *errp);
+
+#endif /* !VNIB_SERVER_RESERVATIONS_H */

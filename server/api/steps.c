@@ -1,0 +1,304 @@
+/* /v1/reservations/{job_id}/steps/{step_id}: a job step's own VNIs.
+ *
+ * A step is reserved only while its job's reservation is active, on nodes
+ * of the job, and with no more VNIs than a CXI service holds beside the
+ * job's (a step's service holds the step's VNIs and then the job's).  The
+ * handler checks these against the job's reservation, and the store
+ * makes the step's reservation only if that reservation is still the
+ * job's active one (schema/0017); otherwise it looks again.  Replies are
+ * read back after the commit, as the job routes' are.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vnib/hostlist.h"
+#include "vnib/hostset.h"
+#include "server/config.h"
+#include "server/http/http.h"
+#include "server/hwcoll/hwcoll.h"
+#include "server/http/params.h"
+#include "server/api/steps.h"
+#include "server/store/store.h"
+
+/* Largest number of VNIs a CXI service holds. */
+#define STEP_SERVICE_VNIS 4
+
+/* Times a step reserve looks at the job again when the job was reserved
+ * anew under it.
+ */
+#define STEP_RESERVE_TRIES 3
+
+/* The job's reservation as a step reserve needs it: its id, and refusals
+ * for a job that is not active, a step on other nodes, or too many VNIs.
+ */
+static int step_check_job(struct request *req,
+                          const char *job_id,
+                          const struct hostlist *hosts,
+                          int vni_count,
+                          long long *parentp,
+                          vnib_error_t *errp)
+{
+    const struct config *cfg = req->broker->cfg;
+    struct hostset *job_hosts = NULL;
+    vnib_error_t why = {""};
+    json_t *job = NULL;
+    bool member = false;
+    int rc = -1;
+
+    if (store_get(req->broker->store, job_id, NULL, false, &job, &member, errp)
+        < 0) {
+        if (errno == ENOENT)
+            req->error_code = "reservation_not_found";
+        return -1;
+    }
+    const char *state = json_string_value(json_object_get(job, "state"));
+    long long job_vnis = json_integer_value(json_object_get(job, "vni_count"));
+    if (!state || strcmp(state, "active")) {
+        request_fail(req,
+                     EEXIST,
+                     "job_not_active",
+                     errp,
+                     "job %s is not active (its reservation is %s); a step "
+                     "is reserved only while its job runs",
+                     job_id,
+                     state ? state : "unknown");
+        goto done;
+    }
+    if (vni_count + job_vnis > STEP_SERVICE_VNIS) {
+        request_fail(req,
+                     EINVAL,
+                     "invalid_field",
+                     errp,
+                     "vni_count: the step's %d VNIs and job %s's %lld exceed "
+                     "the %d a CXI service holds",
+                     vni_count,
+                     job_id,
+                     job_vnis,
+                     STEP_SERVICE_VNIS);
+        goto done;
+    }
+    /* The job's node list as ranges, not expanded: a step on a few nodes
+     * of a large fragmented job costs what its own nodes cost.
+     */
+    job_hosts = hostset_decode(json_string_value(json_object_get(job, "nodes")),
+                               (size_t)cfg->limits.hostlist_max_names,
+                               &why);
+    if (!job_hosts) {
+        errno = EIO;
+        errprintf(errp, "job %s's node list: %s", job_id, why.text);
+        goto done;
+    }
+    for (size_t i = 0; i < hostlist_count(hosts); i++) {
+        const char *name = hostlist_nth(hosts, i);
+        if (!hostset_contains(job_hosts, name)) {
+            request_fail(req,
+                         EINVAL,
+                         "invalid_field",
+                         errp,
+                         "nodes: node %s is not in job %s's node list",
+                         name,
+                         job_id);
+            goto done;
+        }
+    }
+    *parentp = json_integer_value(json_object_get(job, "id"));
+    rc = 0;
+done:
+    hostset_destroy(job_hosts);
+    json_decref(job);
+    return rc;
+}
+
+/* The route's job and step ids, checked. */
+static int step_ids(struct request *req,
+                    const char **jobp,
+                    const char **stepp,
+                    vnib_error_t *errp)
+{
+    *jobp = route_param(&req->params, "job_id");
+    *stepp = route_param(&req->params, "step_id");
+    if (params_job_id(req, *jobp, errp) < 0
+        || params_step_id(req, *stepp, errp) < 0)
+        return -1;
+    return 0;
+}
+
+/* The step reserve body: nodes (required) and vni_count (default 0). */
+static int parse_step_reserve(struct request *req,
+                              json_t *body,
+                              struct store_step_reserve *a,
+                              vnib_error_t *errp)
+{
+    static const char *const allowed[] = {"nodes", "vni_count", NULL};
+    json_t *v;
+
+    if (params_known_fields(req, body, allowed, errp) < 0)
+        return -1;
+    v = json_object_get(body, "nodes");
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return request_fail(req,
+                            EINVAL,
+                            "invalid_field",
+                            errp,
+                            "nodes must be a non-empty hostlist expression");
+    a->nodes = json_string_value(v);
+    a->vni_count = 0;
+    if ((v = json_object_get(body, "vni_count"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0
+            || json_integer_value(v) > STEP_SERVICE_VNIS)
+            return request_fail(req,
+                                EINVAL,
+                                "invalid_field",
+                                errp,
+                                "vni_count must be an integer in 0-4");
+        a->vni_count = (int)json_integer_value(v);
+    }
+    return 0;
+}
+
+/* The error code of each refused step reserve. */
+static const char *const step_refusal_codes[] = {
+    [STORE_STEP_ACCEPTED] = NULL,
+    [STORE_STEP_JOB_NOT_FOUND] = "reservation_not_found",
+    [STORE_STEP_JOB_NOT_ACTIVE] = "job_not_active",
+    [STORE_STEP_PARENT_CHANGED] = NULL,
+    [STORE_STEP_CONFLICT] = "reservation_conflict",
+    [STORE_STEP_SUPERSEDED] = "reservation_superseded",
+};
+
+int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const struct config *cfg = req->broker->cfg;
+    struct store_step_reserve a = {0};
+    enum store_step_refusal refusal = STORE_STEP_ACCEPTED;
+    struct hostlist *hosts = NULL;
+    json_t *body = NULL;
+    char *nodes = NULL;
+    bool created = false;
+    int status = -1;
+
+    if (step_ids(req, &a.job_id, &a.step_id, errp) < 0
+        || request_json(req, &body, errp) < 0)
+        return -1;
+    if (parse_step_reserve(req, body, &a, errp) < 0)
+        goto done;
+    if (params_nodes(req, a.nodes, &hosts, &nodes, errp) < 0)
+        goto done;
+    a.nodes = nodes;
+    a.hosts = hosts;
+    a.node_count = hostlist_count(hosts);
+    a.empty_reason =
+        a.vni_count == 0 ? "vni_count is 0: no VNI requested" : NULL;
+    a.actor = req->who.name;
+    a.pool = cfg->vni_pool;
+    for (int tries = 1;; tries++) {
+        if (step_check_job(
+                req, a.job_id, hosts, a.vni_count, &a.parent_id, errp)
+            < 0)
+            goto done;
+        if (store_step_reserve(
+                req->broker->store, &a, out, &created, &refusal, errp)
+            == 0)
+            break;
+        if (refusal == STORE_STEP_PARENT_CHANGED && tries < STEP_RESERVE_TRIES)
+            continue;
+        req->error_code = step_refusal_codes[refusal];
+        if (errno == ENOSPC) {
+            req->error_code = "vni_pool_exhausted";
+            req->retry_after = 30;
+        }
+        goto done;
+    }
+    status = created ? 201 : 200;
+    /* Only schedulers and admins reserve: they may see the job's token. */
+    hwcoll_reveal(req->broker->hwcoll, *out, true);
+done:
+    free(nodes);
+    hostlist_destroy(hosts);
+    json_decref(body);
+    return status;
+}
+
+int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const char *job_id, *step_id;
+    bool is_node = req->who.role == ROLE_NODE;
+    bool member = false;
+
+    if (step_ids(req, &job_id, &step_id, errp) < 0)
+        return -1;
+    if (store_step_get(req->broker->store,
+                       job_id,
+                       step_id,
+                       is_node ? req->who.node : NULL,
+                       out,
+                       &member,
+                       errp)
+        < 0) {
+        if (errno == ENOENT)
+            req->error_code = "reservation_not_found";
+        return -1;
+    }
+    if (is_node && !member) {
+        json_decref(*out);
+        *out = NULL;
+        return request_fail(req,
+                            EPERM,
+                            "forbidden",
+                            errp,
+                            "node %s is not in step %s of job %s's node list",
+                            req->who.node,
+                            step_id,
+                            job_id);
+    }
+    /* Monitors never see secrets; nodes only get here as the step's. */
+    hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
+    return 200;
+}
+
+int steps_release(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const char *job_id, *step_id;
+    enum store_step_outcome outcome = STORE_STEP_NOT_FOUND;
+    json_t *res = NULL;
+    bool force = false;
+
+    if (step_ids(req, &job_id, &step_id, errp) < 0
+        || params_query_bool(req, "force", &force, errp) < 0)
+        return -1;
+    if (force && req->who.role != ROLE_ADMIN)
+        return request_fail(req,
+                            EPERM,
+                            "forbidden",
+                            errp,
+                            "only an admin may force the end of a quarantine");
+    if (store_step_free(req->broker->store,
+                        job_id,
+                        step_id,
+                        req->who.name,
+                        force,
+                        &outcome,
+                        &res,
+                        errp)
+        < 0) {
+        if (errno == ENOENT)
+            req->error_code = "reservation_not_found";
+        return -1;
+    }
+    /* An unknown step, or a job without hardware collectives, is not an
+     * error: there is simply nothing for the Fabric Manager to free.
+     */
+    if (!(*out =
+              json_pack("{s:s, s:s, s:s, s:o}",
+                        "job_id",
+                        job_id,
+                        "step_id",
+                        step_id,
+                        "outcome",
+                        outcome == STORE_STEP_QUEUED ? "queued" : "no_hwcoll",
+                        "reservation",
+                        res ? res : json_null())))
+        return errprintf(errp, "out of memory");
+    return 202;
+}

@@ -1,0 +1,163 @@
+/* The HTTP listener: the broker's request pipeline and error replies.
+ *
+ * The pipeline is lib/httpd.c's (vnib/httpd.h), which drives
+ * libmicrohttpd; this module adds the broker's part.  Each request runs
+ * through the same stages: match a route (404, or 405 with Allow), check
+ * the body size as it arrives (413), authenticate (401) and authorise the
+ * route's role (403, server/http/auth.h), call the handler, and render its
+ * JSON, or its error as
+ * {"error": {"code": "...", "message": "...", "request_id": "..."}} with
+ * the HTTP status taken from errno in one table.  Every request gets an id
+ * (returned in X-Request-Id and written on every log line about it).
+ */
+#ifndef VNIB_SERVER_HTTP_H
+#define VNIB_SERVER_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vnib/error.h"
+#include "vnib/httpd.h"
+#include "server/http/auth.h"
+#include "server/broker.h"
+#include "server/http/route.h"
+
+/* The most header pairs a handler adds (request.extra_headers). */
+#define REQUEST_EXTRA_HEADERS 12
+
+/* One request as handlers see it. */
+struct request {
+    struct broker *broker;      /* the broker context */
+    const struct route *route;  /* matched row; NULL when none */
+    int route_index;            /* index in the route table; its count
+                                   if none matched */
+    const char *method;         /* borrowed from libmicrohttpd */
+    const char *path;           /* decoded path, borrowed */
+    char id[17];                /* request id, hex */
+    struct route_params params; /* {name} values from the path */
+    struct identity who;        /* the caller (public routes: role 0) */
+
+    char *body; /* request body, NUL-terminated, or NULL (borrowed) */
+    size_t body_len;
+
+    const char *error_code; /* stable snake_case code for the error reply */
+    int retry_after;        /* seconds for Retry-After; 0 for none */
+
+    char *text; /* a reply body as sent (handler allocates): text, or
+                   JSON rendered once for the reply and the node-fetch
+                   cache (a node's fetch of a job) */
+    size_t text_len;
+    const char *content_type; /* of text */
+
+    /* Headers the handler adds to its reply, error replies included
+     * (name, value, ..., NULL; borrowed, usually static), at most
+     * REQUEST_EXTRA_HEADERS pairs: the status page's security headers, a
+     * redirect's Location.  A Cache-Control here replaces the default
+     * no-store.
+     */
+    const char *const *extra_headers;
+
+    /* A request made without libmicrohttpd (hr NULL: the in-process tests
+     * in tests/inproc/ call handlers directly) takes its headers and query
+     * arguments from these tables instead: name, value, name, value, ...,
+     * NULL, or NULL for none.  Names match without regard to case, as in
+     * libmicrohttpd.  The pipeline never sets them.
+     */
+    const char *const *headers;
+    const char *const *query;
+
+    /* When the client no longer waits (monotonic ns; 0: no deadline):
+     * work not begun by then is not begun (store_reserve's deadline).
+     * Set by the pipeline from server.queue_deadline_ms and the client's
+     * VNIB_DEADLINE_HEADER.
+     */
+    int64_t deadline_ns;
+
+    /* Internal to http.c. */
+    struct httpd_req *hr;     /* the pipeline's request */
+    int64_t start_ns;         /* monotonic arrival time */
+    int64_t handler_start_ns; /* when the handler was called */
+    int64_t handler_ns;       /* its duration (Server-Timing) */
+
+    /* The handler's outcome, kept from the worker that ran it to the
+     * libmicrohttpd thread that sends it (see http.c, "Suspension").
+     */
+    int queued;         /* REQ_* state of the hand-off to a worker */
+    int result;         /* handler's status, or -1 */
+    int result_errno;   /* errno of a failure */
+    json_t *out;        /* JSON reply (owned), or NULL */
+    vnib_error_t error; /* message of a failure */
+};
+
+struct http;
+
+/* What main.c hands the pipeline besides the broker. */
+struct http_setup {
+    const struct route_table *routes; /* the API's; outlives the listener */
+    int fm_workers; /* request workers added, by default, for reserves that
+                       may wait on the Fabric Manager (hwcoll's
+                       request_concurrency; 0 without hardware collectives) */
+};
+
+/* Start listening with cfg's [server] settings; requests are dispatched to
+ * setup->routes with `broker` as context.  Returns NULL with errp set
+ * (bind failure, unsafe TLS key, ...).
+ */
+struct http *http_create(struct broker *broker,
+                         const struct http_setup *setup,
+                         vnib_error_t *errp)
+    __attribute__((warn_unused_result));
+
+/* The bound TCP port (useful with server.port = 0). */
+uint16_t http_port(const struct http *h);
+
+/* Stop accepting connections, wait up to timeout_s for in-flight requests
+ * to finish, then stop and free everything (NULL accepted).
+ */
+void http_destroy(struct http *h, int timeout_s);
+
+/* Requests being handled now. */
+long http_inflight(const struct http *h);
+
+/* Request worker threads running. */
+int http_worker_count(const struct http *h);
+
+/* Write the connection budget's and the deadlines' metrics. */
+void http_write_metrics(struct http *h, FILE *f);
+
+/* Requests waiting for a request worker now. */
+long http_queue_depth(const struct http *h);
+
+/* Fail the request with a stable error code: sets errno = errnum and
+ * req->error_code = code, formats errp.  Always returns -1.
+ */
+int request_fail(struct request *req,
+                 int errnum,
+                 const char *code,
+                 vnib_error_t *errp,
+                 const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
+
+/* Parse the request body as a JSON object (duplicate keys refused).
+ * Returns 0 with *objp a new reference, or -1 with errno EPROTO (code
+ * invalid_json) and errp naming the line and column.
+ */
+int request_json(struct request *req, json_t **objp, vnib_error_t *errp);
+
+/* The HTTP status of the error reply to a failed request (errno errnum,
+ * from the one errno table) and its code (*codep: req->error_code if the
+ * handler chose one, else the table's).  An unknown errno is 500
+ * internal_error.
+ */
+int request_error_status(const struct request *req,
+                         int errnum,
+                         const char **codep);
+
+/* A request header (case-insensitive name), or NULL. */
+const char *request_header(const struct request *req, const char *name);
+
+/* A query-string argument, or NULL. */
+const char *request_query(const struct request *req, const char *name);
+
+#endif /* !VNIB_SERVER_HTTP_H */

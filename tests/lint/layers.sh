@@ -1,0 +1,87 @@
+#!/bin/sh
+# The layers' check: dependencies run one way.  Each folder has a level,
+# and a file may include headers of its own level or lower, never higher:
+#
+#   lib/, include/vnib/ < fmclient/ < server's core (server/*.h: config,
+#   broker, inventory, hwstate) < server/store/ < server/hwcoll/ <
+#   server/bg/ < server/http/ < server/api/ < server/main.c
+#
+# and the programs beside the broker (agent/, cli/, fmsim/) use lib/ and
+# their own folder only; a scheduler plugin (plugins/NAME/PART/) its own
+# folder, lib/, the agent's library API (agent/stepapi.h) and its
+# scheduler's headers.  An include whose first folder is none of the
+# tree's is a dependency's (Slurm's src/common/...) and not checked.  Usage: layers.sh ROOT FILE...: FILE's
+# level comes from its path below ROOT.  Prints each include that runs
+# against the order as FILE:LINE and exits 1 if there is one.
+set -u
+root=$1
+shift
+fail=0
+
+# level PATH: the level of a path relative to the root, or "own:FOLDER"
+# for a program that may include only lib/ and itself.
+level () {
+    case $1 in
+        include/vnib/* | lib/*) echo 0 ;;
+        fmclient/*) echo 1 ;;
+        server/store/*) echo 3 ;;
+        server/hwcoll/*) echo 4 ;;
+        server/bg/*) echo 5 ;;
+        server/http/*) echo 6 ;;
+        server/api/*) echo 7 ;;
+        server/main.c) echo 8 ;;
+        server/*/*) echo "unknown" ;;
+        server/*) echo 2 ;;
+        agent/* | cli/* | fmsim/*) echo "own:${1%%/*}" ;;
+        plugins/*/*) echo "own:$(echo "$1" | cut -d/ -f1-3)" ;;
+        *) echo "any" ;;
+    esac
+}
+
+for file in "$@"; do
+    rel=${file#"$root"/}
+    mine=$(level "$rel")
+    if [ "$mine" = unknown ]; then
+        echo "$rel: server/ has no such layer; add the folder to tests/lint/layers.sh"
+        fail=1
+        continue
+    fi
+    [ "$mine" = any ] && continue
+    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" |
+        sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1 \2/' >"${TMPDIR:-/tmp}/layers.$$"
+    while read -r line inc; do
+        # A quoted include without a folder is the file's own neighbour;
+        # one outside the tree's folders is a dependency's.
+        case $inc in */*) ;; *) continue ;; esac
+        case ${inc%%/*} in
+            vnib | agent | cli | fmsim | fmclient | server | lib | include | plugins | tests) ;;
+            *) continue ;;
+        esac
+        case $inc in vnib/*) theirs=0 ;; *) theirs=$(level "$inc") ;; esac
+        case $mine in
+            own:*)
+                dir=${mine#own:}
+                case $inc in vnib/* | "$dir"/*) continue ;; esac
+                case $dir:$inc in plugins/*:agent/stepapi.h) continue ;; esac
+                echo "$rel:$line: includes $inc: $dir uses lib/ and its own folder only"
+                fail=1
+                ;;
+            *)
+                case $theirs in
+                    "" | any | own:* | unknown)
+                        echo "$rel:$line: includes $inc, which is no layer below it"
+                        fail=1
+                        ;;
+                    *)
+                        if [ "$theirs" -gt "$mine" ]; then
+                            echo "$rel:$line: includes $inc, a higher layer (the order is in tests/lint/layers.sh)"
+                            fail=1
+                        fi
+                        ;;
+                esac
+                ;;
+        esac
+    done <"${TMPDIR:-/tmp}/layers.$$"
+    rm -f "${TMPDIR:-/tmp}/layers.$$"
+done
+exit "$fail"
