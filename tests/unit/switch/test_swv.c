@@ -144,7 +144,12 @@ static void test_jobinfo_round_trip(void **state)
     (void)state;
     swv_jobinfo_encode(&in, wire);
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), 0);
-    assert_memory_equal(&in, &out, sizeof(in));
+    /* Field by field: the struct's padding holds whatever the stack did. */
+    assert_int_equal(out.flags, in.flags);
+    assert_int_equal(out.job_id, in.job_id);
+    assert_int_equal(out.step_id, in.step_id);
+    assert_int_equal(out.job_resv, in.job_resv);
+    assert_int_equal(out.step_resv, in.step_resv);
     /* each refusal */
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire) - 1, &out, &err),
                      -1);
