@@ -37,7 +37,7 @@ static int check_action(struct request *req,
             return 0;
     return request_fail(req,
                         EINVAL,
-                        "invalid_field",
+                        ERRCODE_INVALID_FIELD,
                         errp,
                         "query argument 'action' must be one of reserve, "
                         "release, report, quarantine_end, force, drain, "
@@ -58,7 +58,7 @@ static int check_order(struct request *req, bool *descp, vnib_error_t *errp)
     }
     return request_fail(req,
                         EINVAL,
-                        "invalid_field",
+                        ERRCODE_INVALID_FIELD,
                         errp,
                         "query argument 'order' must be asc or desc");
 }

@@ -21,7 +21,7 @@ static const char *path_node(struct request *req, vnib_error_t *errp)
     if (req->who.role == ROLE_NODE && strcmp(req->who.node, node) != 0) {
         request_fail(req,
                      EPERM,
-                     "forbidden",
+                     ERRCODE_FORBIDDEN,
                      errp,
                      "a node may read only its own record");
         return NULL;

@@ -48,20 +48,20 @@ int ops_readyz(struct request *req, json_t **out, vnib_error_t *errp)
         if (e == ESTALE)
             return request_fail(req,
                                 ESTALE,
-                                "schema_outdated",
+                                ERRCODE_SCHEMA_OUTDATED,
                                 errp,
                                 "not ready: the database schema is not the "
                                 "one this broker needs");
         if (e == EDQUOT)
             return request_fail(req,
                                 EDQUOT,
-                                "database_full",
+                                ERRCODE_DATABASE_FULL,
                                 errp,
                                 "not ready: the database cannot write (out "
                                 "of disk space or another resource)");
         return request_fail(req,
                             EAGAIN,
-                            "database_unavailable",
+                            ERRCODE_DATABASE_UNAVAILABLE,
                             errp,
                             "not ready: database unavailable");
     }

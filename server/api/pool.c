@@ -39,7 +39,7 @@ int pool_vni(struct request *req, json_t **out, vnib_error_t *errp)
     if (!v || *v == '\0' || *end || vni < 0 || vni > 65535)
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "vni must be an integer in 0-65535");
     if (store_vni(

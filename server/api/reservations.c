@@ -49,8 +49,11 @@ static int parse_reserve(struct request *req,
         return -1;
     v = json_object_get(body, "job_id");
     if (!json_is_string(v))
-        return request_fail(
-            req, EINVAL, "invalid_field", errp, "job_id must be a string");
+        return request_fail(req,
+                            EINVAL,
+                            ERRCODE_INVALID_FIELD,
+                            errp,
+                            "job_id must be a string");
     a->job_id = json_string_value(v);
     if (params_job_id(req, a->job_id, errp) < 0)
         return -1;
@@ -59,7 +62,7 @@ static int parse_reserve(struct request *req,
         || json_integer_value(v) > 4294967294LL)
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "uid must be an integer in 0-4294967294");
     a->uid = json_integer_value(v);
@@ -67,7 +70,7 @@ static int parse_reserve(struct request *req,
     if (!json_is_string(v) || !user_valid(json_string_value(v)))
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "user must be 1-64 characters from "
                             "[A-Za-z0-9._@$-]");
@@ -76,7 +79,7 @@ static int parse_reserve(struct request *req,
     if (!json_is_string(v) || json_string_length(v) == 0)
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "nodes must be a non-empty hostlist expression");
     a->nodes = json_string_value(v);
@@ -86,7 +89,7 @@ static int parse_reserve(struct request *req,
             || json_integer_value(v) > 4)
             return request_fail(req,
                                 EINVAL,
-                                "invalid_field",
+                                ERRCODE_INVALID_FIELD,
                                 errp,
                                 "vni_count must be an integer in 0-4");
         a->vni_count = (int)json_integer_value(v);
@@ -97,7 +100,7 @@ static int parse_reserve(struct request *req,
         if (!m || (strcmp(m, "auto") && strcmp(m, "on") && strcmp(m, "off")))
             return request_fail(req,
                                 EINVAL,
-                                "invalid_field",
+                                ERRCODE_INVALID_FIELD,
                                 errp,
                                 "hwcoll must be \"auto\", \"on\" or \"off\"");
         a->hwcoll_mode = m;
@@ -123,7 +126,7 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     if (params_nodes(req, a.nodes, &hosts, &nodes, errp) < 0)
         goto done;
     if (inventory_check(req->broker->inv, hosts, &known, errp) < 0) {
-        req->error_code = "invalid_field";
+        req->error_code = ERRCODE_INVALID_FIELD;
         goto done;
     }
     a.nodes = nodes;
@@ -140,11 +143,11 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
         req->broker->hwcoll, a.hwcoll_mode, &a, fm_job_id, sizeof(fm_job_id));
     if (store_reserve(req->broker->store, &a, out, &created, errp) < 0) {
         if (errno == EEXIST)
-            req->error_code = "reservation_conflict";
+            req->error_code = ERRCODE_RESERVATION_CONFLICT;
         else if (errno == EALREADY)
-            req->error_code = "reservation_superseded";
+            req->error_code = ERRCODE_RESERVATION_SUPERSEDED;
         else if (errno == ENOSPC) {
-            req->error_code = "vni_pool_exhausted";
+            req->error_code = ERRCODE_VNI_POOL_EXHAUSTED;
             req->retry_after = 30;
         }
         goto done;
@@ -201,7 +204,7 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
                       errp)
             < 0) {
             if (errno == ENOENT)
-                req->error_code = "reservation_not_found";
+                req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
             return -1;
         }
         /* Monitors never see secrets; nodes only get here as members. */
@@ -222,7 +225,7 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
         *out = NULL;
         return request_fail(req,
                             EPERM,
-                            "forbidden",
+                            ERRCODE_FORBIDDEN,
                             errp,
                             "node %s is not in job %s's node list",
                             req->who.node,
@@ -242,7 +245,7 @@ int reservations_list(struct request *req, json_t **out, vnib_error_t *errp)
         && strcmp(state, "released"))
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "state must be active, releasing or released");
     if (node && params_node(req, "node", node, errp) < 0)
@@ -273,7 +276,7 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
     if (force && req->who.role != ROLE_ADMIN)
         return request_fail(req,
                             EPERM,
-                            "forbidden",
+                            ERRCODE_FORBIDDEN,
                             errp,
                             "only an admin may force the end of a quarantine");
     if (store_release(req->broker->store,
@@ -286,7 +289,7 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
                       errp)
         < 0) {
         if (errno == ENOENT)
-            req->error_code = "reservation_not_found";
+            req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
         return -1;
     }
     /* A release that queued Fabric Manager work committed a NOTIFY
@@ -312,7 +315,7 @@ static char *report_services(struct request *req,
         || json_array_size(services) > REPORT_MAX_SERVICES) {
         request_fail(req,
                      EINVAL,
-                     "invalid_field",
+                     ERRCODE_INVALID_FIELD,
                      errp,
                      "services must be an array of at most %d objects",
                      REPORT_MAX_SERVICES);
@@ -324,7 +327,7 @@ static char *report_services(struct request *req,
         if (!json_is_object(svc)) {
             request_fail(req,
                          EINVAL,
-                         "invalid_field",
+                         ERRCODE_INVALID_FIELD,
                          errp,
                          "services[%zu] must be an object with device and "
                          "svc_id",
@@ -343,7 +346,7 @@ static char *report_services(struct request *req,
             || json_integer_value(id) > 65535) {
             request_fail(req,
                          EINVAL,
-                         "invalid_field",
+                         ERRCODE_INVALID_FIELD,
                          errp,
                          "services[%zu] must be {\"device\": \"cxi0\", "
                          "\"svc_id\": 0-65535}",
@@ -355,13 +358,13 @@ static char *report_services(struct request *req,
 }
 
 /* The error code a client sees for each refused report. */
-static const char *const report_refusal_codes[] = {
-    [STORE_REPORT_ACCEPTED] = NULL,
-    [STORE_REPORT_NOT_FOUND] = "reservation_not_found",
-    [STORE_REPORT_NOT_MEMBER] = "forbidden",
-    [STORE_REPORT_STALE_RESERVATION] = "stale_reservation",
-    [STORE_REPORT_INVALID_TRANSITION] = "invalid_transition",
-    [STORE_REPORT_JOB_NOT_ACTIVE] = "job_not_active",
+static const enum errcode report_refusal_codes[] = {
+    [STORE_REPORT_ACCEPTED] = ERRCODE_NONE,
+    [STORE_REPORT_NOT_FOUND] = ERRCODE_RESERVATION_NOT_FOUND,
+    [STORE_REPORT_NOT_MEMBER] = ERRCODE_FORBIDDEN,
+    [STORE_REPORT_STALE_RESERVATION] = ERRCODE_STALE_RESERVATION,
+    [STORE_REPORT_INVALID_TRANSITION] = ERRCODE_INVALID_TRANSITION,
+    [STORE_REPORT_JOB_NOT_ACTIVE] = ERRCODE_JOB_NOT_ACTIVE,
 };
 
 int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
@@ -384,23 +387,23 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
         || params_node(req, "node", a.node, errp) < 0)
         return -1;
     if (req->who.role == ROLE_NODE && strcmp(req->who.node, a.node) != 0)
-        return request_fail(
-            req, EPERM, "forbidden", errp, "a node may report only for itself");
+        return request_fail(req,
+                            EPERM,
+                            ERRCODE_FORBIDDEN,
+                            errp,
+                            "a node may report only for itself");
     if (req->broker->rl
         && !ratelimit_take(
             req->broker->rl, a.node, monotime_ms(), &req->retry_after)) {
-        /* 429 has no errno of its own: the reply is built here. */
-        if (!(*out = json_pack("{s:{s:s, s:s, s:s}}",
-                               "error",
-                               "code",
-                               "rate_limited",
-                               "message",
-                               "too many reports from this node; retry "
-                               "after the time Retry-After gives",
-                               "request_id",
-                               req->id)))
-            return errprintf(errp, "out of memory");
-        return 429;
+        /* 429 has no errno of its own: the code's status is sent, and
+         * errno says what the caller should do (try again later).
+         */
+        return request_fail(req,
+                            EAGAIN,
+                            ERRCODE_RATE_LIMITED,
+                            errp,
+                            "too many reports from this node; retry after "
+                            "the time Retry-After gives");
     }
     if (request_json(req, &body, errp) < 0)
         return -1;
@@ -413,7 +416,7 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
     if (!a.cxi || !states[i]) {
         request_fail(req,
                      EINVAL,
-                     "invalid_field",
+                     ERRCODE_INVALID_FIELD,
                      errp,
                      "cxi must be creating, created, destroyed or failed");
         goto done;
@@ -422,7 +425,7 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
     if (msg && (!json_is_string(msg) || json_string_length(msg) > 1024)) {
         request_fail(req,
                      EINVAL,
-                     "invalid_field",
+                     ERRCODE_INVALID_FIELD,
                      errp,
                      "message must be a string of at most 1024 bytes");
         goto done;
@@ -432,7 +435,7 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
     if (rid && (!json_is_integer(rid) || json_integer_value(rid) < 1)) {
         request_fail(req,
                      EINVAL,
-                     "invalid_field",
+                     ERRCODE_INVALID_FIELD,
                      errp,
                      "reservation_id must be the positive id of a reservation");
         goto done;

@@ -49,7 +49,7 @@ static int step_check_job(struct request *req,
     if (store_get(req->broker->store, job_id, NULL, false, &job, &member, errp)
         < 0) {
         if (errno == ENOENT)
-            req->error_code = "reservation_not_found";
+            req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
         return -1;
     }
     const char *state = json_string_value(json_object_get(job, "state"));
@@ -57,7 +57,7 @@ static int step_check_job(struct request *req,
     if (!state || strcmp(state, "active")) {
         request_fail(req,
                      EEXIST,
-                     "job_not_active",
+                     ERRCODE_JOB_NOT_ACTIVE,
                      errp,
                      "job %s is not active (its reservation is %s); a step "
                      "is reserved only while its job runs",
@@ -68,7 +68,7 @@ static int step_check_job(struct request *req,
     if (vni_count + job_vnis > STEP_SERVICE_VNIS) {
         request_fail(req,
                      EINVAL,
-                     "invalid_field",
+                     ERRCODE_INVALID_FIELD,
                      errp,
                      "vni_count: the step's %d VNIs and job %s's %lld exceed "
                      "the %d a CXI service holds",
@@ -94,7 +94,7 @@ static int step_check_job(struct request *req,
         if (!hostset_contains(job_hosts, name)) {
             request_fail(req,
                          EINVAL,
-                         "invalid_field",
+                         ERRCODE_INVALID_FIELD,
                          errp,
                          "nodes: node %s is not in job %s's node list",
                          name,
@@ -139,7 +139,7 @@ static int parse_step_reserve(struct request *req,
     if (!json_is_string(v) || json_string_length(v) == 0)
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "nodes must be a non-empty hostlist expression");
     a->nodes = json_string_value(v);
@@ -149,7 +149,7 @@ static int parse_step_reserve(struct request *req,
             || json_integer_value(v) > STEP_SERVICE_VNIS)
             return request_fail(req,
                                 EINVAL,
-                                "invalid_field",
+                                ERRCODE_INVALID_FIELD,
                                 errp,
                                 "vni_count must be an integer in 0-4");
         a->vni_count = (int)json_integer_value(v);
@@ -158,13 +158,13 @@ static int parse_step_reserve(struct request *req,
 }
 
 /* The error code of each refused step reserve. */
-static const char *const step_refusal_codes[] = {
-    [STORE_STEP_ACCEPTED] = NULL,
-    [STORE_STEP_JOB_NOT_FOUND] = "reservation_not_found",
-    [STORE_STEP_JOB_NOT_ACTIVE] = "job_not_active",
-    [STORE_STEP_PARENT_CHANGED] = NULL,
-    [STORE_STEP_CONFLICT] = "reservation_conflict",
-    [STORE_STEP_SUPERSEDED] = "reservation_superseded",
+static const enum errcode step_refusal_codes[] = {
+    [STORE_STEP_ACCEPTED] = ERRCODE_NONE,
+    [STORE_STEP_JOB_NOT_FOUND] = ERRCODE_RESERVATION_NOT_FOUND,
+    [STORE_STEP_JOB_NOT_ACTIVE] = ERRCODE_JOB_NOT_ACTIVE,
+    [STORE_STEP_PARENT_CHANGED] = ERRCODE_NONE,
+    [STORE_STEP_CONFLICT] = ERRCODE_RESERVATION_CONFLICT,
+    [STORE_STEP_SUPERSEDED] = ERRCODE_RESERVATION_SUPERSEDED,
 };
 
 int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
@@ -205,7 +205,7 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
             continue;
         req->error_code = step_refusal_codes[refusal];
         if (errno == ENOSPC) {
-            req->error_code = "vni_pool_exhausted";
+            req->error_code = ERRCODE_VNI_POOL_EXHAUSTED;
             req->retry_after = 30;
         }
         goto done;
@@ -237,7 +237,7 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
                        errp)
         < 0) {
         if (errno == ENOENT)
-            req->error_code = "reservation_not_found";
+            req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
         return -1;
     }
     if (is_node && !member) {
@@ -245,7 +245,7 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
         *out = NULL;
         return request_fail(req,
                             EPERM,
-                            "forbidden",
+                            ERRCODE_FORBIDDEN,
                             errp,
                             "node %s is not in step %s of job %s's node list",
                             req->who.node,
@@ -270,7 +270,7 @@ int steps_release(struct request *req, json_t **out, vnib_error_t *errp)
     if (force && req->who.role != ROLE_ADMIN)
         return request_fail(req,
                             EPERM,
-                            "forbidden",
+                            ERRCODE_FORBIDDEN,
                             errp,
                             "only an admin may force the end of a quarantine");
     if (store_step_free(req->broker->store,
@@ -283,7 +283,7 @@ int steps_release(struct request *req, json_t **out, vnib_error_t *errp)
                         errp)
         < 0) {
         if (errno == ENOENT)
-            req->error_code = "reservation_not_found";
+            req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
         return -1;
     }
     /* An unknown step, or a job without hardware collectives, is not an

@@ -60,7 +60,7 @@ static int ui_send(struct request *req,
     size_t len = fresh ? 0 : a->len;
     if (!(req->text = malloc(len + 1)))
         return request_fail(
-            req, ENOMEM, "internal_error", errp, "out of memory");
+            req, ENOMEM, ERRCODE_INTERNAL_ERROR, errp, "out of memory");
     memcpy(req->text, a->data, len);
     req->text_len = len;
     req->content_type = a->content_type;
@@ -75,7 +75,7 @@ int ui_index(struct request *req, json_t **out, vnib_error_t *errp)
     if (!a)
         return request_fail(req,
                             ENOENT,
-                            "not_found",
+                            ERRCODE_NOT_FOUND,
                             errp,
                             "this broker was built without its status page");
     return ui_send(req, a, errp);
@@ -88,8 +88,11 @@ int ui_asset(struct request *req, json_t **out, vnib_error_t *errp)
     const char *name = route_param(&req->params, "asset");
     const struct ui_asset *a = name ? ui_find(name) : NULL;
     if (!a || strcmp(a->name, "index.html") == 0)
-        return request_fail(
-            req, ENOENT, "not_found", errp, "no such file of the status page");
+        return request_fail(req,
+                            ENOENT,
+                            ERRCODE_NOT_FOUND,
+                            errp,
+                            "no such file of the status page");
     return ui_send(req, a, errp);
 }
 
@@ -101,7 +104,7 @@ static int ui_redirect(struct request *req, int status, vnib_error_t *errp)
     req->extra_headers = ui_headers_location;
     if (!(req->text = malloc(sizeof(body))))
         return request_fail(
-            req, ENOMEM, "internal_error", errp, "out of memory");
+            req, ENOMEM, ERRCODE_INTERNAL_ERROR, errp, "out of memory");
     memcpy(req->text, body, sizeof(body));
     req->text_len = sizeof(body) - 1;
     req->content_type = "text/plain; charset=utf-8";

@@ -54,7 +54,6 @@
 #include "server/config.h"
 #include "server/http/http.h"
 #include "server/http/metrics.h"
-#include "server/store/store.h"
 #include "server/http/workers.h"
 
 struct http {
@@ -80,43 +79,18 @@ enum {
  */
 #define HTTP_LOG_BURST 10
 
-/* errno to HTTP status and default error code: the one place where this
- * mapping lives.  Handlers may override the code with request_fail().
- */
-static const struct httpd_status error_map[] = {
-    {EINVAL, 400, "bad_request"},
-    {EPROTO, 400, "invalid_json"},
-    {EACCES, 401, "unauthorized"},
-    {EPERM, 403, "forbidden"},
-    {ENOENT, 404, "not_found"},
-    {EOPNOTSUPP, 405, "method_not_allowed"},
-    {EEXIST, 409, "conflict"},
-    {EALREADY, 409, "conflict"},
-    {E2BIG, 413, "payload_too_large"},
-    {EMSGSIZE, 413, "payload_too_large"},
-    {ENOSPC, 503, "exhausted"},
-    {EAGAIN, 503, "unavailable"},
-    {ETIMEDOUT, 503, "unavailable"},
-    {ESTALE, 503, "schema_outdated"},
-    {EDQUOT, 503, "database_full"},
-    {EPROTONOSUPPORT, 415, "unsupported_media_type"},
-    {EOVERFLOW, 431, "header_fields_too_large"},
-    {ECANCELED, 503, "deadline_exceeded"},
-};
-
 int request_fail(struct request *req,
                  int errnum,
-                 const char *code,
+                 enum errcode code,
                  vnib_error_t *errp,
                  const char *fmt,
                  ...)
 {
-    if (errp) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+
+    va_start(ap, fmt);
+    verrprintf(errp, fmt, ap);
+    va_end(ap);
     req->error_code = code;
     errno = errnum;
     return -1;
@@ -126,7 +100,7 @@ int request_json(struct request *req, json_t **objp, vnib_error_t *errp)
 {
     if (httpd_json_object(req->body, req->body_len, "request body", objp, errp)
         < 0) {
-        req->error_code = "invalid_json";
+        req->error_code = ERRCODE_INVALID_JSON;
         return -1;
     }
     return 0;
@@ -157,19 +131,11 @@ const char *request_query(const struct request *req, const char *name)
 
 int request_error_status(const struct request *req,
                          int errnum,
-                         const char **codep)
+                         enum errcode *codep)
 {
-    int status = 500;
-    const char *code = "internal_error";
-
-    const struct httpd_status *row = httpd_status_of(
-        error_map, sizeof(error_map) / sizeof(error_map[0]), errnum);
-    if (row) {
-        status = row->status;
-        code = row->code;
-    }
-    *codep = req->error_code ? req->error_code : code;
-    return status;
+    *codep = req->error_code != ERRCODE_NONE ? req->error_code
+                                             : errcode_of_errno(errnum);
+    return errcode_status(*codep);
 }
 
 long http_inflight(const struct http *h)
@@ -319,6 +285,11 @@ static void log_refusal(const struct request *req,
                         const char *message)
 {
     char addr[INET6_ADDRSTRLEN];
+    /* Without a message, the code: a recognised token was forbidden. */
+    const char *why = message && *message
+                          ? message
+                          : errcode_name(req->who.role ? ERRCODE_FORBIDDEN
+                                                       : ERRCODE_UNAUTHORIZED);
 
     if (!logger_enabled(req->broker->log, LOG_NOTICE))
         return;
@@ -334,7 +305,7 @@ static void log_refusal(const struct request *req,
                       addr,
                       req->who.name,
                       auth_role_name(req->who.role),
-                      message && *message ? message : "forbidden");
+                      why);
     else
         logger_printf(req->broker->log,
                       LOG_NOTICE,
@@ -344,25 +315,26 @@ static void log_refusal(const struct request *req,
                       req->method,
                       req->route ? req->route->pattern : req->path,
                       addr,
-                      message && *message ? message : "unauthorized");
+                      why);
 }
 
 /* Turn errno (and the request's code, if a handler chose one) into the
- * error reply.  Server-side failures get a generic message: the details
- * are in the log, under the request id.
+ * error reply.  Server-side failures get a generic message, and a message
+ * marked for the operator (public_text, not NULL: the database's words)
+ * its fixed text: the details are in the log, under the request id.
  */
 static int send_error(struct request *req,
                       int errnum,
                       const char *message,
+                      const char *public_text,
                       const char *allow)
 {
-    const char *code;
+    enum errcode code;
     int status = request_error_status(req, errnum, &code);
 
     if (status == 401 || status == 403)
         log_refusal(req, status, message);
-    const char *fixed = store_public_message(message);
-    if (fixed) {
+    if (public_text) {
         /* libpq's or the server's own words name hosts, sockets, users
          * and tables: they go to the log, the client gets a fixed text.
          */
@@ -373,9 +345,9 @@ static int send_error(struct request *req,
                       req->method,
                       req->path,
                       message);
-        message = fixed;
+        message = public_text;
     }
-    if (status == 500 && !fixed) {
+    if (status == 500 && !public_text) {
         logger_printf(req->broker->log,
                       LOG_ERR,
                       req->id,
@@ -388,12 +360,13 @@ static int send_error(struct request *req,
     }
     if (status == 503 && !req->retry_after)
         req->retry_after = 1;
+    const char *name = errcode_name(code);
     json_t *err = json_pack("{s:{s:s, s:s, s:s}}",
                             "error",
                             "code",
-                            code,
+                            name,
                             "message",
-                            message && *message ? message : code,
+                            message && *message ? message : name,
                             "request_id",
                             req->id);
     if (!err)
@@ -445,7 +418,11 @@ static int send_result(struct request *req)
     req->out = NULL;
     if (req->result < 0) {
         json_decref(out);
-        return send_error(req, req->result_errno, req->error.text, NULL);
+        return send_error(req,
+                          req->result_errno,
+                          req->error.text,
+                          req->error.public_text,
+                          NULL);
     }
     if (req->text) {
         json_decref(out);
@@ -482,7 +459,7 @@ static void request_run(void *arg, int64_t wait_ns, bool cancelled)
          */
         req->result = request_fail(req,
                                    ECANCELED,
-                                   "deadline_exceeded",
+                                   ERRCODE_DEADLINE_EXCEEDED,
                                    &req->error,
                                    "the request waited %lld ms for a worker, "
                                    "past its deadline; it was not run",
@@ -492,7 +469,7 @@ static void request_run(void *arg, int64_t wait_ns, bool cancelled)
     } else if (cancelled) {
         req->result = request_fail(req,
                                    EAGAIN,
-                                   "unavailable",
+                                   ERRCODE_UNAVAILABLE,
                                    &req->error,
                                    "the broker is shutting down");
         req->result_errno = EAGAIN;
@@ -520,7 +497,7 @@ static int request_queue(struct http *h, struct request *req)
     int e = errno;
     req->result = request_fail(req,
                                EAGAIN,
-                               "unavailable",
+                               ERRCODE_UNAVAILABLE,
                                &req->error,
                                e == EAGAIN ? "the broker is busy; retry later"
                                            : "the broker is shutting down");
@@ -555,7 +532,7 @@ static int request_deadline(struct request *req, vnib_error_t *errp)
             || n > VNIB_DEADLINE_MAX_MS)
             return request_fail(req,
                                 EINVAL,
-                                "invalid_header",
+                                ERRCODE_INVALID_HEADER,
                                 errp,
                                 "%s must be a whole number of milliseconds "
                                 "from 1 to %d",
@@ -603,6 +580,7 @@ static int on_begin(void *cls, struct httpd_req *hr)
                           EOVERFLOW,
                           "request line and headers are larger than the "
                           "broker accepts",
+                          NULL,
                           NULL);
 
     /* HEAD is answered as GET (RFC 9110, 9.3.2): libmicrohttpd sends the
@@ -617,9 +595,12 @@ static int on_begin(void *cls, struct httpd_req *hr)
                     sizeof(allow));
     if (idx < 0) {
         if (errno == EOPNOTSUPP)
-            return send_error(
-                req, EOPNOTSUPP, "method not allowed on this path", allow);
-        return send_error(req, ENOENT, "no such endpoint", NULL);
+            return send_error(req,
+                              EOPNOTSUPP,
+                              "method not allowed on this path",
+                              NULL,
+                              allow);
+        return send_error(req, ENOENT, "no such endpoint", NULL, NULL);
     }
     req->route_index = idx;
     req->route = &h->routes->rows[idx];
@@ -630,10 +611,8 @@ static int on_begin(void *cls, struct httpd_req *hr)
      * the body.
      */
     vnib_error_t error = {""};
-    if (authorize(req, &error) < 0)
-        return send_error(req, errno, error.text, NULL);
-    if (request_deadline(req, &error) < 0)
-        return send_error(req, errno, error.text, NULL);
+    if (authorize(req, &error) < 0 || request_deadline(req, &error) < 0)
+        return send_error(req, errno, error.text, error.public_text, NULL);
 
     if (httpd_length_over(hr, body_limit(req)))
         return send_error(req,
@@ -642,6 +621,7 @@ static int on_begin(void *cls, struct httpd_req *hr)
                               ? "request body is larger than this endpoint "
                                 "accepts"
                               : "this endpoint takes no request body",
+                          NULL,
                           NULL);
     /* Bodies are JSON.  A form or text body (what `curl -d` sends without
      * -H) is refused rather than parsed as if it were.
@@ -652,6 +632,7 @@ static int on_begin(void *cls, struct httpd_req *hr)
                           EPROTONOSUPPORT,
                           "request bodies must be sent as Content-Type: "
                           "application/json",
+                          NULL,
                           NULL);
     return 0;
 }
@@ -674,6 +655,7 @@ static int on_run(void *cls, struct httpd_req *hr)
                           hr->refused == E2BIG ? "request body is larger than "
                                                  "this endpoint accepts"
                                                : "out of memory",
+                          NULL,
                           NULL);
     if (req->route->runs == ROUTE_WORKER)
         return request_queue(h, req);

@@ -6,9 +6,13 @@
  * the body size as it arrives (413), authenticate (401) and authorise the
  * route's role (403, server/http/auth.h), call the handler, and render its
  * JSON, or its error as
- * {"error": {"code": "...", "message": "...", "request_id": "..."}} with
- * the HTTP status taken from errno in one table.  Every request gets an id
- * (returned in X-Request-Id and written on every log line about it).
+ * {"error": {"code": "...", "message": "...", "request_id": "..."}}: the
+ * code the handler chose (request_fail), else the errno's, and the HTTP
+ * status that goes with it, both from the one table of server/http/
+ * errcode.h.  A message marked for the operator alone (vnib_error_t's
+ * public_text: the database's own words) is logged, and the client reads
+ * its fixed text.  Every request gets an id (returned in X-Request-Id and
+ * written on every log line about it).
  */
 #ifndef VNIB_SERVER_HTTP_H
 #define VNIB_SERVER_HTTP_H
@@ -21,6 +25,7 @@
 #include "vnib/httpd.h"
 #include "server/http/auth.h"
 #include "server/broker.h"
+#include "server/http/errcode.h"
 #include "server/http/route.h"
 
 /* The most header pairs a handler adds (request.extra_headers). */
@@ -41,8 +46,9 @@ struct request {
     char *body; /* request body, NUL-terminated, or NULL (borrowed) */
     size_t body_len;
 
-    const char *error_code; /* stable snake_case code for the error reply */
-    int retry_after;        /* seconds for Retry-After; 0 for none */
+    enum errcode error_code; /* the error reply's code; ERRCODE_NONE: the
+                                errno's */
+    int retry_after;         /* seconds for Retry-After; 0 for none */
 
     char *text; /* a reply body as sent (handler allocates): text, or
                    JSON rendered once for the reply and the node-fetch
@@ -106,8 +112,7 @@ struct http_setup {
  */
 struct http *http_create(struct broker *broker,
                          const struct http_setup *setup,
-                         vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                         vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* The bound TCP port (useful with server.port = 0). */
 uint16_t http_port(const struct http *h);
@@ -130,11 +135,17 @@ void http_write_metrics(struct http *h, FILE *f);
 long http_queue_depth(const struct http *h);
 
 /* Fail the request with a stable error code: sets errno = errnum and
- * req->error_code = code, formats errp.  Always returns -1.
+ * req->error_code = code (the reply's status is the code's), and formats
+ * errp with errprintf.  Always returns -1.
+ *
+ * The message replaces whatever errp held: request_fail is where a
+ * failure starts, not where one is passed on (errprintf_first's case),
+ * and the code it sets must go with its own message.  A handler never
+ * refuses after a helper's failure it let pass, so nothing is lost.
  */
 int request_fail(struct request *req,
                  int errnum,
-                 const char *code,
+                 enum errcode code,
                  vnib_error_t *errp,
                  const char *fmt,
                  ...) __attribute__((format(printf, 5, 6)));
@@ -145,14 +156,14 @@ int request_fail(struct request *req,
  */
 int request_json(struct request *req, json_t **objp, vnib_error_t *errp);
 
-/* The HTTP status of the error reply to a failed request (errno errnum,
- * from the one errno table) and its code (*codep: req->error_code if the
- * handler chose one, else the table's).  An unknown errno is 500
- * internal_error.
+/* The code of the error reply to a failed request (*codep:
+ * req->error_code if the handler chose one, else errno errnum's; an errno
+ * the table does not name is internal_error), and the HTTP status that
+ * goes with it, returned.
  */
 int request_error_status(const struct request *req,
                          int errnum,
-                         const char **codep);
+                         enum errcode *codep);
 
 /* A request header (case-insensitive name), or NULL. */
 const char *request_header(const struct request *req, const char *name);

@@ -20,7 +20,7 @@ int params_job_id(struct request *req, const char *value, vnib_error_t *errp)
     if (!value || n == 0 || n > 128 || value[n] != '\0')
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "job_id must be 1-128 characters from "
                             "[A-Za-z0-9._:@+-]");
@@ -28,7 +28,7 @@ int params_job_id(struct request *req, const char *value, vnib_error_t *errp)
     if (value[0] == '-')
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "job_id must not start with '-' (it would read "
                             "as an option to the commands it is passed to)");
@@ -46,7 +46,7 @@ int params_step_id(struct request *req, const char *value, vnib_error_t *errp)
         return request_fail(
             req,
             EINVAL,
-            "invalid_field",
+            ERRCODE_INVALID_FIELD,
             errp,
             "step_id must be 1-64 characters from [A-Za-z0-9._-]");
     return 0;
@@ -60,7 +60,7 @@ int params_node(struct request *req,
     if (!value || !token_node_name_valid(value))
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "%s must be a host name (letters, digits, '-', "
                             "'_', '.'; at most %d characters)",
@@ -86,7 +86,7 @@ int params_query_ll(struct request *req,
     if (errno || end == v || *end || n < min || n > max)
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "query argument '%s' must be an integer in "
                             "%lld-%lld",
@@ -112,7 +112,7 @@ int params_query_bool(struct request *req,
     else
         return request_fail(req,
                             EINVAL,
-                            "invalid_field",
+                            ERRCODE_INVALID_FIELD,
                             errp,
                             "query argument '%s' must be true or false",
                             name);
@@ -134,7 +134,7 @@ int params_known_fields(struct request *req,
         if (!allowed[i])
             return request_fail(req,
                                 EINVAL,
-                                "unknown_field",
+                                ERRCODE_UNKNOWN_FIELD,
                                 errp,
                                 "unknown field '%.64s'",
                                 key);
@@ -154,7 +154,7 @@ int params_nodes(struct request *req,
 
     if (!hosts)
         return request_fail(
-            req, EINVAL, "invalid_field", errp, "nodes: %s", why.text);
+            req, EINVAL, ERRCODE_INVALID_FIELD, errp, "nodes: %s", why.text);
     hostlist_uniq(hosts);
     if (!(*nodesp = hostlist_encode(hosts))) {
         hostlist_destroy(hosts);

@@ -12,6 +12,7 @@
  * leader's advisory lock).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -407,7 +408,7 @@ fail:
     logger_printf(
         s->log, LOG_WARNING, NULL, "database: cannot connect: %s", msg);
     errno = EAGAIN;
-    return errprintf(errp, STORE_MSG_UNAVAILABLE ": %s", msg);
+    return store_db_error(errp, STORE_MSG_UNAVAILABLE, "%s", msg);
 }
 
 /* Session settings for a new connection: the server stops a statement at
@@ -502,20 +503,18 @@ void store_conn_release(struct store *s, struct conn *c)
     pthread_mutex_unlock(&s->lock);
 }
 
-const char *store_public_message(const char *message)
+/* The name is in parentheses, as store_int.h also defines it as a macro. */
+int(store_db_error)(vnib_error_t *errp, const char *what, const char *fmt, ...)
 {
-    static const char *const fixed[] = {
-        STORE_MSG_ERROR, STORE_MSG_UNAVAILABLE, STORE_MSG_FULL};
+    int saved_errno = errno;
+    char detail[sizeof(errp->text)];
+    va_list ap;
 
-    if (!message)
-        return NULL;
-    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-        size_t n = strlen(fixed[i]);
-        if (!strncmp(message, fixed[i], n)
-            && (message[n] == ':' || message[n] == '\0'))
-            return fixed[i];
-    }
-    return NULL;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    errno = saved_errno;
+    return errprintf_private(errp, what, "%s: %s", what, detail);
 }
 
 /* SQLSTATE to errno, as the store's callers expect. */
@@ -636,10 +635,10 @@ static PGresult *conn_wait_result(struct store *s,
         s->writes_failing = true;
         pthread_mutex_unlock(&s->lock);
     }
-    errprintf(errp,
-              "%s: %s",
-              e == EDQUOT ? STORE_MSG_FULL : STORE_MSG_ERROR,
-              primary ? primary : "unknown");
+    store_db_error(errp,
+                   e == EDQUOT ? STORE_MSG_FULL : STORE_MSG_ERROR,
+                   "%s",
+                   primary ? primary : "unknown");
     PQclear(last); /* primary pointed into it */
     if (PQstatus(c->pg) == CONNECTION_BAD)
         store_conn_drop(s, c);
@@ -664,7 +663,7 @@ lost:
     stat_add(s, &s->stats.errors);
     store_conn_drop(s, c);
     errno = EAGAIN;
-    errprintf(errp, STORE_MSG_UNAVAILABLE ": %s", msg);
+    store_db_error(errp, STORE_MSG_UNAVAILABLE, "%s", msg);
     return NULL;
 }
 
@@ -705,7 +704,7 @@ send_failed : {
     pq_message(c->pg, msg, sizeof(msg));
     store_conn_drop(s, c);
     errno = EAGAIN;
-    errprintf(errp, STORE_MSG_UNAVAILABLE ": %s", msg);
+    store_db_error(errp, STORE_MSG_UNAVAILABLE, "%s", msg);
 }
     return NULL;
 }
@@ -724,7 +723,7 @@ int store_conn_exec_script(struct store *s,
         pq_message(c->pg, msg, sizeof(msg));
         store_conn_drop(s, c);
         errno = EAGAIN;
-        return errprintf(errp, STORE_MSG_UNAVAILABLE ": %s", msg);
+        return store_db_error(errp, STORE_MSG_UNAVAILABLE, "%s", msg);
     }
     PGresult *r = conn_wait_result(s, c, deadline, what, errp);
     if (!r)

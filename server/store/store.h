@@ -14,7 +14,12 @@
  * Errors: EAGAIN (database unreachable, timed out, or busy), ESTALE
  * (schema older than this binary), EEXIST (unique or exclusion
  * constraint), EINVAL (rejected input), EIO (anything else); errp gets a
- * short message and the log gets the details.
+ * short message and the log gets the details.  A message in the
+ * database's own words (libpq's: socket paths, host names, ports, logins;
+ * the server's: tables, constraints, values) is marked for the operator
+ * alone (vnib_error_t.public_text: "database error", "database
+ * unavailable", or that the database cannot write), and a client reads
+ * only that fixed text.
  */
 #ifndef VNIB_SERVER_STORE_H
 #define VNIB_SERVER_STORE_H
@@ -97,24 +102,6 @@ int store_check_ready(struct store *s, vnib_error_t *errp) VNIB_MUST_CHECK;
  * one differs; 0 also for a schema too old to record them.
  */
 int store_check_migrations(struct store *s, vnib_error_t *errp) VNIB_MUST_CHECK;
-
-/* Messages that carry the database's own words (libpq's connection
- * errors: socket paths, host names, ports, login failures; the server's
- * error text: tables, constraints, values) begin with one of these
- * prefixes and a colon.  They are for the log, never for a client.
- */
-#define STORE_MSG_ERROR "database error"
-#define STORE_MSG_UNAVAILABLE "database unavailable"
-#define STORE_MSG_FULL                                                  \
-    "the database cannot write: out of disk space or another resource " \
-    "(see the broker log)"
-
-/* The fixed text a client may see in place of message when message
- * carries database text (STORE_MSG_ERROR, STORE_MSG_UNAVAILABLE or
- * STORE_MSG_FULL); NULL
- * when message is the broker's own (pool exhausted, timeouts, conflicts).
- */
-const char *store_public_message(const char *message);
 
 /* Snapshot of the pool counters. */
 void store_get_stats(struct store *s, struct store_stats *st);

@@ -148,7 +148,8 @@ int store_result_row(
 {
     if (!(*resp = store_row_json(s->cfg, r, row))) {
         errno = EIO;
-        return errprintf(errp, STORE_MSG_ERROR ": no reservation in the reply");
+        return store_db_error(
+            errp, STORE_MSG_ERROR, "no reservation in the reply");
     }
     return 0;
 }
@@ -291,22 +292,23 @@ static bool item_may_fail_group(int e)
     return e != EAGAIN && e != ETIMEDOUT && e != ESTALE && e != EDQUOT;
 }
 
-static void item_fail(struct item_result *ir, int err, const char *text)
+/* Fail an item with errno err and the group's message (mark included). */
+static void item_fail(struct item_result *ir, int err, const vnib_error_t *why)
 {
     ir->rc = -1;
     ir->err = err;
-    snprintf(ir->error.text, sizeof(ir->error.text), "%s", text);
+    ir->error = *why;
 }
 
-/* A group's statement failed with errno e and message text: store_run each item
- * alone when one of them may be the cause, else fail them all.
+/* A group's statement failed with errno e and message why: store_run each
+ * item alone when one of them may be the cause, else fail them all.
  */
 static void group_failed(struct store *s,
                          struct item_result **items,
                          size_t n,
                          bool wait,
                          int e,
-                         const char *text,
+                         const vnib_error_t *why,
                          store_group_fn fn)
 {
     if (n > 1 && item_may_fail_group(e)) {
@@ -314,7 +316,7 @@ static void group_failed(struct store *s,
             fn(s, &items[i], 1, wait);
     } else {
         for (size_t i = 0; i < n; i++)
-            item_fail(items[i], e, text);
+            item_fail(items[i], e, why);
     }
 }
 
@@ -328,12 +330,15 @@ bool store_arrays_close(struct sbuf *const *all,
                         struct item_result **base,
                         size_t n)
 {
+    vnib_error_t nomem = {""};
+
     for (size_t i = 0; i < nall; i++) {
         store_sb_putc(all[i], '}');
         failed = failed || all[i]->failed;
     }
+    errprintf(&nomem, "out of memory");
     for (size_t i = 0; failed && i < n; i++)
-        item_fail(base[i], ENOMEM, "out of memory");
+        item_fail(base[i], ENOMEM, &nomem);
     return !failed;
 }
 
@@ -348,17 +353,17 @@ PGresult *store_group_exec(struct store *s,
                            bool wait,
                            store_group_fn fn)
 {
-    vnib_error_t err = {{0}};
+    vnib_error_t err = {""};
     PGresult *r = store_run(s, id, params, &err);
 
     if (r && PQntuples(r) != (int)n) {
         PQclear(r);
         r = NULL;
         errno = EIO;
-        errprintf(&err, STORE_MSG_ERROR ": unexpected reply");
+        store_db_error(&err, STORE_MSG_ERROR, "unexpected reply");
     }
     if (!r)
-        group_failed(s, base, n, wait, errno, err.text, fn);
+        group_failed(s, base, n, wait, errno, &err, fn);
     return r;
 }
 
@@ -392,7 +397,7 @@ int store_item_submit(struct store *s,
     }
     if (it->rc < 0 || it->busy) {
         errno = it->busy ? EIO : it->err;
-        return errprintf(errp, "%s", it->error.text);
+        return vnib_error_copy(errp, &it->error);
     }
     return 0;
 }

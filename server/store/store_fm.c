@@ -330,7 +330,7 @@ int store_step_release(struct store *s,
         *outcomep = STORE_STEP_NOT_FOUND;
     else {
         errno = EIO;
-        rc = errprintf(errp, STORE_MSG_ERROR ": unexpected reply");
+        rc = store_db_error(errp, STORE_MSG_ERROR, "unexpected reply");
     }
     PQclear(r);
     return rc;

@@ -214,6 +214,24 @@ PGresult *store_run_one(struct store *s,
                         const char *missing,
                         vnib_error_t *errp);
 
+/* The fixed texts a client reads in place of a message in the database's
+ * own words (see store.h), which begins with one of them and a colon.
+ */
+#define STORE_MSG_ERROR "database error"
+#define STORE_MSG_UNAVAILABLE "database unavailable"
+#define STORE_MSG_FULL                                                  \
+    "the database cannot write: out of disk space or another resource " \
+    "(see the broker log)"
+
+/* A failure in the database's words, or one that says only that the
+ * database failed: "<what>: <detail>" into errp, marked so that a client
+ * reads `what` (a STORE_MSG_*) alone.  errno is preserved; returns -1,
+ * also through a macro, as errprintf does (vnib/error.h says why).
+ */
+int store_db_error(vnib_error_t *errp, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define store_db_error(...) vnib_error_ret(store_db_error(__VA_ARGS__))
+
 /* The message of an exhausted pool, from DETAIL "<wanted> <free> <being
  * taken by concurrent reserves>"; errno ENOSPC, returns -1.
  */

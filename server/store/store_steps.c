@@ -102,7 +102,7 @@ static int step_refused(const struct store_step_reserve *a,
         case STORE_STEP_ACCEPTED:
             break;
     }
-    return errprintf(errp, STORE_MSG_ERROR ": unexpected reply");
+    return store_db_error(errp, STORE_MSG_ERROR, "unexpected reply");
 }
 
 int store_step_reserve(struct store *s,
@@ -162,7 +162,7 @@ int store_step_reserve(struct store *s,
     }
     if (!outcome || (strcmp(outcome, "created") && strcmp(outcome, "exists"))) {
         errno = EIO;
-        errprintf(errp, STORE_MSG_ERROR ": unexpected reply");
+        store_db_error(errp, STORE_MSG_ERROR, "unexpected reply");
         goto done;
     }
     *createdp = !strcmp(outcome, "created");
@@ -236,7 +236,7 @@ int store_step_free(struct store *s,
     }
     if (!outcome || !fm || (strcmp(fm, "queued") && strcmp(fm, "no_hwcoll"))) {
         errno = EIO;
-        errprintf(errp, STORE_MSG_ERROR ": unexpected reply");
+        store_db_error(errp, STORE_MSG_ERROR, "unexpected reply");
         goto done;
     }
     *outcomep =

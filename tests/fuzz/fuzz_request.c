@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0)
         goto done;
 check:
-    if (!req.error_code || !err.text[0])
+    if (req.error_code == ERRCODE_NONE || !err.text[0])
         abort(); /* a refusal without a code or a reason */
 done:
     json_decref(body);

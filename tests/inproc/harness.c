@@ -149,7 +149,7 @@ int harness_call(struct harness *h, struct harness_req rq, json_t **outp)
     struct request req = {0};
     const char *query[2 * HARNESS_MAX_QUERY + 1];
     char path[512], allow[128], *copy = NULL;
-    const char *code = NULL;
+    enum errcode code = ERRCODE_NONE;
     int status;
 
     *outp = NULL;
@@ -197,13 +197,14 @@ int harness_call(struct harness *h, struct harness_req rq, json_t **outp)
     }
 done:
     /* The error reply, as the pipeline renders it (without request_id). */
-    if (code)
-        *outp = json_pack("{s:{s:s, s:s}}",
-                          "error",
-                          "code",
-                          code,
-                          "message",
-                          req.error.text[0] ? req.error.text : code);
+    if (code != ERRCODE_NONE)
+        *outp =
+            json_pack("{s:{s:s, s:s}}",
+                      "error",
+                      "code",
+                      errcode_name(code),
+                      "message",
+                      req.error.text[0] ? req.error.text : errcode_name(code));
     free(copy);
     free(req.text);
     return status;
