@@ -170,7 +170,7 @@ int cmd_job_from(json_t *res, struct services_job *job, long floor)
     /* (uid_t)-1 means "no change" to chown() and friends: refused. */
     if (!json_is_integer(uid) || json_integer_value(uid) < 0
         || json_integer_value(uid) > 4294967294LL || !json_is_array(vnis)
-        || json_array_size(vnis) > NIC_MAX_VNIS)
+        || json_array_size(vnis) > VNIB_SERVICE_VNIS_MAX)
         return -1;
     job->uid = (uid_t)json_integer_value(uid);
     json_array_foreach (vnis, i, v) {

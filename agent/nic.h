@@ -31,9 +31,7 @@
 #include <sys/types.h>
 
 #include "vnib/error.h"
-
-/* At most this many VNIs in one service (libcxi's CXI_SVC_MAX_VNIS). */
-#define NIC_MAX_VNIS 4
+#include "vnib/tclass.h"
 
 /* Longest NIC name, e.g. "cxi0", with its NUL. */
 #define NIC_NAME_MAX 32
@@ -67,8 +65,8 @@ struct nic_svc {
     bool has_uid; /* members include a UID member ... */
     uid_t uid;    /* ... this one */
     bool restricted_vnis;
-    int nvnis; /* 0..NIC_MAX_VNIS */
-    uint16_t vnis[NIC_MAX_VNIS];
+    int nvnis; /* 0..VNIB_SERVICE_VNIS_MAX */
+    uint16_t vnis[VNIB_SERVICE_VNIS_MAX];
     bool restricted_tcs;
     unsigned tcs_mask; /* 1 << enum cxi_traffic_class, 0x1..0xf */
     bool resource_limits;

@@ -168,7 +168,8 @@ _Static_assert(offsetof(struct cxil_svc_list, descs) == 4,
 _Static_assert(offsetof(struct cxil_device_list, info) == 8,
                "cxil_device_list.info");
 _Static_assert(NIC_RSRC_COUNT == CXI_RSRC_TYPE_MAX, "enum nic_rsrc");
-_Static_assert(NIC_MAX_VNIS == CXI_SVC_MAX_VNIS, "NIC_MAX_VNIS");
+_Static_assert(VNIB_SERVICE_VNIS_MAX == CXI_SVC_MAX_VNIS,
+               "VNIB_SERVICE_VNIS_MAX");
 /* cxi_resolve copies dlvsym's void * into the function pointers. */
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "code pointers");
 

@@ -149,12 +149,12 @@ static int sim_check_req(const struct simfile_nic *nic,
 
     memset(svc, 0, sizeof(*svc));
     errno = EINVAL;
-    if (req->nvnis < 0 || req->nvnis > NIC_MAX_VNIS)
+    if (req->nvnis < 0 || req->nvnis > VNIB_SERVICE_VNIS_MAX)
         return errprintf(errp,
                          "sim: %s: %d VNIs: a service has at most %d",
                          name,
                          req->nvnis,
-                         NIC_MAX_VNIS);
+                         VNIB_SERVICE_VNIS_MAX);
     if (req->restricted_vnis && req->nvnis == 0)
         return errprintf(errp, "sim: %s: restricted_vnis without VNIs", name);
     if (req->restricted_tcs && (req->tcs_mask & ~(unsigned)SIM_TCS_ALL))

@@ -215,7 +215,7 @@ static int parse_vnis(const struct sim_parse *p,
     svc->nvnis = 0;
     if (!v)
         return 0;
-    if (!json_is_array(v) || json_array_size(v) > NIC_MAX_VNIS)
+    if (!json_is_array(v) || json_array_size(v) > VNIB_SERVICE_VNIS_MAX)
         return parse_fail(p, where, "vnis", "expected an array of 0..4 VNIs");
     json_array_foreach (v, i, vni) {
         if (!json_is_integer(vni) || json_integer_value(vni) < 1

@@ -21,7 +21,7 @@
 struct services_job {
     uid_t uid;
     int nvnis;
-    uint16_t vnis[NIC_MAX_VNIS];
+    uint16_t vnis[VNIB_SERVICE_VNIS_MAX];
     unsigned tcs_mask;
     unsigned ncores;
     long floor_percent;

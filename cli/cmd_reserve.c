@@ -11,6 +11,7 @@
 
 #include "vnib/client.h"
 #include "vnib/hostlist.h"
+#include "vnib/tclass.h"
 #include "cli/cmd_reserve.h"
 #include "cli/ctl.h"
 #include "cli/opts.h"
@@ -145,7 +146,7 @@ static const struct opts_option reserve_options[] = {
     OPTS_ROW_UINT("uid", 'u', struct reserve_args, uid, OPTS_LATE, "N", 0, 4294967294ull),
     OPTS_ROW_STRING("user", 'U', struct reserve_args, user, OPTS_LATE, "NAME", check_user),
     OPTS_ROW_STRING("nodes", 'n', struct reserve_args, nodes, OPTS_REQUIRED | OPTS_LATE, "HOSTLIST", check_nodes),
-    OPTS_ROW_UINT("vnis", 'v', struct reserve_args, vnis, 0, "N", 0, 4),
+    OPTS_ROW_UINT("vnis", 'v', struct reserve_args, vnis, 0, "N", 0, VNIB_SERVICE_VNIS_MAX),
     OPTS_ROW_CHOICE("hwcoll", 'H', struct reserve_args, hwcoll, 0, "MODE", hwcoll_modes, "on, off or auto"),
     OPTS_ROW_STRING("step", 'S', struct reserve_args, step, OPTS_LATE, "STEP", check_step),
     OPTS_ROW_END,

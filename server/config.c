@@ -107,7 +107,7 @@ static const struct cfgtable_row rows[] = {
          "end of the overlap, RFC 3339 UTC (\"2026-12-01T00:00:00Z\"); then old node tokens get 401"),
     STR ("vni.pool", vni.pool, "1024-65535", 0,
          "VNIs handed out, as ranges; never 1 or 10 (the default CXI service)"),
-    INT ("vni.per_job_default", vni.per_job_default, 0, 4, 1,
+    INT ("vni.per_job_default", vni.per_job_default, 0, VNIB_SERVICE_VNIS_MAX, 1,
          "VNIs per job when a request does not say (0-4)"),
     STRS ("vni.traffic_classes", vni.traffic_classes, "LOW_LATENCY" CONFIG_LIST_SEP "BEST_EFFORT",
           "traffic classes jobs may use: DEDICATED_ACCESS, LOW_LATENCY, BULK_DATA, BEST_EFFORT"),

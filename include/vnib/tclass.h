@@ -1,4 +1,6 @@
-/* Slingshot traffic classes: names, bits, and the SLINGSHOT_TCS mask.
+/* What a CXI service holds besides its members: the Slingshot traffic
+ * classes (names, bits, and the SLINGSHOT_TCS mask), and at most
+ * VNIB_SERVICE_VNIS_MAX VNIs.
  *
  * A CXI service lists the traffic classes its job may use.  The broker
  * stores them per reservation as a bit mask (bit = 1 << enum
@@ -11,6 +13,12 @@
 #include <stddef.h>
 
 #include "vnib/error.h"
+
+/* The most VNIs one CXI service holds (libcxi's CXI_SVC_MAX_VNIS), and so
+ * the most a job's reservation may have, or a step's with its job's: its
+ * service holds both.
+ */
+#define VNIB_SERVICE_VNIS_MAX 4
 
 enum {
     TCLASS_DEDICATED_ACCESS = 0x1,

@@ -14,6 +14,7 @@
 
 #include "vnib/monotime.h"
 #include "vnib/hostlist.h"
+#include "vnib/tclass.h"
 #include "server/api/cache.h"
 #include "server/config.h"
 #include "server/http/http.h"
@@ -86,12 +87,13 @@ static int parse_reserve(struct request *req,
     a->vni_count = (int)req->broker->cfg->vni.per_job_default;
     if ((v = json_object_get(body, "vni_count"))) {
         if (!json_is_integer(v) || json_integer_value(v) < 0
-            || json_integer_value(v) > 4)
+            || json_integer_value(v) > VNIB_SERVICE_VNIS_MAX)
             return request_fail(req,
                                 EINVAL,
                                 ERRCODE_INVALID_FIELD,
                                 errp,
-                                "vni_count must be an integer in 0-4");
+                                "vni_count must be an integer in 0-%d",
+                                VNIB_SERVICE_VNIS_MAX);
         a->vni_count = (int)json_integer_value(v);
     }
     a->hwcoll_mode = "auto";

@@ -14,15 +14,13 @@
 
 #include "vnib/hostlist.h"
 #include "vnib/hostset.h"
+#include "vnib/tclass.h"
 #include "server/config.h"
 #include "server/http/http.h"
 #include "server/hwcoll/hwcoll.h"
 #include "server/http/params.h"
 #include "server/api/steps.h"
 #include "server/store/store.h"
-
-/* Largest number of VNIs a CXI service holds. */
-#define STEP_SERVICE_VNIS 4
 
 /* Times a step reserve looks at the job again when the job was reserved
  * anew under it.
@@ -65,7 +63,7 @@ static int step_check_job(struct request *req,
                      state ? state : "unknown");
         goto done;
     }
-    if (vni_count + job_vnis > STEP_SERVICE_VNIS) {
+    if (vni_count + job_vnis > VNIB_SERVICE_VNIS_MAX) {
         request_fail(req,
                      EINVAL,
                      ERRCODE_INVALID_FIELD,
@@ -75,7 +73,7 @@ static int step_check_job(struct request *req,
                      vni_count,
                      job_id,
                      job_vnis,
-                     STEP_SERVICE_VNIS);
+                     VNIB_SERVICE_VNIS_MAX);
         goto done;
     }
     /* The job's node list as ranges, not expanded: a step on a few nodes
@@ -146,12 +144,13 @@ static int parse_step_reserve(struct request *req,
     a->vni_count = 0;
     if ((v = json_object_get(body, "vni_count"))) {
         if (!json_is_integer(v) || json_integer_value(v) < 0
-            || json_integer_value(v) > STEP_SERVICE_VNIS)
+            || json_integer_value(v) > VNIB_SERVICE_VNIS_MAX)
             return request_fail(req,
                                 EINVAL,
                                 ERRCODE_INVALID_FIELD,
                                 errp,
-                                "vni_count must be an integer in 0-4");
+                                "vni_count must be an integer in 0-%d",
+                                VNIB_SERVICE_VNIS_MAX);
         a->vni_count = (int)json_integer_value(v);
     }
     return 0;

@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rc = parse_reserve(&req, body, &a, &err);
         if (rc == 0
             && (params_job_id(&req, a.job_id, &err) < 0 || !a.user || !a.nodes
-                || a.vni_count < 0 || a.vni_count > 4))
+                || a.vni_count < 0 || a.vni_count > VNIB_SERVICE_VNIS_MAX))
             abort(); /* accepted what the checks refuse */
         if (rc == 0)
             (void)params_node(&req, "nodes", a.nodes, &err);
