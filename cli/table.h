@@ -10,13 +10,15 @@
 
 #include <stdio.h>
 
+#include "vnib/error.h"
+
 struct table;
 
 /* A table with ncols columns named by headers (borrowed: they must
  * outlive the table).  Returns NULL with errno set.
  */
-struct table *table_create(size_t ncols, const char *const *headers)
-    __attribute__((warn_unused_result));
+struct table *table_create(size_t ncols,
+                           const char *const *headers) VNIB_MUST_CHECK;
 
 /* Free a table and its cells (NULL accepted); errno is preserved. */
 void table_destroy(struct table *t);

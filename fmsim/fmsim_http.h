@@ -84,8 +84,7 @@ struct fmsim_http;
 struct fmsim_http *fmsim_http_create(const struct fmsim_http_config *cfg,
                                      struct fmsim_state *state,
                                      struct logger *log,
-                                     vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                                     vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Stop both listeners, ending injected delays early (NULL accepted). */
 void fmsim_http_destroy(struct fmsim_http *h);

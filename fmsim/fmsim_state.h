@@ -49,8 +49,7 @@ struct fmsim_state;
 struct fmsim_state *fmsim_state_create(int total_addrs,
                                        const char *path,
                                        struct logger *log,
-                                       vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                                       vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free the state (NULL accepted). */
 void fmsim_state_destroy(struct fmsim_state *s);

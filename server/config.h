@@ -158,8 +158,8 @@ struct config {
  * their defaults.  Returns NULL with errno set and errp holding
  * "FILE:LINE: KEY: what is wrong" (or "FILE: ..." for whole-file errors).
  */
-struct config *config_load(const char *path, vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+struct config *config_load(const char *path,
+                           vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* The key ("hwcoll.fm_url" or "hwcoll.token_url") whose plain http://
  * URL would carry hwcoll's basic or OAuth credentials in clear, or NULL.
@@ -168,8 +168,7 @@ struct config *config_load(const char *path, vnib_error_t *errp)
 const char *config_insecure_http(const struct config *cfg);
 
 /* A configuration with every default (used by tests and `make run`). */
-struct config *config_defaults(vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+struct config *config_defaults(vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free a configuration (NULL accepted), wiping secret values. */
 void config_destroy(struct config *cfg);

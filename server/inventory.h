@@ -29,8 +29,8 @@ struct inventory;
  * and errp holding "cluster.topology_file: FILE:LINE:COL: ...".  A file
  * that lists no node is refused too.
  */
-struct inventory *inventory_create(const struct config *cfg, vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+struct inventory *inventory_create(const struct config *cfg,
+                                   vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free (NULL accepted); errno is preserved. */
 void inventory_destroy(struct inventory *inv);

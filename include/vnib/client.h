@@ -80,8 +80,7 @@ int vnib_client_global_init(void);
  */
 struct vnib_client *vnib_client_create(const char *url,
                                        const char *token,
-                                       vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                                       vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free a client, wiping its copy of the token (NULL is accepted).  errno
  * is preserved.
@@ -128,7 +127,7 @@ int vnib_client_request(struct vnib_client *c,
  * way can turn them into dot-segments.  Returns a new string the
  * caller must free, or NULL with errno set (EINVAL when s is NULL, ENOMEM).
  */
-char *vnib_client_escape(const char *s) __attribute__((warn_unused_result));
+char *vnib_client_escape(const char *s) VNIB_MUST_CHECK;
 
 /* The wrappers below return like vnib_client_request; replyp may be NULL.
  */

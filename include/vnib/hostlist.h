@@ -31,7 +31,7 @@
 struct hostlist;
 
 /* Create an empty list.  Returns NULL with errno set on failure. */
-struct hostlist *hostlist_create(void) __attribute__((warn_unused_result));
+struct hostlist *hostlist_create(void) VNIB_MUST_CHECK;
 
 /* Free a list (NULL is accepted).  errno is preserved. */
 void hostlist_destroy(struct hostlist *hl);
@@ -51,8 +51,7 @@ void hostlist_destroy(struct hostlist *hl);
  */
 struct hostlist *hostlist_decode(const char *expr,
                                  size_t max_names,
-                                 vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                                 vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Count the names an expression expands to without expanding it.  Same
  * errors as hostlist_decode.  Returns 0 on success.
@@ -109,7 +108,6 @@ void hostlist_name_key(const char *name, struct hostlist_key *key);
  * ("n[001-003,010]").  Returns a string the caller frees, or NULL with
  * errno set.  An empty list encodes as "".
  */
-char *hostlist_encode(const struct hostlist *hl)
-    __attribute__((warn_unused_result));
+char *hostlist_encode(const struct hostlist *hl) VNIB_MUST_CHECK;
 
 #endif /* !VNIB_HOSTLIST_H */

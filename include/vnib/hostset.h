@@ -29,8 +29,7 @@ struct hostset;
  */
 struct hostset *hostset_decode(const char *expr,
                                size_t max_names,
-                               vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                               vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free a set (NULL accepted).  errno is preserved. */
 void hostset_destroy(struct hostset *hs);

@@ -96,7 +96,7 @@ int httpc_global_init(void);
  */
 CURL *httpc_handle_new(const char *user_agent,
                        const struct httpc_tls *tls,
-                       char *errbuf) __attribute__((warn_unused_result));
+                       char *errbuf) VNIB_MUST_CHECK;
 
 /* Set one request on a handle: URL, method, headers, body, the reply to
  * fill, the total and connect timeouts (ms).  Whatever the previous
@@ -159,7 +159,7 @@ bool httpc_token_printable(const char *s);
  * and ".." (dot-segments) are encoded in full.  For path components and
  * form values.  NULL with errno (EINVAL, ENOMEM).  The caller frees it.
  */
-char *httpc_escape(const char *s) __attribute__((warn_unused_result));
+char *httpc_escape(const char *s) VNIB_MUST_CHECK;
 
 /* Wipe and free a NUL-terminated secret (NULL accepted). */
 void httpc_secret_free(char *s);

@@ -105,8 +105,8 @@ struct httpd_config {
  * priorities), another errno when a thread or memory is missing.
  * Strings in cfg are copied or used only during the call.
  */
-struct httpd *httpd_start(const struct httpd_config *cfg, vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+struct httpd *httpd_start(const struct httpd_config *cfg,
+                          vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Stop accepting connections; those open go on. */
 void httpd_quiesce(struct httpd *h);
@@ -159,8 +159,7 @@ int httpd_reply(struct httpd_req *r,
  * For a reply rendered once and sent many times (httpd_reply() with
  * "application/json").
  */
-char *httpd_json_text(const json_t *val, size_t *lenp)
-    __attribute__((warn_unused_result));
+char *httpd_json_text(const json_t *val, size_t *lenp) VNIB_MUST_CHECK;
 
 /* Reply with val as compact JSON and a newline.  Steals val (NULL: -1). */
 int httpd_reply_json(struct httpd_req *r,

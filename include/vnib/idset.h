@@ -20,7 +20,7 @@ struct idset;
 /* Create an empty set whose members must lie in [0, max_id].
  * Returns NULL with errno set on failure.
  */
-struct idset *idset_create(uint32_t max_id) __attribute__((warn_unused_result));
+struct idset *idset_create(uint32_t max_id) VNIB_MUST_CHECK;
 
 /* Free a set (NULL accepted).  errno is preserved. */
 void idset_destroy(struct idset *set);
@@ -30,11 +30,12 @@ void idset_destroy(struct idset *set);
  * [0, max_id] and lo <= hi.  Fails with EINVAL, and a message naming the
  * offending item.
  */
-struct idset *idset_decode(const char *s, uint32_t max_id, vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+struct idset *idset_decode(const char *s,
+                           uint32_t max_id,
+                           vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Render as a canonical range list ("1024-2047,4096"); caller frees. */
-char *idset_encode(const struct idset *set) __attribute__((warn_unused_result));
+char *idset_encode(const struct idset *set) VNIB_MUST_CHECK;
 
 /* Add or remove an inclusive range.  Returns 0, or -1 with errno EINVAL
  * (lo > hi or hi > max_id) or ENOMEM.

@@ -28,14 +28,17 @@
 #include <stdbool.h>
 #include <syslog.h> /* LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG */
 
+#include "vnib/error.h"
+
 struct logger;
 
 /* Create a logger writing to fd (not closed by logger_destroy), prefixing
  * lines with ident and dropping messages less severe than level.  The
  * journal format is chosen here, from JOURNAL_STREAM, once.
  */
-struct logger *logger_create(const char *ident, int level, int fd)
-    __attribute__((warn_unused_result));
+struct logger *logger_create(const char *ident,
+                             int level,
+                             int fd) VNIB_MUST_CHECK;
 
 /* Write pending repeat summaries and free the logger (NULL accepted). */
 void logger_destroy(struct logger *log);

@@ -46,13 +46,14 @@ json_t *toml_parse(const char *name,
                    const char *text,
                    size_t len,
                    json_t **linesp,
-                   vnib_error_t *errp) __attribute__((warn_unused_result));
+                   vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Read and parse a file (at most TOML_MAX_FILE_SIZE bytes).  Messages are
  * prefixed with the path.  Same return convention as toml_parse().
  */
-json_t *toml_parse_file(const char *path, json_t **linesp, vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+json_t *toml_parse_file(const char *path,
+                        json_t **linesp,
+                        vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* toml_parse_file() for a file that says what a root process loads or
  * runs: also refuses (EPERM, the message naming the file) one that is not
@@ -61,7 +62,6 @@ json_t *toml_parse_file(const char *path, json_t **linesp, vnib_error_t *errp)
  */
 json_t *toml_parse_trusted_file(const char *path,
                                 json_t **linesp,
-                                vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                                vnib_error_t *errp) VNIB_MUST_CHECK;
 
 #endif /* !VNIB_TOML_H */

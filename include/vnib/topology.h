@@ -53,16 +53,14 @@ struct topology *topology_parse(const char *text,
                                 size_t len,
                                 const char *name,
                                 size_t max_names,
-                                vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                                vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Read and parse the file at path (named by path in messages).  A file
  * that cannot be read fails with its errno and "PATH: reason".
  */
 struct topology *topology_load(const char *path,
                                size_t max_names,
-                               vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                               vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free (NULL accepted); errno is preserved. */
 void topology_destroy(struct topology *t);

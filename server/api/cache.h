@@ -23,13 +23,14 @@
 
 #include <jansson.h>
 
+#include "vnib/error.h"
+
 struct cache;
 
 /* A cache of `slots` entries (direct-mapped by job id) that live ttl_ms.
  * ttl_ms 0 makes a cache that never holds anything.
  */
-struct cache *cache_create(unsigned slots, int64_t ttl_ms)
-    __attribute__((warn_unused_result));
+struct cache *cache_create(unsigned slots, int64_t ttl_ms) VNIB_MUST_CHECK;
 
 /* Free (NULL accepted). */
 void cache_destroy(struct cache *c);

@@ -39,8 +39,7 @@ struct gauges;
  */
 struct gauges *gauges_create(struct broker *b,
                              int schema_version,
-                             vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                             vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Stop the thread and free it (NULL accepted). */
 void gauges_destroy(struct gauges *g);

@@ -15,6 +15,8 @@
 
 #include <jansson.h>
 
+#include "vnib/error.h"
+
 /* 24 h of samples 5 s apart. */
 #define HISTORY_CAPACITY 17280
 
@@ -27,8 +29,7 @@ struct history_sample {
 struct history;
 
 /* An empty ring of `capacity` samples (at least 1), or NULL (ENOMEM). */
-struct history *history_create(size_t capacity)
-    __attribute__((warn_unused_result));
+struct history *history_create(size_t capacity) VNIB_MUST_CHECK;
 
 /* Free (NULL accepted). */
 void history_destroy(struct history *h);

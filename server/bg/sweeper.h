@@ -17,8 +17,8 @@ struct broker;
 struct sweeper;
 
 /* Start the thread (vni.sweep_interval_s between runs). */
-struct sweeper *sweeper_create(struct broker *b, vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+struct sweeper *sweeper_create(struct broker *b,
+                               vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Stop the thread and free it (NULL accepted). */
 void sweeper_destroy(struct sweeper *sw);

@@ -46,8 +46,7 @@ struct auth;
  */
 struct auth *auth_create(const struct config *cfg,
                          struct logger *log,
-                         vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                         vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Free, wiping the node key (NULL accepted). */
 void auth_destroy(struct auth *a);

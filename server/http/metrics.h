@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "vnib/error.h"
+
 struct metrics;
 struct route_table;
 
@@ -18,8 +20,7 @@ struct route_table;
  * unmatched), which must outlive the metrics: its methods and patterns
  * label the series.
  */
-struct metrics *metrics_create(const struct route_table *table)
-    __attribute__((warn_unused_result));
+struct metrics *metrics_create(const struct route_table *table) VNIB_MUST_CHECK;
 
 /* Free (NULL accepted). */
 void metrics_destroy(struct metrics *m);

@@ -19,14 +19,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vnib/error.h"
+
 struct ratelimit;
 
 /* A limiter of rate tokens per second and burst at once, over at least
  * `slots` buckets (rounded up to a power of two).  NULL with errno ENOMEM
  * or EINVAL (rate or burst not positive).
  */
-struct ratelimit *ratelimit_create(double rate, double burst, size_t slots)
-    __attribute__((warn_unused_result));
+struct ratelimit *ratelimit_create(double rate,
+                                   double burst,
+                                   size_t slots) VNIB_MUST_CHECK;
 
 /* Free (NULL accepted). */
 void ratelimit_destroy(struct ratelimit *rl);

@@ -30,15 +30,15 @@ typedef void (*workers_run_f)(void *arg, int64_t wait_ns, bool cancelled);
  */
 struct workers *workers_create(int nthreads,
                                int queue_limit,
-                               vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+                               vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Queue run(arg).  Returns 0, or -1 with errno EAGAIN (the queue is full)
  * or ESHUTDOWN (the pool is being destroyed); run is then never called.
  * Never blocks.  Thread-safe.
  */
-int workers_submit(struct workers *w, workers_run_f run, void *arg)
-    __attribute__((warn_unused_result));
+int workers_submit(struct workers *w,
+                   workers_run_f run,
+                   void *arg) VNIB_MUST_CHECK;
 
 /* Jobs waiting in the queue now (not those running). */
 long workers_depth(struct workers *w);

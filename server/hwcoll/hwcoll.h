@@ -41,8 +41,8 @@ struct hwcoll;
  * The FM is not contacted: the broker starts and serves VNIs while the FM
  * is unreachable.
  */
-struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
-    __attribute__((warn_unused_result));
+struct hwcoll *hwcoll_create(struct broker *b,
+                             vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* Stop those threads and free (NULL accepted). */
 void hwcoll_destroy(struct hwcoll *h);

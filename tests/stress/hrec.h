@@ -17,7 +17,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define HREC_MAX_VNIS 4
+#include "vnib/error.h"
+#include "vnib/tclass.h"
+
+#define HREC_MAX_VNIS VNIB_SERVICE_VNIS_MAX
 #define HREC_MAX_NODES 2
 #define HREC_JOB_SIZE 64
 #define HREC_NODE_SIZE 32
@@ -88,9 +91,9 @@ struct hrec_log {
  * next append to the same log.  NULL with errno ENOMEM when out of memory.
  */
 struct hrec *hrec_add(struct hrec_log *log)
-    __attribute__((warn_unused_result));
+    VNIB_MUST_CHECK;
 struct hjob *hrec_add_job(struct hrec_log *log)
-    __attribute__((warn_unused_result));
+    VNIB_MUST_CHECK;
 
 /* Free the arrays (the struct itself is the caller's). */
 void hrec_log_cleanup(struct hrec_log *log);
