@@ -36,6 +36,8 @@
 #include "server/api/routes.h"
 #include "server/sdnotify.h"
 #include "server/store/store.h"
+#include "server/store/store_migrate.h"
+#include "server/store/store_pool.h"
 #include "server/bg/sweeper.h"
 #include "vnib/version.h"
 

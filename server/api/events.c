@@ -13,7 +13,7 @@
 #include "server/api/events.h"
 #include "server/http/http.h"
 #include "server/http/params.h"
-#include "server/store/store.h"
+#include "server/store/store_pool.h"
 
 /* The actions the store records (schema/): the `action` filter's values. */
 static const char *const actions[] = {

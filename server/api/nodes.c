@@ -10,7 +10,7 @@
 #include "server/http/http.h"
 #include "server/api/nodes.h"
 #include "server/http/params.h"
-#include "server/store/store.h"
+#include "server/store/store_nodes.h"
 
 /* The node in the path, which a node token may only name itself. */
 static const char *path_node(struct request *req, vnib_error_t *errp)

@@ -17,6 +17,7 @@
 #include "server/http/metrics.h"
 #include "server/api/ops.h"
 #include "server/store/store.h"
+#include "server/store/store_migrate.h"
 #include "vnib/version.h"
 
 int ops_healthz(struct request *req, json_t **out, vnib_error_t *errp)

@@ -11,7 +11,7 @@
 #include "server/http/http.h"
 #include "server/http/params.h"
 #include "server/api/pool.h"
-#include "server/store/store.h"
+#include "server/store/store_pool.h"
 
 int pool_object(struct request *req, json_t **out, vnib_error_t *errp)
 {

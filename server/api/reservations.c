@@ -23,7 +23,8 @@
 #include "server/http/params.h"
 #include "server/http/ratelimit.h"
 #include "server/api/reservations.h"
-#include "server/store/store.h"
+#include "server/store/store_nodes.h"
+#include "server/store/store_reservations.h"
 
 /* Largest number of service entries a node report may carry. */
 #define REPORT_MAX_SERVICES 64

@@ -22,7 +22,7 @@
 #include "server/http/params.h"
 #include "server/api/pool.h"
 #include "server/api/status.h"
-#include "server/store/store.h"
+#include "server/store/store_status.h"
 #include "vnib/version.h"
 
 /* The query, validated. */

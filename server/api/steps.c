@@ -20,7 +20,8 @@
 #include "server/hwcoll/hwcoll.h"
 #include "server/http/params.h"
 #include "server/api/steps.h"
-#include "server/store/store.h"
+#include "server/store/store_reservations.h"
+#include "server/store/store_steps.h"
 
 /* Times a step reserve looks at the job again when the job was reserved
  * anew under it.

@@ -27,7 +27,10 @@
 #include "server/config.h"
 #include "server/bg/gauges.h"
 #include "server/bg/history.h"
-#include "server/store/store.h"
+#include "server/store/store_fm.h"
+#include "server/store/store_migrate.h"
+#include "server/store/store_pool.h"
+#include "server/store/store_status.h"
 
 /* One reading of GET /v1/pool. */
 struct pool_figures {

@@ -20,7 +20,7 @@
 #include "vnib/logger.h"
 #include "server/broker.h"
 #include "server/config.h"
-#include "server/store/store.h"
+#include "server/store/store_pool.h"
 #include "server/bg/sweeper.h"
 
 /* Released reservations forgotten per run, at most. */

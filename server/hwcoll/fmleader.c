@@ -20,6 +20,7 @@
 #include "server/config.h"
 #include "server/hwcoll/hwcoll_int.h"
 #include "server/store/store.h"
+#include "server/store/store_fm.h"
 
 /* Reservations the leader checks per pass. */
 #define WORK_BATCH 32

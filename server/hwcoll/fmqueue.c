@@ -23,6 +23,7 @@
 #include "server/config.h"
 #include "server/hwcoll/hwcoll_int.h"
 #include "server/store/store.h"
+#include "server/store/store_fm.h"
 
 /* Queued operations a release-queue worker claims per pass. */
 #define CLAIM_BATCH 8

@@ -30,7 +30,9 @@
 #include "server/config.h"
 #include "server/hwcoll/hwcoll_int.h"
 #include "server/inventory.h"
-#include "server/store/store.h"
+#include "server/store/store_fm.h"
+#include "server/store/store_reservations.h"
+#include "server/store/store_steps.h"
 
 /* What a reservation says while a worker, not the request, reserves. */
 #define DEFERRED_REASON                                                \

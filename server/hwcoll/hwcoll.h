@@ -29,7 +29,7 @@
 #include <jansson.h>
 
 #include "vnib/error.h"
-#include "server/store/store.h"
+#include "server/store/store_reservations.h"
 
 struct broker;
 struct store_reserve;

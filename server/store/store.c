@@ -435,9 +435,6 @@ int store_conn_set_timeout(struct store *s,
     return 0;
 }
 
-/* Borrow a connection, connected.  Waits up to acquire_timeout_ms for a
- * free one.  Returns NULL with errno EAGAIN on failure.
- */
 struct conn *store_conn_acquire(struct store *s, vnib_error_t *errp)
 {
     int64_t deadline = monotime_ms() + s->cfg->database.acquire_timeout_ms;
@@ -489,9 +486,6 @@ struct conn *store_conn_acquire(struct store *s, vnib_error_t *errp)
     return c;
 }
 
-/* Return a connection.  One left inside a transaction (a failure path that
- * could not roll back) is dropped rather than handed to the next request.
- */
 void store_conn_release(struct store *s, struct conn *c)
 {
     if (c->pg && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
@@ -540,9 +534,6 @@ static int sqlstate_errno(const char *state)
     return EIO;
 }
 
-/* The message of an exhausted pool, from DETAIL "<wanted> <free>
- * <being taken by concurrent reserves>".
- */
 int store_exhausted_error(vnib_error_t *errp, const char *detail)
 {
     long want = 0, avail = 0, busy = 0;
@@ -667,7 +658,6 @@ lost:
     return NULL;
 }
 
-/* Run a prepared statement on c, preparing it first if needed. */
 PGresult *store_conn_exec(struct store *s,
                           struct conn *c,
                           enum stmt_id id,
@@ -709,7 +699,6 @@ send_failed : {
     return NULL;
 }
 
-/* Run a fixed script (migrations, BEGIN/COMMIT) with the simple protocol. */
 int store_conn_exec_script(struct store *s,
                            struct conn *c,
                            const char *sql,
@@ -779,7 +768,6 @@ PGresult *store_run(struct store *s,
     return NULL;
 }
 
-/* Run and expect exactly one row; ENOENT with `missing` otherwise. */
 PGresult *store_run_one(struct store *s,
                         enum stmt_id id,
                         const char *const *params,

@@ -142,7 +142,6 @@ int store_run_page(struct store *s,
     return 0;
 }
 
-/* The reservation of row `row` of a result, or -1 with errp. */
 int store_result_row(
     struct store *s, PGresult *r, int row, json_t **resp, vnib_error_t *errp)
 {
@@ -154,9 +153,6 @@ int store_result_row(
     return 0;
 }
 
-/* Add the sealed session token of the row, for the callers that may reveal
- * it (see STORE_SEALED_TOKEN).
- */
 int store_add_sealed(PGresult *r, int row, json_t *res, vnib_error_t *errp)
 {
     const char *sealed = store_col(r, row, ROW_SESSION_TOKEN);
@@ -212,7 +208,6 @@ void store_sb_puts(struct sbuf *b, const char *s, size_t n)
         store_sb_putc(b, s[i]);
 }
 
-/* An element of a text[] literal: quoted, with " and \ escaped. */
 void store_sb_quoted(struct sbuf *b, const char *s, size_t n)
 {
     store_sb_putc(b, '"');
@@ -231,7 +226,6 @@ void store_sb_num(struct sbuf *b, long long v)
     store_sb_puts(b, tmp, (size_t)n);
 }
 
-/* Append one element to a text[] literal ("NULL" for none). */
 void store_sb_elem(struct sbuf *b, size_t i, const char *v)
 {
     if (i > 0)
@@ -320,10 +314,6 @@ static void group_failed(struct store *s,
     }
 }
 
-/* Close a group's array literals all[0..nall-1].  When one of them (or
- * the caller, with failed) ran out of memory every item fails, and false
- * is returned.
- */
 bool store_arrays_close(struct sbuf *const *all,
                         size_t nall,
                         bool failed,
@@ -342,9 +332,6 @@ bool store_arrays_close(struct sbuf *const *all,
     return !failed;
 }
 
-/* Run a group's statement: its result, one row per item in order, or
- * NULL when it failed and every item has its answer (group_failed).
- */
 PGresult *store_group_exec(struct store *s,
                            enum stmt_id id,
                            const char *const *params,
@@ -367,10 +354,6 @@ PGresult *store_group_exec(struct store *s,
     return r;
 }
 
-/* Submit an item to group g (or store_run it alone when grouping is off); a
- * busy item runs again alone, waiting for its lock.  0, or -1 with errno
- * and errp.
- */
 int store_item_submit(struct store *s,
                       struct group *g,
                       struct item_result *it,

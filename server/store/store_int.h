@@ -1,8 +1,11 @@
-/* The store's private interface, shared by its files (server/store*.c)
- * and by no one else: the statement table, the connection pool's structs,
- * running a statement, reading a row, the array literals that carry a
- * group's parameters, and the group commit of reserves, releases and FM
- * answers.  The rest of the server sees only server/store.h.
+/* The store's private interface, shared by its files (server/store/
+ * store*.c) and by no one else: the statement table, the connection
+ * pool's structs, running a statement, reading a row, the array literals
+ * that carry a group's parameters, and the group commit of reserves,
+ * releases and FM answers.  The rest of the server sees only the public
+ * headers, server/store/store.h and one per resource (store_*.h, listed
+ * in store.h), each of which a caller includes when it uses it; this
+ * header includes them all.
  *
  * store.c         the pool, bounded-time statements, errors, statistics,
  *                 sessions (LISTEN and the leader's lock)
@@ -30,6 +33,13 @@
 #include "server/store/group.h"
 #include "server/store/render.h"
 #include "server/store/store.h"
+#include "server/store/store_fm.h"
+#include "server/store/store_migrate.h"
+#include "server/store/store_nodes.h"
+#include "server/store/store_pool.h"
+#include "server/store/store_reservations.h"
+#include "server/store/store_status.h"
+#include "server/store/store_steps.h"
 
 /* ---- statements (store_sql.c) -------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* Job steps in the store (schema/0017): a step's reservation, reserved,
  * read and ended each in one statement and one transaction, and its rows
- * with the job's reservation as the step shows it (store.h, "job steps").
+ * with the job's reservation as the step shows it (store_steps.h).
  * Steps do not join the group commit: a step is reserved once per step of
  * a running job, not once per job start.
  */

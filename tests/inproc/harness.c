@@ -13,6 +13,8 @@
 #include "server/hwcoll/hwcoll.h"
 #include "server/api/routes.h"
 #include "server/store/store.h"
+#include "server/store/store_migrate.h"
+#include "server/store/store_pool.h"
 #include "tests/inproc/harness.h"
 
 /* Query arguments a test request may carry. */
