@@ -580,9 +580,6 @@ static int sim_path(char *buf,
     return 0;
 }
 
-/* Write nic to DIR/cxiN.json atomically.  The caller holds the exclusive
- * lock.  With excl, an existing file is not replaced (EEXIST).
- */
 int simfile_store(const char *dir,
                   const struct simfile_nic *nic,
                   bool excl,

@@ -187,10 +187,6 @@ int ctl_connect(struct ctl *ctl)
     return 0;
 }
 
-/* Turn the outcome of a call into an exit status, printing errors.  A
- * refusal prints "vnibctl: CODE: MESSAGE" (and the error JSON on stdout
- * with --json).
- */
 int ctl_outcome(const struct ctl *ctl,
                 int status,
                 const json_t *reply,

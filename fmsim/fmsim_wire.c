@@ -10,9 +10,6 @@
 
 #include "fmsim/fmsim_wire.h"
 
-/* jobID and jobStepID: 1..FMSIM_JOB_ID_MAX bytes, no control characters,
- * no '/' (the id is a path segment of documentSelfLink).
- */
 bool fmsim_wire_id_valid(const char *id)
 {
     size_t n = 0;
