@@ -14,7 +14,6 @@
 
 #include "vnib/monotime.h"
 #include "vnib/hostlist.h"
-#include "vnib/tclass.h"
 #include "server/api/cache.h"
 #include "server/config.h"
 #include "server/http/http.h"
@@ -77,26 +76,10 @@ static int parse_reserve(struct request *req,
                             "user must be 1-64 characters from "
                             "[A-Za-z0-9._@$-]");
     a->user = json_string_value(v);
-    v = json_object_get(body, "nodes");
-    if (!json_is_string(v) || json_string_length(v) == 0)
-        return request_fail(req,
-                            EINVAL,
-                            ERRCODE_INVALID_FIELD,
-                            errp,
-                            "nodes must be a non-empty hostlist expression");
-    a->nodes = json_string_value(v);
     a->vni_count = (int)req->broker->cfg->vni.per_job_default;
-    if ((v = json_object_get(body, "vni_count"))) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0
-            || json_integer_value(v) > VNIB_SERVICE_VNIS_MAX)
-            return request_fail(req,
-                                EINVAL,
-                                ERRCODE_INVALID_FIELD,
-                                errp,
-                                "vni_count must be an integer in 0-%d",
-                                VNIB_SERVICE_VNIS_MAX);
-        a->vni_count = (int)json_integer_value(v);
-    }
+    if (params_body_nodes(req, body, &a->nodes, errp) < 0
+        || params_body_vni_count(req, body, &a->vni_count, errp) < 0)
+        return -1;
     a->hwcoll_mode = "auto";
     if ((v = json_object_get(body, "hwcoll"))) {
         const char *m = json_string_value(v);
@@ -145,14 +128,9 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     hwcoll_plan(
         req->broker->hwcoll, a.hwcoll_mode, &a, fm_job_id, sizeof(fm_job_id));
     if (store_reserve(req->broker->store, &a, out, &created, errp) < 0) {
-        if (errno == EEXIST)
-            req->error_code = ERRCODE_RESERVATION_CONFLICT;
-        else if (errno == EALREADY)
-            req->error_code = ERRCODE_RESERVATION_SUPERSEDED;
-        else if (errno == ENOSPC) {
-            req->error_code = ERRCODE_VNI_POOL_EXHAUSTED;
-            req->retry_after = 30;
-        }
+        request_code_if(req, EEXIST, ERRCODE_RESERVATION_CONFLICT);
+        request_code_if(req, EALREADY, ERRCODE_RESERVATION_SUPERSEDED);
+        request_code_if(req, ENOSPC, ERRCODE_VNI_POOL_EXHAUSTED);
         goto done;
     }
     status = created ? 201 : 200;
@@ -205,11 +183,8 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
                       out,
                       &member,
                       errp)
-            < 0) {
-            if (errno == ENOENT)
-                req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
-            return -1;
-        }
+            < 0)
+            return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
         /* Monitors never see secrets; nodes only get here as members. */
         hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
         /* A node's reply is rendered here, once for this reply and the
@@ -274,14 +249,9 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
 
     if (params_job_id(req, job_id, errp) < 0
         || params_query_bool(req, "force", &force, errp) < 0
-        || params_query_ll(req, "reservation_id", 1, INT64_MAX, &res, errp) < 0)
+        || params_query_ll(req, "reservation_id", 1, INT64_MAX, &res, errp) < 0
+        || params_force(req, force, errp) < 0)
         return -1;
-    if (force && req->who.role != ROLE_ADMIN)
-        return request_fail(req,
-                            EPERM,
-                            ERRCODE_FORBIDDEN,
-                            errp,
-                            "only an admin may force the end of a quarantine");
     if (store_release(req->broker->store,
                       job_id,
                       res,
@@ -290,11 +260,8 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
                       out,
                       &done,
                       errp)
-        < 0) {
-        if (errno == ENOENT)
-            req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
-        return -1;
-    }
+        < 0)
+        return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
     /* A release that queued Fabric Manager work committed a NOTIFY
      * vnib_fm, which wakes a queue worker on every replica: no kick here,
      * which would wake every worker for every release, FM work or not.

@@ -46,11 +46,8 @@ static int step_check_job(struct request *req,
     int rc = -1;
 
     if (store_get(req->broker->store, job_id, NULL, false, &job, &member, errp)
-        < 0) {
-        if (errno == ENOENT)
-            req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
-        return -1;
-    }
+        < 0)
+        return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
     const char *state = json_string_value(json_object_get(job, "state"));
     long long job_vnis = json_integer_value(json_object_get(job, "vni_count"));
     if (!state || strcmp(state, "active")) {
@@ -130,30 +127,12 @@ static int parse_step_reserve(struct request *req,
                               vnib_error_t *errp)
 {
     static const char *const allowed[] = {"nodes", "vni_count", NULL};
-    json_t *v;
 
-    if (params_known_fields(req, body, allowed, errp) < 0)
-        return -1;
-    v = json_object_get(body, "nodes");
-    if (!json_is_string(v) || json_string_length(v) == 0)
-        return request_fail(req,
-                            EINVAL,
-                            ERRCODE_INVALID_FIELD,
-                            errp,
-                            "nodes must be a non-empty hostlist expression");
-    a->nodes = json_string_value(v);
     a->vni_count = 0;
-    if ((v = json_object_get(body, "vni_count"))) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0
-            || json_integer_value(v) > VNIB_SERVICE_VNIS_MAX)
-            return request_fail(req,
-                                EINVAL,
-                                ERRCODE_INVALID_FIELD,
-                                errp,
-                                "vni_count must be an integer in 0-%d",
-                                VNIB_SERVICE_VNIS_MAX);
-        a->vni_count = (int)json_integer_value(v);
-    }
+    if (params_known_fields(req, body, allowed, errp) < 0
+        || params_body_nodes(req, body, &a->nodes, errp) < 0
+        || params_body_vni_count(req, body, &a->vni_count, errp) < 0)
+        return -1;
     return 0;
 }
 
@@ -204,10 +183,7 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
         if (refusal == STORE_STEP_PARENT_CHANGED && tries < STEP_RESERVE_TRIES)
             continue;
         req->error_code = step_refusal_codes[refusal];
-        if (errno == ENOSPC) {
-            req->error_code = ERRCODE_VNI_POOL_EXHAUSTED;
-            req->retry_after = 30;
-        }
+        request_code_if(req, ENOSPC, ERRCODE_VNI_POOL_EXHAUSTED);
         goto done;
     }
     status = created ? 201 : 200;
@@ -235,11 +211,8 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
                        out,
                        &member,
                        errp)
-        < 0) {
-        if (errno == ENOENT)
-            req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
-        return -1;
-    }
+        < 0)
+        return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
     if (is_node && !member) {
         json_decref(*out);
         *out = NULL;
@@ -265,14 +238,9 @@ int steps_release(struct request *req, json_t **out, vnib_error_t *errp)
     bool force = false;
 
     if (step_ids(req, &job_id, &step_id, errp) < 0
-        || params_query_bool(req, "force", &force, errp) < 0)
+        || params_query_bool(req, "force", &force, errp) < 0
+        || params_force(req, force, errp) < 0)
         return -1;
-    if (force && req->who.role != ROLE_ADMIN)
-        return request_fail(req,
-                            EPERM,
-                            ERRCODE_FORBIDDEN,
-                            errp,
-                            "only an admin may force the end of a quarantine");
     if (store_step_free(req->broker->store,
                         job_id,
                         step_id,
@@ -281,11 +249,8 @@ int steps_release(struct request *req, json_t **out, vnib_error_t *errp)
                         &outcome,
                         &res,
                         errp)
-        < 0) {
-        if (errno == ENOENT)
-            req->error_code = ERRCODE_RESERVATION_NOT_FOUND;
-        return -1;
-    }
+        < 0)
+        return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
     /* An unknown step, or a job without hardware collectives, is not an
      * error: there is simply nothing for the Fabric Manager to free.
      */

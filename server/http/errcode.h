@@ -1,6 +1,7 @@
 /* The API's error codes: every stable code an error reply carries
- * ({"error": {"code": "...", ...}}), each with the HTTP status it is sent
- * with, and the code an errno stands for when a handler chose none.
+ * ({"error": {"code": "...", ...}}), each with the HTTP status and the
+ * Retry-After it is sent with, and the code an errno stands for when a
+ * handler chose none.
  *
  * One table (errcode.c) holds all three; server/api/openapi.yaml lists the
  * same codes in the same order (Error.code's enum, each with its status),
@@ -59,6 +60,12 @@ const char *errcode_name(enum errcode code);
  * ERRCODE_NONE or a value outside the enum.
  */
 int errcode_status(enum errcode code);
+
+/* The seconds a reply with this code tells the client to wait before it
+ * tries again (Retry-After), unless the handler knows better; 0 for none.
+ * Every 503 has one: 1 s, or 30 s for an exhausted VNI pool.
+ */
+int errcode_retry_after(enum errcode code);
 
 /* The code of a failure with errno errnum whose handler chose none:
  * EINVAL bad_request, ENOENT not_found, EAGAIN unavailable, ...;

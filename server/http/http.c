@@ -96,6 +96,13 @@ int request_fail(struct request *req,
     return -1;
 }
 
+int request_code_if(struct request *req, int errnum, enum errcode code)
+{
+    if (errno == errnum)
+        req->error_code = code;
+    return -1;
+}
+
 int request_json(struct request *req, json_t **objp, vnib_error_t *errp)
 {
     if (httpd_json_object(req->body, req->body_len, "request body", objp, errp)
@@ -358,8 +365,8 @@ static int send_error(struct request *req,
                       strerror(errnum));
         message = "internal error; see the broker log for this request id";
     }
-    if (status == 503 && !req->retry_after)
-        req->retry_after = 1;
+    if (!req->retry_after)
+        req->retry_after = errcode_retry_after(code);
     const char *name = errcode_name(code);
     json_t *err = json_pack("{s:{s:s, s:s, s:s}}",
                             "error",
@@ -465,7 +472,6 @@ static void request_run(void *arg, int64_t wait_ns, bool cancelled)
                                    "past its deadline; it was not run",
                                    (long long)(wait_ns / 1000000));
         req->result_errno = ECANCELED;
-        req->retry_after = 1;
     } else if (cancelled) {
         req->result = request_fail(req,
                                    EAGAIN,
@@ -502,7 +508,6 @@ static int request_queue(struct http *h, struct request *req)
                                e == EAGAIN ? "the broker is busy; retry later"
                                            : "the broker is shutting down");
     req->result_errno = EAGAIN;
-    req->retry_after = 1;
     req->queued = REQ_DONE;
     httpd_resume(req->hr);
     return 0;

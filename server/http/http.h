@@ -150,6 +150,12 @@ int request_fail(struct request *req,
                  const char *fmt,
                  ...) __attribute__((format(printf, 5, 6)));
 
+/* Name a failure a callee reported with errno more precisely: when errno
+ * is errnum, the reply's code is code (a not_found that is a
+ * reservation's).  errno is kept; always returns -1.
+ */
+int request_code_if(struct request *req, int errnum, enum errcode code);
+
 /* Parse the request body as a JSON object (duplicate keys refused).
  * Returns 0 with *objp a new reference, or -1 with errno EPROTO (code
  * invalid_json) and errp naming the line and column.

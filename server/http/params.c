@@ -4,20 +4,26 @@
 #include <string.h>
 
 #include "vnib/hostlist.h"
+#include "vnib/tclass.h"
 #include "vnib/token.h"
 #include "server/broker.h"
 #include "server/config.h"
 #include "server/http/http.h"
 #include "server/http/params.h"
 
+/* Whether value is 1 to max characters, all from chars. */
+static bool id_valid(const char *value, const char *chars, size_t max)
+{
+    size_t n = value ? strspn(value, chars) : 0;
+    return n > 0 && n <= max && value[n] == '\0';
+}
+
 int params_job_id(struct request *req, const char *value, vnib_error_t *errp)
 {
-    size_t n =
-        value ? strspn(value,
-                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                       "0123456789._:@+-")
-              : 0;
-    if (!value || n == 0 || n > 128 || value[n] != '\0')
+    if (!id_valid(value,
+                  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._:@+-",
+                  128))
         return request_fail(req,
                             EINVAL,
                             ERRCODE_INVALID_FIELD,
@@ -37,12 +43,10 @@ int params_job_id(struct request *req, const char *value, vnib_error_t *errp)
 
 int params_step_id(struct request *req, const char *value, vnib_error_t *errp)
 {
-    size_t n =
-        value ? strspn(value,
-                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                       "0123456789._-")
-              : 0;
-    if (!value || n == 0 || n > 64 || value[n] != '\0')
+    if (!id_valid(value,
+                  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._-",
+                  64))
         return request_fail(
             req,
             EINVAL,
@@ -116,6 +120,55 @@ int params_query_bool(struct request *req,
                             errp,
                             "query argument '%s' must be true or false",
                             name);
+    return 0;
+}
+
+int params_body_nodes(struct request *req,
+                      json_t *body,
+                      const char **exprp,
+                      vnib_error_t *errp)
+{
+    json_t *v = json_object_get(body, "nodes");
+
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return request_fail(req,
+                            EINVAL,
+                            ERRCODE_INVALID_FIELD,
+                            errp,
+                            "nodes must be a non-empty hostlist expression");
+    *exprp = json_string_value(v);
+    return 0;
+}
+
+int params_body_vni_count(struct request *req,
+                          json_t *body,
+                          int *countp,
+                          vnib_error_t *errp)
+{
+    json_t *v = json_object_get(body, "vni_count");
+
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0
+        || json_integer_value(v) > VNIB_SERVICE_VNIS_MAX)
+        return request_fail(req,
+                            EINVAL,
+                            ERRCODE_INVALID_FIELD,
+                            errp,
+                            "vni_count must be an integer in 0-%d",
+                            VNIB_SERVICE_VNIS_MAX);
+    *countp = (int)json_integer_value(v);
+    return 0;
+}
+
+int params_force(struct request *req, bool force, vnib_error_t *errp)
+{
+    if (force && req->who.role != ROLE_ADMIN)
+        return request_fail(req,
+                            EPERM,
+                            ERRCODE_FORBIDDEN,
+                            errp,
+                            "only an admin may force the end of a quarantine");
     return 0;
 }
 

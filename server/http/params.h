@@ -4,7 +4,8 @@
  * checked here against the same rules, so that "job_id" means the same
  * thing in every endpoint and every refusal reads the same way.  Each
  * check fails through request_fail() with EINVAL and the stable code
- * invalid_field, naming the field.
+ * invalid_field, naming the field (or unknown_field, or forbidden where
+ * the caller's role may not send a value).
  */
 #ifndef VNIB_SERVER_PARAMS_H
 #define VNIB_SERVER_PARAMS_H
@@ -32,6 +33,23 @@ int params_node(struct request *req,
                 const char *value,
                 vnib_error_t *errp);
 
+/* A body's "nodes" field, required: a non-empty string into *exprp
+ * (borrowed from body), for params_nodes.
+ */
+int params_body_nodes(struct request *req,
+                      json_t *body,
+                      const char **exprp,
+                      vnib_error_t *errp);
+
+/* A body's "vni_count" field, optional: an integer in
+ * 0-VNIB_SERVICE_VNIS_MAX into *countp, which keeps its default when the
+ * field is absent.
+ */
+int params_body_vni_count(struct request *req,
+                          json_t *body,
+                          int *countp,
+                          vnib_error_t *errp);
+
 /* A body's "nodes": a hostlist expression of at most
  * limits.hostlist_max_names names, made canonical (sorted, each name
  * once), so that "n[1-2],n3" and "n[1-3]" name the same set on a retry.
@@ -58,6 +76,11 @@ int params_query_bool(struct request *req,
                       const char *name,
                       bool *valp,
                       vnib_error_t *errp);
+
+/* A release's "force" query argument (read with params_query_bool): only
+ * an admin may set it, anyone else is refused 403 forbidden.
+ */
+int params_force(struct request *req, bool force, vnib_error_t *errp);
 
 /* Refuse any key of obj not in the NULL-terminated list `allowed`
  * (400 unknown_field).

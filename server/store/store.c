@@ -420,9 +420,8 @@ int store_conn_set_timeout(struct store *s,
                            int64_t ms,
                            vnib_error_t *errp)
 {
-    char val[32];
-    const char *params[1] = {val};
-    snprintf(val, sizeof(val), "%lld", (long long)ms);
+    struct store_num val;
+    const char *params[1] = {store_num(&val, ms)};
     PGresult *r = store_conn_exec(s,
                                   c,
                                   STMT_SET_TIMEOUT,
@@ -658,6 +657,19 @@ lost:
     return NULL;
 }
 
+/* A query could not be sent on c: the connection is dropped, errno is
+ * EAGAIN and errp has libpq's reason.  Returns -1.
+ */
+static int send_failed(struct store *s, struct conn *c, vnib_error_t *errp)
+{
+    char msg[256];
+
+    pq_message(c->pg, msg, sizeof(msg));
+    store_conn_drop(s, c);
+    errno = EAGAIN;
+    return store_db_error(errp, STORE_MSG_UNAVAILABLE, "%s", msg);
+}
+
 PGresult *store_conn_exec(struct store *s,
                           struct conn *c,
                           enum stmt_id id,
@@ -674,7 +686,7 @@ PGresult *store_conn_exec(struct store *s,
                            store_stmts[id].sql,
                            store_stmts[id].nparams,
                            NULL))
-            goto send_failed;
+            goto unsent;
         if (!(r = conn_wait_result(s, c, deadline, store_stmts[id].name, errp)))
             return NULL;
         PQclear(r);
@@ -687,15 +699,10 @@ PGresult *store_conn_exec(struct store *s,
                              NULL,
                              NULL,
                              0))
-        goto send_failed;
+        goto unsent;
     return conn_wait_result(s, c, deadline, store_stmts[id].name, errp);
-send_failed : {
-    char msg[256];
-    pq_message(c->pg, msg, sizeof(msg));
-    store_conn_drop(s, c);
-    errno = EAGAIN;
-    store_db_error(errp, STORE_MSG_UNAVAILABLE, "%s", msg);
-}
+unsent:
+    send_failed(s, c, errp);
     return NULL;
 }
 
@@ -707,13 +714,8 @@ int store_conn_exec_script(struct store *s,
                            vnib_error_t *errp)
 {
     int64_t deadline = monotime_ms() + timeout_ms;
-    if (!PQsendQuery(c->pg, sql)) {
-        char msg[256];
-        pq_message(c->pg, msg, sizeof(msg));
-        store_conn_drop(s, c);
-        errno = EAGAIN;
-        return store_db_error(errp, STORE_MSG_UNAVAILABLE, "%s", msg);
-    }
+    if (!PQsendQuery(c->pg, sql))
+        return send_failed(s, c, errp);
     PGresult *r = conn_wait_result(s, c, deadline, what, errp);
     if (!r)
         return -1;

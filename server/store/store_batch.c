@@ -25,6 +25,48 @@ long long store_col_ll(const PGresult *r, int row, int c)
     return v ? strtoll(v, NULL, 10) : 0;
 }
 
+/* One field's value; NULL when it cannot be made. */
+static json_t *field_json(const PGresult *r,
+                          int row,
+                          const struct store_field *f)
+{
+    const char *v = store_col(r, row, f->col);
+
+    switch (f->type) {
+        case STORE_FIELD_INT:
+            return json_integer(store_col_ll(r, row, f->col));
+        case STORE_FIELD_INT_OR_NULL:
+            return v ? json_integer(strtoll(v, NULL, 10)) : json_null();
+        case STORE_FIELD_TEXT:
+            return v ? json_string(v) : NULL;
+        case STORE_FIELD_TEXT_OR_NULL:
+            return v ? json_string(v) : json_null();
+        case STORE_FIELD_BOOL:
+            return json_boolean(v && *v == 't');
+        case STORE_FIELD_REAL:
+            return json_real(v ? strtod(v, NULL) : 0);
+    }
+    return NULL;
+}
+
+json_t *store_row_object(const PGresult *r,
+                         int row,
+                         const struct store_field *fields,
+                         size_t n)
+{
+    json_t *o = json_object();
+
+    for (size_t k = 0; o && k < n; k++) {
+        /* set_new takes the value, also when it fails. */
+        json_t *v = field_json(r, row, &fields[k]);
+        if (!v || json_object_set_new(o, fields[k].key, v) < 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
 void store_row_fields(const PGresult *r, int row, struct render_row *f)
 {
     f->id = store_col(r, row, ROW_ID);
@@ -219,11 +261,17 @@ void store_sb_quoted(struct sbuf *b, const char *s, size_t n)
     store_sb_putc(b, '"');
 }
 
+const char *store_num(struct store_num *n, long long v)
+{
+    snprintf(n->text, sizeof(n->text), "%lld", v);
+    return n->text;
+}
+
 void store_sb_num(struct sbuf *b, long long v)
 {
-    char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "%lld", v);
-    store_sb_puts(b, tmp, (size_t)n);
+    struct store_num n;
+    const char *t = store_num(&n, v);
+    store_sb_puts(b, t, strlen(t));
 }
 
 void store_sb_elem(struct sbuf *b, size_t i, const char *v)

@@ -145,9 +145,8 @@ int store_hwcoll_defer(struct store *s,
                        json_t **resp,
                        vnib_error_t *errp)
 {
-    char idbuf[24];
-    snprintf(idbuf, sizeof(idbuf), "%lld", id);
-    const char *params[3] = {idbuf, reason, actor};
+    struct store_num n;
+    const char *params[3] = {store_num(&n, id), reason, actor};
     PGresult *r =
         store_run_one(s, STMT_HWCOLL_DEFER, params, "no answer", errp);
     int rc = -1;
@@ -162,75 +161,68 @@ int store_hwcoll_defer(struct store *s,
     return rc;
 }
 
-/* The rows of the FM work queries (store_row_fns). */
+/* The rows of the FM work queries (store_row_fns), by their columns. */
+static const struct store_field claim_fields[] = {
+    {"id", 0, STORE_FIELD_INT},
+    {"fm_job_id", 1, STORE_FIELD_TEXT_OR_NULL},
+    {"active", 2, STORE_FIELD_BOOL},
+    {"attempts", 3, STORE_FIELD_INT},
+};
+
+static const struct store_field work_fields[] = {
+    {"id", 0, STORE_FIELD_INT},
+    {"fm_job_id", 1, STORE_FIELD_TEXT_OR_NULL},
+    {"hwcoll_state", 2, STORE_FIELD_TEXT},
+    {"active", 3, STORE_FIELD_BOOL},
+    {"age_s", 4, STORE_FIELD_REAL},
+};
+
+static const struct store_field fm_op_fields[] = {
+    {"id", 0, STORE_FIELD_INT},
+    {"reservation_id", 1, STORE_FIELD_INT_OR_NULL},
+    {"fm_job_id", 2, STORE_FIELD_TEXT},
+    {"op", 3, STORE_FIELD_TEXT},
+    {"step_id", 4, STORE_FIELD_TEXT_OR_NULL},
+    {"attempts", 5, STORE_FIELD_INT},
+};
+
+static const struct store_field reconcile_fields[] = {
+    {"kind", 0, STORE_FIELD_TEXT},
+    {"job_id", 1, STORE_FIELD_TEXT_OR_NULL},
+    {"fm_job_id", 2, STORE_FIELD_TEXT},
+};
+
+#define FIELDS(f) (f), sizeof(f) / sizeof((f)[0])
+
 static json_t *claim_row(const struct config *cfg, const PGresult *r, int i)
 {
     (void)cfg;
-    return json_pack("{s:I, s:s?, s:b, s:i}",
-                     "id",
-                     (json_int_t)store_col_ll(r, i, 0),
-                     "fm_job_id",
-                     store_col(r, i, 1),
-                     "active",
-                     *store_col(r, i, 2) == 't',
-                     "attempts",
-                     (int)store_col_ll(r, i, 3));
+    return store_row_object(r, i, FIELDS(claim_fields));
 }
 
 static json_t *work_row(const struct config *cfg, const PGresult *r, int i)
 {
     (void)cfg;
-    return json_pack("{s:I, s:s?, s:s, s:b, s:f}",
-                     "id",
-                     (json_int_t)store_col_ll(r, i, 0),
-                     "fm_job_id",
-                     store_col(r, i, 1),
-                     "hwcoll_state",
-                     store_col(r, i, 2),
-                     "active",
-                     *store_col(r, i, 3) == 't',
-                     "age_s",
-                     strtod(store_col(r, i, 4), NULL));
+    return store_row_object(r, i, FIELDS(work_fields));
 }
 
 static json_t *fm_op_row(const struct config *cfg, const PGresult *r, int i)
 {
-    const char *res = store_col(r, i, 1);
     (void)cfg;
-    return json_pack("{s:I, s:o, s:s, s:s, s:s?, s:i}",
-                     "id",
-                     (json_int_t)store_col_ll(r, i, 0),
-                     "reservation_id",
-                     res ? json_integer(strtoll(res, NULL, 10)) : json_null(),
-                     "fm_job_id",
-                     store_col(r, i, 2),
-                     "op",
-                     store_col(r, i, 3),
-                     "step_id",
-                     store_col(r, i, 4),
-                     "attempts",
-                     (int)store_col_ll(r, i, 5));
+    return store_row_object(r, i, FIELDS(fm_op_fields));
 }
 
 static json_t *reconcile_row(const struct config *cfg, const PGresult *r, int i)
 {
     (void)cfg;
-    return json_pack("{s:s, s:s?, s:s}",
-                     "kind",
-                     store_col(r, i, 0),
-                     "job_id",
-                     store_col(r, i, 1),
-                     "fm_job_id",
-                     store_col(r, i, 2));
+    return store_row_object(r, i, FIELDS(reconcile_fields));
 }
 
 int store_hwcoll_claim(
     struct store *s, int limit, int lease_s, json_t **workp, vnib_error_t *errp)
 {
-    char l[16], ls[16];
-    snprintf(l, sizeof(l), "%d", limit);
-    snprintf(ls, sizeof(ls), "%d", lease_s);
-    const char *params[2] = {l, ls};
+    struct store_num l, ls;
+    const char *params[2] = {store_num(&l, limit), store_num(&ls, lease_s)};
     return store_run_list(s, STMT_HWCOLL_CLAIM, params, claim_row, workp, errp);
 }
 
@@ -239,9 +231,8 @@ int store_hwcoll_work(struct store *s,
                       json_t **workp,
                       vnib_error_t *errp)
 {
-    char l[16];
-    snprintf(l, sizeof(l), "%d", limit);
-    const char *params[1] = {l};
+    struct store_num l;
+    const char *params[1] = {store_num(&l, limit)};
     return store_run_list(s, STMT_HWCOLL_WORK, params, work_row, workp, errp);
 }
 
@@ -272,7 +263,7 @@ int store_fm_next(struct store *s,
                   vnib_error_t *errp)
 {
     char list[STORE_FM_DONE_MAX * 22 + 3];
-    char l[16], t[16];
+    struct store_num l, t;
     size_t used = 0;
 
     if (ndone > STORE_FM_DONE_MAX) {
@@ -285,9 +276,8 @@ int store_fm_next(struct store *s,
         used += (size_t)snprintf(
             list + used, sizeof(list) - used, "%s%lld", k ? "," : "", done[k]);
     snprintf(list + used, sizeof(list) - used, "}");
-    snprintf(l, sizeof(l), "%d", limit);
-    snprintf(t, sizeof(t), "%d", lease_s);
-    const char *params[4] = {list, actor, l, t};
+    const char *params[4] = {
+        list, actor, store_num(&l, limit), store_num(&t, lease_s)};
     return store_run_list(s, STMT_FM_NEXT, params, fm_op_row, opsp, errp);
 }
 
@@ -297,10 +287,10 @@ int store_fm_retry(struct store *s,
                    double delay_s,
                    vnib_error_t *errp)
 {
-    char i[24], d[32];
-    snprintf(i, sizeof(i), "%lld", id);
+    struct store_num i;
+    char d[32];
     snprintf(d, sizeof(d), "%.3f", delay_s);
-    const char *params[3] = {i, error, d};
+    const char *params[3] = {store_num(&i, id), error, d};
     PGresult *r = store_run(s, STMT_FM_RETRY, params, errp);
     if (!r)
         return -1;

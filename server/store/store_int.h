@@ -249,6 +249,14 @@ int store_exhausted_error(vnib_error_t *errp, const char *detail);
 
 /* ---- rows (store_batch.c) ------------------------------------------------ */
 
+/* A number as a statement parameter. */
+struct store_num {
+    char text[24]; /* a long long's digits, sign and NUL */
+};
+
+/* Write v into *n as text; returns n->text. */
+const char *store_num(struct store_num *n, long long v);
+
 /* A column's text, NULL for SQL NULL; as a number (0 for NULL). */
 const char *store_col(const PGresult *r, int row, int c);
 long long store_col_ll(const PGresult *r, int row, int c);
@@ -271,6 +279,28 @@ int store_result_row(
  * it (see STORE_SEALED_TOKEN).
  */
 int store_add_sealed(PGresult *r, int row, json_t *res, vnib_error_t *errp);
+
+/* A column of a row as a member of a JSON object (store_row_object). */
+struct store_field {
+    const char *key; /* the member's name */
+    int col;         /* the column */
+    enum {
+        STORE_FIELD_INT,          /* an integer (0 for NULL) */
+        STORE_FIELD_INT_OR_NULL,  /* an integer, or null */
+        STORE_FIELD_TEXT,         /* a string; NULL fails */
+        STORE_FIELD_TEXT_OR_NULL, /* a string, or null */
+        STORE_FIELD_BOOL,         /* true for 't' */
+        STORE_FIELD_REAL,         /* a number with a fraction */
+    } type;
+};
+
+/* Row `row` of r as a new object of the n fields, in their order; NULL
+ * when memory ran out or a STORE_FIELD_TEXT column was NULL.
+ */
+json_t *store_row_object(const PGresult *r,
+                         int row,
+                         const struct store_field *fields,
+                         size_t n);
 
 /* Makes row `row` of r into a JSON value, or NULL with errno ENOMEM. */
 typedef json_t *(*store_row_fn)(const struct config *cfg,

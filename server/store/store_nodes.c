@@ -17,21 +17,21 @@ int store_report(struct store *s,
 {
     struct store_node_params np;
     store_node_params(&np, a->node);
-    char res[24], what[256];
-    if (a->reservation_id > 0)
-        snprintf(res, sizeof(res), "%lld", a->reservation_id);
+    struct store_num res;
+    char what[256];
     /* A step's report goes to its key (schema/0017), with the job first. */
-    const char *params[12] = {a->job_id,
-                              a->node,
-                              a->cxi,
-                              a->services,
-                              a->message,
-                              a->actor,
-                              np.prefix,
-                              np.suffix,
-                              np.width,
-                              np.num,
-                              a->reservation_id > 0 ? res : NULL};
+    const char *params[12] = {
+        a->job_id,
+        a->node,
+        a->cxi,
+        a->services,
+        a->message,
+        a->actor,
+        np.prefix,
+        np.suffix,
+        np.width,
+        np.num,
+        a->reservation_id > 0 ? store_num(&res, a->reservation_id) : NULL};
     if (a->step_id) {
         memmove(params + 2, params + 1, 10 * sizeof(params[0]));
         params[1] = a->step_id;

@@ -75,9 +75,8 @@ int store_vni(struct store *s,
               json_t **resp,
               vnib_error_t *errp)
 {
-    char v[16];
-    snprintf(v, sizeof(v), "%d", vni);
-    const char *params[1] = {v};
+    struct store_num v;
+    const char *params[1] = {store_num(&v, vni)};
     PGresult *r = store_run(s, STMT_VNI, params, errp);
     if (!r)
         return -1;
@@ -123,10 +122,12 @@ int store_events(struct store *s,
                  json_t **resp,
                  vnib_error_t *errp)
 {
-    char a[24], l[16];
-    snprintf(a, sizeof(a), "%lld", q->after);
-    snprintf(l, sizeof(l), "%d", q->limit);
-    const char *params[5] = {q->job_id, a, l, q->action, q->node};
+    struct store_num a, l;
+    const char *params[5] = {q->job_id,
+                             store_num(&a, q->after),
+                             store_num(&l, q->limit),
+                             q->action,
+                             q->node};
     return store_run_page(s,
                           q->desc ? STMT_EVENTS_DESC : STMT_EVENTS,
                           params,
@@ -157,10 +158,8 @@ int store_sweep(struct store *s,
 int store_purge(
     struct store *s, int days, int batch, int *purgedp, vnib_error_t *errp)
 {
-    char d[16], b[16];
-    snprintf(d, sizeof(d), "%d", days);
-    snprintf(b, sizeof(b), "%d", batch);
-    const char *params[2] = {d, b};
+    struct store_num d, b;
+    const char *params[2] = {store_num(&d, days), store_num(&b, batch)};
     PGresult *r = store_run_one(s, STMT_PURGE, params, "no answer", errp);
     if (!r)
         return -1;

@@ -333,18 +333,18 @@ int store_list(struct store *s,
                vnib_error_t *errp)
 {
     struct store_node_params np;
-    char uid[24], after[24], limit[16];
-    const char *params[8] = {
-        q->state, NULL, after, NULL, NULL, NULL, NULL, limit};
+    struct store_num uid, after, limit;
+    const char *params[8] = {q->state,
+                             q->uid >= 0 ? store_num(&uid, q->uid) : NULL,
+                             store_num(&after, q->after),
+                             NULL,
+                             NULL,
+                             NULL,
+                             NULL,
+                             store_num(&limit, q->limit)};
 
-    if (q->uid >= 0) {
-        snprintf(uid, sizeof(uid), "%lld", q->uid);
-        params[1] = uid;
-    }
     if (q->node)
         store_node_param_list(&np, q->node, params + 3);
-    snprintf(after, sizeof(after), "%lld", q->after);
-    snprintf(limit, sizeof(limit), "%d", q->limit);
     return store_run_page(s,
                           STMT_RES_LIST,
                           params,

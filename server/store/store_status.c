@@ -101,9 +101,8 @@ int store_quarantine_items(struct store *s,
                            json_t **itemsp,
                            vnib_error_t *errp)
 {
-    char l[16];
-    snprintf(l, sizeof(l), "%d", limit);
-    const char *params[1] = {l};
+    struct store_num l;
+    const char *params[1] = {store_num(&l, limit)};
     return store_run_list(
         s, STMT_QUARANTINE_ITEMS, params, quarantine_row, itemsp, errp);
 }
@@ -118,9 +117,8 @@ int store_drained(struct store *s,
                   json_t **drainedp,
                   vnib_error_t *errp)
 {
-    char l[16];
-    snprintf(l, sizeof(l), "%d", limit);
-    const char *params[1] = {l};
+    struct store_num l;
+    const char *params[1] = {store_num(&l, limit)};
     json_t *items = NULL, *out = NULL;
     PGresult *r = store_run(s, STMT_DRAINED, params, errp);
     int rc = -1;

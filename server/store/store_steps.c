@@ -114,7 +114,7 @@ int store_step_reserve(struct store *s,
 {
     struct store_ranges g;
     struct sbuf plo = {0}, phi = {0};
-    char parent[24], ncount[24], vcount[8];
+    struct store_num parent, ncount, vcount;
     PGresult *r = NULL;
     int rc = -1;
 
@@ -129,15 +129,12 @@ int store_step_reserve(struct store *s,
         errprintf(errp, "out of memory");
         goto done;
     }
-    snprintf(parent, sizeof(parent), "%lld", a->parent_id);
-    snprintf(ncount, sizeof(ncount), "%zu", a->node_count);
-    snprintf(vcount, sizeof(vcount), "%d", a->vni_count);
     const char *params[15] = {a->job_id,
                               a->step_id,
-                              parent,
+                              store_num(&parent, a->parent_id),
                               a->nodes,
-                              ncount,
-                              vcount,
+                              store_num(&ncount, (long long)a->node_count),
+                              store_num(&vcount, a->vni_count),
                               a->empty_reason,
                               a->actor,
                               plo.data,

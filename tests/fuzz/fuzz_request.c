@@ -12,6 +12,7 @@
  * a refusal must say why, with a stable code.
  */
 #include "server/api/reservations.c"
+#include "vnib/tclass.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

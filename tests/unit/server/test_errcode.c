@@ -17,8 +17,8 @@
 #include "server/http/errcode.h"
 
 /* Every code has a snake_case name of its own, found again by that name,
- * and a 4xx or 5xx status; ERRCODE_NONE and values outside the enum have
- * no name.
+ * a 4xx or 5xx status, and a Retry-After when it is a 503; ERRCODE_NONE
+ * and values outside the enum have no name.
  */
 static void test_table_rows(void **state)
 {
@@ -32,7 +32,12 @@ static void test_table_rows(void **state)
         assert_int_equal(errcode_by_name(name), c);
         int status = errcode_status((enum errcode)c);
         assert_true(status >= 400 && status <= 599);
+        /* Every 503, and only a 503, tells the client when to retry. */
+        assert_int_equal(errcode_retry_after((enum errcode)c) > 0,
+                         status == 503);
     }
+    assert_int_equal(errcode_retry_after(ERRCODE_VNI_POOL_EXHAUSTED), 30);
+    assert_int_equal(errcode_retry_after(ERRCODE_UNAVAILABLE), 1);
     assert_null(errcode_name(ERRCODE_NONE));
     assert_null(errcode_name(ERRCODE_COUNT));
     assert_int_equal(errcode_status(ERRCODE_NONE), 500);
