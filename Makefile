@@ -10,7 +10,8 @@
 #   make install    honours PREFIX and DESTDIR
 #   make deb        Debian packages into build/deb/ (dpkg-buildpackage)
 #   make scan       clang's static analyzer (scan-build) over a fresh build
-#   make lint       source checks no compiler makes (jansson references)
+#   make lint       source checks no compiler makes (jansson references,
+#                   the layers' order)
 #
 # CI adds WERROR=1.  Sources are found by wildcard, so a new file in lib/,
 # server/'s folders or tests/unit/ needs no edit here.
@@ -370,12 +371,14 @@ deps-fuzz:
 
 check: deps
 	$(MAKE) --no-print-directory SLURM_REQUIRED=1 SAN=1 BUILD=build/san tests
-	sh tests/lint/run.sh
+	sh tests/lint/run.sh build/san
 	sh tests/run-all.sh build/san
 
-# Source checks no compiler makes (tests/lint/): jansson reference steals.
+# Source checks no compiler makes (tests/lint/): jansson reference steals,
+# and includes and calls against the layers' order (calls when $(BUILD)
+# holds the broker's objects).
 lint:
-	sh tests/lint/run.sh
+	sh tests/lint/run.sh $(if $(wildcard $(BUILD)/server),$(BUILD))
 
 unit: tests
 	sh tests/run-all.sh --unit-only $(BUILD)
