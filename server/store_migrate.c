@@ -136,7 +136,7 @@ static int check_ready(struct store *s, vnib_error_t *errp)
         errno = ESTALE;
         return errprintf(errp,
                          "database schema is at version %d, this vnibrokerd "
-                         "needs %d: store_run 'vnibrokerd --migrate'",
+                         "needs %d: run 'vnibrokerd --migrate'",
                          version,
                          need);
     }
