@@ -67,6 +67,7 @@ LIBS_BASE    = $(PKG_LIBS) -lpthread
 LIB_SRCS     := $(wildcard lib/*.c)
 SERVER_SRCS  := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
+SCHEMA_FUNCS := $(sort $(wildcard schema/functions/*.sql))
 UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
 # Any other C file under tests/unit/ is a helper the unit tests link.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*/*.c))
@@ -151,11 +152,14 @@ $(BUILD)/revision: FORCE
 .PHONY: FORCE
 FORCE:
 
-# The migrations are compiled into the binary, so an installed vnibrokerd
-# never looks for SQL files on disk.
-$(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) deploy/tools/embed-sql.sh
+# The migrations and the SQL functions are compiled into the binary, so an
+# installed vnibrokerd never looks for SQL files on disk.  The folder is a
+# prerequisite too: a function file removed or renamed changes only it.
+$(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) $(SCHEMA_FUNCS) schema/functions \
+                           deploy/tools/embed-sql.sh
 	@mkdir -p $(@D)
-	sh deploy/tools/embed-sql.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
+	sh deploy/tools/embed-sql.sh $(SCHEMA_SQL) --functions $(SCHEMA_FUNCS) \
+	    > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/schema_sql.o: $(BUILD)/gen/schema_sql.c
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
