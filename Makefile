@@ -221,7 +221,7 @@ $(BUILD)/libvnibagent_pic.a: $(AGENT_PIC_OBJS)
 # cannot be loaded into the unsanitized Slurm binaries.
 SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
-$(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
+$(BUILD)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
 	    $(LDFLAGS) -MMD -MP -o $@ $<
@@ -235,11 +235,11 @@ $(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
 # check` (SLURM_REQUIRED=1) requires it.  Built without the sanitizers,
 # as vnib_spank.so is, and linked with the agent and client code it runs
 # (libvnibagent_pic.a) hidden inside it: only the plugin's symbols are
-# exported (deploy/slurm/switch/exports.map).
+# exported (plugins/slurm/switch/exports.map).
 SLURM_SRC_CACHE := build/slurm-src
 SLURM_SRC ?= $(shell sh deploy/tools/slurm-src.sh build --print 2>/dev/null)
 HAVE_SLURM_SRC := $(if $(SLURM_SRC),$(if $(wildcard $(SLURM_SRC)/config.h),1,0),0)
-SWITCH_SRCS := $(wildcard deploy/slurm/switch/*.c)
+SWITCH_SRCS := $(wildcard plugins/slurm/switch/*.c)
 SWITCH_OBJS := $(SWITCH_SRCS:%.c=$(BUILD)/pic/%.o)
 SWITCH_SO   := $(BUILD)/switch_vnib.so
 ifeq ($(HAVE_SLURM_SRC),1)
@@ -259,19 +259,19 @@ all tests: $(if $(filter 1,$(HAVE_SLURM_SRC)),$(SWITCH_SO)) $(SWITCH_SKIPPED)
 
 # Only switch_vnib.c includes Slurm's headers (as system headers: they
 # are not written for this project's warnings).
-$(BUILD)/pic/deploy/slurm/switch/switch_vnib.o: \
+$(BUILD)/pic/plugins/slurm/switch/switch_vnib.o: \
     SWITCH_SLURM_FLAGS = -isystem $(SLURM_SRC) -Wno-missing-field-initializers
 
-$(BUILD)/pic/deploy/slurm/switch/%.o: deploy/slurm/switch/%.c
+$(BUILD)/pic/plugins/slurm/switch/%.o: plugins/slurm/switch/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SWITCH_SLURM_FLAGS) $(SPANK_CFLAGS) -fPIC \
 	    -MMD -MP -c $< -o $@
 
 $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
-              deploy/slurm/switch/exports.map
+              plugins/slurm/switch/exports.map
 	$(CC) -shared $(LDFLAGS) -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
 	    -Wl,--exclude-libs,ALL -Wl,--as-needed \
-	    -Wl,--version-script=deploy/slurm/switch/exports.map \
+	    -Wl,--version-script=plugins/slurm/switch/exports.map \
 	    $(PKG_LIBS) -lpthread -ldl
 
 # The Fabric Manager simulator, for tests and `make run` (not the client).
@@ -333,19 +333,20 @@ FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
 FUZZ_CSRCS_request  := $(filter-out server/reservations.c,$(SERVER_SRCS)) \
                        $(FMCLIENT_SRCS) $(BUILD)/gen/schema_sql.c \
                        $(BUILD)/gen/ui_assets.c
-# The switch plugin's parsers: plain C, no Slurm (deploy/slurm/switch/).
-FUZZ_SWITCH_SRCS := deploy/slurm/switch/swv_jobinfo.c deploy/slurm/switch/swv_opts.c
+# The switch plugin's parsers: plain C, no Slurm (plugins/slurm/switch/).
+FUZZ_SWITCH_SRCS := plugins/slurm/switch/swv_jobinfo.c \
+                    plugins/slurm/switch/swv_opts.c
 FUZZ_LIBS_switch  := $(FUZZ_SWITCH_SRCS)
 FUZZ_CSRCS_switch := $(FUZZ_SWITCH_SRCS)
-FUZZ_CPPFLAGS_switch := -Ideploy/slurm/switch
+FUZZ_CPPFLAGS_switch := -Iplugins/slurm/switch
 FUZZ_LDLIBS_spank_env := -lslurm
 FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 
 $(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
 # test_swv compiles the switch plugin's Slurm-free sources into itself.
-$(BUILD)/tests/unit/switch/test_swv: $(wildcard deploy/slurm/switch/swv_*)
+$(BUILD)/tests/unit/switch/test_swv: $(wildcard plugins/slurm/switch/swv_*)
 $(BUILD)/tests/fuzz/replay_switch: $(FUZZ_SWITCH_SRCS) \
-    $(wildcard deploy/slurm/switch/swv_*.h)
+    $(wildcard plugins/slurm/switch/swv_*.h)
 
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	@mkdir -p $(@D)
@@ -437,7 +438,7 @@ demo: deps all
 # (the units, the Slurm hook, the examples) is written from these, so they
 # agree with each other whatever PREFIX and SYSCONFDIR are.  The documents
 # keep the source tree's layout under DOCDIR (README.md, deploy/README.md,
-# deploy/slurm/README.md, agent/README.md), so the paths they cite hold
+# plugins/slurm/README.md, agent/README.md), so the paths they cite hold
 # there too.
 BINDIR    := $(PREFIX)/bin
 SBINDIR   := $(PREFIX)/sbin
@@ -459,8 +460,8 @@ SUBST_CONF := sed -e 's|/etc/vnibroker/|$(CONFDIR)/|g'
 
 install: all
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
-	$(SUBST) deploy/slurm/vnib-slurm-hook.in > $(GEN_DIR)/vnib-slurm-hook
-	$(SUBST) deploy/slurm/hooks.conf.example.in > $(GEN_DIR)/hooks.conf.example
+	$(SUBST) plugins/slurm/hook/vnib-slurm-hook.in > $(GEN_DIR)/vnib-slurm-hook
+	$(SUBST) plugins/slurm/hook/hooks.conf.example.in > $(GEN_DIR)/hooks.conf.example
 	$(SUBST) deploy/systemd/vnibrokerd.service.in > $(GEN_DIR)/vnibrokerd.service
 	$(SUBST) deploy/systemd/vnib-slurm-reconcile.service.in \
 	    > $(GEN_DIR)/vnib-slurm-reconcile.service
@@ -476,13 +477,13 @@ install: all
 	install -m 0755 $(BUILD)/vnib-agent $(DESTDIR)$(SBINDIR)/vnib-agent
 	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PKGLIBDIR)/)
 	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
-	install -d $(DESTDIR)$(DOCDIR)/deploy/slurm $(DESTDIR)$(DOCDIR)/agent \
-	    $(DESTDIR)$(DOCDIR)/server
+	install -d $(DESTDIR)$(DOCDIR)/deploy $(DESTDIR)$(DOCDIR)/plugins/slurm/hook \
+	    $(DESTDIR)$(DOCDIR)/agent $(DESTDIR)$(DOCDIR)/server
 	install -m 0644 README.md $(GEN_DIR)/config.example.toml $(DESTDIR)$(DOCDIR)/
 	install -m 0644 deploy/README.md $(DESTDIR)$(DOCDIR)/deploy/README.md
-	install -m 0644 deploy/slurm/README.md $(DESTDIR)$(DOCDIR)/deploy/slurm/README.md
+	install -m 0644 plugins/slurm/README.md $(DESTDIR)$(DOCDIR)/plugins/slurm/README.md
 	install -m 0644 $(GEN_DIR)/hooks.conf.example \
-	    $(DESTDIR)$(DOCDIR)/deploy/slurm/hooks.conf.example
+	    $(DESTDIR)$(DOCDIR)/plugins/slurm/hook/hooks.conf.example
 	install -m 0644 agent/README.md $(DESTDIR)$(DOCDIR)/agent/README.md
 	install -m 0644 $(GEN_DIR)/agent.example.toml \
 	    $(DESTDIR)$(DOCDIR)/agent/agent.example.toml

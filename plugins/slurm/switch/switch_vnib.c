@@ -6,7 +6,7 @@
  * hands plain values to the plugin's modules: swv_opts (SwitchParameters
  * and --network), swv_jobinfo (what travels with a step), swv_ctld (the
  * broker calls of slurmctld) and swv_node (the agent's code in
- * slurmstepd).  See deploy/slurm/README.md, "switch/vnib".
+ * slurmstepd).  See plugins/slurm/README.md, "switch/vnib".
  *
  * The plugin keeps no state of its own: every reservation lives in the
  * broker, so libstate_save/restore/clear have nothing to do and a
