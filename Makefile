@@ -10,7 +10,8 @@
 #   make install    honours PREFIX and DESTDIR
 #   make deb        Debian packages into build/deb/ (dpkg-buildpackage)
 #   make scan       clang's static analyzer (scan-build) over a fresh build
-#   make lint       source checks no compiler makes (jansson references)
+#   make lint       source checks no compiler makes (jansson references,
+#                   licence lines)
 #
 # CI adds WERROR=1.  Sources are found by wildcard, so a new file in lib/,
 # server/ or tests/unit/ needs no edit here.
@@ -374,7 +375,8 @@ check: deps
 	sh tests/lint/run.sh
 	sh tests/run-all.sh build/san
 
-# Source checks no compiler makes (tests/lint/): jansson reference steals.
+# Source checks no compiler makes (tests/lint/): jansson reference steals,
+# and each source file's SPDX licence line (tests/lint/spdx.sh).
 lint:
 	sh tests/lint/run.sh
 
