@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnib_spank: the Slurm SPANK plugin of vnibroker.
  *
  * It has two jobs, one on each side of Slurm:

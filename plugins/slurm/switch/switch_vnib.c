@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* switch_vnib: the Slurm switch plugin "switch/vnib" (Slurm 22.05).
  *
  * This is the only file that sees Slurm's structures: it implements every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_ctld: the controller side of switch/vnib (see swv_ctld.h).
  *
  * Each call makes its own client (slurmctld calls the plugin from several

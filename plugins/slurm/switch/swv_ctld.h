@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_ctld: switch/vnib's controller side, the broker calls of slurmctld.
  *
  * When slurmctld creates a step (switch_p_build_jobinfo) the plugin

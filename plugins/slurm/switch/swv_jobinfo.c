@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_jobinfo: encoding and strict decoding of switch/vnib's jobinfo.
  *
  * Layout (big-endian): magic u32, version u32, flags u32, job u32, step

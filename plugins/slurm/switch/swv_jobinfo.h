@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_jobinfo: what switch/vnib carries with a step, and its wire form.
  *
  * Slurm packs a step's switch "jobinfo" into the launch credential, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_node: the node side of switch/vnib (see swv_node.h), over the
  * agent's in-process step API.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_node: switch/vnib's node side, in slurmstepd.
  *
  * Before a step's tasks start (switch_p_job_preinit, as root) the node

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_opts: parsing SwitchParameters and --network for switch/vnib.
  *
  * Both strings are lists of comma-separated items, each KEY or KEY=VALUE.

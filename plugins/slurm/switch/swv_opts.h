@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_opts: the switch/vnib plugin's settings and user options.
  *
  * Two strings configure the plugin.  slurm.conf's SwitchParameters (one
