@@ -5,6 +5,7 @@
 #   make check      install missing packages, build with ASan+UBSan into
 #                   build/san/, run unit, fuzz-regression and integration tests
 #   make run        the embedded default: private PostgreSQL + vnibrokerd
+#                   (installs and builds only what it runs: no Slurm)
 #   make fuzz       run each libFuzzer target for FUZZ_SECONDS (clang)
 #   make bench      benchmarks with figures and targets
 #   make install    honours PREFIX and DESTDIR
@@ -46,8 +47,9 @@ CPPFLAGS_BASE += -D_FORTIFY_SOURCE=2
 endif
 
 # The packages' flags are asked of pkg-config once, when a recipe first
-# needs them: after `deps` has run for the goals that run it first (check,
-# run, bench, fuzz), and never for deps, clean or format.  A missing .pc
+# needs them: after `deps` (or deps-run, deps-demo) has run for the goals
+# that run it first (check, run, demo, bench, fuzz), and never for deps,
+# clean or format.  A missing .pc
 # stops make, naming it.
 PKG_MISSING = $(foreach p,$(PKGS),\
                   $(if $(shell pkg-config --exists $(p) && echo y),,$(p).pc))
@@ -116,7 +118,8 @@ REPLAY_BINS  := $(filter-out %/replay_spank_env,$(REPLAY_BINS))
 SLURM_SKIPPED := slurm-skipped
 endif
 
-.PHONY: all tests check unit integration run deps deps-fuzz fuzz bench bench-bins \
+.PHONY: all tests check unit integration run deps deps-run deps-demo deps-fuzz \
+        fuzz bench bench-bins \
         install clean format format-check scan lint slurm-skipped
 .DEFAULT_GOAL := all
 
@@ -237,8 +240,23 @@ $(BUILD)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c
 # as vnib_spank.so is, and linked with the agent and client code it runs
 # (libvnibagent_pic.a) hidden inside it: only the plugin's symbols are
 # exported (plugins/slurm/switch/exports.map).
+#
+# Only what needs the tree fetches it: `make deps` (and so `make check`,
+# `make bench`), and a goal that names the plugin, such as
+# `make build/switch_vnib.so` or `make deb` (the slurm-src target, when
+# SLURM_SRC is not given).  `make`, `make run` and `make demo` never do.
+# Without SLURM_SRC, make asks slurm-src.sh --print once, which fetches
+# nothing: it prints the fetched tree's path if that is configured for
+# the installed Slurm version, else nothing (a few milliseconds).
 SLURM_SRC_CACHE := build/slurm-src
-SLURM_SRC ?= $(shell sh deploy/tools/slurm-src.sh build --print 2>/dev/null)
+ifeq ($(SLURM_SRC),)
+SLURM_SRC       := $(shell sh deploy/tools/slurm-src.sh build --print 2>/dev/null)
+SLURM_TREE      := $(SLURM_SRC_CACHE)/tree
+SLURM_SRC_FETCH := slurm-src
+else
+SLURM_TREE      := $(SLURM_SRC)
+SLURM_SRC_FETCH :=
+endif
 HAVE_SLURM_SRC := $(if $(SLURM_SRC),$(if $(wildcard $(SLURM_SRC)/config.h),1,0),0)
 SWITCH_SRCS := $(wildcard plugins/slurm/switch/*.c)
 SWITCH_OBJS := $(SWITCH_SRCS:%.c=$(BUILD)/pic/%.o)
@@ -252,7 +270,10 @@ endif
 SWITCH_SKIPPED := switch-skipped
 endif
 
-.PHONY: switch-skipped
+.PHONY: switch-skipped slurm-src
+slurm-src:
+	@sh deploy/tools/slurm-src.sh build
+
 switch-skipped:
 	@echo 'make: skipped switch_vnib.so (no configured Slurm source tree): `make deps` as root fetches it into $(SLURM_SRC_CACHE), or pass SLURM_SRC=/path'
 
@@ -261,7 +282,8 @@ all tests: $(if $(filter 1,$(HAVE_SLURM_SRC)),$(SWITCH_SO)) $(SWITCH_SKIPPED)
 # Only switch_vnib.c includes Slurm's headers (as system headers: they
 # are not written for this project's warnings).
 $(BUILD)/pic/plugins/slurm/switch/switch_vnib.o: \
-    SWITCH_SLURM_FLAGS = -isystem $(SLURM_SRC) -Wno-missing-field-initializers
+    SWITCH_SLURM_FLAGS = -isystem $(SLURM_TREE) -Wno-missing-field-initializers
+$(BUILD)/pic/plugins/slurm/switch/switch_vnib.o: | $(SLURM_SRC_FETCH)
 
 $(BUILD)/pic/plugins/slurm/switch/%.o: plugins/slurm/switch/%.c
 	@mkdir -p $(@D)
@@ -425,13 +447,26 @@ bench: deps all bench-bins
 
 # ---- the embedded default --------------------------------------------------
 
-run: deps all
+# `make run` installs only the packages the broker needs (deps.sh run)
+# and builds only the programs deploy/local/run.sh starts: no Slurm
+# package, source tree or plugin, no tests.
+RUN_BINS := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim
+
+deps-run:
+	@sh deploy/tools/deps.sh run
+
+run: deps-run $(RUN_BINS)
 	sh deploy/local/run.sh $(BUILD)
 
 # `make demo`: the same broker with DEMO_NODES simulated nodes and a job
 # stream (deploy/local/demo.sh); DEMO_SECONDS=N stops it after N seconds.
+# It adds the node agent (vnib-agent) to run's programs, and jq and
+# python3 to its packages (deps.sh demo).
 .PHONY: demo
-demo: deps all
+deps-demo:
+	@sh deploy/tools/deps.sh demo
+
+demo: deps-demo $(RUN_BINS) $(BUILD)/vnib-agent
 	sh deploy/local/demo.sh $(BUILD)
 
 # ---- install ---------------------------------------------------------------
@@ -508,12 +543,13 @@ install: all
 # this tree in $(BUILD)/deb/src with deploy/debian as debian/ (the tree
 # stays clean).  The packages are `make install`'s layout with PREFIX=/usr
 # and SYSCONFDIR=/etc; switch_vnib.so is compiled against SLURM_SRC, which
-# it needs (deploy/tools/deb.sh, deploy/README.md "Debian packages").
+# it needs (fetched first when not given: deploy/tools/deb.sh,
+# deploy/README.md "Debian packages").
 DEB_DIR := $(BUILD)/deb
 
 .PHONY: deb
-deb:
-	sh deploy/tools/deb.sh $(DEB_DIR) '$(SLURM_SRC)'
+deb: $(SLURM_SRC_FETCH)
+	sh deploy/tools/deb.sh $(DEB_DIR) '$(SLURM_TREE)'
 
 # ---- static analysis -------------------------------------------------------
 
