@@ -49,8 +49,7 @@ endif
 # The packages' flags are asked of pkg-config once, when a recipe first
 # needs them: after `deps` (or deps-run, deps-demo) has run for the goals
 # that run it first (check, run, demo, bench, fuzz), and never for deps,
-# clean or format.  A missing .pc
-# stops make, naming it.
+# clean or format.  A missing .pc stops make, naming it.
 PKG_MISSING = $(foreach p,$(PKGS),\
                   $(if $(shell pkg-config --exists $(p) && echo y),,$(p).pc))
 pkg_config  = $(if $(strip $(PKG_MISSING)),$(error pkg-config finds no \
