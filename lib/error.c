@@ -14,40 +14,39 @@
 static void verrfmt(vnib_error_t *errp, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
+/* Format into errp (NULL: nothing), keeping errno. */
 static void verrfmt(vnib_error_t *errp, const char *fmt, va_list ap)
 {
-    int n = vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
-    if (n < 0)
-        snprintf(errp->text, sizeof(errp->text), "(unformattable error)");
-    else if ((size_t)n >= sizeof(errp->text))
-        errp->text[sizeof(errp->text) - 2] = '+';
+    int saved_errno = errno;
+    if (errp) {
+        int n = vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
+        if (n < 0)
+            snprintf(errp->text, sizeof(errp->text), "(unformattable error)");
+        else if ((size_t)n >= sizeof(errp->text))
+            errp->text[sizeof(errp->text) - 2] = '+';
+    }
+    errno = saved_errno;
 }
 
 /* The names are in parentheses, as error.h also defines them as macros. */
 int(errprintf)(vnib_error_t *errp, const char *fmt, ...)
 {
-    int saved_errno = errno;
-    if (errp) {
-        va_list ap;
-        va_start(ap, fmt);
-        verrfmt(errp, fmt, ap);
-        va_end(ap);
-    }
-    errno = saved_errno;
+    va_list ap;
+    va_start(ap, fmt);
+    verrfmt(errp, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
 int(errprintf_first)(vnib_error_t *errp, const char *fmt, ...)
 {
-    int saved_errno = errno;
+    va_list ap;
     /* An empty buffer is the only one written: the first error wins. */
-    if (errp && errp->text[0] == '\0') {
-        va_list ap;
-        va_start(ap, fmt);
-        verrfmt(errp, fmt, ap);
-        va_end(ap);
-    }
-    errno = saved_errno;
+    if (errp && errp->text[0] != '\0')
+        return -1;
+    va_start(ap, fmt);
+    verrfmt(errp, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
