@@ -5,12 +5,14 @@
 #   make check      install missing packages, build with ASan+UBSan into
 #                   build/san/, run unit, fuzz-regression and integration tests
 #   make run        the embedded default: private PostgreSQL + vnibrokerd
+#                   (installs and builds only what it runs: no Slurm)
 #   make fuzz       run each libFuzzer target for FUZZ_SECONDS (clang)
 #   make bench      benchmarks with figures and targets
 #   make install    honours PREFIX and DESTDIR
 #   make deb        Debian packages into build/deb/ (dpkg-buildpackage)
 #   make scan       clang's static analyzer (scan-build) over a fresh build
-#   make lint       source checks no compiler makes (jansson references)
+#   make lint       source checks no compiler makes (jansson references,
+#                   the layers' order, licence lines)
 #
 # CI adds WERROR=1.  Sources are found by wildcard, so a new file in lib/,
 # server/'s folders or tests/unit/ needs no edit here.
@@ -47,9 +49,9 @@ CPPFLAGS_BASE += -D_FORTIFY_SOURCE=2
 endif
 
 # The packages' flags are asked of pkg-config once, when a recipe first
-# needs them: after `deps` has run for the goals that run it first (check,
-# run, bench, fuzz), and never for deps, clean or format.  A missing .pc
-# stops make, naming it.
+# needs them: after `deps` (or deps-run, deps-demo) has run for the goals
+# that run it first (check, run, demo, bench, fuzz), and never for deps,
+# clean or format.  A missing .pc stops make, naming it.
 PKG_MISSING = $(foreach p,$(PKGS),\
                   $(if $(shell pkg-config --exists $(p) && echo y),,$(p).pc))
 pkg_config  = $(if $(strip $(PKG_MISSING)),$(error pkg-config finds no \
@@ -68,6 +70,7 @@ LIBS_BASE    = $(PKG_LIBS) -lpthread
 LIB_SRCS     := $(wildcard lib/*.c)
 SERVER_SRCS  := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
+SCHEMA_FUNCS := $(sort $(wildcard schema/functions/*.sql))
 UNIT_SRCS    := $(wildcard tests/unit/*/test_*.c)
 # Any other C file under tests/unit/ is a helper the unit tests link.
 UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*/*.c))
@@ -117,7 +120,8 @@ REPLAY_BINS  := $(filter-out %/replay_spank_env,$(REPLAY_BINS))
 SLURM_SKIPPED := slurm-skipped
 endif
 
-.PHONY: all tests check unit integration run deps deps-fuzz fuzz bench bench-bins \
+.PHONY: all tests check unit integration run deps deps-run deps-demo deps-fuzz \
+        fuzz bench bench-bins \
         install clean format format-check scan lint slurm-skipped
 .DEFAULT_GOAL := all
 
@@ -152,11 +156,14 @@ $(BUILD)/revision: FORCE
 .PHONY: FORCE
 FORCE:
 
-# The migrations are compiled into the binary, so an installed vnibrokerd
-# never looks for SQL files on disk.
-$(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) deploy/tools/embed-sql.sh
+# The migrations and the SQL functions are compiled into the binary, so an
+# installed vnibrokerd never looks for SQL files on disk.  The folder is a
+# prerequisite too: a function file removed or renamed changes only it.
+$(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) $(SCHEMA_FUNCS) schema/functions \
+                           deploy/tools/embed-sql.sh
 	@mkdir -p $(@D)
-	sh deploy/tools/embed-sql.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
+	sh deploy/tools/embed-sql.sh $(SCHEMA_SQL) --functions $(SCHEMA_FUNCS) \
+	    > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/schema_sql.o: $(BUILD)/gen/schema_sql.c
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
@@ -223,7 +230,7 @@ $(BUILD)/libvnibagent_pic.a: $(AGENT_PIC_OBJS)
 # cannot be loaded into the unsanitized Slurm binaries.
 SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
-$(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
+$(BUILD)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
 	    $(LDFLAGS) -MMD -MP -o $@ $<
@@ -237,11 +244,26 @@ $(BUILD)/vnib_spank.so: deploy/slurm/spank/vnib_spank.c
 # check` (SLURM_REQUIRED=1) requires it.  Built without the sanitizers,
 # as vnib_spank.so is, and linked with the agent and client code it runs
 # (libvnibagent_pic.a) hidden inside it: only the plugin's symbols are
-# exported (deploy/slurm/switch/exports.map).
+# exported (plugins/slurm/switch/exports.map).
+#
+# Only what needs the tree fetches it: `make deps` (and so `make check`,
+# `make bench`), and a goal that names the plugin, such as
+# `make build/switch_vnib.so` or `make deb` (the slurm-src target, when
+# SLURM_SRC is not given).  `make`, `make run` and `make demo` never do.
+# Without SLURM_SRC, make asks slurm-src.sh --print once, which fetches
+# nothing: it prints the fetched tree's path if that is configured for
+# the installed Slurm version, else nothing (a few milliseconds).
 SLURM_SRC_CACHE := build/slurm-src
-SLURM_SRC ?= $(shell sh deploy/tools/slurm-src.sh build --print 2>/dev/null)
+ifeq ($(SLURM_SRC),)
+SLURM_SRC       := $(shell sh deploy/tools/slurm-src.sh build --print 2>/dev/null)
+SLURM_TREE      := $(SLURM_SRC_CACHE)/tree
+SLURM_SRC_FETCH := slurm-src
+else
+SLURM_TREE      := $(SLURM_SRC)
+SLURM_SRC_FETCH :=
+endif
 HAVE_SLURM_SRC := $(if $(SLURM_SRC),$(if $(wildcard $(SLURM_SRC)/config.h),1,0),0)
-SWITCH_SRCS := $(wildcard deploy/slurm/switch/*.c)
+SWITCH_SRCS := $(wildcard plugins/slurm/switch/*.c)
 SWITCH_OBJS := $(SWITCH_SRCS:%.c=$(BUILD)/pic/%.o)
 SWITCH_SO   := $(BUILD)/switch_vnib.so
 ifeq ($(HAVE_SLURM_SRC),1)
@@ -253,7 +275,10 @@ endif
 SWITCH_SKIPPED := switch-skipped
 endif
 
-.PHONY: switch-skipped
+.PHONY: switch-skipped slurm-src
+slurm-src:
+	@sh deploy/tools/slurm-src.sh build
+
 switch-skipped:
 	@echo 'make: skipped switch_vnib.so (no configured Slurm source tree): `make deps` as root fetches it into $(SLURM_SRC_CACHE), or pass SLURM_SRC=/path'
 
@@ -261,19 +286,20 @@ all tests: $(if $(filter 1,$(HAVE_SLURM_SRC)),$(SWITCH_SO)) $(SWITCH_SKIPPED)
 
 # Only switch_vnib.c includes Slurm's headers (as system headers: they
 # are not written for this project's warnings).
-$(BUILD)/pic/deploy/slurm/switch/switch_vnib.o: \
-    SWITCH_SLURM_FLAGS = -isystem $(SLURM_SRC) -Wno-missing-field-initializers
+$(BUILD)/pic/plugins/slurm/switch/switch_vnib.o: \
+    SWITCH_SLURM_FLAGS = -isystem $(SLURM_TREE) -Wno-missing-field-initializers
+$(BUILD)/pic/plugins/slurm/switch/switch_vnib.o: | $(SLURM_SRC_FETCH)
 
-$(BUILD)/pic/deploy/slurm/switch/%.o: deploy/slurm/switch/%.c
+$(BUILD)/pic/plugins/slurm/switch/%.o: plugins/slurm/switch/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SWITCH_SLURM_FLAGS) $(SPANK_CFLAGS) -fPIC \
 	    -MMD -MP -c $< -o $@
 
 $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
-              deploy/slurm/switch/exports.map
+              plugins/slurm/switch/exports.map
 	$(CC) -shared $(LDFLAGS) -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
 	    -Wl,--exclude-libs,ALL -Wl,--as-needed \
-	    -Wl,--version-script=deploy/slurm/switch/exports.map \
+	    -Wl,--version-script=plugins/slurm/switch/exports.map \
 	    $(PKG_LIBS) -lpthread -ldl
 
 # The Fabric Manager simulator, for tests and `make run` (not the client).
@@ -335,19 +361,20 @@ FUZZ_LIBS_request   := $(LIBSERVER) $(LIBFMCLIENT)
 FUZZ_CSRCS_request  := $(filter-out server/api/reservations.c,$(SERVER_SRCS)) \
                        $(FMCLIENT_SRCS) $(BUILD)/gen/schema_sql.c \
                        $(BUILD)/gen/ui_assets.c
-# The switch plugin's parsers: plain C, no Slurm (deploy/slurm/switch/).
-FUZZ_SWITCH_SRCS := deploy/slurm/switch/swv_jobinfo.c deploy/slurm/switch/swv_opts.c
+# The switch plugin's parsers: plain C, no Slurm (plugins/slurm/switch/).
+FUZZ_SWITCH_SRCS := plugins/slurm/switch/swv_jobinfo.c \
+                    plugins/slurm/switch/swv_opts.c
 FUZZ_LIBS_switch  := $(FUZZ_SWITCH_SRCS)
 FUZZ_CSRCS_switch := $(FUZZ_SWITCH_SRCS)
-FUZZ_CPPFLAGS_switch := -Ideploy/slurm/switch
+FUZZ_CPPFLAGS_switch := -Iplugins/slurm/switch
 FUZZ_LDLIBS_spank_env := -lslurm
 FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 
 $(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
 # test_swv compiles the switch plugin's Slurm-free sources into itself.
-$(BUILD)/tests/unit/switch/test_swv: $(wildcard deploy/slurm/switch/swv_*)
+$(BUILD)/tests/unit/switch/test_swv: $(wildcard plugins/slurm/switch/swv_*)
 $(BUILD)/tests/fuzz/replay_switch: $(FUZZ_SWITCH_SRCS) \
-    $(wildcard deploy/slurm/switch/swv_*.h)
+    $(wildcard plugins/slurm/switch/swv_*.h)
 
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	@mkdir -p $(@D)
@@ -372,12 +399,15 @@ deps-fuzz:
 
 check: deps
 	$(MAKE) --no-print-directory SLURM_REQUIRED=1 SAN=1 BUILD=build/san tests
-	sh tests/lint/run.sh
+	sh tests/lint/run.sh build/san
 	sh tests/run-all.sh build/san
 
-# Source checks no compiler makes (tests/lint/): jansson reference steals.
+# Source checks no compiler makes (tests/lint/): jansson reference steals,
+# includes and calls against the layers' order (calls when $(BUILD)
+# holds the broker's objects), and each source file's SPDX licence line
+# (tests/lint/spdx.sh).
 lint:
-	sh tests/lint/run.sh
+	sh tests/lint/run.sh $(if $(wildcard $(BUILD)/server),$(BUILD))
 
 unit: tests
 	sh tests/run-all.sh --unit-only $(BUILD)
@@ -424,13 +454,26 @@ bench: deps all bench-bins
 
 # ---- the embedded default --------------------------------------------------
 
-run: deps all
+# `make run` installs only the packages the broker needs (deps.sh run)
+# and builds only the programs deploy/local/run.sh starts: no Slurm
+# package, source tree or plugin, no tests.
+RUN_BINS := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim
+
+deps-run:
+	@sh deploy/tools/deps.sh run
+
+run: deps-run $(RUN_BINS)
 	sh deploy/local/run.sh $(BUILD)
 
 # `make demo`: the same broker with DEMO_NODES simulated nodes and a job
 # stream (deploy/local/demo.sh); DEMO_SECONDS=N stops it after N seconds.
+# It adds the node agent (vnib-agent) to run's programs, and jq and
+# python3 to its packages (deps.sh demo).
 .PHONY: demo
-demo: deps all
+deps-demo:
+	@sh deploy/tools/deps.sh demo
+
+demo: deps-demo $(RUN_BINS) $(BUILD)/vnib-agent
 	sh deploy/local/demo.sh $(BUILD)
 
 # ---- install ---------------------------------------------------------------
@@ -439,7 +482,7 @@ demo: deps all
 # (the units, the Slurm hook, the examples) is written from these, so they
 # agree with each other whatever PREFIX and SYSCONFDIR are.  The documents
 # keep the source tree's layout under DOCDIR (README.md, deploy/README.md,
-# deploy/slurm/README.md, agent/README.md), so the paths they cite hold
+# plugins/slurm/README.md, agent/README.md), so the paths they cite hold
 # there too.
 BINDIR    := $(PREFIX)/bin
 SBINDIR   := $(PREFIX)/sbin
@@ -461,8 +504,8 @@ SUBST_CONF := sed -e 's|/etc/vnibroker/|$(CONFDIR)/|g'
 
 install: all
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
-	$(SUBST) deploy/slurm/vnib-slurm-hook.in > $(GEN_DIR)/vnib-slurm-hook
-	$(SUBST) deploy/slurm/hooks.conf.example.in > $(GEN_DIR)/hooks.conf.example
+	$(SUBST) plugins/slurm/hook/vnib-slurm-hook.in > $(GEN_DIR)/vnib-slurm-hook
+	$(SUBST) plugins/slurm/hook/hooks.conf.example.in > $(GEN_DIR)/hooks.conf.example
 	$(SUBST) deploy/systemd/vnibrokerd.service.in > $(GEN_DIR)/vnibrokerd.service
 	$(SUBST) deploy/systemd/vnib-slurm-reconcile.service.in \
 	    > $(GEN_DIR)/vnib-slurm-reconcile.service
@@ -478,13 +521,13 @@ install: all
 	install -m 0755 $(BUILD)/vnib-agent $(DESTDIR)$(SBINDIR)/vnib-agent
 	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PKGLIBDIR)/)
 	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
-	install -d $(DESTDIR)$(DOCDIR)/deploy/slurm $(DESTDIR)$(DOCDIR)/agent \
-	    $(DESTDIR)$(DOCDIR)/server/api
+	install -d $(DESTDIR)$(DOCDIR)/deploy $(DESTDIR)$(DOCDIR)/plugins/slurm/hook \
+	    $(DESTDIR)$(DOCDIR)/agent $(DESTDIR)$(DOCDIR)/server/api
 	install -m 0644 README.md $(GEN_DIR)/config.example.toml $(DESTDIR)$(DOCDIR)/
 	install -m 0644 deploy/README.md $(DESTDIR)$(DOCDIR)/deploy/README.md
-	install -m 0644 deploy/slurm/README.md $(DESTDIR)$(DOCDIR)/deploy/slurm/README.md
+	install -m 0644 plugins/slurm/README.md $(DESTDIR)$(DOCDIR)/plugins/slurm/README.md
 	install -m 0644 $(GEN_DIR)/hooks.conf.example \
-	    $(DESTDIR)$(DOCDIR)/deploy/slurm/hooks.conf.example
+	    $(DESTDIR)$(DOCDIR)/plugins/slurm/hook/hooks.conf.example
 	install -m 0644 agent/README.md $(DESTDIR)$(DOCDIR)/agent/README.md
 	install -m 0644 $(GEN_DIR)/agent.example.toml \
 	    $(DESTDIR)$(DOCDIR)/agent/agent.example.toml
@@ -507,12 +550,13 @@ install: all
 # this tree in $(BUILD)/deb/src with deploy/debian as debian/ (the tree
 # stays clean).  The packages are `make install`'s layout with PREFIX=/usr
 # and SYSCONFDIR=/etc; switch_vnib.so is compiled against SLURM_SRC, which
-# it needs (deploy/tools/deb.sh, deploy/README.md "Debian packages").
+# it needs (fetched first when not given: deploy/tools/deb.sh,
+# deploy/README.md "Debian packages").
 DEB_DIR := $(BUILD)/deb
 
 .PHONY: deb
-deb:
-	sh deploy/tools/deb.sh $(DEB_DIR) '$(SLURM_SRC)'
+deb: $(SLURM_SRC_FETCH)
+	sh deploy/tools/deb.sh $(DEB_DIR) '$(SLURM_TREE)'
 
 # ---- static analysis -------------------------------------------------------
 

@@ -172,20 +172,17 @@ static int sim_check_req(const struct simfile_nic *nic,
         }
     }
     for (int r = 0; req->resource_limits && r < NIC_RSRC_COUNT; r++) {
-        if (req->max[r] > nic->cap[r])
+        /* The max within the device's, the reservation within the max. */
+        bool over_cap = req->max[r] > nic->cap[r];
+        if (over_cap || req->res[r] > req->max[r])
             return errprintf(errp,
-                             "sim: %s: %s max %u exceeds the device's %u",
+                             "sim: %s: %s %s %u exceeds %s %u",
                              name,
                              nic_rsrc_name(r),
-                             req->max[r],
-                             nic->cap[r]);
-        if (req->res[r] > req->max[r])
-            return errprintf(errp,
-                             "sim: %s: %s reservation %u exceeds its max %u",
-                             name,
-                             nic_rsrc_name(r),
-                             req->res[r],
-                             req->max[r]);
+                             over_cap ? "max" : "reservation",
+                             over_cap ? req->max[r] : req->res[r],
+                             over_cap ? "the device's" : "its max",
+                             over_cap ? nic->cap[r] : req->max[r]);
     }
     /* SHS 13.0-14.0: a VNI belongs to one service per NIC; the default
      * service holds 1 and 10.
@@ -422,9 +419,7 @@ int nic_sim_svc_destroy(void *impl,
             svc + 1,
             (size_t)(so.nic.svcs + so.nic.nsvcs - (svc + 1)) * sizeof(*svc));
     so.nic.nsvcs--;
-    if (simfile_store(sim->dir, &so.nic, false, errp) < 0)
-        goto done;
-    rc = 0;
+    rc = simfile_store(sim->dir, &so.nic, false, errp);
 done:
     simfile_close(&so);
     return rc;

@@ -1,5 +1,5 @@
 /* One job step's CXI services, as an in-process API for the Slurm switch
- * plugin (deploy/slurm/switch/, loaded into slurmstepd).
+ * plugin (plugins/slurm/switch/, loaded into slurmstepd).
  *
  * These are `vnib-agent prolog --step` and `epilog --step` (see
  * agent/commands.h), run in the caller's process: the step's reservation

@@ -445,18 +445,22 @@ int fmc_job_get(struct fmc *c,
         &call, job_get_call(c, fm_job_id, &call, tokenp, msg_of(errp)), errp);
 }
 
-/* fmc_job_reserve (get_first) and fmc_job_create (not): POST the job,
- * and on 409 take the existing one's token.  With get_first, GET it
- * first and POST only on 404.
+/* fmc_job_reserve (get_first) and fmc_job_create (not), one call of
+ * timeout_ms, or the client's when 0 (a negative one makes the call refuse
+ * its arguments): POST the job, and on 409 take the existing one's token.
+ * With get_first, GET it first and POST only on 404.
  */
 static int job_reserve(struct fmc *c,
                        const char *fm_job_id,
                        int mcast_limit,
                        bool get_first,
-                       struct fmc_call *call,
+                       long timeout_ms,
                        char **tokenp,
-                       vnib_error_t *errp)
+                       struct fmc_error *fe)
 {
+    struct fmc_call call =
+        fmhttp_call_begin(timeout_ms != 0 || !c ? timeout_ms : c->timeout_ms);
+    vnib_error_t *errp = msg_of(fe);
     char label[FMC_LABEL_MAX];
     vnib_error_t e = {""};
     char *path = NULL;
@@ -467,9 +471,10 @@ static int job_reserve(struct fmc *c,
     bool empty;
     int rc = -1;
 
-    if (!c || !tokenp || call->timeout_ms <= 0) {
+    if (!c || !tokenp || call.timeout_ms <= 0) {
         errno = EINVAL;
-        return errprintf(errp, "invalid arguments");
+        errprintf(errp, "invalid arguments");
+        goto done;
     }
     *tokenp = NULL;
     if (mcast_limit < 1) {
@@ -483,7 +488,7 @@ static int job_reserve(struct fmc *c,
      * token is the answer, and a POST would make a second FM object.
      */
     if (get_first) {
-        if (job_get(c, path, call, tokenp, &e) == 0) {
+        if (job_get(c, path, &call, tokenp, &e) == 0) {
             rc = 0;
             goto done;
         }
@@ -501,7 +506,7 @@ static int job_reserve(struct fmc *c,
     }
     snprintf(label, sizeof(label), "FM POST %s", jobs_path);
     if (fm_request(
-            c, "POST", jobs_path, payload, call, &status, &reply, &empty, errp)
+            c, "POST", jobs_path, payload, &call, &status, &reply, &empty, errp)
         < 0)
         goto done;
     if (status >= 200 && status <= 299) {
@@ -509,20 +514,20 @@ static int job_reserve(struct fmc *c,
         goto done;
     }
     if (status != 409) {
-        fmhttp_status_error(c, call, FMHTTP_FM, label, status, reply, errp);
+        fmhttp_status_error(c, &call, FMHTTP_FM, label, status, reply, errp);
         goto done;
     }
     /* It exists (someone created it between our GET and POST, or a
      * create raced another): take its token.
      */
-    if (job_get(c, path, call, tokenp, &e) == 0) {
+    if (job_get(c, path, &call, tokenp, &e) == 0) {
         rc = 0;
         goto done;
     }
     if (errno == ENOENT) {
         /* The FM contradicts itself: its 409 is the refusal. */
-        call->fault = FMC_FAULT_REQUEST;
-        call->status = 409;
+        call.fault = FMC_FAULT_REQUEST;
+        call.status = 409;
         errno = EIO;
         errprintf(
             errp, "%s: HTTP 409, yet the job is not found: %s", label, e.text);
@@ -533,16 +538,7 @@ done:
     free(payload);
     json_decref(body);
     free(path);
-    return rc;
-}
-
-/* A reserve's call: timeout_ms, or the client's when 0 (a negative one
- * makes the call refuse its arguments).
- */
-static struct fmc_call reserve_call(const struct fmc *c, long timeout_ms)
-{
-    return fmhttp_call_begin(timeout_ms != 0 || !c ? timeout_ms
-                                                   : c->timeout_ms);
+    return fmhttp_call_end(&call, rc, fe);
 }
 
 int fmc_job_reserve(struct fmc *c,
@@ -552,13 +548,8 @@ int fmc_job_reserve(struct fmc *c,
                     char **tokenp,
                     struct fmc_error *errp)
 {
-    struct fmc_call call = reserve_call(c, timeout_ms);
-
-    return fmhttp_call_end(
-        &call,
-        job_reserve(
-            c, fm_job_id, mcast_limit, true, &call, tokenp, msg_of(errp)),
-        errp);
+    return job_reserve(
+        c, fm_job_id, mcast_limit, true, timeout_ms, tokenp, errp);
 }
 
 int fmc_job_create(struct fmc *c,
@@ -568,13 +559,8 @@ int fmc_job_create(struct fmc *c,
                    char **tokenp,
                    struct fmc_error *errp)
 {
-    struct fmc_call call = reserve_call(c, timeout_ms);
-
-    return fmhttp_call_end(
-        &call,
-        job_reserve(
-            c, fm_job_id, mcast_limit, false, &call, tokenp, msg_of(errp)),
-        errp);
+    return job_reserve(
+        c, fm_job_id, mcast_limit, false, timeout_ms, tokenp, errp);
 }
 
 /* PATCH or DELETE where 2xx and 404 both mean done. */

@@ -494,12 +494,13 @@ static char *step_path(const char *job_id,
     return path;
 }
 
-/* Send a bodiless request to path, which this frees (NULL: it could not
- * be built, errno says why).
+/* Send a request to path with body (NULL: none); this frees both (path
+ * NULL: it could not be built, errno says why).
  */
 static int request_path(struct vnib_client *c,
                         const char *method,
                         char *path,
+                        json_t *body,
                         json_t **replyp,
                         vnib_error_t *errp)
 {
@@ -508,9 +509,11 @@ static int request_path(struct vnib_client *c,
     if (replyp)
         *replyp = NULL;
     if (!path)
-        return errprintf(errp, "%s", strerror(errno));
-    rc = vnib_client_request(c, method, path, NULL, replyp, errp);
+        rc = errprintf(errp, "%s", strerror(errno));
+    else
+        rc = vnib_client_request(c, method, path, body, replyp, errp);
     free(path);
+    json_decref(body);
     return rc;
 }
 
@@ -522,6 +525,7 @@ int vnib_client_get_reservation(struct vnib_client *c,
     return request_path(c,
                         "GET",
                         path_build("/v1/reservations/", job_id, NULL, NULL, ""),
+                        NULL,
                         replyp,
                         errp);
 }
@@ -547,6 +551,7 @@ int vnib_client_release(struct vnib_client *c,
         c,
         "DELETE",
         path_build("/v1/reservations/", job_id, NULL, NULL, query),
+        NULL,
         replyp,
         errp);
 }
@@ -558,7 +563,6 @@ int vnib_client_report(struct vnib_client *c,
 {
     json_t *body = NULL;
     char *path = NULL;
-    int rc = -1;
 
     if (replyp)
         *replyp = NULL;
@@ -566,15 +570,12 @@ int vnib_client_report(struct vnib_client *c,
         errno = EINVAL;
         return errprintf(errp, "report: node and cxi state are needed");
     }
-    if (!(path = r->step_id ? step_path(r->job_id, r->step_id, r->node, "")
-                            : path_build("/v1/reservations/",
-                                         r->job_id,
-                                         "/nodes/",
-                                         r->node,
-                                         ""))) {
-        errprintf(errp, "%s", strerror(errno));
-        goto done;
-    }
+    path = r->step_id
+               ? step_path(r->job_id, r->step_id, r->node, "")
+               : path_build(
+                   "/v1/reservations/", r->job_id, "/nodes/", r->node, "");
+    if (!path)
+        return errprintf(errp, "%s", strerror(errno));
     if (!(body = json_pack("{s:s}", "cxi", r->cxi))
         || (r->services && json_object_set(body, "services", r->services) < 0)
         || (r->reservation > 0
@@ -583,21 +584,21 @@ int vnib_client_report(struct vnib_client *c,
                    < 0)) {
         errno = EINVAL;
         errprintf(errp, "report: invalid cxi state or services");
-        goto done;
+        goto fail;
     }
     if (r->message) {
         json_t *m = json_string(r->message);
         if (!m || json_object_set_new(body, "message", m) < 0) {
             errno = EINVAL;
             errprintf(errp, "report: the message is not valid UTF-8");
-            goto done;
+            goto fail;
         }
     }
-    rc = vnib_client_request(c, "PUT", path, body, replyp, errp);
-done:
+    return request_path(c, "PUT", path, body, replyp, errp);
+fail:
     json_decref(body);
     free(path);
-    return rc;
+    return -1;
 }
 
 int vnib_client_step_reserve(struct vnib_client *c,
@@ -606,8 +607,6 @@ int vnib_client_step_reserve(struct vnib_client *c,
                              vnib_error_t *errp)
 {
     json_t *body = NULL;
-    char *path = NULL;
-    int rc = -1;
 
     if (replyp)
         *replyp = NULL;
@@ -623,19 +622,16 @@ int vnib_client_step_reserve(struct vnib_client *c,
     if (r->vni_count >= 0
         && json_object_set_new(body, "vni_count", json_integer(r->vni_count))
                < 0) {
+        json_decref(body);
         errno = ENOMEM;
-        errprintf(errp, "out of memory");
-        goto done;
+        return errprintf(errp, "out of memory");
     }
-    if (!(path = step_path(r->job_id, r->step_id, NULL, ""))) {
-        errprintf(errp, "%s", strerror(errno));
-        goto done;
-    }
-    rc = vnib_client_request(c, "PUT", path, body, replyp, errp);
-done:
-    json_decref(body);
-    free(path);
-    return rc;
+    return request_path(c,
+                        "PUT",
+                        step_path(r->job_id, r->step_id, NULL, ""),
+                        body,
+                        replyp,
+                        errp);
 }
 
 int vnib_client_get_step(struct vnib_client *c,
@@ -645,7 +641,7 @@ int vnib_client_get_step(struct vnib_client *c,
                          vnib_error_t *errp)
 {
     return request_path(
-        c, "GET", step_path(job_id, step_id, NULL, ""), replyp, errp);
+        c, "GET", step_path(job_id, step_id, NULL, ""), NULL, replyp, errp);
 }
 
 int vnib_client_step_release(struct vnib_client *c,
@@ -659,6 +655,7 @@ int vnib_client_step_release(struct vnib_client *c,
         c,
         "DELETE",
         step_path(job_id, step_id, NULL, force ? "?force=true" : ""),
+        NULL,
         replyp,
         errp);
 }

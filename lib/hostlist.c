@@ -262,23 +262,9 @@ static int add_name(struct hostlist *hl, const char *s, size_t len)
 
 /* ---- ordering ---------------------------------------------------------- */
 
-/* Compare byte strings: memcmp, then the shorter first.  Most suffixes
- * are empty, and skipping the call then keeps the comparison from
- * touching the names at all (glibc's vector memcmp reads them even for a
- * zero length), which matters when a million names are sorted.
- */
-static int cmp_span(const char *a, size_t alen, const char *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    int c = n > 0 ? memcmp(a, b, n) : 0;
-    if (c != 0)
-        return c;
-    return (alen > blen) - (alen < blen);
-}
-
 /* Compare prefixes.  Name bytes are never NUL, so comparing the
- * zero-padded heads orders prefixes exactly as cmp_span would, as far as
- * the heads reach.
+ * zero-padded heads orders prefixes exactly as hostlist_cmp_bytes would,
+ * as far as the heads reach.
  */
 static int cmp_prefix(const struct hl_entry *a, const struct hl_entry *b)
 {
@@ -287,10 +273,10 @@ static int cmp_prefix(const struct hl_entry *a, const struct hl_entry *b)
     if (a->head != b->head)
         return a->head < b->head ? -1 : 1;
     if (a->plen > HL_HEAD_LEN && b->plen > HL_HEAD_LEN)
-        c = cmp_span(a->name + HL_HEAD_LEN,
-                     a->plen - HL_HEAD_LEN,
-                     b->name + HL_HEAD_LEN,
-                     b->plen - HL_HEAD_LEN);
+        c = hostlist_cmp_bytes(a->name + HL_HEAD_LEN,
+                               a->plen - HL_HEAD_LEN,
+                               b->name + HL_HEAD_LEN,
+                               b->plen - HL_HEAD_LEN);
     else
         c = (a->plen > b->plen) - (a->plen < b->plen);
     return c;
@@ -311,7 +297,7 @@ static int cmp_suffix(const struct hl_entry *a, const struct hl_entry *b)
 {
     size_t aoff = (size_t)a->plen + a->dlen;
     size_t boff = (size_t)b->plen + b->dlen;
-    return cmp_span(
+    return hostlist_cmp_bytes(
         a->name + aoff, a->len - aoff, b->name + boff, b->len - boff);
 }
 

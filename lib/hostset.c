@@ -210,21 +210,14 @@ static int add_group(struct hostset *hs,
     return add_bracket(hs, g, (size_t)(open - g), suffix);
 }
 
-static int cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    int c = n > 0 ? memcmp(a, b, n) : 0;
-    if (c != 0)
-        return c;
-    return (alen > blen) - (alen < blen);
-}
-
 /* Order of names' keys without the number: prefix, suffix, width. */
 static int cmp_key(const struct hs_range *a, const struct hs_range *b)
 {
-    int c = cmp_bytes(a->prefix, a->prefix_len, b->prefix, b->prefix_len);
+    int c =
+        hostlist_cmp_bytes(a->prefix, a->prefix_len, b->prefix, b->prefix_len);
     if (c == 0)
-        c = cmp_bytes(a->suffix, a->suffix_len, b->suffix, b->suffix_len);
+        c = hostlist_cmp_bytes(
+            a->suffix, a->suffix_len, b->suffix, b->suffix_len);
     if (c == 0)
         c = (a->width > b->width) - (a->width < b->width);
     return c;

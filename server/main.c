@@ -227,6 +227,13 @@ static int sync_pool(struct broker *b)
                       previous,
                       added,
                       removed);
+    else if (now && !previous[0])
+        logger_printf(b->log,
+                      LOG_INFO,
+                      NULL,
+                      "vni.pool %s: recorded as this database's pool (its "
+                      "first broker start)",
+                      now);
     else if (added || removed)
         logger_printf(b->log,
                       LOG_INFO,

@@ -1,36 +1,60 @@
 #!/bin/sh
 # Install the Debian packages vnibroker needs to build, test and run.
 #
-#   sh deploy/tools/deps.sh          build, test and `make run` packages
-#   sh deploy/tools/deps.sh fuzz     plus clang and libFuzzer for `make fuzz`
-#   sh deploy/tools/deps.sh ci       plus what .ci/run needs beyond `make
-#                                    check`: clang, scan-build (`make scan`)
-#                                    and clang-format (`make format-check`)
+#   sh deploy/tools/deps.sh          build and test packages (`make deps`,
+#                                    `make check`, `make bench`), and
+#                                    Slurm's source tree (below)
+#   sh deploy/tools/deps.sh run      only what `make run` builds and runs:
+#                                    the broker's -dev packages, the
+#                                    compiler, PostgreSQL, openssl, curl
+#   sh deploy/tools/deps.sh demo     `make demo`: run's, plus jq and python3
+#   sh deploy/tools/deps.sh fuzz     the first, plus clang and libFuzzer for
+#                                    `make fuzz`
+#   sh deploy/tools/deps.sh ci       the first, plus what .ci/run needs
+#                                    beyond `make check`: clang, scan-build
+#                                    (`make scan`) and clang-format
+#                                    (`make format-check`)
 #
 # Only missing packages are installed, so a second run is quick and quiet.
 # As root it runs apt-get; otherwise it prints the exact command to run.
 #
-# Then it fetches and configures the Slurm source tree the switch plugin
+# Then, except for run and demo (the broker needs nothing of Slurm), it
+# fetches and configures the Slurm source tree the switch plugin
 # (switch_vnib.so) is built against, into build/slurm-src
 # (deploy/tools/slurm-src.sh: a private apt configuration, never the
 # system's; a no-op once done).  With SLURM_SRC set (a site's own
 # configured tree) it fetches nothing.
 set -eu
 
-PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
-      libjansson-dev libpq-dev libssl-dev libcmocka-dev postgresql
-      postgresql-contrib curl jq openssl util-linux procps iproute2 python3
+# What the broker, vnibctl and fmsim need to build, and `make run` to
+# run them: a private PostgreSQL cluster (initdb, pg_ctl, psql), openssl
+# (the FM password), runuser as root (util-linux), and curl for the
+# examples it prints.
+RUN_PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
+          libjansson-dev libpq-dev libssl-dev postgresql curl openssl
+          util-linux"
+PKGS="$RUN_PKGS libcmocka-dev postgresql-contrib jq procps iproute2 python3
       python3-yaml
       slurmctld slurmd slurm-client libslurm-dev dpkg-dev
       debian-archive-keyring
       chromium prometheus debhelper fakeroot lintian"
+fetch_slurm=1
 case "${1:-}" in
     "") ;;
+    run)
+        PKGS=$RUN_PKGS
+        fetch_slurm=0
+        ;;
+    # The demo's job stream is Python; jq marks its faulty nodes' NICs.
+    demo)
+        PKGS="$RUN_PKGS jq python3"
+        fetch_slurm=0
+        ;;
     fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
     # clang-tools, not clang-tools-14, is the package of /usr/bin/scan-build.
     ci) PKGS="$PKGS clang clang-tools clang-format" ;;
     *)
-        echo "deps: unknown argument '$1' (want none, fuzz or ci)" >&2
+        echo "deps: unknown argument '$1' (want none, run, demo, fuzz or ci)" >&2
         exit 2
         ;;
 esac
@@ -44,6 +68,7 @@ for p in $PKGS; do
     esac
 done
 slurm_src () {
+    [ "$fetch_slurm" -eq 1 ] || return 0
     [ -n "${SLURM_SRC:-}" ] && return 0
     sh "$(dirname "$0")/slurm-src.sh" build
 }

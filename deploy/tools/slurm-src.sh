@@ -1,6 +1,6 @@
 #!/bin/sh
 # Fetch, verify, unpack and configure the Slurm source tree that the
-# switch plugin (deploy/slurm/switch/) is compiled against.
+# switch plugin (plugins/slurm/switch/) is compiled against.
 #
 #   sh deploy/tools/slurm-src.sh BUILD_DIR            fetch and configure
 #   sh deploy/tools/slurm-src.sh BUILD_DIR --print    print the tree's path

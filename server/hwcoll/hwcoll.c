@@ -524,7 +524,7 @@ struct hwcoll *hwcoll_create(struct broker *b, vnib_error_t *errp)
         LOG_NOTICE,
         NULL,
         "hwcoll: Fabric Manager %s (auth %s), %d multicast addresses per "
-        "job%s, %s, job ids '%s-<job>'",
+        "job%s, %s, FM job ids '%s-<job>-r<reservation id>'",
         cfg->hwcoll.fm_url,
         cfg->hwcoll.auth,
         h->addrs_per_job,

@@ -10,7 +10,8 @@
  * store.c         the pool, bounded-time statements, errors, statistics,
  *                 sessions (LISTEN and the leader's lock)
  * store_sql.c     every SQL statement, by enum stmt_id
- * store_migrate.c schema versions, migration digests, migrate, readiness
+ * store_migrate.c schema versions, migration digests, migrate, the SQL
+ *                 functions, readiness
  * store_batch.c   rows, array literals and the group machinery
  * store_reservations.c  reserve, get, list, release
  * store_nodes.c   node reports, the node view, undrain
@@ -50,6 +51,8 @@ enum stmt_id {
     STMT_MIGRATE_LOCK,
     STMT_SCHEMA_DIGESTS,
     STMT_SCHEMA_DIGEST_SET,
+    STMT_FUNCTIONS_STATE,
+    STMT_FUNCTIONS_RECORD,
     STMT_SET_TIMEOUT,
     STMT_RESERVE,
     STMT_RES_GET,
@@ -169,6 +172,9 @@ struct store {
     unsigned long ready_gen;
     int ready_errno; /* of the last check; 0: ready */
     vnib_error_t ready_why;
+    /* The SHA-256 of the other build's SQL functions that replaced this
+     * binary's, once warned about (store_migrate.c).  Under lock. */
+    char functions_warned[65];
 };
 
 /* Borrow a connection, connected.  Waits up to acquire_timeout_ms for a

@@ -1,13 +1,16 @@
 /* The schema: the version a database is at, the migrations this binary
  * carries (applied in one transaction under an advisory lock), the SHA-256
- * of each applied migration checked against its text, and readiness
- * (/readyz).
+ * of each applied migration checked against its text, the SQL functions
+ * (schema/functions/, applied after the migrations and recorded by their
+ * SHA-256), and readiness (/readyz).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 #include "vnib/hex.h"
@@ -16,6 +19,9 @@
 
 /* The first schema that records digests. */
 #define SCHEMA_DIGESTS_VERSION 13
+
+/* The first schema that records the SQL functions applied. */
+#define SCHEMA_FUNCTIONS_VERSION 20
 
 /* Migrations may rebuild tables; give them far longer than a request. */
 #define MIGRATE_TIMEOUT_MS (30 * 60 * 1000)
@@ -108,6 +114,179 @@ static int digests_match(const PGresult *r, vnib_error_t *errp)
     return 0;
 }
 
+/* ---- the SQL functions (schema/0020) ------------------------------------ */
+
+/* The SHA-256 of the SQL functions this binary carries, in hex: of their
+ * files' texts, one after the other in the order they are applied (so
+ * sha256sum of the files of schema/functions/ concatenated in name order).
+ */
+static int functions_digest(char hex[65], vnib_error_t *errp)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+
+    for (size_t i = 0; ok && i < schema_functions_count; i++)
+        ok = EVP_DigestUpdate(
+                 ctx, schema_functions[i].sql, strlen(schema_functions[i].sql))
+             == 1;
+    ok = ok && EVP_DigestFinal_ex(ctx, md, &len) == 1
+         && len == SHA256_DIGEST_LENGTH;
+    EVP_MD_CTX_free(ctx);
+    if (!ok) {
+        errno = ENOMEM;
+        return errprintf(errp, "cannot compute the SQL functions' SHA-256");
+    }
+    hex_encode(md, len, hex);
+    return 0;
+}
+
+/* What schema_functions says of this binary's functions at a version. */
+struct functions_state {
+    bool any;            /* functions were ever recorded */
+    int version;         /* the newest record's schema version */
+    char sha256[65];     /* its SHA-256 */
+    char applied_at[32]; /* and when, UTC */
+    bool known;          /* this binary's were applied at the version */
+};
+
+/* From a row of STMT_FUNCTIONS_STATE. */
+static void functions_state_read(const PGresult *r, struct functions_state *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (PQntuples(r) != 1)
+        return;
+    st->any = !PQgetisnull(r, 0, 1);
+    st->version = atoi(PQgetvalue(r, 0, 0));
+    snprintf(st->sha256, sizeof(st->sha256), "%s", PQgetvalue(r, 0, 1));
+    snprintf(st->applied_at, sizeof(st->applied_at), "%s", PQgetvalue(r, 0, 2));
+    st->known = PQgetvalue(r, 0, 3)[0] == 't';
+}
+
+/* The newest functions recorded are this binary's, at this version. */
+static bool functions_current(const struct functions_state *st,
+                              int version,
+                              const char *mine)
+{
+    return st->any && st->version == version && !strcmp(st->sha256, mine);
+}
+
+/* Whether a database at this binary's schema version (version) has this
+ * binary's SQL functions: 0 when they are the newest applied, and also
+ * when another build's replaced them after they were applied (a rolling
+ * upgrade: the newer ones keep what older builds call), warned about
+ * once per replacement; -1 with ESTALE when they never were applied
+ * (as for an older schema: the admin runs --migrate), or with errno and
+ * errp when the database cannot say.
+ */
+static int functions_check(struct store *s, int version, vnib_error_t *errp)
+{
+    char mine[65], vbuf[16];
+    const char *params[2] = {vbuf, mine};
+    struct functions_state st;
+
+    if (functions_digest(mine, errp) < 0)
+        return -1;
+    snprintf(vbuf, sizeof(vbuf), "%d", version);
+    PGresult *r = store_run(s, STMT_FUNCTIONS_STATE, params, errp);
+    if (!r)
+        return -1;
+    functions_state_read(r, &st);
+    PQclear(r);
+    if (functions_current(&st, version, mine))
+        return 0;
+    if (!st.known) {
+        errno = ESTALE;
+        return errprintf(errp,
+                         "database schema %d lacks this vnibrokerd's SQL "
+                         "functions (SHA-256 %.12s...): run 'vnibrokerd "
+                         "--migrate'",
+                         version,
+                         mine);
+    }
+    pthread_mutex_lock(&s->lock);
+    bool warn = strcmp(s->functions_warned, st.sha256) != 0;
+    if (warn)
+        snprintf(
+            s->functions_warned, sizeof(s->functions_warned), "%s", st.sha256);
+    pthread_mutex_unlock(&s->lock);
+    if (warn)
+        logger_printf(s->log,
+                      LOG_WARNING,
+                      NULL,
+                      "database SQL functions are another build's (SHA-256 "
+                      "%.12s..., applied %s at schema %d); this "
+                      "vnibrokerd's (%.12s...) were applied before: "
+                      "serving; upgrade this one soon",
+                      st.sha256,
+                      st.applied_at,
+                      st.version,
+                      mine);
+    return 0;
+}
+
+/* Apply this binary's SQL functions on c, inside the migration's
+ * transaction, to a database at this binary's schema version, and record
+ * them; nothing when they are the newest recorded at this version
+ * already.
+ */
+static int functions_apply(struct store *s,
+                           struct conn *c,
+                           int version,
+                           vnib_error_t *errp)
+{
+    char mine[65], vbuf[16], had[32];
+    const char *params[2] = {vbuf, mine};
+    struct functions_state st;
+    PGresult *r;
+
+    if (functions_digest(mine, errp) < 0)
+        return -1;
+    snprintf(vbuf, sizeof(vbuf), "%d", version);
+    if (!(r = store_conn_exec(
+              s, c, STMT_FUNCTIONS_STATE, params, MIGRATE_TIMEOUT_MS, errp)))
+        return -1;
+    functions_state_read(r, &st);
+    PQclear(r);
+    if (functions_current(&st, version, mine)) {
+        logger_printf(s->log,
+                      LOG_NOTICE,
+                      NULL,
+                      "migrate: SQL functions are current (SHA-256 %.12s...)",
+                      mine);
+        return 0;
+    }
+    if (st.any)
+        snprintf(had, sizeof(had), "%.12s...", st.sha256);
+    else
+        snprintf(had, sizeof(had), "none recorded");
+    logger_printf(s->log,
+                  LOG_NOTICE,
+                  NULL,
+                  "migrate: applying SQL functions (SHA-256 %.12s...; the "
+                  "database had %s)",
+                  mine,
+                  had);
+    for (size_t i = 0; i < schema_functions_count; i++) {
+        const struct schema_function_file *f = &schema_functions[i];
+
+        if (store_conn_exec_script(
+                s, c, f->sql, f->name, MIGRATE_TIMEOUT_MS, errp)
+            < 0) {
+            char why[sizeof(errp->text)];
+            snprintf(why, sizeof(why), "%s", errp ? errp->text : "error");
+            return errprintf(
+                errp, "SQL functions functions/%s failed: %s", f->name, why);
+        }
+    }
+    if (!(r = store_conn_exec(
+              s, c, STMT_FUNCTIONS_RECORD, params, MIGRATE_TIMEOUT_MS, errp)))
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
 int store_check_migrations(struct store *s, vnib_error_t *errp)
 {
     int version;
@@ -122,6 +301,10 @@ int store_check_migrations(struct store *s, vnib_error_t *errp)
         return -1;
     rc = digests_match(r, errp);
     PQclear(r);
+    /* The functions of another schema are its binary's to check. */
+    if (rc == 0 && version == store_required_version()
+        && version >= SCHEMA_FUNCTIONS_VERSION)
+        rc = functions_check(s, version, errp);
     return rc;
 }
 
@@ -136,10 +319,13 @@ static int check_ready(struct store *s, vnib_error_t *errp)
         errno = ESTALE;
         return errprintf(errp,
                          "database schema is at version %d, this vnibrokerd "
-                         "needs %d: store_run 'vnibrokerd --migrate'",
+                         "needs %d: run 'vnibrokerd --migrate'",
                          version,
                          need);
     }
+    if (version == need && version >= SCHEMA_FUNCTIONS_VERSION
+        && functions_check(s, version, errp) < 0)
+        return -1;
     /* Writes failed for lack of a resource: ready again only once one
      * succeeds, this probe's or a request's. */
     pthread_mutex_lock(&s->lock);
@@ -238,7 +424,8 @@ int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp)
                       LOG_WARNING,
                       NULL,
                       "migrate: database schema %d is newer than this "
-                      "vnibrokerd knows (%d); nothing to do",
+                      "vnibrokerd knows (%d); nothing to do, its SQL "
+                      "functions included",
                       version,
                       store_required_version());
     }
@@ -289,6 +476,13 @@ int store_migrate(struct store *s, int *fromp, int *top, vnib_error_t *errp)
         PQclear(r);
     }
     r = NULL;
+    /* The SQL functions, only to a schema at this binary's version: a
+     * newer one has its own binary's.
+     */
+    if (version == store_required_version()
+        && version >= SCHEMA_FUNCTIONS_VERSION
+        && functions_apply(s, c, version, errp) < 0)
+        goto done;
     if (store_conn_exec_script(
             s, c, "COMMIT", "commit", MIGRATE_TIMEOUT_MS, errp)
         < 0)

@@ -30,6 +30,23 @@ static const char sql_schema_digest_set[] =
     "UPDATE schema_version SET sha256 = $2 "
     "WHERE version = $1::integer AND sha256 IS NULL";
 
+/* The SQL functions applied (schema/0020): the newest record's schema
+ * version, SHA-256 and time (NULLs when there is none), and whether
+ * SHA-256 $2 was ever applied at version $1.
+ */
+static const char sql_functions_state[] =
+    "SELECT l.schema_version, l.sha256, "
+    "to_char(l.applied_at AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+    "EXISTS (SELECT 1 FROM schema_functions f "
+    "WHERE f.schema_version = $1::integer AND f.sha256 = $2) "
+    "FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT * FROM schema_functions "
+    "ORDER BY id DESC LIMIT 1) l ON true";
+
+static const char sql_functions_record[] =
+    "INSERT INTO schema_functions (schema_version, sha256) "
+    "VALUES ($1::integer, $2)";
+
 /* The server ends a statement at the timeout the client gives up at, and
  * (PostgreSQL 14 and later) checks every second whether the client is
  * still there while a statement runs: a broker killed in the middle of a
@@ -357,6 +374,8 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_MIGRATE_LOCK] = {"migrate_lock", sql_migrate_lock, 0},
     [STMT_SCHEMA_DIGESTS] = {"schema_digests", sql_schema_digests, 0},
     [STMT_SCHEMA_DIGEST_SET] = {"schema_digest_set", sql_schema_digest_set, 2},
+    [STMT_FUNCTIONS_STATE] = {"functions_state", sql_functions_state, 2},
+    [STMT_FUNCTIONS_RECORD] = {"functions_record", sql_functions_record, 2},
     [STMT_SET_TIMEOUT] = {"set_timeout", sql_set_timeout, 1},
     [STMT_RESERVE] = {"reserve", sql_reserve, 24},
     [STMT_RES_GET] = {"res_get", sql_res_get, 6},

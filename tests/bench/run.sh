@@ -83,6 +83,28 @@ wanted () {
     return 1
 }
 
+# scenario NAME [steal]: when wanted, NAME_scenario, and NAME_not_run with
+# why_not when the API is not up, or with why when the scenario fails;
+# with steal, the VM host's share of the CPU time (steal_note) around it.
+scenario () {
+    wanted "$1" || return 0
+    if [ "$api_ready" != 1 ]; then
+        "$1_not_run" "$why_not"
+        return 0
+    fi
+    [ "${2:-}" != steal ] || steal_mark
+    "$1_scenario" || "$1_not_run" "$why"
+    [ "${2:-}" != steal ] || steal_note "$1"
+}
+
+# stop_pids PID...: SIGTERM each and wait for it.
+stop_pids () {
+    for sp_pid in "$@"; do
+        kill -TERM "$sp_pid" 2>/dev/null
+        wait "$sp_pid" 2>/dev/null
+    done
+}
+
 # api SCENARIO [ARGS...]: one bench_api scenario, bounded in time even if
 # the load generator's own bounds failed.  It runs in the background and is
 # tracked, so that an interrupt stops it at once through lib.sh's cleanup.
@@ -235,8 +257,7 @@ bench_broker_start () {
     track "$BROKER_PID"
     BROKER_URL=http://127.0.0.1:$PORT
     wait_for 10 curl -sf -o /dev/null "$BROKER_URL/healthz" && return 0
-    kill -TERM "$BROKER_PID" 2>/dev/null
-    wait "$BROKER_PID" 2>/dev/null
+    stop_pids "$BROKER_PID"
     return 1
 }
 
@@ -629,20 +650,11 @@ frag_scenario () {
     frag_rows "$FRAG_ROW" "" " of 11,136 nodes"
     frag_rows "$FRAG_DB_ROW" -db ", cache off" ref
     api_at "$BROKER_URL" frag-release
-    kill -TERM "$FRAG_DB_PID" 2>/dev/null
-    wait "$FRAG_DB_PID" 2>/dev/null
+    stop_pids "$FRAG_DB_PID"
     return 0
 }
 
-if wanted frag; then
-    if [ "$api_ready" != 1 ]; then
-        frag_not_run "$why_not"
-    else
-        steal_mark
-        frag_scenario || frag_not_run "$why"
-        steal_note "frag"
-    fi
-fi
+scenario frag steal
 
 # ---- the FM release-queue drain --------------------------------------------
 #
@@ -675,14 +687,12 @@ drain_broker_start () {
     DRAIN_PID=$!
     track "$DRAIN_PID"
     wait_for 10 curl -sf -o /dev/null "$DRAIN_URL/healthz" && return 0
-    kill -TERM "$DRAIN_PID" 2>/dev/null
-    wait "$DRAIN_PID" 2>/dev/null
+    stop_pids "$DRAIN_PID"
     return 1
 }
 
 drain_broker_stop () {
-    kill -TERM "$DRAIN_PID" 2>/dev/null
-    wait "$DRAIN_PID" 2>/dev/null
+    stop_pids "$DRAIN_PID"
 }
 
 now_ms () {
@@ -825,8 +835,7 @@ if wanted drain; then
     fi
     [ -n "$DRAIN_PID" ] && drain_broker_stop
     if [ -n "$FMSIM_PID" ]; then
-        kill -TERM "$FMSIM_PID" 2>/dev/null
-        wait "$FMSIM_PID" 2>/dev/null
+        stop_pids "$FMSIM_PID"
     fi
 fi
 
@@ -1022,10 +1031,8 @@ if wanted fmslow; then
     elif ! fmslow_scenario; then
         row_not_run "$FMSLOW_ROW" ms "<=" 5 "$why"
     fi
-    for pid in $FMSLOW_PID $FMSLOW_SIM; do
-        kill -TERM "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
+    # shellcheck disable=SC2086
+    stop_pids $FMSLOW_PID $FMSLOW_SIM
 fi
 
 # ---- job starts with hardware collectives ----------------------------------
@@ -1129,17 +1136,9 @@ hwcoll_scenario () {
 if wanted hwcoll; then
     HW_PID=""
     HW_SIM=""
-    if [ "$api_ready" != 1 ]; then
-        hwcoll_not_run "$why_not"
-    else
-        steal_mark
-        hwcoll_scenario || hwcoll_not_run "$why"
-        steal_note "hwcoll"
-    fi
-    for pid in $HW_PID $HW_SIM; do
-        kill -TERM "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
+    scenario hwcoll steal
+    # shellcheck disable=SC2086
+    stop_pids $HW_PID $HW_SIM
 fi
 
 # ---- slow and unauthenticated clients ---------------------------------------
@@ -1205,22 +1204,41 @@ openloop_p99 () {
 # the broker stays visible.
 SLOW_ROUNDS=${BENCH_SLOW_ROUNDS:-3}
 
+# timed_p99: one open-loop run (openloop_p99); sets P99, and TICKS to the
+# broker's CPU time during it.
+timed_p99 () {
+    tp_c0=$(cpu_ticks "$BROKER_PID")
+    P99=$(openloop_p99)
+    TICKS=$(($(cpu_ticks "$BROKER_PID") - tp_c0))
+}
+
+# trickle_p99 OUT NOFILE ARGS...: timed_p99 while slowclients.py trickle
+# ARGS (see its usage) attacks the broker, from 3 s after it starts, when
+# its connections have piled up; its output goes to OUT.  NOFILE: the
+# descriptor limit it needs (it does not run without), or - for ours.
+trickle_p99 () {
+    tr_out=$1
+    tr_nofile=$2
+    shift 2
+    (
+        [ "$tr_nofile" = - ] || ulimit -n "$tr_nofile" || exit
+        exec nice -n 19 python3 "$SLOW_PY" trickle "$PORT" "$@"
+    ) >"$tr_out" 2>&1 &
+    trickle_pid=$!
+    track "$trickle_pid"
+    sleep 3
+    timed_p99
+    wait "$trickle_pid"
+}
+
 # flood_ref NAME SOURCE COUNT INTERVAL REOPEN: one open-loop run while
 # slowclients.py trickles from SOURCE (see its usage), printed as a
 # reference row with the broker's CPU time per attack connection.
 flood_ref () {
-    (ulimit -n 8192 && exec nice -n 19 python3 "$SLOW_PY" trickle "$PORT" \
-        "$2" "$3" $((SECS + 6)) "$4" "$5") >"$T/flood.out" 2>&1 &
-    trickle_pid=$!
-    track "$trickle_pid"
-    sleep 3
-    c2=$(cpu_ticks "$BROKER_PID")
-    flood=$(openloop_p99)
-    c3=$(cpu_ticks "$BROKER_PID")
-    wait "$trickle_pid"
+    trickle_p99 "$T/flood.out" 8192 "$2" "$3" $((SECS + 6)) "$4" "$5"
     fn=$(cat "$T/flood.out")
-    printf '%-52s %12.3f %-6s %2s %10s  %s\n' "$1" "${flood:-0}" ms "" - \
-        "ref ($fn connections, broker CPU $((c3 - c2)) ticks, $(per_conn_us $((c3 - c2)) "$fn") us each)"
+    printf '%-52s %12.3f %-6s %2s %10s  %s\n' "$1" "${P99:-0}" ms "" - \
+        "ref ($fn connections, broker CPU $TICKS ticks, $(per_conn_us "$TICKS" "$fn") us each)"
 }
 
 slow_scenario () {
@@ -1228,34 +1246,20 @@ slow_scenario () {
     r=0
     while [ "$r" -lt "$SLOW_ROUNDS" ]; do
         r=$((r + 1))
-        c0=$(cpu_ticks "$BROKER_PID")
-        q=$(openloop_p99)
-        c1=$(cpu_ticks "$BROKER_PID")
-        nice -n 19 python3 "$SLOW_PY" trickle "$PORT" 127.0.0.9 "$SLOW_CONNS" \
-            $((SECS + 6)) >"$T/trickle.out" 2>&1 &
-        trickle_pid=$!
-        track "$trickle_pid"
-        sleep 3 # let the slow connections pile up
-        c2=$(cpu_ticks "$BROKER_PID")
-        l=$(openloop_p99)
-        c3=$(cpu_ticks "$BROKER_PID")
-        wait "$trickle_pid"
-        (ulimit -n 8192 && exec nice -n 19 python3 "$SLOW_PY" trickle "$PORT" \
-            "$MANY_ADDRS" "$MANY_PER_ADDR" $((SECS + 6)) 2 1) >"$T/many.out" 2>&1 &
-        trickle_pid=$!
-        track "$trickle_pid"
-        sleep 3
-        c4=$(cpu_ticks "$BROKER_PID")
-        m=$(openloop_p99)
-        c5=$(cpu_ticks "$BROKER_PID")
-        wait "$trickle_pid"
+        timed_p99
+        q=$P99 qt=$TICKS
+        trickle_p99 "$T/trickle.out" - 127.0.0.9 "$SLOW_CONNS" $((SECS + 6))
+        l=$P99 lt=$TICKS
+        trickle_p99 "$T/many.out" 8192 "$MANY_ADDRS" "$MANY_PER_ADDR" \
+            $((SECS + 6)) 2 1
+        m=$P99 mt=$TICKS
         [ -n "$q" ] && echo "$q" >>"$T/slow.quiet"
         [ -n "$l" ] && echo "$l" >>"$T/slow.loud"
         [ -n "$m" ] && echo "$m" >>"$T/slow.many"
-        echo "#   round $r: quiet p99 ${q:-?} ms (broker CPU $((c1 - c0)) ticks)," \
-            "under attack ${l:-?} ms (broker CPU $((c3 - c2)) ticks);" \
+        echo "#   round $r: quiet p99 ${q:-?} ms (broker CPU $qt ticks)," \
+            "under attack ${l:-?} ms (broker CPU $lt ticks);" \
             "$(cat "$T/trickle.out") attack connections opened;" \
-            "64 addresses ${m:-?} ms (broker CPU $((c5 - c4)) ticks," \
+            "64 addresses ${m:-?} ms (broker CPU $mt ticks," \
             "$(cat "$T/many.out") connections opened)"
     done
     flood_ref "reserve p99 at 200/s, 1 s reconnect flood (ref)" \
@@ -1340,8 +1344,7 @@ contention_scenario () {
             started=1
             break
         fi
-        kill -TERM "$CONT_PID" 2>/dev/null
-        wait "$CONT_PID" 2>/dev/null
+        stop_pids "$CONT_PID"
     done
     PORT=$saved_port
     if [ "$started" != 1 ]; then
@@ -1362,18 +1365,11 @@ contention_scenario () {
     cat "$T/contention.out"
     dl1=$(grep -c 'deadlock detected' "$T/pglog/pg.log")
     echo "#   PostgreSQL logged $((dl1 - dl0)) deadlocks during the run"
-    kill -TERM "$CONT_PID" 2>/dev/null
-    wait "$CONT_PID" 2>/dev/null
+    stop_pids "$CONT_PID"
     return 0
 }
 
-if wanted contention; then
-    if [ "$api_ready" != 1 ]; then
-        contention_not_run "$why_not"
-    elif ! contention_scenario; then
-        contention_not_run "$why"
-    fi
-fi
+scenario contention
 
 # ---- history: costs that must not grow with the database -------------------
 #
@@ -1451,8 +1447,7 @@ hist_broker () {
         HB_URL=http://127.0.0.1:$PORT
         wait_for 30 curl -sf -o /dev/null "$HB_URL/healthz" && break
         ok=0
-        kill -TERM "$HB_PID" 2>/dev/null
-        wait "$HB_PID" 2>/dev/null
+        stop_pids "$HB_PID"
     done
     PORT=$saved_port
     return $((1 - ok))
@@ -1636,10 +1631,7 @@ history_scenario () {
     fi
 
     # purge under a steady stream
-    kill -TERM "$HIST_PID" 2>/dev/null
-    wait "$HIST_PID" 2>/dev/null
-    kill -TERM "$FRESH_PID" 2>/dev/null
-    wait "$FRESH_PID" 2>/dev/null
+    stop_pids "$HIST_PID" "$FRESH_PID"
     hist_broker history-purge history 30 1 || {
         why="the history broker does not restart"
         return 1
@@ -1689,8 +1681,7 @@ history_scenario () {
     else
         row_not_run "$HIST_PURGE_ROW" ratio "<=" 0.25 "too few samples or no bytes per pair"
     fi
-    kill -TERM "$HIST_PID" 2>/dev/null
-    wait "$HIST_PID" 2>/dev/null
+    stop_pids "$HIST_PID"
     if [ -s "$T/history-purge-broker.log" ]; then
         echo "#   history broker warnings: $(wc -l <"$T/history-purge-broker.log") lines; the first:"
         head -n 3 "$T/history-purge-broker.log" | cut -c1-200 | sed 's/^/#   /'
@@ -1698,15 +1689,7 @@ history_scenario () {
     return 0
 }
 
-if wanted history; then
-    if [ "$api_ready" != 1 ]; then
-        history_not_run "$why_not"
-    else
-        steal_mark
-        history_scenario || history_not_run "$why"
-        steal_note "history"
-    fi
-fi
+scenario history steal
 
 # ---- uiscale: the status page at the scale of issue 16 ----------------------
 #
@@ -1864,10 +1847,7 @@ uiscale_scenario () {
     uiscale_pair "page: one refresh incl. fetches p50, at scale" ms "" - page_total
     uiscale_pair "$UI_RENDER_ROW" ms "<=" 100 page_render
     uiscale_pair "$UI_LONG_ROW" ms "<=" 200 page_long
-    for pid in "$UI_SMALL_PID" "$UI_BIG_PID"; do
-        kill -TERM "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
+    stop_pids "$UI_SMALL_PID" "$UI_BIG_PID"
     for b in uismall uibig; do
         [ -s "$T/$b-broker.log" ] &&
             echo "#   $b broker: $(wc -l <"$T/$b-broker.log") log lines; the first: $(head -n 1 "$T/$b-broker.log" | cut -c1-160)"
@@ -1875,15 +1855,7 @@ uiscale_scenario () {
     return 0
 }
 
-if wanted uiscale; then
-    if [ "$api_ready" != 1 ]; then
-        uiscale_not_run "$why_not"
-    else
-        steal_mark
-        uiscale_scenario || uiscale_not_run "$why"
-        steal_note "uiscale"
-    fi
-fi
+scenario uiscale steal
 
 # ---- failover: promote to the first successful reserve ---------------------
 #

@@ -1,5 +1,5 @@
 /* libFuzzer target for the SPANK plugin's env-file parser
- * (deploy/slurm/spank/vnib_spank.c, compiled into this file for its
+ * (plugins/slurm/spank/vnib_spank.c, compiled into this file for its
  * static parse_env_file and parse_line).
  *
  * The file is written by the agent, but a compromised or buggy writer, a
@@ -12,7 +12,7 @@
  * them.
  */
 #define slurm_error fuzz_slurm_error
-#include "deploy/slurm/spank/vnib_spank.c"
+#include "plugins/slurm/spank/vnib_spank.c"
 #undef slurm_error
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,6 +1,6 @@
 /* libFuzzer target for what the switch plugin (switch/vnib) reads from
  * the outside: the packed jobinfo that travels with a step (first byte
- * even: deploy/slurm/switch/swv_jobinfo.c) and the SwitchParameters and
+ * even: plugins/slurm/switch/swv_jobinfo.c) and the SwitchParameters and
  * --network strings (first byte odd: swv_opts.c; the rest of the input
  * is split at its first NUL into the settings and a --network).
  *

@@ -101,28 +101,68 @@ static void expect_error(struct harness *h,
     json_decref(out);
 }
 
+/* The roles of the route for method and path, which must have one. */
+static unsigned route_roles(const char *method, const char *path)
+{
+    struct route_params params;
+    char allow[64];
+
+    int i =
+        route_match(&api_routes, method, path, &params, allow, sizeof(allow));
+    assert_true(i >= 0);
+    return api_routes.rows[i].roles;
+}
+
+/* A call the pipeline or the handler must refuse to its caller (403). */
+static void expect_forbidden(struct harness *h, struct harness_req rq)
+{
+    expect_error(h, rq, 403, "forbidden");
+}
+
+/* A bodiless METHOD of /v1/reservations/TAIL as who (TAIL: "JOB" or
+ * "JOB/steps/STEP", with a query or not).
+ */
+static int res_call(struct harness *h,
+                    const char *method,
+                    const char *tail,
+                    struct harness_caller who,
+                    json_t **outp)
+{
+    char target[256];
+    snprintf(target, sizeof(target), "/v1/reservations/%s", tail);
+    return harness_call(
+        h, (struct harness_req){method, target, who, NULL}, outp);
+}
+
 /* DELETE /v1/reservations/JOB (target ends with the job and a query). */
 static int release(struct harness *h,
                    const char *job_query,
                    struct harness_caller who,
                    json_t **outp)
 {
-    char target[256];
-    snprintf(target, sizeof(target), "/v1/reservations/%s", job_query);
-    return harness_call(
-        h, (struct harness_req){"DELETE", target, who, NULL}, outp);
+    return res_call(h, "DELETE", job_query, who, outp);
 }
 
-/* A node's report of its CXI state for job. */
+/* A node's report of its CXI state for job, or for its step (not NULL). */
 static int report(struct harness *h,
                   const char *job,
+                  const char *step,
                   const char *node,
                   const char *cxi,
                   json_t **outp)
 {
     char target[256], body[64];
     struct harness_caller who = {ROLE_NODE, node};
-    snprintf(target, sizeof(target), "/v1/reservations/%s/nodes/%s", job, node);
+    if (step)
+        snprintf(target,
+                 sizeof(target),
+                 "/v1/reservations/%s/steps/%s/nodes/%s",
+                 job,
+                 step,
+                 node);
+    else
+        snprintf(
+            target, sizeof(target), "/v1/reservations/%s/nodes/%s", job, node);
     snprintf(body, sizeof(body), "{\"cxi\": \"%s\"}", cxi);
     return harness_call(
         h, (struct harness_req){"PUT", target, who, body}, outp);
@@ -151,6 +191,27 @@ static json_t *events(struct harness *h, const char *job)
         200);
     assert_true(json_is_array(json_object_get(out, "events")));
     return out;
+}
+
+/* reserve, which must create the reservation (201); the reply is dropped. */
+static void reserved(struct harness *h,
+                     const char *job,
+                     int vni_count,
+                     const char *nodes)
+{
+    json_t *out = NULL;
+    assert_int_equal(reserve(h, job, vni_count, nodes, &out), 201);
+    json_decref(out);
+}
+
+/* The scheduler's release, which must end the reservation at once (200);
+ * the reply is dropped.
+ */
+static void released(struct harness *h, const char *job_query)
+{
+    json_t *out = NULL;
+    assert_int_equal(release(h, job_query, scheduler, &out), 200);
+    json_decref(out);
 }
 
 static void test_reserve_takes_pool_vnis(void **state)
@@ -209,17 +270,15 @@ static void test_release_then_quarantine(void **state)
     json_t *out = NULL;
 
     /* No node reported: nothing to wait for. */
-    assert_int_equal(reserve(h, "rel-now", 1, "tux[1-2]", &out), 201);
-    json_decref(out);
+    reserved(h, "rel-now", 1, "tux[1-2]");
     assert_int_equal(release(h, "rel-now", scheduler, &out), 200);
     assert_string_equal(jstr(out, "state"), "released");
     assert_string_equal(jstr(out, "released_by"), "slurmctld");
     json_decref(out);
 
     /* A node holds services: the VNI stays quarantined. */
-    assert_int_equal(reserve(h, "rel-quar", 1, "tux[1-2]", &out), 201);
-    json_decref(out);
-    assert_int_equal(report(h, "rel-quar", "tux1", "created", &out), 200);
+    reserved(h, "rel-quar", 1, "tux[1-2]");
+    assert_int_equal(report(h, "rel-quar", NULL, "tux1", "created", &out), 200);
     json_decref(out);
     assert_int_equal(release(h, "rel-quar", scheduler, &out), 202);
     assert_string_equal(jstr(out, "state"), "releasing");
@@ -238,35 +297,24 @@ static void test_release_then_quarantine(void **state)
 static void test_roles(void **state)
 {
     struct harness *h = harness_of(state);
-    struct route_params params;
-    char allow[64];
-    json_t *out = NULL;
+    unsigned roles = route_roles("POST", "/v1/reservations");
 
-    int i = route_match(
-        &api_routes, "POST", "/v1/reservations", &params, allow, sizeof(allow));
-    assert_true(i >= 0);
-    assert_false(api_routes.rows[i].roles & ROLE_NODE);
-    assert_false(api_routes.rows[i].roles & ROLE_MONITOR);
-    assert_true(api_routes.rows[i].roles & ROLE_SCHEDULER);
-    assert_true(api_routes.rows[i].roles & ROLE_ADMIN);
+    assert_false(roles & ROLE_NODE);
+    assert_false(roles & ROLE_MONITOR);
+    assert_true(roles & ROLE_SCHEDULER);
+    assert_true(roles & ROLE_ADMIN);
 
-    assert_int_equal(reserve(h, "roles", 1, "tux[1-2]", &out), 201);
-    json_decref(out);
-    expect_error(h,
-                 (struct harness_req){"PUT",
-                                      "/v1/reservations/roles/nodes/tux2",
-                                      {ROLE_NODE, "tux1"},
-                                      "{\"cxi\": \"created\"}"},
-                 403,
-                 "forbidden");
-    expect_error(
+    reserved(h, "roles", 1, "tux[1-2]");
+    expect_forbidden(h,
+                     (struct harness_req){"PUT",
+                                          "/v1/reservations/roles/nodes/tux2",
+                                          {ROLE_NODE, "tux1"},
+                                          "{\"cxi\": \"created\"}"});
+    expect_forbidden(
         h,
         (struct harness_req){
-            "DELETE", "/v1/reservations/roles?force=true", scheduler, NULL},
-        403,
-        "forbidden");
-    assert_int_equal(release(h, "roles", scheduler, &out), 200);
-    json_decref(out);
+            "DELETE", "/v1/reservations/roles?force=true", scheduler, NULL});
+    released(h, "roles");
 }
 
 static void test_invalid_json(void **state)
@@ -313,7 +361,7 @@ static void test_unknown_job(void **state)
 static void test_pool_counts(void **state)
 {
     struct harness *h = harness_of(state);
-    json_t *before = pool(h), *after = NULL, *out = NULL;
+    json_t *before = pool(h), *after = NULL;
 
     assert_string_equal(jstr(before, "ranges"), POOL);
     assert_int_equal(jint(before, "total"), 18);
@@ -321,15 +369,13 @@ static void test_pool_counts(void **state)
     assert_int_equal(jint(before, "free") + jint(before, "active")
                          + jint(before, "quarantined"),
                      18);
-    assert_int_equal(reserve(h, "pool-1", 2, "tux[1-2]", &out), 201);
-    json_decref(out);
+    reserved(h, "pool-1", 2, "tux[1-2]");
     after = pool(h);
     assert_int_equal(jint(after, "free"), jint(before, "free") - 2);
     assert_int_equal(jint(after, "active"), jint(before, "active") + 2);
     assert_int_equal(jint(after, "total"), 18);
     json_decref(after);
-    assert_int_equal(release(h, "pool-1", scheduler, &out), 200);
-    json_decref(out);
+    released(h, "pool-1");
     after = pool(h);
     assert_int_equal(jint(after, "free"), jint(before, "free"));
     json_decref(after);
@@ -352,8 +398,7 @@ static void test_events_after_reserve(void **state)
     assert_string_equal(jstr(ev, "actor"), "slurmctld");
     assert_int_equal(jint(ev, "reservation_id"), id);
     json_decref(out);
-    assert_int_equal(release(h, "ev-1", scheduler, &out), 200);
-    json_decref(out);
+    released(h, "ev-1");
 }
 
 static void test_report_ends_quarantine(void **state)
@@ -361,11 +406,10 @@ static void test_report_ends_quarantine(void **state)
     struct harness *h = harness_of(state);
     json_t *out = NULL, *p = NULL;
 
-    assert_int_equal(reserve(h, "agent-1", 1, "tux[5-6]", &out), 201);
+    reserved(h, "agent-1", 1, "tux[5-6]");
+    assert_int_equal(report(h, "agent-1", NULL, "tux5", "creating", &out), 200);
     json_decref(out);
-    assert_int_equal(report(h, "agent-1", "tux5", "creating", &out), 200);
-    json_decref(out);
-    assert_int_equal(report(h, "agent-1", "tux5", "created", &out), 200);
+    assert_int_equal(report(h, "agent-1", NULL, "tux5", "created", &out), 200);
     json_decref(out);
     assert_int_equal(release(h, "agent-1", scheduler, &out), 202);
     json_decref(out);
@@ -375,7 +419,8 @@ static void test_report_ends_quarantine(void **state)
     json_decref(p);
 
     /* The node's last destroyed report releases the reservation. */
-    assert_int_equal(report(h, "agent-1", "tux5", "destroyed", &out), 200);
+    assert_int_equal(report(h, "agent-1", NULL, "tux5", "destroyed", &out),
+                     200);
     assert_string_equal(jstr(out, "state"), "released");
     json_decref(out);
     p = pool(h);
@@ -402,40 +447,6 @@ static int step_put(struct harness *h,
     snprintf(target, sizeof(target), "/v1/reservations/%s/steps/%s", job, step);
     return harness_call(
         h, (struct harness_req){"PUT", target, scheduler, body}, outp);
-}
-
-/* GET or DELETE of a step (target: "JOB/steps/STEP[?query]"). */
-static int step_call(struct harness *h,
-                     const char *method,
-                     const char *target_tail,
-                     struct harness_caller who,
-                     json_t **outp)
-{
-    char target[256];
-    snprintf(target, sizeof(target), "/v1/reservations/%s", target_tail);
-    return harness_call(
-        h, (struct harness_req){method, target, who, NULL}, outp);
-}
-
-/* A node's report for a step's services. */
-static int step_report(struct harness *h,
-                       const char *job,
-                       const char *step,
-                       const char *node,
-                       const char *cxi,
-                       json_t **outp)
-{
-    char target[256], body[64];
-    struct harness_caller who = {ROLE_NODE, node};
-    snprintf(target,
-             sizeof(target),
-             "/v1/reservations/%s/steps/%s/nodes/%s",
-             job,
-             step,
-             node);
-    snprintf(body, sizeof(body), "{\"cxi\": \"%s\"}", cxi);
-    return harness_call(
-        h, (struct harness_req){"PUT", target, who, body}, outp);
 }
 
 /* The integer at index i of array member key of o, or -1. */
@@ -539,9 +550,8 @@ static void test_step_reserve(void **state)
     json_decref(out);
 
     /* Releasing the job releases its steps (no node held anything). */
-    assert_int_equal(release(h, "st-1", scheduler, &out), 200);
-    json_decref(out);
-    assert_int_equal(step_call(h, "GET", "st-1/steps/0", scheduler, &out), 200);
+    released(h, "st-1");
+    assert_int_equal(res_call(h, "GET", "st-1/steps/0", scheduler, &out), 200);
     assert_string_equal(jstr(out, "state"), "released");
     json_decref(out);
     expect_error(h,
@@ -567,39 +577,17 @@ static void test_step_reserve(void **state)
 static void test_step_roles(void **state)
 {
     struct harness *h = harness_of(state);
-    struct route_params params;
-    char allow[64];
+    const char *step = "/v1/reservations/j/steps/s";
     json_t *out = NULL;
 
-    int i = route_match(&api_routes,
-                        "PUT",
-                        "/v1/reservations/j/steps/s",
-                        &params,
-                        allow,
-                        sizeof(allow));
-    assert_true(i >= 0);
-    assert_false(api_routes.rows[i].roles & (ROLE_NODE | ROLE_MONITOR));
-    assert_true(api_routes.rows[i].roles & ROLE_SCHEDULER);
-    i = route_match(&api_routes,
-                    "GET",
-                    "/v1/reservations/j/steps/s",
-                    &params,
-                    allow,
-                    sizeof(allow));
-    assert_true(i >= 0);
-    assert_true(api_routes.rows[i].roles & ROLE_NODE);
-    assert_true(api_routes.rows[i].roles & ROLE_MONITOR);
-    i = route_match(&api_routes,
-                    "PUT",
-                    "/v1/reservations/j/steps/s/nodes/n",
-                    &params,
-                    allow,
-                    sizeof(allow));
-    assert_true(i >= 0);
-    assert_false(api_routes.rows[i].roles & (ROLE_SCHEDULER | ROLE_MONITOR));
+    assert_false(route_roles("PUT", step) & (ROLE_NODE | ROLE_MONITOR));
+    assert_true(route_roles("PUT", step) & ROLE_SCHEDULER);
+    assert_true(route_roles("GET", step) & ROLE_NODE);
+    assert_true(route_roles("GET", step) & ROLE_MONITOR);
+    assert_false(route_roles("PUT", "/v1/reservations/j/steps/s/nodes/n")
+                 & (ROLE_SCHEDULER | ROLE_MONITOR));
 
-    assert_int_equal(reserve(h, "st-roles", 1, "tux[1-4]", &out), 201);
-    json_decref(out);
+    reserved(h, "st-roles", 1, "tux[1-4]");
     assert_int_equal(step_put(h,
                               "st-roles",
                               "7",
@@ -609,11 +597,11 @@ static void test_step_roles(void **state)
     long long step_vni = jint_at(out, "vnis", 0);
     json_decref(out);
     /* A node of the step reads it; a node of the job only is refused. */
-    assert_int_equal(step_call(h,
-                               "GET",
-                               "st-roles/steps/7",
-                               (struct harness_caller){ROLE_NODE, "tux2"},
-                               &out),
+    assert_int_equal(res_call(h,
+                              "GET",
+                              "st-roles/steps/7",
+                              (struct harness_caller){ROLE_NODE, "tux2"},
+                              &out),
                      200);
     assert_string_equal(jstr(out, "step_id"), "7");
     json_decref(out);
@@ -660,19 +648,17 @@ static void test_step_roles(void **state)
         steps += !strcmp(jstr(r, "step_id"), "7");
     assert_int_equal(steps, 1);
     json_decref(out);
-    expect_error(h,
-                 (struct harness_req){"GET",
-                                      "/v1/reservations/st-roles/steps/7",
-                                      {ROLE_NODE, "tux3"},
-                                      NULL},
-                 403,
-                 "forbidden");
+    expect_forbidden(h,
+                     (struct harness_req){"GET",
+                                          "/v1/reservations/st-roles/steps/7",
+                                          {ROLE_NODE, "tux3"},
+                                          NULL});
     assert_int_equal(
-        step_call(h,
-                  "GET",
-                  "st-roles/steps/7",
-                  (struct harness_caller){ROLE_MONITOR, "prometheus"},
-                  &out),
+        res_call(h,
+                 "GET",
+                 "st-roles/steps/7",
+                 (struct harness_caller){ROLE_MONITOR, "prometheus"},
+                 &out),
         200);
     json_decref(out);
     expect_error(
@@ -684,31 +670,38 @@ static void test_step_roles(void **state)
     /* Only an admin forces, and a node reports only for itself and its
      * step's nodes.
      */
-    expect_error(
+    expect_forbidden(
         h,
         (struct harness_req){"DELETE",
                              "/v1/reservations/st-roles/steps/7?force=true",
                              scheduler,
-                             NULL},
-        403,
-        "forbidden");
-    expect_error(
+                             NULL});
+    expect_forbidden(
         h,
         (struct harness_req){"PUT",
                              "/v1/reservations/st-roles/steps/7/nodes/tux3",
                              {ROLE_NODE, "tux3"},
-                             "{\"cxi\": \"created\"}"},
-        403,
-        "forbidden");
-    expect_error(
+                             "{\"cxi\": \"created\"}"});
+    expect_forbidden(
         h,
         (struct harness_req){"PUT",
                              "/v1/reservations/st-roles/steps/7/nodes/tux2",
                              {ROLE_NODE, "tux1"},
-                             "{\"cxi\": \"created\"}"},
-        403,
-        "forbidden");
-    assert_int_equal(release(h, "st-roles", scheduler, &out), 200);
+                             "{\"cxi\": \"created\"}"});
+    released(h, "st-roles");
+}
+
+/* The scheduler ends a step (accepted: 202); its reservation is then in
+ * state.
+ */
+static void expect_step_release(struct harness *h,
+                                const char *tail,
+                                const char *state)
+{
+    json_t *out = NULL;
+    assert_int_equal(res_call(h, "DELETE", tail, scheduler, &out), 202);
+    assert_string_equal(jstr(json_object_get(out, "reservation"), "state"),
+                        state);
     json_decref(out);
 }
 
@@ -718,27 +711,22 @@ static void test_step_release(void **state)
     json_t *out = NULL, *res;
 
     /* No node reported: released at once; repeating is harmless. */
-    assert_int_equal(reserve(h, "st-rel", 1, "tux[1-4]", &out), 201);
-    json_decref(out);
+    reserved(h, "st-rel", 1, "tux[1-4]");
     assert_int_equal(
         step_put(
             h, "st-rel", "0", "{\"nodes\": \"tux1\", \"vni_count\": 1}", &out),
         201);
     json_decref(out);
-    assert_int_equal(step_call(h, "DELETE", "st-rel/steps/0", scheduler, &out),
+    assert_int_equal(res_call(h, "DELETE", "st-rel/steps/0", scheduler, &out),
                      202);
     assert_string_equal(jstr(out, "outcome"), "no_hwcoll");
     res = json_object_get(out, "reservation");
     assert_string_equal(jstr(res, "state"), "released");
     assert_string_equal(jstr(res, "step_id"), "0");
     json_decref(out);
-    assert_int_equal(step_call(h, "DELETE", "st-rel/steps/0", scheduler, &out),
-                     202);
-    assert_string_equal(jstr(json_object_get(out, "reservation"), "state"),
-                        "released");
-    json_decref(out);
+    expect_step_release(h, "st-rel/steps/0", "released");
     /* A step without a reservation: nothing to release, no error. */
-    assert_int_equal(step_call(h, "DELETE", "st-rel/steps/9", scheduler, &out),
+    assert_int_equal(res_call(h, "DELETE", "st-rel/steps/9", scheduler, &out),
                      202);
     assert_true(json_is_null(json_object_get(out, "reservation")));
     json_decref(out);
@@ -755,18 +743,12 @@ static void test_step_release(void **state)
                      201);
     long long step_id = jint(out, "id");
     json_decref(out);
-    assert_int_equal(step_report(h, "st-rel", "1", "tux1", "creating", &out),
-                     200);
+    assert_int_equal(report(h, "st-rel", "1", "tux1", "creating", &out), 200);
     json_decref(out);
-    assert_int_equal(step_report(h, "st-rel", "1", "tux1", "created", &out),
-                     200);
+    assert_int_equal(report(h, "st-rel", "1", "tux1", "created", &out), 200);
     assert_int_equal(jint(out, "id"), step_id);
     json_decref(out);
-    assert_int_equal(step_call(h, "DELETE", "st-rel/steps/1", scheduler, &out),
-                     202);
-    assert_string_equal(jstr(json_object_get(out, "reservation"), "state"),
-                        "releasing");
-    json_decref(out);
+    expect_step_release(h, "st-rel/steps/1", "releasing");
     expect_error(
         h,
         (struct harness_req){"PUT",
@@ -779,11 +761,10 @@ static void test_step_release(void **state)
     assert_string_equal(jstr(out, "state"), "releasing");
     json_decref(out);
     /* The step's last destroyed ends its quarantine, and the job's. */
-    assert_int_equal(step_report(h, "st-rel", "1", "tux1", "destroyed", &out),
-                     200);
+    assert_int_equal(report(h, "st-rel", "1", "tux1", "destroyed", &out), 200);
     assert_string_equal(jstr(out, "state"), "released");
     json_decref(out);
-    assert_int_equal(step_call(h, "GET", "st-rel", scheduler, &out), 200);
+    assert_int_equal(res_call(h, "GET", "st-rel", scheduler, &out), 200);
     assert_string_equal(jstr(out, "state"), "released");
     json_decref(out);
 }
@@ -805,8 +786,7 @@ static void test_step_pool_and_force(void **state)
         assert_int_equal(reserve(h, fill[i], 4, "tux1", &out), 201);
         json_decref(out);
     }
-    assert_int_equal(reserve(h, "st-full", 1, "tux[1-2]", &out), 201);
-    json_decref(out);
+    reserved(h, "st-full", 1, "tux[1-2]");
     expect_error(
         h,
         (struct harness_req){"PUT",
@@ -827,12 +807,11 @@ static void test_step_pool_and_force(void **state)
     /* A node holds the step: the job's release quarantines both, and an
      * admin's force ends both.
      */
-    assert_int_equal(step_report(h, "st-full", "0", "tux1", "created", &out),
-                     200);
+    assert_int_equal(report(h, "st-full", "0", "tux1", "created", &out), 200);
     json_decref(out);
     assert_int_equal(release(h, "st-full", scheduler, &out), 202);
     json_decref(out);
-    assert_int_equal(step_call(h, "GET", "st-full/steps/0", scheduler, &out),
+    assert_int_equal(res_call(h, "GET", "st-full/steps/0", scheduler, &out),
                      200);
     assert_string_equal(jstr(out, "state"), "releasing");
     json_decref(out);
@@ -840,7 +819,7 @@ static void test_step_pool_and_force(void **state)
     assert_string_equal(jstr(out, "state"), "released");
     assert_true(json_is_true(json_object_get(out, "forced")));
     json_decref(out);
-    assert_int_equal(step_call(h, "GET", "st-full/steps/0", scheduler, &out),
+    assert_int_equal(res_call(h, "GET", "st-full/steps/0", scheduler, &out),
                      200);
     assert_string_equal(jstr(out, "state"), "released");
     assert_true(json_is_true(json_object_get(out, "forced")));

@@ -7,14 +7,7 @@
 # Loopback accepts any 127.0.0.0/8 source, which stands in for other hosts.
 . "$(dirname "$0")/lib.sh"
 
-pg_start || exit 1
-broker_up "$T/b.toml" '
-threads = 2
-max_connections = 64
-per_ip_connections = 16
-request_deadline_ms = 2000
-connection_timeout_s = 30'
-PORT=${BROKER_URL##*:}
+slow_clients_up 64 2000
 
 # trickle SECONDS SPEC...: open connections, each SPEC being
 # COUNT:SOURCE:KIND (KIND headers: a GET whose headers never end; body: a

@@ -18,14 +18,7 @@ ATTACK_S=14
 # The attacker needs a descriptor per connection (64 x 16 = 1,024).
 ulimit -n 4096 2>/dev/null || skip_all "cannot raise the descriptor limit"
 
-pg_start || exit 1
-broker_up "$T/b.toml" '
-threads = 2
-max_connections = 256
-per_ip_connections = 16
-request_deadline_ms = 10000
-connection_timeout_s = 30'
-PORT=${BROKER_URL##*:}
+slow_clients_up 256 10000
 export VNIB_URL=$BROKER_URL
 printf '%s' "$SCHED_TOKEN" >"$T/sched.token"
 chmod 600 "$T/sched.token"
@@ -120,17 +113,16 @@ PORT=${BROKER_URL##*:}
 python3 - "$PORT" >"$T/prio.out" 2>&1 <<'PY' &
 import socket, sys, time
 port = int(sys.argv[1])
-mine = []
-for _ in range(8):
-    s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", port))
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n")
-    mine.append(s)
+def opened(n, source, head):
+    out = []
+    for _ in range(n):
+        s = socket.socket(); s.bind((source, 0)); s.connect(("127.0.0.1", port))
+        s.sendall(head)
+        out.append(s)
+    return out
+mine = opened(8, "127.0.0.2", b"GET /healthz HTTP/1.1\r\nHost: t\r\n")
 time.sleep(0.5)
-flood = []
-for _ in range(60):
-    s = socket.socket(); s.bind(("127.0.0.20", 0)); s.connect(("127.0.0.1", port))
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\nX: ")
-    flood.append(s)
+flood = opened(60, "127.0.0.20", b"GET /healthz HTTP/1.1\r\nHost: t\r\nX: ")
 time.sleep(2)
 alive = 0
 for s in mine:

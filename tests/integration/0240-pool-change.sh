@@ -6,6 +6,11 @@
 
 pg_start || exit 1
 broker_up "$T/b.toml" "$(vni_pool 1024-1027)"
+# The first start on a database records the pool: the migrations' own
+# free queue is not a change an admin made.
+expect_match "a first start logs the pool as recorded" "$(cat "$BROKER_LOG")" \
+    "vni.pool 1024-1027: recorded as this database's pool"
+expect_eq "... and no 'added, removed' count" "$(grep -c 'free queue now matches' "$BROKER_LOG")" 0
 TOKEN=$SCHED_TOKEN
 http POST /v1/reservations -d '{"job_id":"old1","uid":1,"user":"u","nodes":"n1","vni_count":2}'
 expect_json "old1 takes 1024,1025" '.vnis | join(",")' 1024,1025
@@ -19,6 +24,8 @@ broker_stop
 # Shrink and move the pool: 1025-1026 stay in it, 1024 leaves.
 sed -i 's/pool = "1024-1027"/pool = "1025-1026,2000-2001"/' "$T/b.toml"
 broker_start "$T/b.toml" || { not_ok "broker restarts with the new pool"; finish; }
+expect_match "a changed pool is logged as a change" "$(cat "$BROKER_LOG")" \
+    'vni.pool is now 1025-1026,2000-2001 \(was 1024-1027\)'
 TOKEN=$SCHED_TOKEN http GET /v1/reservations/old1
 expect_json "a live reservation keeps its VNIs across the change" '.vnis | join(",")' 1024,1025
 expect_json "... and its state" .state active

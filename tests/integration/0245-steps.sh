@@ -30,15 +30,9 @@ command -v python3 >/dev/null || { skip_all "python3 is not installed"; }
 pg_start || exit 1
 auth_setup
 
-replica_config () {
-    broker_config "$T/$1.toml" 'report_rate = 0'
-    sed -i -e 's/^acquire_timeout_ms = .*/acquire_timeout_ms = 2000/' \
-        -e 's/^query_timeout_ms = .*/query_timeout_ms = 5000/' \
-        -e 's/^level = .*/level = "notice"/' "$T/$1.toml"
-    printf '\n[vni]\npool = "%s"\n' "$POOL" >>"$T/$1.toml"
-}
-replica_config A
-replica_config B
+replicas_ab_config "pool = \"$POOL\"" \
+    -e 's/^acquire_timeout_ms = .*/acquire_timeout_ms = 2000/' \
+    -e 's/^query_timeout_ms = .*/query_timeout_ms = 5000/'
 replicas_ab_start
 ok "two replicas on fixed ports: $URL_A $URL_B"
 

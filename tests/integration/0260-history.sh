@@ -34,19 +34,10 @@ printf '%s' "$SCHED_TOKEN" >"$T/sched.token"
 printf '%s' "$ADMIN_TOKEN" >"$T/admin.token"
 umask 022
 
-# replica_config NAME: lib.sh's config with this test's pool, quieter
-# logs and a longer wait for a pooled connection.  Each client thread runs
-# hundreds of jobs a second on the same two nodes, far past any real
-# node's report rate: no report limit here (0215 tests it).
-replica_config () {
-    broker_config "$T/$1.toml" 'report_rate = 0'
-    sed -i -e 's/^acquire_timeout_ms = .*/acquire_timeout_ms = 2000/' \
-        -e 's/^level = .*/level = "notice"/' "$T/$1.toml"
-    printf '\n[vni]\npool = "%s"\n' "$POOL" >>"$T/$1.toml"
-}
-
-replica_config A
-replica_config B
+# This test's pool and a longer wait for a pooled connection.  Each client
+# thread runs hundreds of jobs a second on the same two nodes.
+replicas_ab_config "pool = \"$POOL\"" \
+    -e 's/^acquire_timeout_ms = .*/acquire_timeout_ms = 2000/'
 replicas_ab_start
 ok "two replicas on fixed ports: $URL_A $URL_B"
 

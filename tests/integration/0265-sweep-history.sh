@@ -20,15 +20,8 @@ LOAD_SECONDS=14
 pg_start || exit 1
 auth_setup
 
-replica_config () {
-    broker_config "$T/$1.toml" 'report_rate = 0'
-    sed -i -e 's/^level = .*/level = "notice"/' "$T/$1.toml"
-    printf '\n[vni]\npool = "%s-%s"\nsweep_interval_s = 1\n' \
-        "$POOL_LO" "$POOL_HI" >>"$T/$1.toml"
-}
-
-replica_config A
-replica_config B
+replicas_ab_config "pool = \"$POOL_LO-$POOL_HI\"
+sweep_interval_s = 1"
 replicas_ab_start
 
 auth="Authorization: Bearer $SCHED_TOKEN"

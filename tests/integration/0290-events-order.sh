@@ -28,17 +28,7 @@ total=$(psql_q 'SELECT count(*) FROM events')
 expect_match "the load made events ($total)" "$total" '^[0-9]{3,}$'
 
 # Every page of the trail, as "id time" lines.
-: >"$T/events"
-after=""
-pages=0
-while :; do
-    TOKEN=$ADMIN_TOKEN http GET "/v1/events?limit=1000${after:+&after=$after}"
-    [ "$HTTP_STATUS" = 200 ] || { not_ok "GET /v1/events page $pages: $HTTP_STATUS"; break; }
-    jq -r '.events[] | "\(.id) \(.time)"' "$T/http.body" >>"$T/events"
-    pages=$((pages + 1))
-    after=$(jq -r '.next // empty' "$T/http.body")
-    [ -n "$after" ] && [ "$pages" -lt 100 ] || break
-done
+events_pages "$ADMIN_TOKEN" limit=1000 "$T/events"
 expect_eq "paging returns every event once" "$(wc -l <"$T/events")" "$total"
 expect_eq "ids ascend" \
     "$(awk 'NR > 1 && $1 + 0 <= prev { n++ } { prev = $1 + 0 } END { print n + 0 }' "$T/events")" 0

@@ -130,7 +130,7 @@ reserve s2 n1
 agent n1 prolog --job s2
 expect_eq "s2 prolog on n1" "$AGENT_RC" 0
 HOOK=$T/vnib-slurm-hook
-sed "s|@HOOKS_CONF@|$T/hooks.conf|" "$TOP/deploy/slurm/vnib-slurm-hook.in" >"$HOOK"
+sed "s|@HOOKS_CONF@|$T/hooks.conf|" "$TOP/plugins/slurm/hook/vnib-slurm-hook.in" >"$HOOK"
 chmod 755 "$HOOK"
 {
     echo "VNIB_AGENT=$BUILD/vnib-agent"

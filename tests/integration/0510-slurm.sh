@@ -1,7 +1,7 @@
 #!/bin/bash
 # Slurm end to end: a real slurmctld and three slurmd (n1-n3, four
 # simulated NICs each) drive a real vnibrokerd (PostgreSQL, fmsim) through
-# deploy/slurm/vnib-slurm-hook and the SPANK plugin.  Tasks of srun and
+# plugins/slurm/hook/vnib-slurm-hook and the SPANK plugin.  Tasks of srun and
 # sbatch jobs see their VNIs, NICs, service ids and traffic classes;
 # concurrent jobs get different VNIs; --network-vnis=0 clears everything;
 # hardware collectives follow min_nodes; everything is released and
@@ -199,7 +199,7 @@ TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$stuck_job"
 expect_json "the job's VNI stays quarantined" .state releasing
 TOKEN=$ADMIN_TOKEN http GET /v1/nodes/n2
 expect_json "the broker marked n2 drained too" .drained true
-# The admin's recipe (deploy/slurm/README.md).
+# The admin's recipe (plugins/slurm/README.md).
 sim_jq n2 cxi1 '.faults.destroy_ebusy = 0'
 "$BUILD/vnib-agent" --config "$T/n2/agent.toml" clean --all >"$T/clean.out" 2>&1
 expect_eq "vnib-agent clean --all on n2 exits 0" "$?" 0

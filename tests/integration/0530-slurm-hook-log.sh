@@ -16,7 +16,7 @@ fi
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 HOOK=$T/vnib-slurm-hook
 LOG=$T/log/slurm-hook.log
-sed "s|@HOOKS_CONF@|$T/hooks.conf|" "$TOP/deploy/slurm/vnib-slurm-hook.in" >"$HOOK"
+sed "s|@HOOKS_CONF@|$T/hooks.conf|" "$TOP/plugins/slurm/hook/vnib-slurm-hook.in" >"$HOOK"
 chmod 755 "$HOOK"
 (umask 077 && echo "vnib1.not-a-real-token" >"$T/sched.token")
 cat >"$T/logger" <<EOF

@@ -145,7 +145,7 @@ done
 # The step runs until $T/stop4 appears.  Slurm itself keeps a job across a
 # crash once its state file has it (written within 5 s of the step's
 # start): wait for that, then kill.  A job Slurm forgot is the reconcile's
-# (deploy/slurm/README.md), not the plugin's.
+# (plugins/slurm/README.md), not the plugin's.
 timeout 90 srun -N2 -w n1,n3 --network=step_vnis=1 \
     sh -c "while [ ! -e $T/stop4 ]; do sleep 0.2; done" >"$T/restart.out" 2>&1 &
 restart_srun=$!

@@ -48,13 +48,13 @@ for f in usr/lib/vnibroker/vnib_spank.so \
          usr/lib/systemd/system/vnib-slurm-reconcile.timer \
          usr/share/doc/vnibroker/config.example.toml \
          usr/share/doc/vnibroker/agent/agent.example.toml \
-         usr/share/doc/vnibroker/deploy/slurm/hooks.conf.example \
+         usr/share/doc/vnibroker/plugins/slurm/hook/hooks.conf.example \
          usr/share/doc/vnibroker/server/api/openapi.yaml; do
     if [ -s "$ROOT/$f" ]; then ok "$f is installed"; else not_ok "$f is installed"; fi
 done
 # Each guide under its own name, with its own text.
 for pair in README.md:README.md deploy/README.md:deploy/README.md \
-            deploy/slurm/README.md:deploy/slurm/README.md \
+            plugins/slurm/README.md:plugins/slurm/README.md \
             agent/README.md:agent/README.md; do
     if cmp -s "$TOP/${pair%%:*}" "$DOC/${pair#*:}"; then
         ok "${pair%%:*} is installed as doc/vnibroker/${pair#*:}"
@@ -99,11 +99,11 @@ sh -n "$hook"
 expect_eq "the installed hook is valid sh" "$?" 0
 # The settings example as the hook reads it: every path is the installed one.
 conf=$(sh -c '. "$1"; echo "$VNIBCTL $VNIB_AGENT $VNIB_TOKEN_FILE $AGENT_CONFIG"' \
-       sh "$DOC/deploy/slurm/hooks.conf.example")
+       sh "$DOC/plugins/slurm/hook/hooks.conf.example")
 expect_eq "hooks.conf.example names the installed programs and /etc files" "$conf" \
     "/usr/bin/vnibctl /usr/sbin/vnib-agent /etc/vnibroker/slurmctld.token /etc/vnibroker/agent.toml"
 expect_match "hooks.conf.example says where it goes" \
-    "$(head -1 "$DOC/deploy/slurm/hooks.conf.example")" '^# /etc/vnibroker/slurm-hooks.conf: '
+    "$(head -1 "$DOC/plugins/slurm/hook/hooks.conf.example")" '^# /etc/vnibroker/slurm-hooks.conf: '
 
 # The installed configuration example is valid as it stands.
 out=$("$ROOT/usr/sbin/vnibrokerd" --check-config "$DOC/config.example.toml" 2>&1)
@@ -119,7 +119,7 @@ ounit=$(cat "$OPT/opt/vnib/lib/systemd/system/vnibrokerd.service" 2>&1)
 expect_match "the unit follows PREFIX and SYSCONFDIR" "$ounit" \
     '^ExecStart=/opt/vnib/sbin/vnibrokerd -c /opt/vnib/etc/vnibroker/vnibroker.toml$'
 stray=$(grep -rIEn '(^|[^a-z/])/(usr/(s?bin/vnib|lib/vnib|share/doc/vnib)|etc/vnibroker)' \
-            "$OPT/opt/vnib/lib" "$OPT/opt/vnib/share/doc/vnibroker/deploy/slurm/hooks.conf.example" \
+            "$OPT/opt/vnib/lib" "$OPT/opt/vnib/share/doc/vnibroker/plugins/slurm/hook/hooks.conf.example" \
             "$OPT/opt/vnib/share/doc/vnibroker/config.example.toml" \
             "$OPT/opt/vnib/share/doc/vnibroker/agent/agent.example.toml")
 expect_eq "no unit, hook or example names the default paths" "$stray" ""
@@ -157,7 +157,7 @@ elif ! systemd-analyze security --help 2>/dev/null | grep -q -- '--offline'; the
     for _ in 1 2 3; do skip "this systemd-analyze has no --offline"; done
 else
     check_security vnibrokerd.service deploy/README.md
-    check_security vnib-slurm-reconcile.service deploy/slurm/README.md
+    check_security vnib-slurm-reconcile.service plugins/slurm/README.md
     check_security vnib-agent-flush.service agent/README.md
 fi
 

@@ -97,8 +97,8 @@ has vnibroker-slurm "usr/lib/$MULTIARCH/slurm-wlm/switch_vnib.so" \
     usr/lib/vnibroker/vnib_spank.so usr/lib/vnibroker/vnib-slurm-hook \
     lib/systemd/system/vnib-slurm-reconcile.service \
     lib/systemd/system/vnib-slurm-reconcile.timer etc/vnibroker/slurm-hooks.conf.example \
-    usr/share/doc/vnibroker/deploy/slurm/README.md \
-    usr/share/doc/vnibroker/deploy/slurm/hooks.conf.example
+    usr/share/doc/vnibroker/plugins/slurm/README.md \
+    usr/share/doc/vnibroker/plugins/slurm/hook/hooks.conf.example
 
 all=$(for p in vnibroker vnibctl vnib-agent vnibroker-slurm; do contents $p; done)
 expect_eq "no file is in two packages" \

@@ -22,22 +22,12 @@ expect_match "the start-up line says who is eligible with min_nodes = 0" \
     "$(cat "$BROKER_LOG")" 'only jobs that ask for hardware collectives'
 expect_no_match "... not 'jobs of 0+ nodes'" "$(cat "$BROKER_LOG")" 'jobs of 0\+ nodes'
 
-# metric NAME-AND-LABELS: the value of one sample of the last /metrics.
-metric () {
-    printf '%s\n' "$HTTP_BODY" | awk -v k="$1" '$1 == k { print $2; exit }'
-}
-
 # ---- seed: four reservations, one of them released into quarantine -----------
-reserve () {
-    TOKEN=$SCHED_TOKEN http POST /v1/reservations \
-        -d "{\"job_id\":\"$1\",\"uid\":1001,\"user\":\"alice\",\"nodes\":\"n[1-2]\"${2:+,\"hwcoll\":\"$2\"}}"
-    expect_status "reserve $1" 201
-}
-reserve m1
-reserve m2
-reserve m3 on
+http_reserve m1 'n[1-2]'
+http_reserve m2 'n[1-2]'
+http_reserve m3 'n[1-2]' on
 expect_json "m3 asked for hardware collectives" .hwcoll.state reserved
-reserve m4
+http_reserve m4 'n[1-2]'
 TOKEN=$(node_token n1) http PUT /v1/reservations/m4/nodes/n1 -d '{"cxi":"creating"}'
 TOKEN=$(node_token n1) http PUT /v1/reservations/m4/nodes/n1 \
     -d '{"cxi":"created","services":[{"device":"cxi0","svc_id":7}]}'
@@ -55,33 +45,33 @@ http GET /metrics
 expect_status "GET /metrics" 200
 for state in free active quarantined outside_pool; do
     expect_eq "vnib_vni_pool_vnis{state=\"$state\"} is what /v1/pool says" \
-        "$(metric "vnib_vni_pool_vnis{state=\"$state\"}")" \
+        "$(reply_metric "vnib_vni_pool_vnis{state=\"$state\"}")" \
         "$(printf '%s' "$POOL" | jq -r ".$state")"
 done
 expect_eq "vnib_vni_pool_size is /v1/pool's total" \
-    "$(metric vnib_vni_pool_size)" "$(printf '%s' "$POOL" | jq -r .total)"
-age=$(metric 'vnib_db_figures_age_seconds{figures="vni_pool"}')
+    "$(reply_metric vnib_vni_pool_size)" "$(printf '%s' "$POOL" | jq -r .total)"
+age=$(reply_metric 'vnib_db_figures_age_seconds{figures="vni_pool"}')
 expect_match "the figures' age is exported ($age s)" "$age" '^[0-9]+(\.[0-9]+)?$'
 
 TOKEN=$MONITOR_TOKEN http GET /v1/fabric-manager
 FMQ=$(jq -r .queue.depth "$T/http.body")
 http GET /metrics
 expect_eq "vnib_fm_queue_depth is /v1/fabric-manager's queue depth" \
-    "$(metric vnib_fm_queue_depth)" "$FMQ"
+    "$(reply_metric vnib_fm_queue_depth)" "$FMQ"
 expect_match "vnib_fm_queue_oldest_seconds is exported" \
-    "$(metric vnib_fm_queue_oldest_seconds)" '^[0-9]+(\.[0-9]+)?$'
-expect_eq "vnib_fm_up is 1 on the replica that called the FM" "$(metric vnib_fm_up)" 1
+    "$(reply_metric vnib_fm_queue_oldest_seconds)" '^[0-9]+(\.[0-9]+)?$'
+expect_eq "vnib_fm_up is 1 on the replica that called the FM" "$(reply_metric vnib_fm_up)" 1
 
 # ---- the database connections ----------------------------------------------------
-size=$(metric vnib_db_pool_size)
-idle=$(metric 'vnib_db_pool_connections{state="idle"}')
-busy=$(metric 'vnib_db_pool_connections{state="busy"}')
+size=$(reply_metric vnib_db_pool_size)
+idle=$(reply_metric 'vnib_db_pool_connections{state="idle"}')
+busy=$(reply_metric 'vnib_db_pool_connections{state="busy"}')
 expect_match "idle ($idle) + busy ($busy) never exceed the pool size ($size)" \
     "$((idle + busy <= size))" '^1$'
 expect_eq "the LISTEN session is counted apart" \
-    "$(metric 'vnib_db_sessions{kind="listen"}')" 1
+    "$(reply_metric 'vnib_db_sessions{kind="listen"}')" 1
 expect_eq "... and so is the leader's lock session" \
-    "$(metric 'vnib_db_sessions{kind="leader"}')" 1
+    "$(reply_metric 'vnib_db_sessions{kind="leader"}')" 1
 backends=$(psql_q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'vnibrokerd'")
 expect_eq "pool + sessions is what PostgreSQL sees" "$backends" "$((idle + busy + 2))"
 
@@ -132,7 +122,7 @@ FIRST_PID=$BROKER_PID
 broker_start "$T/b.toml" || { not_ok "a second replica starts"; finish; }
 SECOND_PID=$BROKER_PID
 http GET /metrics
-expect_eq "the follower does not lead" "$(metric vnib_fm_leader)" 0
+expect_eq "the follower does not lead" "$(reply_metric vnib_fm_leader)" 0
 expect_no_match "vnib_fm_up is not 0 on a healthy follower before its first FM call" \
     "$HTTP_BODY" '^vnib_fm_up 0$'
 expect_no_match "... it is absent (unknown)" "$HTTP_BODY" '^vnib_fm_up '

@@ -15,15 +15,6 @@ broker_up "$T/b.toml" '
 pool = "3000-3019"
 sweep_interval_s = 1'
 
-# metric NAME: its value in the last /metrics.
-metric () {
-    printf '%s\n' "$HTTP_BODY" | awk -v k="$1" '$1 == k { print $2; exit }'
-}
-reserve () {
-    TOKEN=$SCHED_TOKEN http POST /v1/reservations \
-        -d "{\"job_id\":\"$1\",\"uid\":1001,\"user\":\"alice\",\"nodes\":\"$2\"}"
-    expect_status "reserve $1" 201
-}
 # report JOB NODE STATE [EXTRA-JSON], as the node.
 report () {
     TOKEN=$(node_token "$2") http PUT "/v1/reservations/$1/nodes/$2" \
@@ -38,11 +29,11 @@ release () {
 # j1, j2: quarantined, waiting on nodes that reported created, creating or
 # failed (n6 and n13 fail, so they are drained); j3: released at once (no
 # node touched it); j4, j5: active; j4 step 1: a step's quarantine.
-reserve j1 'n[1-4]'
-reserve j2 'n[5-8]'
-reserve j3 'n[9-10]'
-reserve j4 'n[11-12]'
-reserve j5 'n[13-14]'
+http_reserve j1 'n[1-4]'
+http_reserve j2 'n[5-8]'
+http_reserve j3 'n[9-10]'
+http_reserve j4 'n[11-12]'
+http_reserve j5 'n[13-14]'
 report j1 n1 creating
 report j1 n1 created
 report j1 n2 creating
@@ -167,15 +158,15 @@ done
 # ---- the new gauges --------------------------------------------------------------
 gauges_have_seed () {
     http GET /metrics
-    [ "$(metric vnib_quarantine_reservations)" = 3 ] && [ "$(metric vnib_nodes_drained)" = 2 ]
+    [ "$(reply_metric vnib_quarantine_reservations)" = 3 ] && [ "$(reply_metric vnib_nodes_drained)" = 2 ]
 }
 wait_for 15 gauges_have_seed
 expect_eq "vnib_quarantine_reservations is 3, vnib_nodes_drained 2" "$?" 0
-expect_eq "vnib_db_up 1" "$(metric vnib_db_up)" 1
+expect_eq "vnib_db_up 1" "$(reply_metric vnib_db_up)" 1
 oldest=$(psql_q "SELECT extract(epoch FROM now() - min(release_requested_at))::int FROM reservations WHERE state = 'releasing'")
 expect_match "vnib_quarantine_oldest_seconds is the oldest quarantine's age (~${oldest}s)" \
-    "$(metric vnib_quarantine_oldest_seconds)" '^[0-9]+\.[0-9]+$'
-awk -v m="$(metric vnib_quarantine_oldest_seconds)" -v o="$oldest" 'BEGIN { exit !(m > 0 && m <= o + 1) }'
+    "$(reply_metric vnib_quarantine_oldest_seconds)" '^[0-9]+\.[0-9]+$'
+awk -v m="$(reply_metric vnib_quarantine_oldest_seconds)" -v o="$oldest" 'BEGIN { exit !(m > 0 && m <= o + 1) }'
 expect_eq "... between 0 and the database's age" "$?" 0
 expect_match "vnib_db_figures_age_seconds has the status figures" "$HTTP_BODY" \
     'vnib_db_figures_age_seconds\{figures="status"\} [0-9.]+'
@@ -198,20 +189,10 @@ TOKEN=$MONITOR_TOKEN http GET '/v1/events?limit=1000'
 jq -c '[.events[].id]' "$T/http.body" >"$T/asc"
 expect_eq "asc lists every event ($n_all)" "$(jq length "$T/asc")" "$n_all"
 # Every newest-first page of 7, following next.
-: >"$T/desc"
-after=""
-pages=0
-while :; do
-    TOKEN=$MONITOR_TOKEN http GET "/v1/events?order=desc&limit=7${after:+&after=$after}"
-    [ "$HTTP_STATUS" = 200 ] || { not_ok "desc page $pages: $HTTP_STATUS"; break; }
-    jq -r '.events[] | "\(.id) \(.time)"' "$T/http.body" >>"$T/desc"
-    pages=$((pages + 1))
-    after=$(jq -r '.next // empty' "$T/http.body")
-    [ -n "$after" ] && [ "$pages" -lt 100 ] || break
-done
+events_pages "$MONITOR_TOKEN" 'order=desc&limit=7' "$T/desc"
 expect_eq "order=desc pages with next give every event, newest first" \
     "$(cut -d' ' -f1 "$T/desc" | jq -sc .)" "$(jq -c reverse "$T/asc")"
-expect_eq "... over several pages" "$([ "$pages" -gt 2 ] && echo yes)" yes
+expect_eq "... over several pages" "$([ "$PAGES" -gt 2 ] && echo yes)" yes
 expect_eq "... and time never goes up along them" \
     "$(cut -d' ' -f2 "$T/desc" | jq -Rsc 'split("\n")[:-1] | . == (sort | reverse)')" true
 TOKEN=$MONITOR_TOKEN http GET '/v1/events?order=desc&action=report&node=n1&limit=1'
@@ -234,7 +215,7 @@ wait_for 10 status_503
 expect_eq "with the database down /v1/status is 503" "$?" 0
 db_down () {
     http GET /metrics
-    [ "$(metric vnib_db_up)" = 0 ]
+    [ "$(reply_metric vnib_db_up)" = 0 ]
 }
 wait_for 15 db_down
 expect_eq "... and vnib_db_up goes to 0" "$?" 0

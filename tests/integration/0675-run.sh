@@ -1,11 +1,23 @@
 #!/bin/bash
 # `make run` (deploy/local/run.sh) does what README.md's first command
-# promises: in a private run folder and port it creates its tokens,
-# starts fmsim and vnibrokerd, prints the status page's address with the
-# monitor token, serves /ui/ as text/html (and / redirects there), the
-# printed scheduler example reserves, and TERM stops the broker, fmsim
-# and the database it started.
+# promises: it installs and builds only what it runs (no Slurm package,
+# source tree or plugin); in a private run folder and port it creates its
+# tokens, starts fmsim and vnibrokerd, prints the status page's address
+# with the monitor token, serves /ui/ as text/html (and / redirects
+# there), the printed scheduler example reserves, and TERM stops the
+# broker, fmsim and the database it started.
 . "$(dirname "$0")/lib.sh"
+
+# What `make run` would do into an empty BUILD: deps.sh run, then only
+# the three programs run.sh starts.
+plan=$(make --no-print-directory -n -C "$TOP" BUILD="$T/plan" run 2>&1)
+expect_match "make run installs only the broker's packages" "$plan" \
+    '^sh deploy/tools/deps.sh run$'
+expect_eq "make run links vnibrokerd, vnibctl and fmsim, nothing else" \
+    "$(printf '%s\n' "$plan" | grep -oE -- "-o $T/plan/[^ ]+" | grep -v '\.o$' |
+        sed "s|.*/||" | sort | tr '\n' ' ')" "fmsim vnibctl vnibrokerd "
+expect_no_match "make run fetches nothing of Slurm and builds no plugin" "$plan" \
+    'slurm-src|spank|switch_vnib|/pic/'
 
 RUN=$T/run
 PORT=$(pick_port) || skip_all "no free port"

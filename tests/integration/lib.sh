@@ -523,6 +523,21 @@ broker_up () {
     broker_migrate_start "$1"
 }
 
+# slow_clients_up MAX_CONNECTIONS DEADLINE_MS: pg_start and a broker for
+# the slow-client tests (0016, 0019): two HTTP threads, MAX_CONNECTIONS
+# connections, 16 from one address, DEADLINE_MS for a request to arrive
+# and an idle timeout (30 s) that does not end a trickle first; sets PORT.
+slow_clients_up () {
+    pg_start || exit 1
+    broker_up "$T/b.toml" "
+threads = 2
+max_connections = $1
+per_ip_connections = 16
+request_deadline_ms = $2
+connection_timeout_s = 30"
+    PORT=${BROKER_URL##*:}
+}
+
 # vni_pool RANGE: a [vni] table with that pool, as EXTRA-TOML.
 vni_pool () {
     printf '\n[vni]\npool = "%s"' "$1"
@@ -677,6 +692,21 @@ kill_replicas_during () {
     done
 }
 
+# replicas_ab_config VNI-TOML [SED-ARGS...]: $T/A.toml and $T/B.toml for
+# replicas_ab_start: broker_config with no report limit (the load clients
+# run far more jobs a second on a node than a node reports; 0215 tests
+# the limit), quieter logs and SED-ARGS (-e EXPR ...) applied, and a [vni]
+# table of the lines VNI-TOML.
+replicas_ab_config () {
+    rc_vni=$1
+    shift
+    for rc_name in A B; do
+        broker_config "$T/$rc_name.toml" 'report_rate = 0'
+        sed -i -e 's/^level = .*/level = "notice"/' "$@" "$T/$rc_name.toml"
+        printf '\n[vni]\n%s\n' "$rc_vni" >>"$T/$rc_name.toml"
+    done
+}
+
 # replicas_ab_start: migrate with $T/A.toml and start replicas A and B
 # (replica_first); a failure is reported and ends the test.
 replicas_ab_start () {
@@ -747,6 +777,37 @@ http () {
         -w '%{http_code}' -X "$method" --max-time 20 "$@" "$BROKER_URL$path" \
         2>"$T/http.err") || HTTP_STATUS="curl-failed:$(cat "$T/http.err")"
     HTTP_BODY=$(cat "$T/http.body" 2>/dev/null)
+}
+
+# events_pages TOKEN QUERY OUT: every page of GET /v1/events?QUERY as
+# TOKEN, following next (100 pages at the most), as "id time" lines into
+# OUT; sets PAGES.  A page that fails is not_ok and ends the walk.
+events_pages () {
+    : >"$3"
+    ep_after=""
+    PAGES=0
+    while :; do
+        TOKEN=$1 http GET "/v1/events?$2${ep_after:+&after=$ep_after}"
+        [ "$HTTP_STATUS" = 200 ] || { not_ok "GET /v1/events?$2 page $PAGES: $HTTP_STATUS"; break; }
+        jq -r '.events[] | "\(.id) \(.time)"' "$T/http.body" >>"$3"
+        PAGES=$((PAGES + 1))
+        ep_after=$(jq -r '.next // empty' "$T/http.body")
+        [ -n "$ep_after" ] && [ "$PAGES" -lt 100 ] || break
+    done
+}
+
+# reply_metric NAME-AND-LABELS: the value of one sample of the last reply
+# (GET /metrics).
+reply_metric () {
+    printf '%s\n' "$HTTP_BODY" | awk -v k="$1" '$1 == k { print $2; exit }'
+}
+
+# http_reserve JOB NODES [HWCOLL]: the scheduler reserves for JOB (uid 1001,
+# alice) on NODES, with hwcoll HWCOLL; the reply must be 201.
+http_reserve () {
+    TOKEN=$SCHED_TOKEN http POST /v1/reservations \
+        -d "{\"job_id\":\"$1\",\"uid\":1001,\"user\":\"alice\",\"nodes\":\"$2\"${3:+,\"hwcoll\":\"$3\"}}"
+    expect_status "reserve $1" 201
 }
 
 # header NAME: value of a header of the last reply.

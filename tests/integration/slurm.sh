@@ -431,7 +431,7 @@ EOF
     done
 }
 
-# slurm_hook_setup [NAME=VALUE...]: deploy/slurm/vnib-slurm-hook as
+# slurm_hook_setup [NAME=VALUE...]: plugins/slurm/hook/vnib-slurm-hook as
 # $T/vnib-slurm-hook (also VNIB_HOOK), reading $T/hooks.conf: the broker
 # at $BROKER_URL with $SCHED_TOKEN (in $T/sched.token), copies of the
 # built vnibctl and vnib-agent, the release spool in $T/spool/release
@@ -442,7 +442,7 @@ slurm_hook_setup () {
     (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
     sed -e "s|@HOOKS_CONF@|$T/hooks.conf|" -e "s|@BINDIR@|$BUILD|" \
         -e "s|@SBINDIR@|$BUILD|" -e "s|@CONFDIR@|$T|" \
-        "$TOP/deploy/slurm/vnib-slurm-hook.in" >"$T/vnib-slurm-hook" || return 1
+        "$TOP/plugins/slurm/hook/vnib-slurm-hook.in" >"$T/vnib-slurm-hook" || return 1
     chmod 755 "$T/vnib-slurm-hook"
     VNIB_HOOK=$T/vnib-slurm-hook
     VNIB_SPOOL=$T/spool/release

@@ -10,12 +10,12 @@
 # their own folder only; a scheduler plugin (plugins/NAME/PART/) its own
 # folder, lib/, the agent's library API (agent/stepapi.h) and its
 # scheduler's headers.  An include whose first folder is none of the
-# tree's is a dependency's (Slurm's src/common/...) and not checked.  Usage: layers.sh ROOT FILE...: FILE's
-# level comes from its path below ROOT.  Prints each include that runs
+# tree's is a dependency's (Slurm's src/common/...) and not checked.
+#
+# Usage: layers.sh ROOT FILE...: FILE's level comes from its path below
+# ROOT.  Prints each include that runs
 # against the order as FILE:LINE and exits 1 if there is one.
 set -u
-root=$1
-shift
 fail=0
 
 # level PATH: the level of a path relative to the root, or "own:FOLDER"
@@ -37,6 +37,45 @@ level () {
         *) echo "any" ;;
     esac
 }
+
+# link_check BUILD: the calls between the broker's objects, by layer.
+link_check () {
+    src=$(cd "$2" && pwd)
+    objs=$(cd "$1" && find server -name '*.o' | sort |
+        while read -r o; do if [ -e "$src/${o%.o}.c" ]; then echo "$o"; fi; done)
+    if [ -z "$objs" ]; then
+        echo "layers: no objects under $1/server: build first"
+        return 1
+    fi
+    tab="${TMPDIR:-/tmp}/layers-link.$$"
+    for o in $objs; do
+        nm "$1/$o" | awk -v o="$o" -v l="$(level "${o%.o}.c")" \
+            '$1 == "U" { print "U", $2, o, l } NF == 3 && $2 ~ /[TDBRC]/ { print "D", $3, o, l }'
+    done >"$tab"
+    awk '$1 == "D" { def[$2] = $3; dl[$2] = $4 }
+         $1 == "U" { use[++n] = $0 }
+         END {
+             bad = 0
+             for (i = 1; i <= n; i++) {
+                 split(use[i], f, " ")
+                 if ((f[2] in def) && def[f[2]] != f[3] && dl[f[2]] + 0 > f[4] + 0) {
+                     print f[3] " -> " f[2] " (" def[f[2]] "), a higher layer"
+                     bad = 1
+                 }
+             }
+             exit bad
+         }' "$tab"
+    rc=$?
+    rm -f "$tab"
+    return "$rc"
+}
+
+if [ "${1:-}" = --link ]; then
+    link_check "$2" "${3:-.}"
+    exit $?
+fi
+root=$1
+shift
 
 for file in "$@"; do
     rel=${file#"$root"/}

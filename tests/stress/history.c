@@ -40,6 +40,7 @@
 
 #include "tests/stress/hcheck.h"
 #include "tests/stress/hrec.h"
+#include "vnib/httpc.h"
 #include "vnib/secfile.h"
 
 #define MAX_URLS 8
@@ -78,9 +79,7 @@ struct client {
     int index;
     CURL *curl;
     char errbuf[CURL_ERROR_SIZE];
-    char *buf; /* the reply */
-    size_t len, cap;
-    bool too_big;
+    struct httpc_reply reply; /* filled by httpc_write_cb */
     uint64_t rng;
     struct hrec_log log;
     int64_t end_mono; /* when the thread's last job ended */
@@ -155,33 +154,8 @@ static int node_token(const struct run *run, const char *node, char *out,
 
 /* ---- HTTP ------------------------------------------------------------- */
 
-static size_t on_data(char *p, size_t sz, size_t nm, void *arg)
-{
-    struct client *c = arg;
-    size_t n = sz * nm;
-
-    if (c->len + n + 1 > REPLY_MAX) {
-        c->too_big = true;
-        return 0;
-    }
-    if (c->len + n + 1 > c->cap) {
-        size_t ncap = c->cap ? c->cap : 16384;
-        while (ncap < c->len + n + 1)
-            ncap *= 2;
-        char *b = realloc(c->buf, ncap);
-        if (!b)
-            return 0;
-        c->buf = b;
-        c->cap = ncap;
-    }
-    memcpy(c->buf + c->len, p, n);
-    c->len += n;
-    c->buf[c->len] = '\0';
-    return n;
-}
-
 /* One attempt: fills r's times, status and error fields.  The reply body
- * stays in c->buf.  Returns the status (0: no reply).
+ * stays in c->reply.buf.  Returns the status (0: no reply).
  */
 static long attempt(struct client *c, struct hrec *r, const char *method,
                     const char *path, const char *body, const char *token)
@@ -192,10 +166,10 @@ static long attempt(struct client *c, struct hrec *r, const char *method,
 
     snprintf(url, sizeof(url), "%s%s", c->run->urls[r->url], path);
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    c->len = 0;
-    c->too_big = false;
-    if (c->buf)
-        c->buf[0] = '\0';
+    c->reply.len = 0;
+    c->reply.too_large = false;
+    if (c->reply.buf)
+        c->reply.buf[0] = '\0';
     c->errbuf[0] = '\0';
     if (!(h = curl_slist_append(NULL, auth))
         || !(h2 = curl_slist_append(h, "Content-Type: application/json"))) {
@@ -228,13 +202,14 @@ static long attempt(struct client *c, struct hrec *r, const char *method,
     }
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
     if (r->status < 200 || r->status >= 300) {
-        json_t *j = json_loadb(c->buf ? c->buf : "", c->len, 0, NULL);
+        json_t *j = json_loadb(c->reply.buf ? c->reply.buf : "",
+                               c->reply.len, 0, NULL);
         json_t *err = json_object_get(j, "error");
         const char *code = json_string_value(json_object_get(err, "code"));
         const char *msg = json_string_value(json_object_get(err, "message"));
         snprintf(r->code, sizeof(r->code), "%s", code ? code : "");
         snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
-        r->deadlock = (c->buf && strstr(c->buf, "deadlock"));
+        r->deadlock = (c->reply.buf && strstr(c->reply.buf, "deadlock"));
         json_decref(j);
     }
     return r->status;
@@ -314,14 +289,15 @@ static int64_t max64(int64_t a, int64_t b)
 
 static json_t *get_json(struct client *c, const char *path, const char *tok);
 
-/* --hwcoll: the reserve reply in c->buf told the scheduler its multicast
- * reservation; when it said "reserved", what the broker keeps (read back
- * with GET, from any replica) must be the same session token.  A reply
- * that said "reserved" without a token is a mismatch too.
+/* --hwcoll: the reserve reply in c->reply.buf told the scheduler its
+ * multicast reservation; when it said "reserved", what the broker keeps
+ * (read back with GET, from any replica) must be the same session token.
+ * A reply that said "reserved" without a token is a mismatch too.
  */
 static void check_hwcoll(struct client *c, const char *job, const char *path)
 {
-    json_t *told = json_loadb(c->buf ? c->buf : "", c->len, 0, NULL);
+    json_t *told = json_loadb(c->reply.buf ? c->reply.buf : "",
+                              c->reply.len, 0, NULL);
     json_t *hw = json_object_get(told, "hwcoll");
     const char *state = json_string_value(json_object_get(hw, "state"));
     const char *token = json_string_value(json_object_get(hw, "session_token"));
@@ -423,7 +399,7 @@ static int run_job(struct client *c, uint64_t seq)
     }
     j->acked = true;
     j->live_from = last->recv_mono;
-    parse_reservation(c->buf, &j->resv_id, j->vnis, &j->nvnis);
+    parse_reservation(c->reply.buf, &j->resv_id, j->vnis, &j->nvnis);
     long long rid = j->resv_id;
     int nnodes = j->nnodes;
     if (run->hwcoll)
@@ -489,8 +465,9 @@ static int client_init(struct client *c, const struct run *run, int index)
         return -1;
     curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
+    c->reply.max = REPLY_MAX;
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, httpc_write_cb);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->reply);
     curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 20000L);
     return 0;
@@ -500,7 +477,7 @@ static void client_cleanup(struct client *c)
 {
     if (c->curl)
         curl_easy_cleanup(c->curl);
-    free(c->buf);
+    httpc_reply_free(&c->reply);
     hrec_log_cleanup(&c->log);
 }
 
@@ -527,7 +504,7 @@ static json_t *get_json(struct client *c, const char *path, const char *tok)
         memset(&r, 0, sizeof(r));
         r.url = a % c->run->nurls;
         if (attempt(c, &r, "GET", path, NULL, tok) == 200)
-            return json_loadb(c->buf, c->len, 0, NULL);
+            return json_loadb(c->reply.buf, c->reply.len, 0, NULL);
         if (r.status == 404)
             return NULL;
         sleep_ms(100);
@@ -578,7 +555,7 @@ static int get_one(void *arg, const char *job, long long *id, int *vnis,
         r.url = a % c->run->nurls;
         long st = attempt(c, &r, "GET", path, NULL, c->run->sched);
         if (st == 200) {
-            parse_reservation(c->buf, id, vnis, n);
+            parse_reservation(c->reply.buf, id, vnis, n);
             return 0;
         }
         if (st == 404)

@@ -641,6 +641,21 @@ static const char *field(json_t *o, const char *key)
     return json_string_value(json_object_get(o, key));
 }
 
+/* Step 1's services are gone from every NIC, and its report is the one in
+ * the spool, with member key want.
+ */
+static void assert_step1_spooled(struct fixture *fx,
+                                 const char *key,
+                                 const char *want)
+{
+    for (int d = 0; d < NNICS; d++)
+        assert_int_equal(services_with(fx, d, step1_vnis, 3), 0);
+    json_t *entry = spooled_one(fx);
+    assert_string_equal(field(entry, "step_id"), "1");
+    assert_string_equal(field(entry, key), want);
+    json_decref(entry);
+}
+
 /* A step's end report the broker cannot take is spooled with its step,
  * and flushed to the step's route. */
 static void test_step_spool(void **state)
@@ -651,12 +666,7 @@ static void test_step_spool(void **state)
     assert_int_equal(run_step(fx, cmd_prolog, "1"), CMD_DONE);
     fx->broker.report_status = 503;
     assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
-    for (int d = 0; d < NNICS; d++)
-        assert_int_equal(services_with(fx, d, step1_vnis, 3), 0);
-    json_t *entry = spooled_one(fx);
-    assert_string_equal(field(entry, "step_id"), "1");
-    assert_string_equal(field(entry, "cxi"), "destroyed");
-    json_decref(entry);
+    assert_step1_spooled(fx, "cxi", "destroyed");
 
     fx->broker.report_status = 200;
     size_t before = json_array_size(fx->broker.reports);
@@ -672,7 +682,7 @@ static void test_step_spool(void **state)
     assert_int_equal(run(fx, cmd_prolog), CMD_DONE);
     fx->broker.report_status = 503;
     assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
-    entry = spooled_one(fx);
+    json_t *entry = spooled_one(fx);
     assert_null(json_object_get(entry, "step_id"));
     assert_string_equal(field(entry, "job_id"), JOB);
     json_decref(entry);
@@ -804,12 +814,7 @@ static void test_stepapi_unreachable(void **state)
     assert_null(env);
 
     assert_int_equal(vnib_step_teardown(conf, JOB, "1", -1, &e), 0);
-    for (int d = 0; d < NNICS; d++)
-        assert_int_equal(services_with(fx, d, step1_vnis, 3), 0);
-    json_t *entry = spooled_one(fx);
-    assert_string_equal(field(entry, "step_id"), "1");
-    assert_string_equal(field(entry, "node"), "n1");
-    json_decref(entry);
+    assert_step1_spooled(fx, "node", "n1");
 
     /* A config that is not there is EINVAL, naming it. */
     assert_int_equal(

@@ -33,6 +33,17 @@ static struct fakehttp *server_start(const char *reply)
     return s;
 }
 
+/* A fake server answering one request with status and a JSON body (the
+ * server keeps the reply).
+ */
+static struct fakehttp *json_server(int status, const char *body)
+{
+    struct fakehttp *s = fakehttp_new(1);
+
+    fakehttp_add_json(s, "", status, body, 1);
+    return s;
+}
+
 static struct vnib_client *client_for(const struct fakehttp *s,
                                       const char *token)
 {
@@ -45,6 +56,42 @@ static struct vnib_client *client_for(const struct fakehttp *s,
     assert_non_null(c);
     assert_string_equal(e.text, "");
     return c;
+}
+
+/* Run s and return a client of it. */
+static struct vnib_client *client_run(struct fakehttp *s, const char *token)
+{
+    fakehttp_run(s);
+    return client_for(s, token);
+}
+
+/* Destroy c and wait for s to have answered every request. */
+static void client_done(struct vnib_client *c, struct fakehttp *s)
+{
+    vnib_client_destroy(c);
+    fakehttp_join(s);
+}
+
+/* s received exactly the requests whose request lines are lines (up to
+ * the NULL that ends it), each without " HTTP/1.1".
+ */
+static void assert_request_lines(const struct fakehttp *s,
+                                 const char *const lines[])
+{
+    int n = 0;
+
+    for (; lines[n]; n++) {
+        char want[256];
+        snprintf(want, sizeof(want), "%s HTTP/1.1\r\n", lines[n]);
+        fakehttp_assert_prefix(fakehttp_request(s, n), want);
+    }
+    assert_int_equal(s->nrequests, n);
+}
+
+/* String member key of o, or NULL. */
+static const char *jstr(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
 }
 
 /* ---- escaping ------------------------------------------------------------ */
@@ -210,43 +257,36 @@ static void test_timeout(void **state)
 
 /* ---- replies ------------------------------------------------------------- */
 
-/* Run one request against a server answering `canned`; returns the server
- * (joined) for the caller to inspect and free.
+/* Run one bodiless request against s (not yet run, then joined, for the
+ * caller to inspect and free); returns what vnib_client_request did.
  */
-static struct fakehttp *one_request(const char *canned,
-                                    const char *token,
-                                    const char *method,
-                                    const char *path,
-                                    json_t *body,
-                                    int *rcp,
-                                    json_t **replyp,
-                                    vnib_error_t *errp)
+static int one_request(struct fakehttp *s,
+                       const char *token,
+                       const char *method,
+                       const char *path,
+                       json_t **replyp,
+                       vnib_error_t *errp)
 {
-    struct fakehttp *s = server_start(canned);
-    fakehttp_run(s);
-    struct vnib_client *c = client_for(s, token);
-    *rcp = vnib_client_request(c, method, path, body, replyp, errp);
-    vnib_client_destroy(c);
-    fakehttp_join(s);
-    return s;
+    struct vnib_client *c = client_run(s, token);
+    int rc = vnib_client_request(c, method, path, NULL, replyp, errp);
+    client_done(c, s);
+    return rc;
 }
 
 static void test_get_ok(void **state)
 {
-    char *canned =
-        fakehttp_reply_json(200, "{\"status\":\"ok\",\"version\":\"x\"}");
     vnib_error_t e = {""};
     json_t *reply = NULL;
     int rc;
     (void)state;
 
-    struct fakehttp *s = one_request(
-        canned, "vnib1.secret-token", "GET", "/healthz", NULL, &rc, &reply, &e);
+    struct fakehttp *s =
+        json_server(200, "{\"status\":\"ok\",\"version\":\"x\"}");
+    rc = one_request(s, "vnib1.secret-token", "GET", "/healthz", &reply, &e);
     assert_int_equal(rc, 200);
     assert_string_equal(e.text, "");
     assert_non_null(reply);
-    assert_string_equal(json_string_value(json_object_get(reply, "status")),
-                        "ok");
+    assert_string_equal(jstr(reply, "status"), "ok");
     fakehttp_assert_prefix(fakehttp_request(s, 0), "GET /healthz HTTP/1.1\r\n");
     assert_non_null(strstr(fakehttp_request(s, 0),
                            "\r\nAuthorization: Bearer vnib1.secret-token\r\n"));
@@ -259,7 +299,6 @@ static void test_get_ok(void **state)
     assert_int_equal(s->accepted, 1);
     json_decref(reply);
     fakehttp_free(s);
-    free(canned);
 }
 
 /* The deadline sent is the timeout less a quarter, at most 2 s less. */
@@ -276,64 +315,57 @@ static void test_deadline_ms(void **state)
 
 static void test_no_token_no_header(void **state)
 {
-    char *canned = fakehttp_reply_json(200, "{\"status\":\"ready\"}");
     json_t *reply = NULL;
     int rc;
     (void)state;
 
-    struct fakehttp *s =
-        one_request(canned, NULL, "GET", "/readyz", NULL, &rc, &reply, NULL);
+    struct fakehttp *s = json_server(200, "{\"status\":\"ready\"}");
+    rc = one_request(s, NULL, "GET", "/readyz", &reply, NULL);
     assert_int_equal(rc, 200);
     assert_null(strstr(fakehttp_request(s, 0), "Authorization"));
     assert_null(strstr(fakehttp_request(s, 0), "authorization"));
     json_decref(reply);
     fakehttp_free(s);
-    free(canned);
 }
 
 static void test_error_reply(void **state)
 {
-    char *canned = fakehttp_reply_json(
-        409,
-        "{\"error\":{\"code\":\"reservation_conflict\",\"message\":\"job 7 "
-        "is active with other parameters\",\"request_id\":\"r-1\"}}");
     vnib_error_t e = {""};
     json_t *reply = NULL;
     int rc;
     (void)state;
 
     errno = 0;
-    struct fakehttp *s = one_request(
-        canned, "tok", "GET", "/v1/reservations/7", NULL, &rc, &reply, &e);
+    struct fakehttp *s = json_server(
+        409,
+        "{\"error\":{\"code\":\"reservation_conflict\",\"message\":\"job 7 "
+        "is active with other parameters\",\"request_id\":\"r-1\"}}");
+    rc = one_request(s, "tok", "GET", "/v1/reservations/7", &reply, &e);
     assert_int_equal(rc, 409);
     assert_int_equal(errno, 0);
     assert_string_equal(e.text,
                         "reservation_conflict: job 7 is active with other "
                         "parameters");
     assert_non_null(reply);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(reply, "error"), "request_id")),
+    assert_string_equal(jstr(json_object_get(reply, "error"), "request_id"),
                         "r-1");
     json_decref(reply);
     fakehttp_free(s);
-    free(canned);
 }
 
 static void test_error_reply_without_code(void **state)
 {
-    char *canned = fakehttp_reply_json(500, "{\"oops\":1}");
     vnib_error_t e = {""};
     int rc;
     (void)state;
 
     /* No replyp: the reply is freed, the status still comes back. */
-    struct fakehttp *s =
-        one_request(canned, "tok", "GET", "/v1/pool", NULL, &rc, NULL, &e);
+    struct fakehttp *s = json_server(500, "{\"oops\":1}");
+    rc = one_request(s, "tok", "GET", "/v1/pool", NULL, &e);
     assert_int_equal(rc, 500);
     assert_string_equal(e.text,
                         "http_500: the broker's reply has no error code");
     fakehttp_free(s);
-    free(canned);
 }
 
 static void test_not_json(void **state)
@@ -348,8 +380,8 @@ static void test_not_json(void **state)
     (void)state;
 
     errno = 0;
-    struct fakehttp *s =
-        one_request(canned, "tok", "GET", "/v1/pool", NULL, &rc, &reply, &e);
+    struct fakehttp *s = server_start(canned);
+    rc = one_request(s, "tok", "GET", "/v1/pool", &reply, &e);
     assert_int_equal(rc, -1);
     assert_int_equal(errno, EPROTO);
     assert_null(reply);
@@ -370,8 +402,8 @@ static void test_empty_reply(void **state)
     (void)state;
 
     errno = 0;
-    struct fakehttp *s = one_request(
-        canned, "tok", "DELETE", "/v1/nodes/n1/drain", NULL, &rc, NULL, &e);
+    struct fakehttp *s = server_start(canned);
+    rc = one_request(s, "tok", "DELETE", "/v1/nodes/n1/drain", NULL, &e);
     assert_int_equal(rc, -1);
     assert_int_equal(errno, EPROTO);
     snprintf(want,
@@ -394,8 +426,7 @@ static void test_reply_too_large(void **state)
 
     struct fakehttp *s = server_start(NULL);
     s->big_body = VNIB_CLIENT_MAX_REPLY + 65536;
-    fakehttp_run(s);
-    struct vnib_client *c = client_for(s, "tok");
+    struct vnib_client *c = client_run(s, "tok");
     errno = 0;
     rc = vnib_client_request(c, "GET", "/v1/events", NULL, NULL, &e);
     assert_int_equal(rc, -1);
@@ -405,8 +436,7 @@ static void test_reply_too_large(void **state)
              "http://127.0.0.1:%d: reply larger than 16 MiB",
              s->port);
     assert_string_equal(e.text, want);
-    vnib_client_destroy(c);
-    fakehttp_join(s);
+    client_done(c, s);
     fakehttp_free(s);
 }
 
@@ -439,14 +469,12 @@ static void test_invalid_requests(void **state)
 
 static void test_reserve(void **state)
 {
-    char *canned = fakehttp_reply_json(201, "{\"job_id\":\"job/1\"}");
     vnib_error_t e = {""};
     json_t *reply = NULL;
     (void)state;
 
-    struct fakehttp *s = server_start(canned);
-    fakehttp_run(s);
-    struct vnib_client *c = client_for(s, "tok");
+    struct fakehttp *s = json_server(201, "{\"job_id\":\"job/1\"}");
+    struct vnib_client *c = client_run(s, "tok");
     struct vnib_reserve r = {.job_id = "job/1",
                              .uid = 4294967294u,
                              .user = "alice",
@@ -454,8 +482,7 @@ static void test_reserve(void **state)
                              .vni_count = 2,
                              .hwcoll = "on"};
     assert_int_equal(vnib_client_reserve(c, &r, &reply, &e), 201);
-    vnib_client_destroy(c);
-    fakehttp_join(s);
+    client_done(c, s);
     fakehttp_assert_prefix(fakehttp_request(s, 0),
                            "POST /v1/reservations HTTP/1.1\r\n");
     assert_non_null(strstr(fakehttp_request(s, 0),
@@ -465,88 +492,69 @@ static void test_reserve(void **state)
                         "{\"job_id\":\"job/1\",\"uid\":4294967294,\"user\":"
                         "\"alice\",\"nodes\":\"tux[0-3]\",\"vni_count\":2,"
                         "\"hwcoll\":\"on\"}");
-    assert_string_equal(json_string_value(json_object_get(reply, "job_id")),
-                        "job/1");
+    assert_string_equal(jstr(reply, "job_id"), "job/1");
     json_decref(reply);
     fakehttp_free(s);
-    free(canned);
 }
 
 static void test_reserve_default_count(void **state)
 {
-    char *canned = fakehttp_reply_json(200, "{}");
     (void)state;
 
-    struct fakehttp *s = server_start(canned);
-    fakehttp_run(s);
-    struct vnib_client *c = client_for(s, "tok");
+    struct fakehttp *s = json_server(200, "{}");
+    struct vnib_client *c = client_run(s, "tok");
     struct vnib_reserve r = {.job_id = "42",
                              .uid = 0,
                              .user = "root",
                              .nodes = "n1",
                              .vni_count = -1};
     assert_int_equal(vnib_client_reserve(c, &r, NULL, NULL), 200);
-    vnib_client_destroy(c);
-    fakehttp_join(s);
+    client_done(c, s);
     assert_string_equal(fakehttp_body(s, 0),
                         "{\"job_id\":\"42\",\"uid\":0,\"user\":\"root\","
                         "\"nodes\":\"n1\"}");
     fakehttp_free(s);
-    free(canned);
 }
 
 static void test_get_and_release(void **state)
 {
-    char *ok = fakehttp_reply_json(200, "{\"state\":\"active\"}");
-    char *accepted = fakehttp_reply_json(202, "{\"state\":\"releasing\"}");
-    char *forced = fakehttp_reply_json(200, "{\"state\":\"released\"}");
     json_t *reply = NULL;
     (void)state;
 
     /* Three requests on one kept-alive connection. */
-    struct fakehttp *s = server_start(ok);
-    s->expect = 3;
-    fakehttp_add(s, "", accepted, 1);
-    fakehttp_add(s, "", forced, 1);
-    fakehttp_run(s);
-    struct vnib_client *c = client_for(s, "tok");
+    struct fakehttp *s = fakehttp_new(3);
+    fakehttp_add_json(s, "", 200, "{\"state\":\"active\"}", 1);
+    fakehttp_add_json(s, "", 202, "{\"state\":\"releasing\"}", 1);
+    fakehttp_add_json(s, "", 200, "{\"state\":\"released\"}", 1);
+    struct vnib_client *c = client_run(s, "tok");
     assert_int_equal(vnib_client_get_reservation(c, "job/1", &reply, NULL),
                      200);
-    assert_string_equal(json_string_value(json_object_get(reply, "state")),
-                        "active");
+    assert_string_equal(jstr(reply, "state"), "active");
     json_decref(reply);
     assert_int_equal(vnib_client_release(c, "..", 0, false, &reply, NULL), 202);
-    assert_string_equal(json_string_value(json_object_get(reply, "state")),
-                        "releasing");
+    assert_string_equal(jstr(reply, "state"), "releasing");
     json_decref(reply);
     assert_int_equal(vnib_client_release(c, "a b", 0, true, NULL, NULL), 200);
-    vnib_client_destroy(c);
-    fakehttp_join(s);
+    client_done(c, s);
+    static const char *const lines[] = {
+        "GET /v1/reservations/job%2F1",
+        "DELETE /v1/reservations/%2E%2E",
+        "DELETE /v1/reservations/a%20b?force=true",
+        NULL,
+    };
     assert_int_equal(s->accepted, 1);
-    assert_int_equal(s->nrequests, 3);
-    fakehttp_assert_prefix(fakehttp_request(s, 0),
-                           "GET /v1/reservations/job%2F1 HTTP/1.1\r\n");
-    fakehttp_assert_prefix(fakehttp_request(s, 1),
-                           "DELETE /v1/reservations/%2E%2E HTTP/1.1\r\n");
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 2),
-        "DELETE /v1/reservations/a%20b?force=true HTTP/1.1\r\n");
+    assert_request_lines(s, lines);
     assert_null(strstr(fakehttp_request(s, 2), "Content-Length"));
     fakehttp_free(s);
-    free(ok);
-    free(accepted);
-    free(forced);
 }
 
 static void test_report(void **state)
 {
-    char *canned = fakehttp_reply_json(200, "{}");
     json_t *services = json_pack("[{s:s, s:i}]", "device", "cxi0", "svc_id", 5);
     (void)state;
 
-    struct fakehttp *s = server_start(canned);
-    fakehttp_run(s);
-    struct vnib_client *c = client_for(s, "tok");
+    struct fakehttp *s = json_server(200, "{}");
+    struct vnib_client *c = client_run(s, "tok");
     struct vnib_report r = {.job_id = "42",
                             .node = "n 1",
                             .cxi = "created",
@@ -554,8 +562,7 @@ static void test_report(void **state)
                             .message = "ok \"x\"",
                             .reservation = 7};
     assert_int_equal(vnib_client_report(c, &r, NULL, NULL), 200);
-    vnib_client_destroy(c);
-    fakehttp_join(s);
+    client_done(c, s);
     fakehttp_assert_prefix(fakehttp_request(s, 0),
                            "PUT /v1/reservations/42/nodes/n%201 HTTP/1.1\r\n");
     assert_string_equal(fakehttp_body(s, 0),
@@ -566,52 +573,41 @@ static void test_report(void **state)
     assert_int_equal(services->refcount, 1);
     json_decref(services);
     fakehttp_free(s);
-    free(canned);
 }
 
 static void test_report_minimal(void **state)
 {
-    char *canned = fakehttp_reply_json(409, "{\"error\":{\"code\":\"x\"}}");
     vnib_error_t e = {""};
     (void)state;
 
-    struct fakehttp *s = server_start(canned);
-    fakehttp_run(s);
-    struct vnib_client *c = client_for(s, "tok");
+    struct fakehttp *s = json_server(409, "{\"error\":{\"code\":\"x\"}}");
+    struct vnib_client *c = client_run(s, "tok");
     struct vnib_report r = {.job_id = "42", .node = "n1", .cxi = "destroyed"};
     assert_int_equal(vnib_client_report(c, &r, NULL, &e), 409);
     assert_string_equal(e.text, "x: HTTP 409");
-    vnib_client_destroy(c);
-    fakehttp_join(s);
+    client_done(c, s);
     assert_string_equal(fakehttp_body(s, 0), "{\"cxi\":\"destroyed\"}");
     fakehttp_free(s);
-    free(canned);
 }
 
 static void test_steps(void **state)
 {
-    char *created = fakehttp_reply_json(201, "{\"step_id\":\"0\"}");
-    char *ok = fakehttp_reply_json(200, "{\"step_id\":\"0\"}");
-    char *accepted = fakehttp_reply_json(202, "{\"outcome\":\"no_hwcoll\"}");
-    char *reported = fakehttp_reply_json(200, "{}");
     json_t *reply = NULL;
     vnib_error_t e = {""};
     (void)state;
 
     /* Reserve, read, release and report a step, each on its step route. */
-    struct fakehttp *s = server_start(created);
-    s->expect = 5;
-    fakehttp_add(s, "", ok, 1);
-    fakehttp_add(s, "", accepted, 1);
-    fakehttp_add(s, "", reported, 1);
-    fakehttp_add(s, "", created, 1);
-    fakehttp_run(s);
-    struct vnib_client *c = client_for(s, "tok");
+    struct fakehttp *s = fakehttp_new(5);
+    fakehttp_add_json(s, "", 201, "{\"step_id\":\"0\"}", 1);
+    fakehttp_add_json(s, "", 200, "{\"step_id\":\"0\"}", 1);
+    fakehttp_add_json(s, "", 202, "{\"outcome\":\"no_hwcoll\"}", 1);
+    fakehttp_add_json(s, "", 200, "{}", 1);
+    fakehttp_add_json(s, "", 201, "{\"step_id\":\"0\"}", 1);
+    struct vnib_client *c = client_run(s, "tok");
     const struct vnib_step_reserve r = {
         .job_id = "job/1", .step_id = "0", .nodes = "n[1-2]", .vni_count = 1};
     assert_int_equal(vnib_client_step_reserve(c, &r, &reply, &e), 201);
-    assert_string_equal(json_string_value(json_object_get(reply, "step_id")),
-                        "0");
+    assert_string_equal(jstr(reply, "step_id"), "0");
     json_decref(reply);
     assert_int_equal(vnib_client_get_step(c, "job/1", "..", NULL, NULL), 200);
     assert_int_equal(
@@ -626,30 +622,22 @@ static void test_steps(void **state)
     const struct vnib_step_reserve none = {
         .job_id = "42", .step_id = "5", .nodes = "n1", .vni_count = -1};
     assert_int_equal(vnib_client_step_reserve(c, &none, NULL, NULL), 201);
-    vnib_client_destroy(c);
-    fakehttp_join(s);
-    assert_int_equal(s->nrequests, 5);
-    fakehttp_assert_prefix(fakehttp_request(s, 0),
-                           "PUT /v1/reservations/job%2F1/steps/0 HTTP/1.1\r\n");
+    client_done(c, s);
+    static const char *const lines[] = {
+        "PUT /v1/reservations/job%2F1/steps/0",
+        "GET /v1/reservations/job%2F1/steps/%2E%2E",
+        "DELETE /v1/reservations/42/steps/3.1?force=true",
+        "PUT /v1/reservations/42/steps/3.1/nodes/n1",
+        "PUT /v1/reservations/42/steps/5",
+        NULL,
+    };
+    assert_request_lines(s, lines);
     assert_string_equal(fakehttp_body(s, 0),
                         "{\"nodes\":\"n[1-2]\",\"vni_count\":1}");
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 1),
-        "GET /v1/reservations/job%2F1/steps/%2E%2E HTTP/1.1\r\n");
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 2),
-        "DELETE /v1/reservations/42/steps/3.1?force=true HTTP/1.1\r\n");
-    fakehttp_assert_prefix(
-        fakehttp_request(s, 3),
-        "PUT /v1/reservations/42/steps/3.1/nodes/n1 HTTP/1.1\r\n");
     assert_string_equal(fakehttp_body(s, 3),
                         "{\"cxi\":\"created\",\"reservation_id\":7}");
     assert_string_equal(fakehttp_body(s, 4), "{\"nodes\":\"n1\"}");
     fakehttp_free(s);
-    free(created);
-    free(ok);
-    free(accepted);
-    free(reported);
 
     /* Arguments missing: refused before any request. */
     const struct vnib_step_reserve bad = {.job_id = "42", .nodes = "n1"};

@@ -68,16 +68,40 @@ static void write_file(const char *path, const char *text, mode_t mode)
     close(fd);
 }
 
-/* secfile_read refuses path, naming it: errno err (0: not checked) and a
- * message that contains part (NULL: the path is enough).
- */
-static void expect_refused(const char *path, int err, const char *part)
+/* secfile_read, secfile_read_owned or secfile_read_public. */
+typedef int (*reader_f)(const char *path,
+                        char **bufp,
+                        size_t *lenp,
+                        vnib_error_t *errp);
+
+/* reader reads path, which holds "s3cret\n". */
+static void expect_read(reader_f reader, const char *path)
 {
     vnib_error_t e = {""};
     char *buf = NULL;
     size_t len = 0;
 
-    assert_int_equal(secfile_read(path, &buf, &len, &e), -1);
+    assert_int_equal(reader(path, &buf, &len, &e), 0);
+    assert_int_equal(len, 7);
+    assert_string_equal(buf, "s3cret\n");
+    secfile_free(buf, len);
+}
+
+/* reader refuses path, returning no buffer and naming the path: errno err
+ * (0: not checked) and a message that contains part (NULL: the path is
+ * enough).
+ */
+static void expect_refused(reader_f reader,
+                           const char *path,
+                           int err,
+                           const char *part)
+{
+    vnib_error_t e = {""};
+    char *buf = NULL;
+    size_t len = 0;
+
+    assert_int_equal(reader(path, &buf, &len, &e), -1);
+    assert_null(buf);
     if (err)
         assert_int_equal(errno, err);
     if (part)
@@ -88,18 +112,12 @@ static void expect_refused(const char *path, int err, const char *part)
 static void test_regular_file(void **state)
 {
     struct dir *d = *state;
-    vnib_error_t e = {""};
-    char *buf = NULL;
-    size_t len = 0;
 
     write_file(d->file, "s3cret\n", 0600);
-    assert_int_equal(secfile_read(d->file, &buf, &len, &e), 0);
-    assert_int_equal(len, 7);
-    assert_string_equal(buf, "s3cret\n");
-    secfile_free(buf, len);
+    expect_read(secfile_read, d->file);
 
     write_file(d->file, "s3cret\n", 0640);
-    expect_refused(d->file, EPERM, NULL);
+    expect_refused(secfile_read, d->file, EPERM, NULL);
 }
 
 /* Without O_NONBLOCK the open() of a FIFO waits for a writer forever:
@@ -108,16 +126,12 @@ static void test_regular_file(void **state)
 static void test_fifo_refused_at_once(void **state)
 {
     struct dir *d = *state;
-    vnib_error_t e = {""};
-    char *buf = NULL;
-    size_t len = 0;
 
     assert_int_equal(mkfifo(d->file, 0600), 0);
     signal(SIGALRM, SIG_DFL);
     alarm(5);
-    expect_refused(d->file, EPERM, "not a regular file");
-    assert_int_equal(secfile_read_public(d->file, &buf, &len, &e), -1);
-    assert_int_equal(errno, EPERM);
+    expect_refused(secfile_read, d->file, EPERM, "not a regular file");
+    expect_refused(secfile_read_public, d->file, EPERM, NULL);
     alarm(0);
 }
 
@@ -126,7 +140,7 @@ static void test_directory_refused(void **state)
     struct dir *d = *state;
 
     assert_int_equal(mkdir(d->file, 0700), 0);
-    expect_refused(d->file, 0, NULL);
+    expect_refused(secfile_read, d->file, 0, NULL);
 }
 
 /* A uid that owns nothing here (nobody). */
@@ -138,9 +152,6 @@ static void test_directory_refused(void **state)
 static void test_root_reads_other_owner(void **state)
 {
     struct dir *d = *state;
-    vnib_error_t e = {""};
-    char *buf = NULL;
-    size_t len = 0;
 
     if (geteuid() != 0) {
         print_message("skip: needs root (a file owned by another user)\n");
@@ -148,14 +159,10 @@ static void test_root_reads_other_owner(void **state)
     }
     write_file(d->file, "s3cret\n", 0600);
     assert_int_equal(chown(d->file, OTHER_UID, OTHER_UID), 0);
-    assert_int_equal(secfile_read(d->file, &buf, &len, &e), 0);
-    assert_string_equal(buf, "s3cret\n");
-    secfile_free(buf, len);
+    expect_read(secfile_read, d->file);
 
     assert_int_equal(chmod(d->file, 0640), 0);
-    assert_int_equal(secfile_read(d->file, &buf, &len, &e), -1);
-    assert_int_equal(errno, EPERM);
-    assert_non_null(strstr(e.text, "mode 0640"));
+    expect_refused(secfile_read, d->file, EPERM, "mode 0640");
 }
 
 /* secfile_read_owned as root: a strict file of another owner is refused,
@@ -165,38 +172,27 @@ static void test_root_reads_other_owner(void **state)
 static void test_owned_strict_for_root(void **state)
 {
     struct dir *d = *state;
-    vnib_error_t e = {""};
-    char *buf = NULL;
-    size_t len = 0;
 
     write_file(d->file, "s3cret\n", 0600);
-    assert_int_equal(secfile_read_owned(d->file, &buf, &len, &e), 0);
-    assert_string_equal(buf, "s3cret\n");
-    secfile_free(buf, len);
+    expect_read(secfile_read_owned, d->file);
     if (geteuid() != 0) {
         print_message("skip: needs root (a file owned by another user)\n");
         skip();
     }
 
     assert_int_equal(chown(d->file, 0, 0), 0);
-    assert_int_equal(secfile_read_owned(d->file, &buf, &len, &e), 0);
-    assert_string_equal(buf, "s3cret\n");
-    secfile_free(buf, len);
+    expect_read(secfile_read_owned, d->file);
 
     assert_int_equal(chown(d->file, OTHER_UID, OTHER_UID), 0);
-    buf = NULL;
-    assert_int_equal(secfile_read_owned(d->file, &buf, &len, &e), -1);
-    assert_int_equal(errno, EPERM);
-    assert_null(buf);
-    assert_non_null(strstr(e.text, d->file));
-    assert_non_null(strstr(e.text, "owned by uid 65534"));
-    assert_non_null(strstr(e.text, "(uid 0) or root"));
+    expect_refused(secfile_read_owned,
+                   d->file,
+                   EPERM,
+                   "owned by uid 65534: a credential file must belong to "
+                   "this user (uid 0) or root");
 
     assert_int_equal(chown(d->file, 0, 0), 0);
     assert_int_equal(chmod(d->file, 0604), 0);
-    assert_int_equal(secfile_read_owned(d->file, &buf, &len, &e), -1);
-    assert_int_equal(errno, EPERM);
-    assert_non_null(strstr(e.text, "mode 0604"));
+    expect_refused(secfile_read_owned, d->file, EPERM, "mode 0604");
 }
 
 /* Child of test_other_owner_refused: become OTHER_UID + 1 but keep

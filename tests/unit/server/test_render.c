@@ -30,6 +30,25 @@ static void *budget_malloc(size_t size)
     return malloc(size);
 }
 
+/* The FM's URL, as a config holds it (not const). */
+static char fm_url[] = "http://fm.example:8000";
+
+/* A config with the FM, for jobs of min_nodes nodes (0: on request). */
+static struct config fm_config(long min_nodes)
+{
+    struct config cfg = {0};
+
+    cfg.hwcoll.fm_url = fm_url;
+    cfg.hwcoll.min_nodes = min_nodes;
+    return cfg;
+}
+
+/* String member key of o, or NULL. */
+static const char *jstr(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
 /* One reserved reservation with hardware collectives on the node. */
 static struct render_node_entry node_entry(void)
 {
@@ -67,45 +86,48 @@ static json_t *view(const struct config *cfg, const struct render_node_entry *e)
 
 static void test_node_view(void **state)
 {
-    struct config cfg = {0};
-    char url[] = "http://fm.example:8000";
+    struct config cfg = fm_config(2);
     struct render_node_entry e = node_entry();
     (void)state;
 
-    cfg.hwcoll.fm_url = url;
-    cfg.hwcoll.min_nodes = 2;
     json_t *o = view(&cfg, &e);
     assert_non_null(o);
-    assert_string_equal(json_string_value(json_object_get(o, "node")), "n1");
+    assert_string_equal(jstr(o, "node"), "n1");
     assert_true(json_is_true(json_object_get(o, "drained")));
     assert_int_equal(json_integer_value(json_object_get(o, "cleanup_needed")),
                      1);
     json_t *res = json_array_get(json_object_get(o, "reservations"), 0);
-    assert_string_equal(json_string_value(json_object_get(res, "cxi")),
-                        "created");
+    assert_string_equal(jstr(res, "cxi"), "created");
     assert_int_equal(json_array_size(json_object_get(res, "services")), 1);
     json_t *env = json_object_get(res, "environment");
-    assert_string_equal(
-        json_string_value(json_object_get(env, "FI_CXI_COLL_FABRIC_MGR_URL")),
-        "http://fm.example:8000/fabric/collectives/multicasts");
+    assert_string_equal(jstr(env, "FI_CXI_COLL_FABRIC_MGR_URL"),
+                        "http://fm.example:8000/fabric/collectives/multicasts");
     json_decref(o);
 }
 
-static void test_node_view_out_of_memory(void **state)
-{
-    struct config cfg = {0};
-    char url[] = "http://fm.example:8000";
-    struct render_node_entry e = node_entry();
-    int failures = 0;
-    (void)state;
+/* What the out-of-memory tests build: render_node_view of e, or
+ * render_reservation of f.
+ */
+struct build {
+    struct config cfg;
+    struct render_node_entry e;
+    struct render_row f;
+    bool node_view;
+};
 
-    cfg.hwcoll.fm_url = url;
-    cfg.hwcoll.min_nodes = 2;
+/* Fail every allocation jansson makes in building b in turn: each failure
+ * must come back as NULL with ENOMEM.  Returns how many did.
+ */
+static int fail_each_allocation(const struct build *b)
+{
+    int failures = 0;
+
     json_set_alloc_funcs(budget_malloc, free);
     for (long n = 0; n < 10000; n++) {
         alloc_budget = n;
         errno = 0;
-        json_t *o = view(&cfg, &e);
+        json_t *o = b->node_view ? view(&b->cfg, &b->e)
+                                 : render_reservation(&b->cfg, &b->f);
         bool failed = alloc_budget == 0;
         alloc_budget = -1;
         if (o) {
@@ -118,7 +140,16 @@ static void test_node_view_out_of_memory(void **state)
         failures++;
     }
     json_set_alloc_funcs(malloc, free);
-    assert_true(failures > 10);
+    return failures;
+}
+
+static void test_node_view_out_of_memory(void **state)
+{
+    struct build b = {
+        .cfg = fm_config(2), .e = node_entry(), .node_view = true};
+    (void)state;
+
+    assert_true(fail_each_allocation(&b) > 10);
 }
 
 /* Step 3 of the job of node_entry() (schema/0017): its own VNI, its job's
@@ -148,23 +179,19 @@ static struct render_row step_row(void)
 
 static const char *env_of(json_t *o, const char *key)
 {
-    return json_string_value(
-        json_object_get(json_object_get(o, "environment"), key));
+    return jstr(json_object_get(o, "environment"), key);
 }
 
 static void test_step(void **state)
 {
-    struct config cfg = {0};
-    char url[] = "http://fm.example:8000";
+    struct config cfg = fm_config(2);
     struct render_row f = step_row();
     (void)state;
 
-    cfg.hwcoll.fm_url = url;
-    cfg.hwcoll.min_nodes = 2;
     json_t *o = render_reservation(&cfg, &f);
     assert_non_null(o);
-    assert_string_equal(json_string_value(json_object_get(o, "job_id")), "j7");
-    assert_string_equal(json_string_value(json_object_get(o, "step_id")), "3");
+    assert_string_equal(jstr(o, "job_id"), "j7");
+    assert_string_equal(jstr(o, "step_id"), "3");
     assert_int_equal(json_array_size(json_object_get(o, "vnis")), 1);
     assert_int_equal(
         json_integer_value(json_array_get(json_object_get(o, "vnis"), 0)),
@@ -173,8 +200,7 @@ static void test_step(void **state)
     assert_string_equal(env_of(o, "SLINGSHOT_VNIS"), "3002,3000,3001");
     assert_string_equal(env_of(o, "FI_CXI_COLL_JOB_ID"), "fm-7");
     assert_string_equal(env_of(o, "FI_CXI_COLL_JOB_STEP_ID"), "3");
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(o, "hwcoll"), "state")),
+    assert_string_equal(jstr(json_object_get(o, "hwcoll"), "state"),
                         "reserved");
     json_decref(o);
 
@@ -188,7 +214,7 @@ static void test_step(void **state)
     /* A job's reservation has no step_id, and no step variable. */
     f = node_entry().res;
     o = render_reservation(&cfg, &f);
-    assert_string_equal(json_string_value(json_object_get(o, "job_id")), "j7");
+    assert_string_equal(jstr(o, "job_id"), "j7");
     assert_null(json_object_get(o, "step_id"));
     assert_null(json_object_get(o, "job_vnis"));
     assert_null(env_of(o, "FI_CXI_COLL_JOB_STEP_ID"));
@@ -204,38 +230,17 @@ static void test_step(void **state)
                                     .action = "reserve",
                                     .detail = "{}"};
     o = render_event(&ev);
-    assert_string_equal(json_string_value(json_object_get(o, "job_id")), "j7");
-    assert_string_equal(json_string_value(json_object_get(o, "step_id")), "3");
+    assert_string_equal(jstr(o, "job_id"), "j7");
+    assert_string_equal(jstr(o, "step_id"), "3");
     json_decref(o);
 }
 
 static void test_step_out_of_memory(void **state)
 {
-    struct config cfg = {0};
-    char url[] = "http://fm.example:8000";
-    struct render_row f = step_row();
-    int failures = 0;
+    struct build b = {.cfg = fm_config(0), .f = step_row()};
     (void)state;
 
-    cfg.hwcoll.fm_url = url;
-    json_set_alloc_funcs(budget_malloc, free);
-    for (long n = 0; n < 10000; n++) {
-        alloc_budget = n;
-        errno = 0;
-        json_t *o = render_reservation(&cfg, &f);
-        bool failed = alloc_budget == 0;
-        alloc_budget = -1;
-        if (o) {
-            json_decref(o);
-            if (!failed)
-                break; /* every allocation has been failed once */
-            continue;
-        }
-        assert_int_equal(errno, ENOMEM);
-        failures++;
-    }
-    json_set_alloc_funcs(malloc, free);
-    assert_true(failures > 10);
+    assert_true(fail_each_allocation(&b) > 10);
 }
 
 int main(void)

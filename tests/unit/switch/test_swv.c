@@ -1,5 +1,5 @@
 /* Unit tests for the switch plugin's Slurm-free parts
- * (deploy/slurm/switch/): SwitchParameters and --network parsing
+ * (plugins/slurm/switch/): SwitchParameters and --network parsing
  * (swv_opts.c), the jobinfo's wire form (swv_jobinfo.c) and the release
  * spool record (swv_ctld.c, the hook's format).  The plugin's sources
  * are compiled in: they are not part of any library.
@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "deploy/slurm/switch/swv_ctld.c"
-#include "deploy/slurm/switch/swv_jobinfo.c"
-#include "deploy/slurm/switch/swv_opts.c"
+#include "plugins/slurm/switch/swv_ctld.c"
+#include "plugins/slurm/switch/swv_jobinfo.c"
+#include "plugins/slurm/switch/swv_opts.c"
 
 static void test_config_defaults(void **state)
 {

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* swv_ctld: switch/vnib's controller side, the broker calls of slurmctld.
+ *
+ * When slurmctld creates a step (switch_p_build_jobinfo) the plugin
+ * reserves the job at the broker (idempotent: the job's first step makes
+ * the reservation, the others find it) and then the step (every step
+ * gets a step reservation, with its own VNIs or none, so that its node
+ * services are tracked).  When a step record ends (switch_p_job_step_
+ * complete) it releases the step; when the job ends (switch_p_job_
+ * complete, from slurmctld's deallocate_nodes) it releases the job, which
+ * releases whatever steps are left.  A job release the broker does not
+ * take is spooled in the hook's format (one file per job in the release
+ * spool) for `vnib-slurm-hook reconcile`, never dropped.
+ *
+ * These functions know nothing of Slurm's structures: the plugin's
+ * Slurm-facing file (switch_vnib.c) passes plain strings.
+ */
+#ifndef SWV_CTLD_H
+#define SWV_CTLD_H
+
+#include <stdint.h>
+
+#include "swv_opts.h"
+#include "vnib/error.h"
+
+/* Who a step is, as slurmctld knows it. */
+struct swv_step_req {
+    const char *job_id;
+    const char *step_id;
+    uint32_t uid;
+    const char *user;       /* may be NULL: looked up from uid */
+    const char *job_nodes;  /* the job's hostlist */
+    const char *step_nodes; /* the step's hostlist */
+};
+
+/* What came of a step's reservation. */
+struct swv_step_resv {
+    long long job_resv; /* the broker's ids; 0 when unisolated */
+    long long step_resv;
+    int unisolated; /* broker down and vnib_outage=open */
+};
+
+/* Reserve the job (POST /v1/reservations) and the step (PUT /v1/
+ * reservations/JOB/steps/STEP).  Returns 0 (out filled; unisolated when
+ * the broker could not be reached and cfg->outage is open: errp then says
+ * why), or -1 with errp set and errno: EAGAIN when the VNI pool is
+ * exhausted (the step may be retried), EHOSTUNREACH when the broker could
+ * not be reached (outage fail), EACCES or EINVAL when it refused.
+ */
+int swv_ctld_step_begin(const struct swv_config *cfg,
+                        const struct swv_step_req *req,
+                        const struct swv_network *net,
+                        struct swv_step_resv *out,
+                        vnib_error_t *errp);
+
+/* Release a step (DELETE /v1/reservations/JOB/steps/STEP).  0 when the
+ * broker took it (or knows no such step), -1 with errp otherwise: the
+ * job's release releases it anyway.
+ */
+int swv_ctld_step_end(const struct swv_config *cfg,
+                      const char *job_id,
+                      const char *step_id,
+                      vnib_error_t *errp);
+
+/* Release a job (DELETE /v1/reservations/JOB).  Returns 0 when the
+ * broker took it or knows no such job, 1 when it did not and the release
+ * was spooled (errp says why), -1 when it could not even be spooled.
+ */
+int swv_ctld_job_end(const struct swv_config *cfg,
+                     const char *job_id,
+                     vnib_error_t *errp);
+
+/* Write a spool record for job (digits only) in dir, as the hook does:
+ * "job J\nfailed_at T\nerror E\n" in a temporary file, fsynced, renamed
+ * to dir/J, the directory fsynced.  Makes dir (0700) when missing and
+ * refuses one that others may write.  0 or -1 with errno and errp.
+ */
+int swv_ctld_spool(const char *dir,
+                   const char *job_id,
+                   const char *error,
+                   vnib_error_t *errp);
+
+#endif /* !SWV_CTLD_H */

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* swv_node: switch/vnib's node side, in slurmstepd.
+ *
+ * Before a step's tasks start (switch_p_job_preinit, as root) the node
+ * creates the step's CXI services and gets the task environment; after
+ * they are gone (switch_p_job_postfini) it destroys the services and
+ * reports, or spools the report when the broker is unreachable.  Both
+ * are the agent's own code, called in-process (agent/stepapi.h): the
+ * node fetches the step's VNIs from the broker with its own node token,
+ * never from what travelled with the step.
+ */
+#ifndef SWV_NODE_H
+#define SWV_NODE_H
+
+#include "swv_jobinfo.h"
+#include "swv_opts.h"
+#include "vnib/error.h"
+
+/* Set up the step of info on node (the Slurm node name, for "%n" in
+ * vnib_agent_config).  Returns 0 with *envp the task environment
+ * ("NAME=value", NULL-terminated; free with swv_node_env_free), or -1
+ * with errno and errp set.  After -1, *unisolated says whether the step
+ * may still run, without isolation (vnib_outage=open and the controller
+ * or this node could not reach the broker), or must fail (0).
+ */
+int swv_node_setup(const struct swv_config *cfg,
+                   const char *node,
+                   const struct swv_jobinfo *info,
+                   long uid,
+                   long ncores,
+                   char ***envp,
+                   int *unisolated,
+                   vnib_error_t *errp);
+
+/* Destroy the step's services on node and report (or spool).  0, or -1
+ * with errp (a service stayed busy: its VNIs stay quarantined).
+ */
+int swv_node_teardown(const struct swv_config *cfg,
+                      const char *node,
+                      const struct swv_jobinfo *info,
+                      vnib_error_t *errp);
+
+void swv_node_env_free(char **env);
+
+#endif /* !SWV_NODE_H */

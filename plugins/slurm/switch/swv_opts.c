@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* swv_opts: parsing SwitchParameters and --network for switch/vnib.
+ *
+ * Both strings are lists of comma-separated items, each KEY or KEY=VALUE.
+ * The settings table (config_keys) says which field each SwitchParameters
+ * key fills and how; --network items are few enough for one function.
+ * Nothing here allocates beyond one working copy of the string, and
+ * nothing logs: errors go back in a vnib_error_t.
+ */
+#include "swv_opts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SWV_PARAMS_MAX 4096 /* bytes in one SwitchParameters or --network */
+
+enum key_kind {
+    KEY_PATH,   /* a string into a char[SWV_PATH_MAX] */
+    KEY_OUTAGE, /* fail|open */
+    KEY_VNIS,   /* 0-4; for vnib_vnis also "default" (-1) */
+    KEY_HWCOLL, /* on|off|auto */
+    KEY_MS,     /* a positive number of milliseconds */
+};
+
+struct config_key {
+    const char *name;
+    enum key_kind kind;
+    size_t offset;
+};
+
+static const struct config_key config_keys[] = {
+    {"vnib_url", KEY_PATH, offsetof(struct swv_config, url)},
+    {"vnib_token_file", KEY_PATH, offsetof(struct swv_config, token_file)},
+    {"vnib_cacert", KEY_PATH, offsetof(struct swv_config, cacert)},
+    {"vnib_agent_config", KEY_PATH, offsetof(struct swv_config, agent_config)},
+    {"vnib_release_spool", KEY_PATH, offsetof(struct swv_config, spool)},
+    {"vnib_outage", KEY_OUTAGE, offsetof(struct swv_config, outage)},
+    {"vnib_vnis", KEY_VNIS, offsetof(struct swv_config, vnis)},
+    {"vnib_step_vnis", KEY_VNIS, offsetof(struct swv_config, step_vnis)},
+    {"vnib_hwcoll", KEY_HWCOLL, offsetof(struct swv_config, hwcoll)},
+    {"vnib_timeout_ms", KEY_MS, offsetof(struct swv_config, timeout_ms)},
+    {"vnib_retry_busy_ms", KEY_MS, offsetof(struct swv_config, retry_busy_ms)},
+};
+
+/* HPE's --network keys that switch/vnib accepts and ignores: the broker
+ * and the agent decide traffic classes and limits. */
+static const char *const hpe_ignored[] = {
+    "depth",
+    "tcs",
+    "single_node_vni",
+    "adjust_limits",
+    "no_adjust_limits",
+    "disable_rdzv_get",
+    NULL,
+};
+
+static void config_defaults(struct swv_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->token_file,
+             sizeof(cfg->token_file),
+             "%s",
+             "/etc/vnibroker/slurmctld.token");
+    snprintf(cfg->agent_config,
+             sizeof(cfg->agent_config),
+             "%s",
+             "/etc/vnibroker/agent.toml");
+    snprintf(cfg->spool,
+             sizeof(cfg->spool),
+             "%s",
+             "/var/spool/vnibroker/slurm/release");
+    cfg->outage = SWV_OUTAGE_FAIL;
+    cfg->vnis = -1;
+    cfg->step_vnis = 0;
+    cfg->timeout_ms = 5000;
+    cfg->retry_busy_ms = 5000;
+}
+
+/* A count of VNIs, 0-4. */
+static int parse_vnis(const char *key,
+                      const char *val,
+                      int *out,
+                      vnib_error_t *errp)
+{
+    if (val == NULL || val[0] < '0' || val[0] > '0' + SWV_MAX_VNIS
+        || val[1] != '\0') {
+        errno = EINVAL;
+        return errprintf(errp,
+                         "%s: want a number of VNIs 0-%d, not '%s'",
+                         key,
+                         SWV_MAX_VNIS,
+                         val ? val : "");
+    }
+    *out = val[0] - '0';
+    return 0;
+}
+
+static int parse_hwcoll(const char *key,
+                        const char *val,
+                        char *out,
+                        vnib_error_t *errp)
+{
+    if (val == NULL
+        || (strcmp(val, "on") != 0 && strcmp(val, "off") != 0
+            && strcmp(val, "auto") != 0)) {
+        errno = EINVAL;
+        return errprintf(
+            errp, "%s: want on, off or auto, not '%s'", key, val ? val : "");
+    }
+    snprintf(out, 8, "%s", val);
+    return 0;
+}
+
+static int apply_config_key(struct swv_config *cfg,
+                            const struct config_key *k,
+                            const char *val,
+                            vnib_error_t *errp)
+{
+    char *field = (char *)cfg + k->offset;
+    char *end;
+    long ms;
+
+    if (val == NULL) {
+        errno = EINVAL;
+        return errprintf(errp, "SwitchParameters: %s needs a value", k->name);
+    }
+    switch (k->kind) {
+        case KEY_PATH:
+            if (strlen(val) >= SWV_PATH_MAX) {
+                errno = EINVAL;
+                return errprintf(
+                    errp, "SwitchParameters: %s is too long", k->name);
+            }
+            snprintf(field, SWV_PATH_MAX, "%s", val);
+            return 0;
+        case KEY_OUTAGE:
+            if (strcmp(val, "fail") == 0)
+                cfg->outage = SWV_OUTAGE_FAIL;
+            else if (strcmp(val, "open") == 0)
+                cfg->outage = SWV_OUTAGE_OPEN;
+            else {
+                errno = EINVAL;
+                return errprintf(errp,
+                                 "SwitchParameters: vnib_outage: want fail or "
+                                 "open, not '%s'",
+                                 val);
+            }
+            return 0;
+        case KEY_VNIS:
+            if (k->offset == offsetof(struct swv_config, vnis)
+                && strcmp(val, "default") == 0) {
+                cfg->vnis = -1;
+                return 0;
+            }
+            return parse_vnis(k->name, val, (int *)(void *)field, errp);
+        case KEY_HWCOLL:
+            return parse_hwcoll(k->name, val, field, errp);
+        case KEY_MS:
+            errno = 0;
+            ms = strtol(val, &end, 10);
+            if (errno != 0 || end == val || *end != '\0' || ms <= 0
+                || ms > 600000) {
+                errno = EINVAL;
+                return errprintf(errp,
+                                 "SwitchParameters: %s: want milliseconds "
+                                 "1-600000, not '%s'",
+                                 k->name,
+                                 val);
+            }
+            *(long *)(void *)field = ms;
+            return 0;
+    }
+    errno = EINVAL;
+    return errprintf(errp, "SwitchParameters: %s: unknown kind", k->name);
+}
+
+/* Split s (a working copy) at commas; call item(key, value-or-NULL) for
+ * each non-empty item.  Spaces around items are not allowed by Slurm's
+ * parser either, so none are stripped. */
+typedef int (*item_f)(void *arg,
+                      const char *key,
+                      const char *val,
+                      vnib_error_t *errp);
+
+static int for_each_item(
+    const char *what, const char *s, item_f item, void *arg, vnib_error_t *errp)
+{
+    char *copy = NULL, *save = NULL, *tok, *eq;
+    int rc = -1;
+
+    if (s == NULL || s[0] == '\0')
+        return 0;
+    if (strlen(s) > SWV_PARAMS_MAX) {
+        errno = EINVAL;
+        return errprintf(
+            errp, "%s: longer than %d bytes", what, SWV_PARAMS_MAX);
+    }
+    if ((copy = strdup(s)) == NULL) {
+        errprintf(errp, "%s: out of memory", what);
+        goto cleanup;
+    }
+    for (tok = strtok_r(copy, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        eq = strchr(tok, '=');
+        if (eq != NULL)
+            *eq++ = '\0';
+        if (item(arg, tok, eq, errp) < 0)
+            goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(copy);
+    return rc;
+}
+
+static int config_item(void *arg,
+                       const char *key,
+                       const char *val,
+                       vnib_error_t *errp)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++) {
+        if (strcmp(key, config_keys[i].name) == 0)
+            return apply_config_key(arg, &config_keys[i], val, errp);
+    }
+    errno = EINVAL;
+    return errprintf(errp, "SwitchParameters: unknown key '%s'", key);
+}
+
+int swv_config_parse(struct swv_config *cfg,
+                     const char *params,
+                     vnib_error_t *errp)
+{
+    config_defaults(cfg);
+    return for_each_item("SwitchParameters", params, config_item, cfg, errp);
+}
+
+static bool hpe_key_ignored(const char *key)
+{
+    size_t i;
+
+    for (i = 0; hpe_ignored[i] != NULL; i++) {
+        if (strcmp(key, hpe_ignored[i]) == 0)
+            return true;
+    }
+    /* def_txqs=, res_les=, max_acs=...: per-resource limits */
+    return strncmp(key, "def_", 4) == 0 || strncmp(key, "res_", 4) == 0
+           || strncmp(key, "max_", 4) == 0;
+}
+
+struct net_arg {
+    struct swv_network *net;
+    bool step; /* parsing the step's --network */
+};
+
+static int network_item(void *arg,
+                        const char *key,
+                        const char *val,
+                        vnib_error_t *errp)
+{
+    struct net_arg *a = arg;
+    struct swv_network *net = a->net;
+    bool job = !a->step;
+
+    if (strcmp(key, "no_vni") == 0 && val == NULL) {
+        if (job)
+            net->vnis = 0;
+        net->step_vnis = 0;
+        return 0;
+    }
+    if (strcmp(key, "job_vni") == 0 && val == NULL) {
+        if (job && net->vnis <= 0)
+            net->vnis = 1;
+        return 0;
+    }
+    if (strcmp(key, "vnis") == 0) {
+        int n;
+
+        if (parse_vnis("--network vnis", val, &n, errp) < 0)
+            return -1;
+        if (job)
+            net->vnis = n;
+        return 0;
+    }
+    if (strcmp(key, "step_vnis") == 0)
+        return parse_vnis("--network step_vnis", val, &net->step_vnis, errp);
+    if (strcmp(key, "hwcoll") == 0) {
+        char v[8];
+
+        if (parse_hwcoll("--network hwcoll", val ? val : "on", v, errp) < 0)
+            return -1;
+        if (job)
+            snprintf(net->hwcoll, sizeof(net->hwcoll), "%s", v);
+        return 0;
+    }
+    if (hpe_key_ignored(key))
+        return 0;
+    errno = EINVAL;
+    return errprintf(errp, "--network: unknown option '%s'", key);
+}
+
+int swv_network_parse(const struct swv_config *cfg,
+                      const char *job_net,
+                      const char *step_net,
+                      struct swv_network *net,
+                      vnib_error_t *errp)
+{
+    struct net_arg a = {.net = net, .step = false};
+
+    memset(net, 0, sizeof(*net));
+    net->vnis = cfg->vnis;
+    net->step_vnis = cfg->step_vnis;
+    snprintf(net->hwcoll, sizeof(net->hwcoll), "%s", cfg->hwcoll);
+    if (for_each_item("--network", job_net, network_item, &a, errp) < 0)
+        return -1;
+    a.step = true;
+    return for_each_item("--network", step_net, network_item, &a, errp);
+}
+
+int swv_expand_node(const char *pattern,
+                    const char *node,
+                    char *out,
+                    size_t size)
+{
+    size_t o = 0, n;
+    const char *p;
+
+    for (p = pattern; *p != '\0'; p++) {
+        if (p[0] == '%' && p[1] == 'n') {
+            n = strlen(node);
+            if (o + n >= size)
+                goto toolong;
+            memcpy(out + o, node, n);
+            o += n;
+            p++;
+            continue;
+        }
+        if (o + 1 >= size)
+            goto toolong;
+        out[o++] = *p;
+    }
+    out[o] = '\0';
+    return 0;
+toolong:
+    errno = ENAMETOOLONG;
+    return -1;
+}

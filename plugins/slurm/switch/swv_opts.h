@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* swv_opts: the switch/vnib plugin's settings and user options.
+ *
+ * Two strings configure the plugin.  slurm.conf's SwitchParameters (one
+ * per cluster, read by every Slurm program that loads the plugin) holds
+ * the site's settings, comma-separated KEY=VALUE pairs all starting with
+ * vnib_; a job's or step's --network (srun, sbatch, salloc) holds the
+ * user's choice, in the style of HPE's switch/hpe_slingshot keys.  Both
+ * are parsed here, without Slurm: the plugin's Slurm-facing file passes
+ * the strings in and logs what comes out.
+ */
+#ifndef SWV_OPTS_H
+#define SWV_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "vnib/error.h"
+
+#define SWV_PATH_MAX 512
+#define SWV_MAX_VNIS 4 /* a CXI service holds at most four */
+
+/* What a step does when the broker cannot be reached at its start. */
+enum swv_outage {
+    SWV_OUTAGE_FAIL = 0, /* the step fails: ESLURM_INTERCONNECT_FAILURE */
+    SWV_OUTAGE_OPEN = 1, /* it runs without VNI isolation, logged */
+};
+
+/* The site's settings (SwitchParameters). */
+struct swv_config {
+    char url[SWV_PATH_MAX];          /* vnib_url: the broker */
+    char token_file[SWV_PATH_MAX];   /* vnib_token_file: slurmctld's token */
+    char cacert[SWV_PATH_MAX];       /* vnib_cacert: "" the system store */
+    char agent_config[SWV_PATH_MAX]; /* vnib_agent_config: %n the node */
+    char spool[SWV_PATH_MAX];        /* vnib_release_spool */
+    enum swv_outage outage;          /* vnib_outage=fail|open */
+    int vnis;                        /* vnib_vnis: job VNIs; -1 broker's */
+    int step_vnis;                   /* vnib_step_vnis: a step's own */
+    char hwcoll[8];                  /* vnib_hwcoll: "" the broker's */
+    long timeout_ms;                 /* vnib_timeout_ms: per request */
+    long retry_busy_ms;              /* vnib_retry_busy_ms: destroy */
+};
+
+/* What one step asks for, after the defaults and --network. */
+struct swv_network {
+    int vnis;      /* the job's VNIs, 0-4, or -1 for the broker's default */
+    int step_vnis; /* the step's own VNIs, 0-4 */
+    char hwcoll[8];
+};
+
+/* Fill cfg from SwitchParameters (NULL or "" gives the defaults).  Keys
+ * that do not start with vnib_ belong to no one here and are refused,
+ * as is an unknown vnib_ key or a bad value.  Returns 0, or -1 with
+ * errno EINVAL and errp naming the key.
+ */
+int swv_config_parse(struct swv_config *cfg,
+                     const char *params,
+                     vnib_error_t *errp);
+
+/* What a step gets: cfg's defaults, then the job's --network (job_net:
+ * vnis, job_vni, no_vni, hwcoll), then the step's (step_net: step_vnis,
+ * no_vni).  Either may be NULL.  HPE's keys that mean nothing here
+ * (depth, tcs, limits...) are accepted and ignored; anything else is
+ * refused: -1 with errno EINVAL and errp naming it.
+ */
+int swv_network_parse(const struct swv_config *cfg,
+                      const char *job_net,
+                      const char *step_net,
+                      struct swv_network *net,
+                      vnib_error_t *errp);
+
+/* Replace each "%n" in pattern by node into out (size bytes).  Returns 0,
+ * or -1 with errno ENAMETOOLONG when it does not fit.
+ */
+int swv_expand_node(const char *pattern,
+                    const char *node,
+                    char *out,
+                    size_t size);
+
+#endif /* !SWV_OPTS_H */
