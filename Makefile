@@ -28,12 +28,10 @@ FUZZ_SECONDS ?= 60
 
 PKGS := libmicrohttpd jansson libpq libcurl openssl
 
-# -Wextra without -Wmissing-field-initializers: `vnib_error_t e = {""};`
-# (every module's idiom) leaves the message's mark out, which C zero-fills.
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
         -Wmissing-declarations -Wshadow -Wpointer-arith -Wcast-qual \
         -Wsign-compare -Wtype-limits -Wformat=2 -Wundef -Wvla \
-        -Wno-missing-field-initializers -fno-common -pedantic
+        -fno-common -pedantic
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif

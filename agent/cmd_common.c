@@ -76,7 +76,7 @@ void cmd_ctx_fini(struct cmd_ctx *a)
 /* Read the node token and settle this node's name. */
 static int load_identity(struct cmd_ctx *a)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     const char *file = a->cfg->token_file;
 
     if (secfile_read(file, &a->token, &a->token_len, &error) < 0)
@@ -114,7 +114,7 @@ static int load_identity(struct cmd_ctx *a)
 
 int cmd_connect(struct cmd_ctx *a)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     if (a->broker.get)
         return CMD_DONE;
     int rc = load_identity(a);
@@ -131,7 +131,7 @@ int cmd_connect(struct cmd_ctx *a)
 
 int cmd_open_nics(struct cmd_ctx *a)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     const char *arg =
         !strcmp(a->cfg->backend, "sim") ? a->cfg->sim_dir : a->cfg->libcxi;
     free(a->devs); /* a second command in one process lists them anew */

@@ -30,7 +30,7 @@ static int prior_vnis(struct cmd_ctx *a,
                       const char *key,
                       json_t *res)
 {
-    vnib_error_t ignore = {""};
+    vnib_error_t ignore = {0};
     json_t *rec =
         o->step ? jobstate_load(a->cfg->state_dir, key, &ignore) : NULL;
     json_t *vnis = json_object_get(rec, "vnis");
@@ -46,7 +46,7 @@ static int prior_vnis(struct cmd_ctx *a,
 
 int cmd_env(struct cmd_ctx *a, const struct cmd_opts *o)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct jobenv env = {{NULL}};
     json_t *res = NULL;
     int *ids = NULL;
@@ -119,7 +119,7 @@ static int job_cores(struct cmd_ctx *a, const struct cmd_opts *o, unsigned *np)
     const char *nodes = getenv("SLURM_JOB_NODELIST")
                             ? getenv("SLURM_JOB_NODELIST")
                             : getenv("SLURM_NODELIST");
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
 
     if (o->ncores > 0) {
         *np = (unsigned)o->ncores;
@@ -145,7 +145,7 @@ static int prolog_failed(struct cmd_ctx *a,
                          long long res_id,
                          const vnib_error_t *error)
 {
-    vnib_error_t rerr = {""};
+    vnib_error_t rerr = {0};
     char msg[sizeof(error->text) + 32];
     snprintf(msg, sizeof(msg), "prolog: %s", error->text);
     if (cmd_report(a,
@@ -219,7 +219,7 @@ static int own_vnis_only(struct cmd_ctx *a,
 
 int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *res = NULL, *svcs = NULL, *record = NULL;
     struct services_job job;
     struct jobenv env = {{NULL}};
@@ -382,7 +382,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
         || jobstate_save(a->cfg->state_dir, key, record, &error) < 0
         || jobstate_write_env(a->cfg->state_dir, key, job.uid, &env, &error)
                < 0) {
-        vnib_error_t rerr = {""};
+        vnib_error_t rerr = {0};
         json_t *left = json_array(), *gone = json_array();
         (void)services_destroy(a->nb,
                                a->devs,

@@ -14,7 +14,7 @@
 
 int cmd_list(struct cmd_ctx *a, const struct cmd_opts *o)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *all = json_array();
     int rc;
 
@@ -81,7 +81,7 @@ out:
 
 int cmd_sim_init(struct cmd_ctx *a, const struct cmd_opts *o)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     if (o->nics < 0)
         return cmd_fail(a, CMD_USAGE, "sim-init: --nics N is required");
     if (a->dry_run)

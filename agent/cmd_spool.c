@@ -30,7 +30,7 @@ int cmd_report_or_spool(struct cmd_ctx *a,
                         const struct vnib_report *r,
                         vnib_error_t *errp)
 {
-    vnib_error_t serr = {""};
+    vnib_error_t serr = {0};
     json_t *entry = NULL;
     char key[JOBSTATE_KEY_MAX];
     int status =
@@ -105,7 +105,7 @@ static int flush_spool(struct cmd_ctx *a,
         cmd_warn(a, "spool: %s; left in place", json_string_value(e));
     f->left = (int)json_array_size(bad);
     json_array_foreach (list, i, e) {
-        vnib_error_t error = {""};
+        vnib_error_t error = {0};
         struct vnib_report r = {
             .job_id = json_string_value(json_object_get(e, "job_id")),
             .step_id = json_string_value(json_object_get(e, "step_id")),
@@ -166,7 +166,7 @@ out:
 
 void cmd_flush_quietly(struct cmd_ctx *a)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct flushed f;
     if (a->dry_run)
         return;
@@ -177,7 +177,7 @@ void cmd_flush_quietly(struct cmd_ctx *a)
 
 int cmd_flush(struct cmd_ctx *a, const struct cmd_opts *o)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct flushed f = {0, 0, 0};
     int rc;
 

@@ -31,7 +31,7 @@ static int destroy(struct cmd_ctx *a,
                    json_t *left,
                    const char *who)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     int n;
 
     if (cmd_open_nics(a) != CMD_DONE)
@@ -61,7 +61,7 @@ static bool shared(struct cmd_ctx *a,
                    const char *key,
                    json_t *src)
 {
-    vnib_error_t ignore = {""};
+    vnib_error_t ignore = {0};
     json_t *steps = jobstate_steps(a->cfg->state_dir, o->job, &ignore);
     bool found = false;
     size_t i;
@@ -105,7 +105,7 @@ static bool shared(struct cmd_ctx *a,
  */
 static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *src = NULL, *done = json_array(), *left = json_array();
     const char *what = final ? "housekeeping" : "epilog";
     const char *outcome = "none";
@@ -313,7 +313,7 @@ out:
  * then the job's services.  The worst status wins. */
 static int job_end(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *steps;
     size_t i;
     json_t *st;
@@ -378,7 +378,7 @@ static bool holds(json_t *list, json_t *res)
 
 int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *pool_reply = NULL, *view = NULL, *done, *left, *reported;
     struct idset *pool = NULL;
     char path[TOKEN_NODE_MAX + 32];

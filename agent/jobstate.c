@@ -533,7 +533,7 @@ json_t *jobstate_spool_list(const char *dir, json_t *bad, vnib_error_t *errp)
         goto nomem;
     for (size_t i = 0; i < n; i++) {
         char path[4096];
-        vnib_error_t rerr = {""};
+        vnib_error_t rerr = {0};
         snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
         json_t *o = spool_read(path, &rerr);
         if (o)

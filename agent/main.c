@@ -304,7 +304,7 @@ int main(int argc, char **argv)
     struct args args = {
         .o = {.uid = -1, .retry_ms = -1, .format = "export", .nics = -1}};
     const struct command *cmd = commands;
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     int rc;
 
     if ((rc = parse_opts(&a, main_opts, NULL, argc, argv, &args)) != CMD_DONE)

@@ -60,7 +60,7 @@ static int alloc_one(struct nic_backend *nb,
 {
     struct nic_svc want = {0}, req;
     struct nic_fail fail;
-    vnib_error_t why = {""}, shortfall = {""};
+    vnib_error_t why = {0}, shortfall = {0};
     char note[256];
 
     want.restricted_members = true;
@@ -215,7 +215,7 @@ int services_destroy(struct nic_backend *nb,
                 if (!pick(&svcs[i], arg))
                     continue;
                 json_t *o = services_json(&devs[d], &svcs[i]);
-                vnib_error_t why = {""};
+                vnib_error_t why = {0};
                 if (dry_run
                     || nic_svc_destroy(nb, &devs[d], svcs[i].svc_id, &why)
                            == 0) {

@@ -93,7 +93,7 @@ static int run_reserve_step(struct ctl *ctl,
         .nodes = a->nodes,
         .vni_count = a->vnis.text ? (int)a->vnis.value : -1,
     };
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *reply = NULL;
     int status = vnib_client_step_reserve(ctl->client, &r, &reply, &error);
     return reservation_reply(ctl, status, reply, &error);
@@ -108,7 +108,7 @@ static int check_user(const char *cmd, const char *user)
 
 static int check_nodes(const char *cmd, const char *nodes)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     size_t count = 0;
 
     if (hostlist_count_expr(nodes, HOSTLIST_DEFAULT_MAX_NAMES, &count, &error)
@@ -133,7 +133,7 @@ static int run_reserve(struct ctl *ctl, void *args, char **pos)
         .vni_count = a->vnis.text ? (int)a->vnis.value : -1,
         .hwcoll = a->hwcoll,
     };
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *reply = NULL;
     int status = vnib_client_reserve(ctl->client, &r, &reply, &error);
     return reservation_reply(ctl, status, reply, &error);
@@ -222,7 +222,7 @@ static int release_reservation(void *args, const char *cmd, const char *arg)
 static int run_release(struct ctl *ctl, void *args, char **pos)
 {
     const struct release_args *a = args;
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *reply = NULL;
     if (a->step && a->reservation > 0)
         return ctl_usage_error("release",
@@ -264,7 +264,7 @@ struct show_args {
 static int run_show(struct ctl *ctl, void *args, char **pos)
 {
     const struct show_args *a = args;
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *reply = NULL;
     int status =
         a->step
@@ -380,7 +380,7 @@ static int run_report(struct ctl *ctl, void *args, char **pos)
         .message = a->message,
         .reservation = a->reservation,
     };
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *reply = NULL;
     int status = vnib_client_report(ctl->client, &r, &reply, &error);
     return reservation_reply(ctl, status, reply, &error);

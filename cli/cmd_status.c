@@ -52,7 +52,7 @@ static int run_status(struct ctl *ctl, void *args, char **pos)
         NULL,
     };
     json_t *reply = NULL;
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     int rc;
 
     (void)pos;

@@ -44,7 +44,7 @@ struct topo_args {
 /* The file, or an exit status (2, having printed why) in *rcp. */
 static struct topology *load(const struct topo_args *a, int *rcp)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct topology *t =
         topology_load(a->file ? a->file : TOPOLOGY_DEFAULT_PATH,
                       HOSTLIST_DEFAULT_MAX_NAMES,
@@ -117,7 +117,7 @@ static json_t *job_spans(const struct topology *t,
                          const char *nodes,
                          int *rcp)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct hostlist *hl =
         hostlist_decode(nodes, HOSTLIST_DEFAULT_MAX_NAMES, &error);
     struct topology_spans sp = {NULL, 0, 0, NULL};
@@ -173,7 +173,7 @@ done:
 static int run_topology(struct ctl *ctl, void *args, char **pos)
 {
     const struct topo_args *a = args;
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct topology *t = NULL;
     json_t *reply = NULL;
     json_t *obj = NULL;

@@ -118,7 +118,7 @@ int ctl_print_json(const json_t *v)
  */
 static int token_load(const struct ctl *ctl, char **tokenp, size_t *sizep)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     const char *file = ctl->token_file;
     const char *env = getenv("VNIB_TOKEN");
     char *buf = NULL;
@@ -163,7 +163,7 @@ static int token_load(const struct ctl *ctl, char **tokenp, size_t *sizep)
 /* Create the client on first use.  Returns 0 or an exit status. */
 int ctl_connect(struct ctl *ctl)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     char *token = NULL;
     size_t size = 0;
     int rc;
@@ -293,7 +293,7 @@ int ctl_call(struct ctl *ctl,
              const char *const *params,
              json_t **replyp)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct query q;
     char *full = NULL;
     int rc;

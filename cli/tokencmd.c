@@ -101,7 +101,7 @@ static int cmd_new(int argc, char **argv, bool json)
     static const char *const roles[] = {"admin", "scheduler", "monitor"};
     char token[TOKEN_SIZE];
     char hex[TOKEN_HASH_HEX_SIZE];
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     const char *role = NULL;
     int rc;
 
@@ -155,7 +155,7 @@ static int cmd_new(int argc, char **argv, bool json)
 static int cmd_node(int argc, char **argv, bool json)
 {
     char token[TOKEN_NODE_SIZE];
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     const char *key_file = NULL;
     char *key = NULL;
     size_t keylen = 0;
@@ -218,7 +218,7 @@ static int write_all(int fd, const unsigned char *buf, size_t len)
 static int cmd_key(int argc, char **argv, bool json)
 {
     unsigned char key[TOKEN_KEY_MIN];
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     const char *out = NULL;
     int fd = -1;
     int rc;

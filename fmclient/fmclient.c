@@ -462,7 +462,7 @@ static int job_reserve(struct fmc *c,
         fmhttp_call_begin(timeout_ms != 0 || !c ? timeout_ms : c->timeout_ms);
     vnib_error_t *errp = msg_of(fe);
     char label[FMC_LABEL_MAX];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char *path = NULL;
     char *payload = NULL;
     json_t *body = NULL;

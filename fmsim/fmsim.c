@@ -409,7 +409,7 @@ int main(int argc, char **argv)
     struct logger *log = NULL;
     struct fmsim_state *state = NULL;
     struct fmsim_http *http = NULL;
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     sigset_t sigs;
     int rc = EXIT_RUNTIME;
 

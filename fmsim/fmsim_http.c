@@ -517,7 +517,7 @@ static int errno_status(int errnum)
 static int dispatch(struct fmsim_req *req)
 {
     const struct fmsim_route_info *route = fmsim_api_route_info(req->route);
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *out = NULL;
 
     if (req->route == FMSIM_R_UNKNOWN)

@@ -256,7 +256,7 @@ static struct hostlist *expand(struct topo_scan *sc,
                                const struct topo_token *tok,
                                const char *key)
 {
-    vnib_error_t why = {""};
+    vnib_error_t why = {0};
     struct hostlist *hl = NULL;
     char *expr = value_dup(tok);
     const char *at;

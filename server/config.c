@@ -253,7 +253,7 @@ static int derive_vni(struct config *cfg,
                       const char *tc_where,
                       vnib_error_t *errp)
 {
-    vnib_error_t why = {""};
+    vnib_error_t why = {0};
     char *copy = NULL;
 
     idset_destroy(cfg->vni_pool);
@@ -469,7 +469,7 @@ static int derive_priority(struct config *cfg,
                            const char *where,
                            vnib_error_t *errp)
 {
-    vnib_error_t why = {""};
+    vnib_error_t why = {0};
     char *copy = NULL;
     size_t n = 1;
     int rc = -1;

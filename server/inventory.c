@@ -28,7 +28,7 @@ struct inventory {
 struct inventory *inventory_create(const struct config *cfg, vnib_error_t *errp)
 {
     struct inventory *inv = calloc(1, sizeof(*inv));
-    vnib_error_t why = {""};
+    vnib_error_t why = {0};
 
     if (!inv) {
         errprintf(errp, "out of memory");

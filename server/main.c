@@ -112,7 +112,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
 
 static int check_config(const char *path)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct inventory *inv = NULL;
     struct config *cfg = config_load(path, &error);
     if (!cfg || !(inv = inventory_create(cfg, &error))) {
@@ -129,7 +129,7 @@ static int check_config(const char *path)
 
 static int run_migrate(struct broker *b)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     int from, to;
 
     if (store_migrate(b->store, &from, &to, &error) < 0) {
@@ -157,7 +157,7 @@ static int run_migrate(struct broker *b)
  */
 static int check_schema(struct broker *b, int *versionp)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     int version;
     int need = store_required_version();
 
@@ -198,7 +198,7 @@ static int check_schema(struct broker *b, int *versionp)
  */
 static int sync_pool(struct broker *b)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     char previous[256];
     long long added = 0, removed = 0;
     char *now = idset_encode(b->cfg->vni_pool);
@@ -253,7 +253,7 @@ int main(int argc, char **argv)
     struct broker b = {0};
     struct config *cfg = NULL;
     struct sweeper *sweeper = NULL;
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     sigset_t sigs;
     int schema_version = 0;
     int rc = EXIT_RUNTIME;

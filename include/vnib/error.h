@@ -8,7 +8,7 @@
  * the operator's alone (public_text), so that what decides whether a
  * client may read it is that mark, never the words.
  *
- * `vnib_error_t e = {""};` leaves public_text NULL: C zero-fills what an
+ * `vnib_error_t e = {0};` leaves public_text NULL: C zero-fills what an
  * initializer leaves out (the Makefile turns off GCC's and clang's
  * -Wmissing-field-initializers, which would flag each such line).
  */

@@ -31,7 +31,7 @@ int ops_healthz(struct request *req, json_t **out, vnib_error_t *errp)
 
 int ops_readyz(struct request *req, json_t **out, vnib_error_t *errp)
 {
-    vnib_error_t why = {""};
+    vnib_error_t why = {0};
     struct store *store = req->broker->store;
 
     if (store_check_ready(store, &why) < 0) {

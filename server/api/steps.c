@@ -40,7 +40,7 @@ static int step_check_job(struct request *req,
 {
     const struct config *cfg = req->broker->cfg;
     struct hostset *job_hosts = NULL;
-    vnib_error_t why = {""};
+    vnib_error_t why = {0};
     json_t *job = NULL;
     bool member = false;
     int rc = -1;

@@ -159,7 +159,7 @@ static int read_fm_queue(struct gauges *g, vnib_error_t *errp)
 
 static void refresh(struct gauges *g)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct logger *log = g->broker->log;
 
     bool ok = read_schema(g, &error) == 0 && read_pool(g, &error) == 0

@@ -54,7 +54,7 @@ static void purge(struct sweeper *sw)
     int purged;
 
     do {
-        vnib_error_t error = {""};
+        vnib_error_t error = {0};
         purged = 0;
         if (store_purge(b->store,
                         (int)b->cfg->vni.retain_days,
@@ -100,7 +100,7 @@ static void *sweeper_main(void *arg)
         if (sw->stop)
             break;
         pthread_mutex_unlock(&sw->lock);
-        vnib_error_t error = {""};
+        vnib_error_t error = {0};
         int closed = 0;
         if (store_sweep(b->store, "sweeper", &closed, &error) < 0)
             logger_printf(b->log, LOG_WARNING, NULL, "sweeper: %s", error.text);

@@ -615,7 +615,7 @@ static int on_begin(void *cls, struct httpd_req *hr)
      * sent now and libmicrohttpd closes the connection without reading
      * the body.
      */
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     if (authorize(req, &error) < 0 || request_deadline(req, &error) < 0)
         return send_error(req, errno, error.text, error.public_text, NULL);
 

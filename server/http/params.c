@@ -202,7 +202,7 @@ int params_nodes(struct request *req,
                  vnib_error_t *errp)
 {
     size_t max = (size_t)req->broker->cfg->limits.hostlist_max_names;
-    vnib_error_t why = {""};
+    vnib_error_t why = {0};
     struct hostlist *hosts = hostlist_decode(expr, max, &why);
 
     if (!hosts)

@@ -35,7 +35,7 @@ static int work_one(struct hwcoll *h, json_t *w)
     const char *st = json_string_value(json_object_get(w, "hwcoll_state"));
     bool active = json_is_true(json_object_get(w, "active"));
     struct fmc_error fail = {.fault = FMC_FAULT_NONE};
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     enum store_hwset_outcome outcome;
     enum hwstate state;
     char *token = NULL, *hex = NULL;
@@ -128,7 +128,7 @@ done:
 /* Check the reserves that timed out, a few at a time. */
 static void follow_up_timeouts(struct hwcoll *h)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *work = NULL;
     if (store_hwcoll_work(h->b->store, WORK_BATCH, &work, &error) < 0)
         return;
@@ -152,7 +152,7 @@ static void run_lost_hook(struct hwcoll *h,
     char *copy = NULL, *argv[64];
     int argc = 0;
     char *save = NULL;
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     int status = 0;
     bool killed;
 
@@ -209,7 +209,7 @@ done:
 static void reconcile(struct hwcoll *h)
 {
     struct fmc_error fail = {.fault = FMC_FAULT_NONE};
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     char listed_at[64];
     char **ids = NULL;
     size_t n = 0;

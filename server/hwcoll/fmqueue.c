@@ -207,7 +207,7 @@ void *fmqueue_worker_main(void *arg)
             counted = true;
         }
         pthread_mutex_unlock(&h->lock);
-        vnib_error_t error = {""};
+        vnib_error_t error = {0};
         json_t *ops = NULL;
         int unreachable = 0;
         size_t n = 0;

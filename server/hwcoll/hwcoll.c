@@ -195,7 +195,7 @@ void hwcoll_reserve_failed(struct hwcoll *h,
 {
     enum hwstate_cause cause = hwstate_cause_of_errno(e);
     enum store_hwset_outcome outcome;
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     char reason[HWSTATE_REASON_MAX];
 
     hwcoll_note_result(h, "reserve", err);
@@ -230,7 +230,7 @@ int hwcoll_reserve_done(struct hwcoll *h,
                         const char *token,
                         json_t **recp)
 {
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     enum store_hwset_outcome outcome;
     json_t *rec = NULL;
     char *hex = NULL;
@@ -292,7 +292,7 @@ void hwcoll_reserve(struct hwcoll *h, const char *actor, json_t **resp)
     long timeout = h->b->cfg->hwcoll.reserve_timeout_ms;
     struct hwcoll_call call = {id, fm_job_id, actor};
     struct fmc_error fail = {.fault = FMC_FAULT_NONE};
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     char *token = NULL;
     json_t *rec = NULL;
 

@@ -368,7 +368,7 @@ bool store_arrays_close(struct sbuf *const *all,
                         struct item_result **base,
                         size_t n)
 {
-    vnib_error_t nomem = {""};
+    vnib_error_t nomem = {0};
 
     for (size_t i = 0; i < nall; i++) {
         store_sb_putc(all[i], '}');
@@ -388,7 +388,7 @@ PGresult *store_group_exec(struct store *s,
                            bool wait,
                            store_group_fn fn)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     PGresult *r = store_run(s, id, params, &err);
 
     if (r && PQntuples(r) != (int)n) {

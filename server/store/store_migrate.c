@@ -342,7 +342,7 @@ static int check_ready(struct store *s, vnib_error_t *errp)
 
 int store_check_ready(struct store *s, vnib_error_t *errp)
 {
-    vnib_error_t why = {""};
+    vnib_error_t why = {0};
     int e = 0;
 
     pthread_mutex_lock(&s->lock);

@@ -54,7 +54,7 @@ static int run(struct bench *b,
                struct lg_result *res,
                const char *what)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     cfg->url = b->url;
     cfg->arg = b;
@@ -754,7 +754,7 @@ done:
 static int cmd_nodekey(const char *path)
 {
     unsigned char key[TOKEN_KEY_MIN];
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     int rc;
 
     do {
@@ -771,7 +771,7 @@ static int cmd_nodekey(const char *path)
 static int cmd_token(const char *path)
 {
     char tok[TOKEN_SIZE];
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     int rc;
 
     if (token_generate(tok, sizeof(tok), &err) < 0) {
@@ -837,7 +837,7 @@ static double num_arg(const char *s, bool *bad)
 
 static int read_secret(const char *path, char **buf, size_t *len)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     if (secfile_read(path, buf, len, &err) < 0) {
         fprintf(stderr, "bench_api: %s\n", err.text);

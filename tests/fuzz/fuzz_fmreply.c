@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const prefixes[] = {"tux", "a", "cluster-x", "%"};
     static const char *const forms[] = {
         "s3cret", "Y3hpOnMzY3JldA==", "p%26ss", "p&ss", "AT1", NULL};
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     json_error_t jerr;
     char **ids = NULL;
     size_t count = 0;

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct broker b = {.cfg = &cfg};
     struct request req = {.broker = &b};
     struct store_reserve a = {0};
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     json_t *body = NULL;
     char *copy;
     int rc;

@@ -93,7 +93,7 @@ static void check_inventory(const struct topology *t)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct topology *t;
 
     errno = 0;

@@ -31,7 +31,7 @@ struct harness {
 static struct config *load_config(const char *conninfo, const char *toml)
 {
     char path[] = "/tmp/vnib-inproc-XXXXXX";
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct config *cfg = NULL;
     FILE *f = NULL;
     int fd = mkstemp(path);
@@ -61,7 +61,7 @@ done:
 struct harness *harness_create(const char *toml)
 {
     const char *conninfo = getenv("VNIB_TEST_CONNINFO");
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     struct harness *h = calloc(1, sizeof(*h));
     char previous[256];
     long long added, removed;

@@ -106,7 +106,7 @@ expect_eq "the Epilog removed the env file" "$(ls "$STATE/jobs")" ""
 out=$(timeout 30 srun -N1 --network-vnis=5 true 2>&1)
 rc=$?
 expect_eq "srun refuses --network-vnis=5" "$rc" 255
-expect_match "... saying why" "$out" 'network-vnis must be 0, 1, 2, 3 or 4'
+expect_match "... saying why" "$out" 'network-vnis must be 0 to 4'
 out=$(timeout 30 sbatch --hwcoll=maybe --wrap true 2>&1)
 expect_match "sbatch refuses --hwcoll=maybe" "$out" 'hwcoll must be on, off or auto'
 

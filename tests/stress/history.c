@@ -667,7 +667,7 @@ static void usage(FILE *f)
 
 static int read_token(const char *path, char **buf, size_t *size)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     if (secfile_read(path, buf, size, &err) < 0) {
         fprintf(stderr, "history: %s\n", err.text);
@@ -711,7 +711,7 @@ static int parse_args(int argc, char **argv, struct run *run)
         {NULL, 0, NULL, 0}};
     bool bad = false;
     int opt;
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (opt) {

@@ -60,6 +60,8 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "vnib/tclass.h"
+
 SPANK_PLUGIN(vnib, 1)
 
 #define DEFAULT_STATE_DIR "/run/vnibroker"
@@ -128,11 +130,11 @@ static int option_cb(int val, const char *value, int remote)
 
     switch (val) {
         case OPT_NETWORK_VNIS:
-            if (strlen(arg) != 1 || arg[0] < '0' || arg[0] > '4') {
-                slurm_error(
-                    "vnib: --network-vnis must be 0, 1, 2, 3 or 4, not "
-                    "'%s'",
-                    arg);
+            if (strlen(arg) != 1 || arg[0] < '0'
+                || arg[0] > '0' + VNIB_SERVICE_VNIS_MAX) {
+                slurm_error("vnib: --network-vnis must be 0 to %d, not '%s'",
+                            VNIB_SERVICE_VNIS_MAX,
+                            arg);
                 return -1;
             }
             if (!remote)

@@ -104,7 +104,7 @@ void switch_p_job_complete(uint32_t job_id);
 
 static int load_config(void)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     if (swv_config_parse(&swv_cfg, slurm_conf.switch_param, &err) < 0) {
         error("switch/vnib: %s", err.text);
@@ -201,7 +201,7 @@ int switch_p_unpack_jobinfo(switch_jobinfo_t **jobinfo,
                             buf_t *buffer,
                             uint16_t protocol_version)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     char *data = NULL;
     uint32_t len = 0;
     switch_jobinfo_t *j;
@@ -241,7 +241,7 @@ int switch_p_build_jobinfo(switch_jobinfo_t *jobinfo,
                            slurm_step_layout_t *step_layout,
                            step_record_t *step_ptr)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     struct swv_network net;
     struct swv_step_resv resv;
     struct swv_step_req req;
@@ -303,7 +303,7 @@ int switch_p_build_jobinfo(switch_jobinfo_t *jobinfo,
 
 int switch_p_job_step_complete(switch_jobinfo_t *jobinfo, char *nodelist)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     char job[16], step[16];
 
     (void)nodelist;
@@ -333,7 +333,7 @@ int switch_p_job_step_allocated(switch_jobinfo_t *jobinfo, char *nodelist)
 
 void switch_p_job_complete(uint32_t job_id)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     char job[16];
     int rc;
 
@@ -407,7 +407,7 @@ static int env_apply(char ***env, char **add)
 int switch_p_job_preinit(stepd_step_rec_t *job)
 {
     const struct swv_jobinfo *info = step_info(job);
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     char **add = NULL;
     long ncores;
     int unisolated = 0, rc;
@@ -463,7 +463,7 @@ int switch_p_job_preinit(stepd_step_rec_t *job)
 int switch_p_job_postfini(stepd_step_rec_t *job)
 {
     const struct swv_jobinfo *info = step_info(job);
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     if (swv_node_teardown(&swv_cfg, job->node_name, info, &err) < 0) {
         error("switch/vnib: JobId=%u StepId=%u on %s: %s",

@@ -235,7 +235,7 @@ int swv_ctld_job_end(const struct swv_config *cfg,
                      vnib_error_t *errp)
 {
     struct vnib_client *c = NULL;
-    vnib_error_t why = {""}, serr = {""};
+    vnib_error_t why = {0}, serr = {0};
     json_t *reply = NULL;
     int status = -1;
 

@@ -84,13 +84,13 @@ static int parse_vnis(const char *key,
                       int *out,
                       vnib_error_t *errp)
 {
-    if (val == NULL || val[0] < '0' || val[0] > '0' + SWV_MAX_VNIS
+    if (val == NULL || val[0] < '0' || val[0] > '0' + VNIB_SERVICE_VNIS_MAX
         || val[1] != '\0') {
         errno = EINVAL;
         return errprintf(errp,
                          "%s: want a number of VNIs 0-%d, not '%s'",
                          key,
-                         SWV_MAX_VNIS,
+                         VNIB_SERVICE_VNIS_MAX,
                          val ? val : "");
     }
     *out = val[0] - '0';

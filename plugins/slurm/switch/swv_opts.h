@@ -16,9 +16,9 @@
 #include <stddef.h>
 
 #include "vnib/error.h"
+#include "vnib/tclass.h"
 
 #define SWV_PATH_MAX 512
-#define SWV_MAX_VNIS 4 /* a CXI service holds at most four */
 
 /* What a step does when the broker cannot be reached at its start. */
 enum swv_outage {

@@ -65,7 +65,7 @@ static void test_scale_back(void **state)
 {
     struct nic_svc want = {0}, req;
     struct nic_fail fail = {0};
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char note[128];
     (void)state;
 
@@ -113,7 +113,7 @@ static void test_jobenv(void **state)
     struct nic_info devs[2] = {{.name = "cxi0"}, {.name = "cxi1", .dev_id = 1}};
     int ids[2] = {5, -1};
     struct jobenv env, back;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char *text = NULL;
     size_t size = 0;
     (void)state;
@@ -208,7 +208,7 @@ static void test_jobenv(void **state)
 
 static void test_slurmcpus(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned n = 0;
     (void)state;
 
@@ -237,7 +237,7 @@ static void test_spool(void **state)
     (void)state;
     char dir[] = "/tmp/vnib-spool-XXXXXX";
     char spool[64], path[128];
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     json_t *list, *bad;
 
     mode_t umask_was = umask(022); /* as slurmd runs its Prolog */

@@ -130,7 +130,7 @@ static int fake_report(void *arg,
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof(*fx));
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     static const char *const names[] = {"nics", "state", "spool"};
 
     assert_non_null(fx);
@@ -247,7 +247,7 @@ static int job_services(struct fixture *fx, int d)
 {
     struct nic_svc *svcs = NULL;
     int n = 0, found = 0;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
 
     assert_int_equal(nic_svc_list(fx->ctx.nb, &fx->ctx.devs[d], &svcs, &n, &e),
                      0);
@@ -423,7 +423,7 @@ static int services_with(struct fixture *fx, int d, const int *vnis, int n)
 {
     struct nic_svc *svcs = NULL;
     int count = 0, found = 0;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
 
     assert_int_equal(
         nic_svc_list(fx->ctx.nb, &fx->ctx.devs[d], &svcs, &count, &e), 0);
@@ -567,7 +567,7 @@ static void test_step_orphans(void **state)
 {
     struct fixture *fx = *state;
     char key[JOBSTATE_KEY_MAX];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
 
     assert_int_equal(run_step(fx, cmd_prolog, "0"), CMD_DONE);
     assert_int_equal(jobstate_key(key, sizeof(key), JOB, "0", &e), 0);
@@ -627,7 +627,7 @@ static void test_step_orphans(void **state)
 /* The one report in the spool (a new reference). */
 static json_t *spooled_one(struct fixture *fx)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     json_t *list = jobstate_spool_list(fx->path[2], NULL, &e);
     assert_non_null(list);
     assert_int_equal(json_array_size(list), 1);
@@ -661,7 +661,7 @@ static void assert_step1_spooled(struct fixture *fx,
 static void test_step_spool(void **state)
 {
     struct fixture *fx = *state;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
 
     assert_int_equal(run_step(fx, cmd_prolog, "1"), CMD_DONE);
     fx->broker.report_status = 503;
@@ -717,7 +717,7 @@ static const char *env_get(char **env, const char *name)
 static void test_stepapi_setup(void **state)
 {
     struct fixture *fx = *state;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char **env = NULL;
 
     json_object_set_new(json_object_get(fx->broker.steps, "0"),
@@ -777,7 +777,7 @@ static void test_stepapi_setup(void **state)
 static void test_stepapi_unreachable(void **state)
 {
     struct fixture *fx = *state;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char conf[256], token[256];
     char **env = NULL;
     FILE *f;

@@ -63,7 +63,7 @@ static void make_dir(char *buf, size_t size)
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof(*fx));
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
 
     assert_non_null(fx);
     make_dir(fx->dir, sizeof(fx->dir));
@@ -183,7 +183,7 @@ static void test_init_list(void **state)
     struct fixture *fx = *state;
     struct nic_info *devs = NULL;
     struct nic_backend *nb;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char dir[64];
     int n = -1;
 
@@ -239,7 +239,7 @@ static void test_alloc_list_destroy(void **state)
     const struct nic_info *dev = &fx->devs[1];
     struct nic_svc req, *svcs = NULL;
     const struct nic_svc *s;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0, id2 = 0;
     int n = 0;
 
@@ -327,7 +327,7 @@ static void expect_einval(struct fixture *fx,
                           const struct nic_svc *req,
                           const char *text)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0;
 
     assert_int_equal(nic_svc_alloc(fx->nb, &fx->devs[0], req, &id, NULL, &e),
@@ -385,7 +385,7 @@ static void test_eexist(void **state)
 {
     struct fixture *fx = *state;
     struct nic_svc req;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0, id2 = 0;
 
     /* VNIs 1 and 10 belong to the default service (SHS 13-14). */
@@ -423,7 +423,7 @@ static void test_enospc(void **state)
     struct fixture *fx = *state;
     struct nic_fail fail;
     struct nic_svc req;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0;
 
     /* A small NIC: the system service uses more PTEs and ACs than it
@@ -484,7 +484,7 @@ static void test_tle_pools(void **state)
     struct fixture *fx = *state;
     struct nic_fail fail;
     struct nic_svc req;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0;
 
     /* Every service with resource limits takes a TLE pool: 3 per NIC. */
@@ -517,7 +517,7 @@ static void test_le_pools(void **state)
     struct fixture *fx = *state;
     struct nic_fail fail;
     struct nic_svc req;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     json_t *root = load_nic(fx->dir, 0);
     json_t *svcs = json_object_get(root, "services");
     unsigned id = 0;
@@ -557,7 +557,7 @@ static void test_destroy_ebusy(void **state)
     struct fixture *fx = *state;
     struct nic_backend *other;
     struct nic_svc req;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0;
 
     req_init(&req, 600);
@@ -581,7 +581,7 @@ static void test_lnis_busy(void **state)
 {
     struct fixture *fx = *state;
     struct nic_svc req, *svcs = NULL;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0;
     int n = 0;
 
@@ -606,7 +606,7 @@ static void test_alloc_error(void **state)
     struct fixture *fx = *state;
     struct nic_svc req;
     struct nic_fail fail;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0;
 
     req_init(&req, 800);
@@ -646,7 +646,7 @@ static void test_open_fail(void **state)
     struct fixture *fx = *state;
     struct nic_info *devs = NULL;
     struct nic_svc req, *svcs = NULL;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     unsigned id = 0;
     int n = 0;
 
@@ -678,7 +678,7 @@ static void expect_malformed(struct fixture *fx,
                              const char *msg)
 {
     struct nic_info *devs = NULL;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     int n = 0;
 
     write_text(fx->dir, "cxi1.json", text);
@@ -693,7 +693,7 @@ static void test_malformed(void **state)
     struct fixture *fx = *state;
     struct nic_info *devs = NULL;
     struct nic_svc *svcs = NULL;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     int n = 0;
 
     expect_malformed(fx, "{ not json", "line 1");
@@ -738,7 +738,7 @@ static void test_concurrent(void **state)
     struct fixture *fx = *state;
     struct nic_svc *svcs = NULL;
     pid_t pids[NCHILDREN];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     int n = 0;
 
     for (int c = 0; c < NCHILDREN; c++) {
@@ -787,7 +787,7 @@ static void test_concurrent(void **state)
 
 static void test_backends(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
 
     assert_null(nic_create("libcxi", "/nonexistent/libcxi.so.1", &e));

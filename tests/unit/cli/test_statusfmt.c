@@ -22,7 +22,7 @@
 
 static void test_parse_time(void **state)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     double t = 0;
 
     (void)state;
@@ -147,7 +147,7 @@ static const char full_reply[] =
 
 static void test_write_full(void **state)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     int rc;
     char *s = summary(full_reply, &rc, &err);
 
@@ -184,7 +184,7 @@ static void test_write_full(void **state)
  */
 static void test_write_sparse(void **state)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     int rc;
     char *s = summary(
         "{\"time\": \"2026-05-01T10:00:00Z\", \"pool\": {\"total\": 0,"
@@ -227,7 +227,7 @@ static void test_write_sparse(void **state)
 
 static void test_write_refuses(void **state)
 {
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     int rc;
     char *s;
 

@@ -66,7 +66,7 @@ struct fmc_config fmtest_config_for(const struct fakehttp *s, char *url)
 
 struct fmc *fmtest_create_ok(const struct fmc_config *cfg)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct fmc *c = fmc_create(cfg, &e);
 
     if (!c)

@@ -42,7 +42,7 @@ struct refusal {
 
 static void check_refused(const struct refusal *r)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char want[256];
 
     snprintf(want,
@@ -67,7 +67,7 @@ static void test_create_refusals(void **state)
 {
     struct fmtest_tmpdir t;
     char missing[96];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
 
     fmtest_tmpdir_init(&t);

@@ -58,7 +58,7 @@ static int apply_text(const char *text, struct demo *d, vnib_error_t *e)
 
 static void test_defaults(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct demo d;
     (void)state;
     assert_int_equal(apply_text("", &d, &e), 0);
@@ -74,7 +74,7 @@ static void test_defaults(void **state)
 
 static void test_types(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct demo d;
     (void)state;
     assert_int_equal(apply_text("[a]\nname = \"n\"\nsecret = \"s\"\n"
@@ -99,7 +99,7 @@ static void test_types(void **state)
 /* Each refusal: text, the message expected, EINVAL. */
 static void refused(const char *text, const char *want)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct demo d;
     assert_int_equal(apply_text(text, &d, &e), -1);
     assert_int_equal(errno, EINVAL);
@@ -151,7 +151,7 @@ static void test_wrong_type(void **state)
 /* A failure keeps what was set before it, and free still frees it all. */
 static void test_partial(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct demo d;
     (void)state;
     assert_int_equal(

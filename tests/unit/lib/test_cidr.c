@@ -19,7 +19,7 @@
 static bool in_block(const char *block, const char *addr)
 {
     struct cidr c;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct sockaddr_storage ss = {0};
     struct sockaddr_in *in = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
@@ -58,7 +58,7 @@ static void test_match(void **state)
 static void check_bad(const char *text, const char *want)
 {
     struct cidr c;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
 
     assert_int_equal(cidr_parse(text, &c, &e), -1);
     if (!strstr(e.text, want))

@@ -48,7 +48,7 @@ static struct vnib_client *client_for(const struct fakehttp *s,
                                       const char *token)
 {
     char url[64];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct vnib_client *c;
 
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", s->port);
@@ -127,7 +127,7 @@ static void test_escape(void **state)
 
 static void check_bad_url(const char *url, const char *want)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     errno = 0;
     assert_null(vnib_client_create(url, "tok", &e));
     assert_int_equal(errno, EINVAL);
@@ -167,7 +167,7 @@ static void test_create_bad_tokens(void **state)
     static const char *const bad[] = {"", "a b", "tok\r\nX-Evil: 1", "t\x7f"};
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        vnib_error_t e = {""};
+        vnib_error_t e = {0};
         errno = 0;
         assert_null(vnib_client_create("http://127.0.0.1:8080", bad[i], &e));
         assert_int_equal(errno, EINVAL);
@@ -179,7 +179,7 @@ static void test_create_bad_tokens(void **state)
 
 static void test_create_ok(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct vnib_client *c;
     (void)state;
 
@@ -203,7 +203,7 @@ static void test_refused(void **state)
 {
     char url[64];
     char want[128];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     json_t *reply = json_true(); /* must be reset to NULL */
     int port;
     (void)state;
@@ -227,7 +227,7 @@ static void test_refused(void **state)
 static void test_timeout(void **state)
 {
     char want[128];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct timespec t0, t1;
     (void)state;
 
@@ -275,7 +275,7 @@ static int one_request(struct fakehttp *s,
 
 static void test_get_ok(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     json_t *reply = NULL;
     int rc;
     (void)state;
@@ -330,7 +330,7 @@ static void test_no_token_no_header(void **state)
 
 static void test_error_reply(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     json_t *reply = NULL;
     int rc;
     (void)state;
@@ -355,7 +355,7 @@ static void test_error_reply(void **state)
 
 static void test_error_reply_without_code(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     int rc;
     (void)state;
 
@@ -374,7 +374,7 @@ static void test_not_json(void **state)
     const char *canned =
         "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\n"
         "Content-Length: 11\r\n\r\n<html></ht>";
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     json_t *reply = json_true();
     int rc;
     (void)state;
@@ -397,7 +397,7 @@ static void test_empty_reply(void **state)
 {
     char want[160];
     const char *canned = "HTTP/1.1 204 No Content\r\n\r\n";
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     int rc;
     (void)state;
 
@@ -420,7 +420,7 @@ static void test_empty_reply(void **state)
 static void test_reply_too_large(void **state)
 {
     char want[160];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     int rc;
     (void)state;
 
@@ -442,7 +442,7 @@ static void test_reply_too_large(void **state)
 
 static void test_invalid_requests(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct vnib_client *c;
     (void)state;
 
@@ -469,7 +469,7 @@ static void test_invalid_requests(void **state)
 
 static void test_reserve(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     json_t *reply = NULL;
     (void)state;
 
@@ -577,7 +577,7 @@ static void test_report(void **state)
 
 static void test_report_minimal(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
 
     struct fakehttp *s = json_server(409, "{\"error\":{\"code\":\"x\"}}");
@@ -593,7 +593,7 @@ static void test_report_minimal(void **state)
 static void test_steps(void **state)
 {
     json_t *reply = NULL;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
 
     /* Reserve, read, release and report a step, each on its step route. */

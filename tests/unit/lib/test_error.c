@@ -18,7 +18,7 @@
 
 static void test_formats(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
     assert_int_equal(errprintf(&e, "port %d is %s", 80, "taken"), -1);
     assert_string_equal(e.text, "port 80 is taken");
@@ -26,7 +26,7 @@ static void test_formats(void **state)
 
 static void test_null_and_errno(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
     errno = ENOSPC;
     assert_int_equal(errprintf(NULL, "ignored %s", "x"), -1);
@@ -58,7 +58,7 @@ static void test_truncation_marked(void **state)
 
 static void test_first_error_kept(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
     errprintf_first(&e, "first");
     errprintf_first(&e, "second");
@@ -85,7 +85,7 @@ static int wrapped(vnib_error_t *errp, const char *fmt, ...)
 
 static void test_verrprintf(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char longtext[300];
     (void)state;
     errno = ENOENT;
@@ -104,7 +104,7 @@ static void test_verrprintf(void **state)
 static void test_private_marked(void **state)
 {
     static const char fixed[] = "database error";
-    vnib_error_t e = {""}, copy = {""};
+    vnib_error_t e = {0}, copy = {0};
     (void)state;
     assert_null(e.public_text);
     errno = EIO;

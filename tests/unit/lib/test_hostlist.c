@@ -47,7 +47,7 @@ static char *join(const struct hostlist *hl)
  */
 static void check_expand(const char *expr, const char *want)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     struct hostlist *hl = hostlist_decode(expr, HOSTLIST_DEFAULT_MAX_NAMES, &e);
     size_t count = 12345;
     char *got;
@@ -67,7 +67,7 @@ static void check_expand(const char *expr, const char *want)
 /* expr encodes as want. */
 static void check_encode(const char *expr, const char *want)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     struct hostlist *hl = hostlist_decode(expr, HOSTLIST_DEFAULT_MAX_NAMES, &e);
     char *got;
 
@@ -86,7 +86,7 @@ static void check_encode(const char *expr, const char *want)
  */
 static void check_fail(const char *expr, size_t max, int err, const char *msg)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     size_t count = 777;
 
     errno = 0;
@@ -118,7 +118,7 @@ static void check_fail(const char *expr, size_t max, int err, const char *msg)
 static void test_byte_bound(void **state)
 {
     char expr[300];
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     size_t count = 0;
     (void)state;
 
@@ -140,7 +140,7 @@ static void test_byte_bound(void **state)
 
 static size_t count_of(const char *expr, size_t max)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     size_t count = 0;
     if (hostlist_count_expr(expr, max, &count, &e) < 0)
         fail_msg("count '%s' failed: %s", expr, e.text);
@@ -152,7 +152,7 @@ static size_t count_of(const char *expr, size_t max)
  */
 static void check_round_trip(const char *expr)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     struct hostlist *a = hostlist_decode(expr, HOSTLIST_DEFAULT_MAX_NAMES, &e);
     struct hostlist *b;
     char *enc;
@@ -489,7 +489,7 @@ static void test_malformed(void **state)
 static void test_null_args(void **state)
 {
     (void)state;
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     size_t count;
 
     errno = 0;

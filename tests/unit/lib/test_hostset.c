@@ -92,7 +92,7 @@ static bool neighbour(const char *name, int edit, char *out, size_t size)
  */
 static size_t check_agrees(const char *expr)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     struct hostlist *hl = hostlist_decode(expr, 1000000, &e);
     struct hostset *hs;
     char buf[HOSTLIST_MAX_NAME_LEN + 32];
@@ -265,7 +265,7 @@ static void test_not_expanded(void **state)
 /* hostlist_decode's errors, with its messages. */
 static void test_errors(void **state)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
 
     (void)state;
     errno = 0;

@@ -75,7 +75,7 @@ static int on_run(void *cls, struct httpd_req *r)
         return reply_413(r, "body over the cap");
     if (strcmp(r->url, "/echo") == 0) {
         json_t *body = NULL;
-        vnib_error_t err = {""};
+        vnib_error_t err = {0};
         if (httpd_json_object(r->body, r->body_len, "body", &body, &err) < 0)
             return httpd_reply_json(
                 r, 400, json_pack("{s:s}", "error", err.text), NULL);
@@ -117,7 +117,7 @@ static struct fixture *start_with(bool suspend,
 {
     struct fixture *f = calloc(1, sizeof(*f));
     struct sockaddr_in sa = {0};
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     assert_non_null(f);
     sa.sin_family = AF_INET;
@@ -446,7 +446,7 @@ static void served_from(const struct fixture *f, const char *from)
 static void test_budget_displaces(void **state)
 {
     struct cidr prio;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct httpd_stats st;
     (void)state;
 

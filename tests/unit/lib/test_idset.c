@@ -28,7 +28,7 @@ static void check_decode(const char *s,
                          const char *want,
                          size_t count)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     struct idset *set = idset_decode(s, max_id, &e);
     char *got;
 
@@ -56,7 +56,7 @@ struct decode_case {
 /* s is refused with EINVAL and a message containing msg. */
 static void check_fail(const char *s, uint32_t max_id, const char *msg)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
 
     errno = 0;
     if (idset_decode(s, max_id, &e))
@@ -196,7 +196,7 @@ static void test_decode_errors(void **state)
     (void)state;
     check_fails(cases, sizeof(cases) / sizeof(cases[0]));
 
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     errno = 0;
     assert_null(idset_decode(NULL, 10, &e));
     assert_int_equal(errno, EINVAL);

@@ -53,7 +53,7 @@ static void test_refusals(void **state)
     unsigned char *sealed;
     size_t slen, plen;
     char *plain = NULL;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
     memcpy(other, key, sizeof(other));
     other[0] ^= 1;

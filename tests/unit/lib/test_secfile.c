@@ -77,7 +77,7 @@ typedef int (*reader_f)(const char *path,
 /* reader reads path, which holds "s3cret\n". */
 static void expect_read(reader_f reader, const char *path)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char *buf = NULL;
     size_t len = 0;
 
@@ -96,7 +96,7 @@ static void expect_refused(reader_f reader,
                            int err,
                            const char *part)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char *buf = NULL;
     size_t len = 0;
 
@@ -204,7 +204,7 @@ static int read_as_other_user(const char *path)
 {
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char *buf = NULL;
     size_t len = 0;
     uint32_t bit = 1u << CAP_DAC_READ_SEARCH;

@@ -20,7 +20,7 @@ static void test_exit_status(void **state)
 {
     char *ok[] = {"true", NULL};
     char *fail[] = {"sh", "-c", "exit 3", NULL};
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     int status = -1;
     bool killed = true;
     (void)state;
@@ -37,7 +37,7 @@ static void test_exit_status(void **state)
 static void test_killed_past_its_time(void **state)
 {
     char *slow[] = {"sleep", "30", NULL};
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     int status = 0;
     bool killed = false;
     (void)state;
@@ -51,7 +51,7 @@ static void test_killed_past_its_time(void **state)
 static void test_cannot_start(void **state)
 {
     char *none[] = {"/nonexistent/vnib-hook", NULL};
-    vnib_error_t error = {""};
+    vnib_error_t error = {0};
     int status = 0;
     bool killed = false;
     (void)state;

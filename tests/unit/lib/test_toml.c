@@ -26,7 +26,7 @@
 /* Parse NUL-terminated text named "t"; fail the test if it is refused. */
 static json_t *parse_ok(const char *text, json_t **linesp)
 {
-    vnib_error_t err = {{0}};
+    vnib_error_t err = {0};
     json_t *root = toml_parse("t", text, strlen(text), linesp, &err);
 
     if (!root)
@@ -603,7 +603,7 @@ static void test_file(void **state)
 {
     char *path = write_temp("[server]\nport = 8080\n");
     json_t *lines = NULL;
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     json_t *root;
 
     (void)state;
@@ -646,7 +646,7 @@ static void test_file(void **state)
  */
 static void parse_file_fails(const char *path, int err, const char *why)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     char want[sizeof(e.text)];
 
     snprintf(want, sizeof(want), "%s: %s", path, why);
@@ -660,7 +660,7 @@ static void parse_file_fails(const char *path, int err, const char *why)
  * unreadable. */
 static void test_file_errors(void **state)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     json_t *lines = json_object();
     json_t *lines_before = lines;
     char *path;

@@ -25,7 +25,7 @@ static void check_error_len(const char *text,
                             int err,
                             const char *msg)
 {
-    vnib_error_t e = {{0}};
+    vnib_error_t e = {0};
     json_t *lines = json_object(); /* must be reset to NULL */
     json_t *lines_before = lines;
     json_t *root;

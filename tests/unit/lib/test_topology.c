@@ -125,7 +125,7 @@ static void test_good_files(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(good_cases) / sizeof(good_cases[0]); i++) {
         const struct good_case *c = &good_cases[i];
-        vnib_error_t e = {""};
+        vnib_error_t e = {0};
         struct topology *t =
             topology_parse(c->text, strlen(c->text), "t.conf", MAX_NAMES, &e);
         if (!t)
@@ -257,7 +257,7 @@ static void test_bad_files(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         const struct bad_case *c = &bad_cases[i];
-        vnib_error_t e = {""};
+        vnib_error_t e = {0};
         /* The NUL case's text goes on past its NUL. */
         size_t len = strlen(c->text);
         if (!strcmp(c->what, "NUL byte"))
@@ -280,7 +280,7 @@ static void test_budget(void **state)
     static const char text[] =
         "SwitchName=a Nodes=n[1-10]\nSwitchName=b Nodes=n[11-20]\n"
         "SwitchName=c Switches=a,b\n";
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct topology *t;
 
     (void)state;
@@ -307,7 +307,7 @@ static void test_switch_limit(void **state)
     size_t n = TOPOLOGY_MAX_SWITCHES + 1;
     char *text = malloc(n * 32);
     size_t len = 0;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char want[96];
 
     (void)state;
@@ -329,7 +329,7 @@ static void test_switch_limit(void **state)
 
 static struct topology *parse_ok(const char *text)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct topology *t =
         topology_parse(text, strlen(text), "t.conf", MAX_NAMES, &e);
     if (!t)
@@ -449,7 +449,7 @@ static void test_large(void **state)
 static void test_load(void **state)
 {
     char path[] = "/tmp/test_topology.XXXXXX";
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     int fd = mkstemp(path);
     struct topology *t;
 

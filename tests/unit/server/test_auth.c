@@ -114,7 +114,7 @@ static struct config *load_previous(struct keys *k,
 /* a refuses hdr at now: -1, "invalid token". */
 static void expect_invalid(struct auth *a, const char *hdr, time_t now)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct identity who;
 
     assert_int_equal(auth_check_at(a, hdr, now, &who, &e), -1);
@@ -133,7 +133,7 @@ static void bearer(const unsigned char *key, const char *node, char *out)
 static void test_overlap(void **state)
 {
     struct keys *k = *state;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char hdr[7 + TOKEN_NODE_SIZE + 1];
     struct identity who;
 
@@ -173,7 +173,7 @@ static void test_overlap(void **state)
 static void test_no_previous(void **state)
 {
     struct keys *k = *state;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char lines[256];
     char hdr[7 + TOKEN_NODE_SIZE + 1];
 
@@ -191,7 +191,7 @@ static void test_no_previous(void **state)
 static void test_short_previous_key(void **state)
 {
     struct keys *k = *state;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
 
     struct config *cfg =
         load_previous(k, k->shortk, "2030-01-01T00:00:00Z", &e);
@@ -213,7 +213,7 @@ static void test_short_previous_key(void **state)
 static void test_config_errors(void **state)
 {
     struct keys *k = *state;
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     static const struct {
         const char *prev, *until, *want;
     } cases[] = {

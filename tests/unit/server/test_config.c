@@ -43,7 +43,7 @@ static struct config *load_text(const char *text, vnib_error_t *e, char **pathp)
 
 static void test_defaults(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
     struct config *cfg = load_text("", &e, NULL);
     assert_non_null(cfg);
@@ -60,7 +60,7 @@ static void test_defaults(void **state)
 
 static void test_values(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
     struct config *cfg = load_text(
         "# comment\n"
@@ -113,7 +113,7 @@ static void test_errors_name_file_and_line(void **state)
     };
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        vnib_error_t e = {""};
+        vnib_error_t e = {0};
         char *path;
         struct config *cfg = load_text(cases[i].text, &e, &path);
         if (cfg)
@@ -130,7 +130,7 @@ static void test_errors_name_file_and_line(void **state)
 
 static void test_missing_file(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
     assert_null(config_load("/nonexistent/vnib.toml", &e));
     assert_int_equal(errno, ENOENT);
@@ -195,7 +195,7 @@ static void test_mask_conninfo(void **state)
 
 static void test_print_masks_secrets(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char *buf = NULL;
     size_t len = 0;
     (void)state;
@@ -217,7 +217,7 @@ static void test_print_masks_secrets(void **state)
  */
 static void test_fm_url_trailing_slash(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     (void)state;
     struct config *cfg =
         load_text("[hwcoll]\nfm_url = \"http://fm:8000//\"\n", &e, NULL);

@@ -61,7 +61,7 @@ static struct config *load_config(const char *topo,
 
 static void test_keys(void **state)
 {
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     struct config *cfg;
 
     (void)state;
@@ -113,7 +113,7 @@ static void test_sizing(void **state)
     for (size_t i = 0; i < sizeof(sizing_cases) / sizeof(sizing_cases[0]);
          i++) {
         const struct sizing_case *c = &sizing_cases[i];
-        vnib_error_t e = {""};
+        vnib_error_t e = {0};
         struct config *cfg = load_config(topo, c->extra, &e);
         if (!cfg)
             fail_msg("'%s': %s", c->extra, e.text);
@@ -142,7 +142,7 @@ static void test_sizing(void **state)
 static void test_print(void **state)
 {
     char *topo = temp_file_with(topo_text);
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char *buf = NULL;
     size_t len = 0;
     char want[512];
@@ -178,7 +178,7 @@ static void test_bad_files(void **state)
     char *bad =
         temp_file_with("SwitchName=s0 Nodes=n1\nSwitchName=s1 Nodez=n2\n");
     char *empty = temp_file_with("# no switches yet\n");
-    vnib_error_t e = {""};
+    vnib_error_t e = {0};
     char want[256];
 
     (void)state;

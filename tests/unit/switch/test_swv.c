@@ -24,7 +24,7 @@
 static void test_config_defaults(void **state)
 {
     struct swv_config cfg;
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     (void)state;
     assert_int_equal(swv_config_parse(&cfg, NULL, &err), 0);
@@ -40,7 +40,7 @@ static void test_config_defaults(void **state)
 static void test_config_keys(void **state)
 {
     struct swv_config cfg;
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     (void)state;
     assert_int_equal(
@@ -75,7 +75,7 @@ static void test_config_refusals(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        vnib_error_t err = {""};
+        vnib_error_t err = {0};
 
         assert_int_equal(swv_config_parse(&cfg, bad[i][0], &err), -1);
         assert_int_equal(errno, EINVAL);
@@ -87,7 +87,7 @@ static void test_network(void **state)
 {
     struct swv_config cfg;
     struct swv_network net;
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     (void)state;
     assert_int_equal(swv_config_parse(&cfg, "vnib_step_vnis=1", &err), 0);
@@ -139,7 +139,7 @@ static void test_jobinfo_round_trip(void **state)
 {
     struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002}, out;
     uint8_t wire[SWV_JOBINFO_WIRE];
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
 
     (void)state;
     swv_jobinfo_encode(&in, wire);
@@ -176,7 +176,7 @@ static void test_jobinfo_round_trip(void **state)
 static void test_spool(void **state)
 {
     char dir[] = "/tmp/test_swv.XXXXXX", path[64], buf[256];
-    vnib_error_t err = {""};
+    vnib_error_t err = {0};
     struct stat st;
     FILE *f;
     size_t n;
