@@ -47,8 +47,8 @@ static void fuzz_opts(const uint8_t *data, size_t size)
         net_s = s + size + 1;
     if (swv_config_parse(&cfg, s, &err) == 0) {
         if (swv_network_parse(&cfg, net_s, net_s, &net, &err) == 0
-            && (net.vnis < -1 || net.vnis > SWV_MAX_VNIS || net.step_vnis < 0
-                || net.step_vnis > SWV_MAX_VNIS))
+            && (net.vnis < -1 || net.vnis > VNIB_SERVICE_VNIS_MAX
+                || net.step_vnis < 0 || net.step_vnis > VNIB_SERVICE_VNIS_MAX))
             abort();
     }
     free(s);
