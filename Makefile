@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # vnibroker build: one GNU Makefile, no autotools.
 #
 #   make            build every binary into build/ (without the Slurm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Loading agent.toml (see agentcfg.h).
  *
  * One row per key gives its type, bounds and default; the TOML reader in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The node agent's configuration, /etc/vnibroker/agent.toml.
  *
  * Every key has a default, so a node needs a file only to say where the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Broker calls with retries under a deadline (see broker.h). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The agent's calls to the broker, with retries under a deadline.
  *
  * A node agent runs at job start on thousands of nodes at once, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the agent's commands share (see commands.h): the context's
  * messages, its connection to the broker and its NICs, and the pieces of
  * a reservation and of a report that several commands build.

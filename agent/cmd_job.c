@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A job's start on this node, and its environment: `vnib-agent prolog`
  * and `vnib-agent env`; with --step, one step's.
  *

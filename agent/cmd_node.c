@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The node's NICs: `vnib-agent list` (every service, system ones
  * included) and `vnib-agent sim-init` (simulated NICs for tests and the
  * demo).

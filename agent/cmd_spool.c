@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The report spool, and `vnib-agent flush`.
  *
  * A job ends while the broker is down or failing over: its nodes destroy

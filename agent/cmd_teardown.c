@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Destroying services: `vnib-agent epilog`, `housekeeping` and `clean
  * --all`; the first two also for one step (--step).
  *

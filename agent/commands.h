@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The node agent's commands, callable in-process.
  *
  * agent/main.c only parses the command line into a struct cmd_ctx and a

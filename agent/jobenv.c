@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Building, printing and reading back a job's environment (jobenv.h). */
 #include <errno.h>
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The job environment on one node: SLINGSHOT_* and FI_CXI_*.
  *
  * Every variable the agent manages is either set or explicitly cleared,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Per-job files in STATE_DIR/jobs, and the report spool (see jobstate.h). */
 #include <dirent.h>
 #include <errno.h>

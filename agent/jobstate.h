@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the agent keeps on the node about each job, in STATE_DIR/jobs/.
  *
  *   JOB.json  root-only (0600): the reservation id, owner, VNIs and the

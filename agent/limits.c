@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Sizing CXI services from HPE's per-core table (see limits.h). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Sizing a job's CXI service on one NIC.
  *
  * The request follows HPE's table, as Slurm and Flux use it: per core the

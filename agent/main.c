@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnib-agent: the node agent, run as root by the scheduler's prolog,
  * epilog and housekeeping on every compute node.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* NIC backend dispatcher (see nic.h).
  *
  * A struct nic_backend is one row of a constant table of operations plus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* NIC backends: the CXI service operations the node agent needs.
  *
  * The agent sees every Slingshot NIC of its node through this one

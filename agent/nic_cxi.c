@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The libcxi backend: CXI services on the real NICs, through libcxi.so.1.
  *
  * The agent must build on machines without the Slingshot packages and

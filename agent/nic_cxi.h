@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The libcxi NIC backend ("libcxi"): the node's real Slingshot NICs.
  *
  * libcxi.so.1 is loaded at run time with dlopen, so the agent builds and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Simulated NICs: one JSON file per NIC, following libcxi's service rules.
  *
  * The tests and the demo need NICs that behave like the kernel driver

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The simulated NIC backend ("sim"): NICs kept as JSON files.
  *
  * Each NIC is one file DIR/cxiN.json holding its capacity, its services

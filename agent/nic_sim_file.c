@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The simulated NICs' files (see nic_sim_file.h): reading, checking,
  * writing and locking them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The simulated NICs' files, for agent/nic_sim.c only.
  *
  * One NIC is DIR/cxiN.json (the format is described in nic_sim_file.c),

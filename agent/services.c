@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Creating, finding and destroying a job's CXI services (services.h). */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A job's CXI services across every NIC of the node.
  *
  * A job's service on a NIC is recognised, as Flux does it, by three

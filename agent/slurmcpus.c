@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Parsing SLURM_JOB_CPUS_PER_NODE against SLURM_JOB_NODELIST. */
 #include <errno.h>
 #include <stdlib.h>

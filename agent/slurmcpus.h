@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* This node's core count from Slurm's prolog environment.
  *
  * Slurm gives the job's CPUs per node as SLURM_JOB_CPUS_PER_NODE, a

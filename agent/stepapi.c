@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The switch plugin's per-step calls (stepapi.h): a context like
  * vnib-agent's main() makes, then cmd_prolog or cmd_epilog with --step,
  * and the outcome turned into errno and a message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One job step's CXI services, as an in-process API for the Slurm switch
  * plugin (plugins/slurm/switch/, loaded into slurmstepd).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl's views of the broker's state: pool (the VNI pool), vni (who
  * holds one VNI) and node (a node's drain mark and the cleanups it owes,
  * cleared with --undrain), each a table for cli/opts.c and a handler.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl's views of the broker's state: pool, vni and node
  * (cli/cmd_admin.c).
  */

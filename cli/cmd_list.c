@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl's listings, a page at a time: list (reservations, every page
  * with --all) and events (the audit trail), each a table for cli/opts.c
  * and a handler.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl's listings: list and events (cli/cmd_list.c). */
 #ifndef VNIB_CLI_CMD_LIST_H
 #define VNIB_CLI_CMD_LIST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl's commands on one job's reservation: reserve, release, show and
  * report (each also of a job step's, with --step), each a table for
  * cli/opts.c and a handler making one REST call through lib/client.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl's commands on one job's reservation: reserve, release, show
  * and report (cli/cmd_reserve.c).
  */

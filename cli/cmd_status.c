@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl's overview of the broker: status, one GET /v1/status (the call
  * the status page /ui/ makes) printed as a compact summary by
  * cli/statusfmt.c, or the reply as is with --json.  A table for cli/opts.c

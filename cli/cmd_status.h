@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl's overview of the broker: status (cli/cmd_status.c). */
 #ifndef VNIB_CLI_CMD_STATUS_H
 #define VNIB_CLI_CMD_STATUS_H

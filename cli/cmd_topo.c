@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl topology: the cluster's switches as Slurm's topology.conf
  * describes them (lib/topology.c), read on the host vnibctl runs on.
  *

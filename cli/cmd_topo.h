@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl topology: Slurm's topology.conf and the switches a job spans
  * (cli/cmd_topo.c).
  */

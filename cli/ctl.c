@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Shared vnibctl helpers (see ctl.h): connecting with the configured
  * token, turning a call's outcome into an exit status, argument checks,
  * query strings, and the error printers.

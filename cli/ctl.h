@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Helpers shared by the files of vnibctl: the global options and the
  * client and its calls, exit codes, strict option and number parsing,
  * argument checks, and the error and JSON printers, so that every command

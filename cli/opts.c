@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The one command-line parser of vnibctl (see opts.h).
  *
  * It builds getopt_long's tables from the command's, runs ctl_getopt (so

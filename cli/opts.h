@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Declarative command lines for vnibctl: each command is one table (its
  * name, help text, positional arguments and options with their types and
  * targets, and the handler), and opts_parse is the one loop that walks

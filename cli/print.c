@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* How vnibctl prints the broker's replies for people: "key: value" lines
  * and aligned tables (see print.h).  Text from the broker is made harmless
  * for a terminal on the way.

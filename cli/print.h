@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Printing the broker's replies as text: aligned "key: value" lines and
  * tables (cli/table.c), the form every vnibctl command uses without
  * --json.  Values print as people read them: booleans as yes/no, null as

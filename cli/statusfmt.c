@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The summary `vnibctl status` prints (see statusfmt.h): aligned
  * "key: value" lines as print.c writes them, then the quarantined
  * reservations and the drained nodes as cli/table.c tables.  Text from

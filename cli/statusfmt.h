@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The text of `vnibctl status`: GET /v1/status's reply as a compact
  * summary for a terminal (the pool, the quarantine, the drained nodes, the
  * Fabric Manager, the leader and the database, then the quarantined

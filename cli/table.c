@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Aligned text tables (see table.h).
  *
  * Rows are kept as one flat array of strings, row-major, and widths are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Aligned text tables for vnibctl's human-readable output.
  *
  * A table collects rows of strings (copied) and prints them with every

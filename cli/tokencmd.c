@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* `vnibctl token` (see tokencmd.h).
  *
  * The formats and the cryptography are those of lib/token.c, which the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* `vnibctl token`: mint credentials locally, without a broker.
  *
  *   token new ROLE NAME             a named token and its tokens-file line

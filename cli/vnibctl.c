@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibctl: the command-line client of vnibroker, for admins and scheduler
  * scripts (Slurm prolog/epilog, cron checks).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The Fabric Manager client's authentication (see fmc_internal.h): none,
  * HTTP Basic (a user and a password file), or OAuth2 client credentials
  * (a token endpoint, a client id and a client secret file).

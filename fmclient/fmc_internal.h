@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the Fabric Manager client's files share and nothing else includes:
  * the client object, one request, and the functions each file offers the
  * others.

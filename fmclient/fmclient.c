@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The Fabric Manager collectives client (see fmclient.h): the client
  * object and the jobs/multicast API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One HTTP exchange of the Fabric Manager client (see fmc_internal.h).
  *
  * A client holds a small pool of CURL easy handles, set up once by httpc

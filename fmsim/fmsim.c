@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim: a Slingshot Fabric Manager simulator for tests and `make run`.
  *
  * HPE's Fabric Manager is not available outside a Slingshot system, so the

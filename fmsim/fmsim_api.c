@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's Fabric Manager API (see fmsim_api.h): the route table, WLM
  * and session authentication, the OAuth token endpoint's form parsing,
  * and the handlers of the jobs and multicast endpoints.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's Fabric Manager API: routes, WLM and session authentication, and
  * the handlers of the token, jobs and multicast endpoints.
  *

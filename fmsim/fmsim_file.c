@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's state file on disk (see fmsim_file.h): read with the checks
  * that a file of session tokens deserves, written atomically.
  */

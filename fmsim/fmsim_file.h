@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's state file on disk: a JSON document that holds session tokens.
  *
  * It is read only when it is a regular file of ours (or root's) that no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's listeners: the FM API with fault injection, and the admin API.
  *
  * Both are lib/httpd.c pipelines.  The main one runs a thread per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's two listeners: the Fabric Manager API and the admin API.
  *
  * The main port serves the FM collectives API (see fmsim_state.h for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's model of the Fabric Manager (see fmsim_state.h).
  *
  * Jobs are kept as the JSON objects the API serves, in a jansson object

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's model of the Fabric Manager: jobs, multicast trees, tokens.
  *
  * The state is what the FM collectives API exposes (see the reference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's checks of what clients send (see fmsim_wire.h): job and step
  * ids, NIC addresses as libfabric writes them, and the body of a
  * multicast tree request.

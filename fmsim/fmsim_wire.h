@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fmsim's checks of what clients send: job and step ids, NIC addresses
  * (libfabric writes "%X:%02X:%02X"; a full MAC is accepted too), and the
  * body of a POST /fabric/collectives/multicasts.

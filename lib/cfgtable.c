@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The settings-table walk shared by vnibrokerd's and vnib-agent's
  * configurations (see include/vnib/cfgtable.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Address blocks in CIDR notation (see cidr.h). */
 #include <arpa/inet.h>
 #include <errno.h>

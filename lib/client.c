@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The vnibroker REST client (see client.h).
  *
  * Each client owns one CURL easy handle that httpc (httpc.h) sets up once

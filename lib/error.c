@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnib_error_t helpers: bounded, errno-preserving error messages.
  *
  * Modelled on flux-core's errprintf: the formatter never changes errno,

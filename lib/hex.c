@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Hexadecimal digits and byte strings (see hex.h). */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Slurm hostlist expressions: bounded parsing, expansion and compression.
  *
  * An expression arrives from the network, so decoding works in two passes.

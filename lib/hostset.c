@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Host name sets as sorted ranges of trailing numbers (see hostset.h).
  *
  * The expression is first validated and its names counted by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The one libcurl client (see httpc.h): handle set-up, the capped write
  * callback, per-request options, URL checks, header lists and the wiping
  * of what may hold a credential.  lib/client.c and fmclient/ build their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The libmicrohttpd request pipeline (see httpd.h).
  *
  * libmicrohttpd calls on_request() several times per request: first with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Sets of small integers kept as sorted, disjoint, non-adjacent ranges.
  *
  * A VNI pool such as "1024-65535" is one range however many ids it holds,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Leveled, line-atomic logging (see include/vnib/logger.h).
  *
  * Format on a terminal or file: "2026-11-21T18:05:00.123Z

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The monotonic clock (see monotime.h). */
 #include <time.h>
 

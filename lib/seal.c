@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* AES-256-GCM sealing of small secrets (see seal.h), with OpenSSL's EVP
  * interface.  Nonces are random: with 96 bits and far fewer than 2^32
  * seals per key, a repeat is not a practical concern.

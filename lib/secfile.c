@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Credential files: permission checks and wiped buffers (see secfile.h).
  *
  * Like munge's path checks, the rule is strict on purpose: a key that

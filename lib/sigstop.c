@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The daemons' stop signals: blocked before any thread starts, then taken
  * with sigwait() in the main thread (see vnib/sigstop.h).
  */

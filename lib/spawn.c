@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Running a helper program for a bounded time (see spawn.h).  The wait
  * polls (every 20 ms) rather than taking SIGCHLD, which belongs to the
  * process, not to a library.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Traffic class names and masks (see tclass.h). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Bearer token formats and their cryptography (see token.h).
  *
  * OpenSSL supplies SHA-256, HMAC, randomness and a constant-time compare.

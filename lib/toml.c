@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* TOML reader: TOML 1.0 text in, jansson tree out (see toml.h).
  *
  * The reader is a hand-written recursive-descent parser over a byte

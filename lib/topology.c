@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Slurm topology.conf (tree topology) into a queryable inventory (see
  * include/vnib/topology.h).
  *

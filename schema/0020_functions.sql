@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- 0020: the SQL functions leave the numbered migrations.
 --
 -- Until 0019 a migration that changed a function restated it whole, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The broker context handed to every request handler.
  *
  * vnibrokerd keeps no mutable globals: everything a handler may touch hangs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Table-driven configuration for vnibrokerd (see config.h).
  *
  * The TOML reader in lib/ turns the file into a jansson tree plus a table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibrokerd configuration: one immutable struct, loaded from TOML.
  *
  * Every setting is a row in the table in config.c (name, type, place in

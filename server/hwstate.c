@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The hardware-collectives state and failure-cause tables, and the
  * reasons of failed Fabric Manager calls (see hwstate.h).  The order of
  * each table is its enum's; the stored names are those the migrations'

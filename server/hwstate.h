@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A reservation's hardware-collectives state, and the cause of a failure,
  * as enums with one name table each; and the reason clients read of a
  * failed Fabric Manager call.

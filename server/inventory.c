@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The broker's inventory of nodes (see inventory.h): the topology file
  * loaded once at start, the reserve handler's check against it, and the
  * sizing of hardware collectives it feeds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The cluster's inventory: the broker's use of Slurm's topology.conf.
  *
  * With cluster.topology_file set, the broker reads the file at start

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vnibrokerd: the cluster-wide Slingshot VNI and multicast broker.
  *
  * main() is a straight line: parse options, load the configuration, open

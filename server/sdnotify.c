@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* systemd notification datagrams (see sdnotify.h). */
 #include <errno.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Readiness notification for systemd (Type=notify), without libsystemd.
  *
  * The unit file in deploy/systemd uses Type=notify so that units ordered

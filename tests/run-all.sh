@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Run every test of vnibroker and print one summary line.
 #
 #   sh tests/run-all.sh BUILD-DIR                     all tests

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The job stream of `make demo` (deploy/local/demo.sh starts it).
 
 Plays the scheduler of a simulated cluster against a running vnibrokerd:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `make demo`: the broker of `make run` with a simulated cluster at work.
 #
 # Sets up what `make run` does (deploy/local/run.sh, sourced: a private

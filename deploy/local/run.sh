@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `make run`: vnibroker on an embedded default, for trying it out.
 #
 # Starts a private PostgreSQL cluster under .run/ (created with initdb on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Build vnibroker's Debian packages with Debian's own tools: what `make
 # deb` runs.
 #

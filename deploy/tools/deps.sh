@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Install the Debian packages vnibroker needs to build, test and run.
 #
 #   sh deploy/tools/deps.sh          build and test packages (`make deps`,

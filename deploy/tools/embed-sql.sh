@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Turn the schema's SQL into C tables (see server/store/schema.h): the numbered
 # migrations schema/NNNN_name.sql, and after --functions the files of
 # schema/functions/, which --migrate applies after the migrations in the

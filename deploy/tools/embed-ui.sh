@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Turn the status page's files (server/api/ui/*) into a C table (see
 # server/api/ui.h): name, content type, ETag and bytes of each.
 # Usage: embed-ui.sh server/api/ui/index.html server/api/ui/app.js ... > out.c

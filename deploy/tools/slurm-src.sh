@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Fetch, verify, unpack and configure the Slurm source tree that the
 # switch plugin (plugins/slurm/switch/) is compiled against.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Settings tables: one row per configuration key, applied to a parsed TOML
  * file (lib/toml.c gives the jansson tree and the line of every key).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Address blocks in CIDR notation ("10.1.0.0/16", "2001:db8::/32").
  *
  * The broker lists the hosts whose connections it keeps room for (the

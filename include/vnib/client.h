@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A small libcurl client for the vnibroker REST API.
  *
  * Used by vnibctl, the node agent and scheduler plugins.  One client holds

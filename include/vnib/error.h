@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Error reporting shared by every vnibroker module.
  *
  * Functions that can fail for a reason a person should read return -1 (or

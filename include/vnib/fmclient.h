@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Client of the Slingshot Fabric Manager's collectives API (libcurl).
  *
  * The broker is the one place that logs in to the Fabric Manager (FM) and

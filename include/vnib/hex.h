@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Hexadecimal digits and byte strings.
  *
  * Digests, request ids and sealed session tokens are stored and shown as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Slurm hostlist expressions: parse, expand, count and compress.
  *
  * Schedulers name a job's nodes with compressed expressions such as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Sets of host names for membership tests, read from a hostlist
  * expression without expanding it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The one libcurl client under the REST client (lib/client.c) and the
  * Fabric Manager client (fmclient/).
  *

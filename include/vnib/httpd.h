@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The libmicrohttpd request pipeline that the broker and fmsim share.
  *
  * An httpd is one libmicrohttpd daemon and the stages every request runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Sets of small non-negative integers, written as range lists.
  *
  * VNI pools are configured as strings like "1024-65535" or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Leveled logging for vnibroker daemons and tools.
  *
  * One line per message on a file descriptor (stderr under systemd, where

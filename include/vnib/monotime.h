@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The monotonic clock, for deadlines, intervals and durations.
  *
  * Every timeout, back-off and latency figure in vnibroker is measured on

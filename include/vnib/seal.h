@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Sealing small secrets at rest with AES-256-GCM.
  *
  * Fabric Manager session tokens are stored in PostgreSQL so that every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Reading credential files safely.
  *
  * TLS keys, token files and shared keys must be readable by their owner

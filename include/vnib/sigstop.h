@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The stop signals of the daemons (vnibrokerd, fmsim).
  *
  * SIGTERM, SIGINT and SIGHUP are blocked in the main thread before any

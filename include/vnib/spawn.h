@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Running a helper program, without a shell, for a bounded time.
  *
  * For hooks an administrator configures (hooks.on_reservation_lost): the

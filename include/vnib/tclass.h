@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What a CXI service holds besides its members: the Slingshot traffic
  * classes (names, bits, and the SLINGSHOT_TCS mask), and at most
  * VNIB_SERVICE_VNIS_MAX VNIs.

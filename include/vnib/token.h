@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Bearer tokens: generation, hashing, and per-node derivation.
  *
  * Two kinds of token authenticate to the broker:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A small TOML reader that yields a jansson tree.
  *
  * Debian ships no C TOML library, so vnibroker carries its own.  It reads

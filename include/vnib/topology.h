@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Slurm's topology.conf (tree topology): the cluster's switches and nodes.
  *
  * A site that runs Slurm with TopologyPlugin=topology/tree already lists

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The vnibroker release, reported by --version, /healthz and /metrics,
  * and the git revision built, reported by /metrics.
  */

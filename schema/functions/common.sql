@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- The SQL functions the other files share: how a reservation leaves the
 -- database (vnib_row, a group's vnib_batch_row), times as the API writes
 -- them, the per-job locks, the keys of a job's events, and the readiness

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- Hardware collectives: the Fabric Manager's multicast reservations as
 -- the database records them, the durable queue of FM operations (releases
 -- of FM jobs and of steps' trees) that workers on any replica claim with

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- Node reports: what a node's agent says about the CXI services of a
 -- job's reservation, the drain of a node whose CXI operation failed, and
 -- the end of a quarantine once its last holder confirmed.

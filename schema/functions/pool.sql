@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- The VNI pool: the pool in force, the queue of free VNIs (vni_free, in
 -- the order they became free, so that the VNI free longest is handed out
 -- first), taking VNIs from its head without waiting on another reserve,

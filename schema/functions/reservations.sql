@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- Jobs' reservations: reserve and release, in groups (schema/0008) and
 -- one at a time, the end of quarantines, the sweeper's safety net and the
 -- purge of old history.  A job's steps (steps.sql) are released with it,

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- Job steps' own VNIs (schema/0017): a step reservation is a row of
 -- reservations keyed "<job>#<step>" under its job's (parent_id), so the
 -- key's lock, the unique index of active reservations, vni_holds, the

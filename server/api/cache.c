@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Node-fetch cache of active reservations (see cache.h).
  *
  * Direct-mapped: a job hashes to one slot and a newer job evicts an older

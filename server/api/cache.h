@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A short-lived cache of active reservations for node fetches.
  *
  * When a large job starts, every one of its nodes fetches the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /v1/events: every state change, who made it and when, oldest first (or
  * newest first), filtered by job, action or node.
  *

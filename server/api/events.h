@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Handler for /v1/events, the audit trail (see server/api/openapi.yaml). */
 #ifndef VNIB_SERVER_EVENTS_H
 #define VNIB_SERVER_EVENTS_H

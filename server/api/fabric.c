@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /v1/fabric-manager: how the broker's Fabric Manager connection fares.
  *
  * Monitors may read it: it names the Fabric Manager and its auth mode but

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Handler for /v1/fabric-manager (see server/api/openapi.yaml). */
 #ifndef VNIB_SERVER_FABRIC_H
 #define VNIB_SERVER_FABRIC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /v1/nodes: what a node must clean up, and its drain mark.
  *
  * A node's agent reads its own record after a crash or reboot to learn

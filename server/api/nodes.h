@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Handlers for /v1/nodes (see server/api/openapi.yaml). */
 #ifndef VNIB_SERVER_NODES_H
 #define VNIB_SERVER_NODES_H

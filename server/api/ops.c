@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Liveness, readiness and metrics handlers (see ops.h).
  *
  * /healthz answers without touching the database, so that a slow database

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Operational endpoints: liveness, readiness and metrics.
  *
  * These are public (no token) so that load balancers, systemd watchdogs

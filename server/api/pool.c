@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /v1/pool and /v1/vnis: the VNI pool as the database sees it.
  *
  * Occupancy is counted from vni_holds against the pool configured now, so

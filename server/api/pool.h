@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Handlers for /v1/pool and /v1/vnis (see server/api/openapi.yaml). */
 #ifndef VNIB_SERVER_POOL_H
 #define VNIB_SERVER_POOL_H

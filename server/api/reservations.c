@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /v1/reservations: reserve, read, list, release, and node reports.
  *
  * Handlers validate everything they are given (fields, types, ranges,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Handlers for /v1/reservations (see server/api/openapi.yaml). */
 #ifndef VNIB_SERVER_RESERVATIONS_H
 #define VNIB_SERVER_RESERVATIONS_H

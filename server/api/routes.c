@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The REST API's one route table (see routes.h).
  *
  * Reading this table is the quickest way to learn the API: each row says

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The REST API's one route table: every endpoint of vnibrokerd, its
  * handler (one file per resource in this folder), the roles that may
  * call it, its body limit and where it runs.  main.c hands the table to

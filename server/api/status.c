@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* GET /v1/status: the pool, its recent history, the quarantine, the
  * drained nodes, the Fabric Manager and the database, in one reply.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Handler for GET /v1/status (see server/api/openapi.yaml): everything the
  * status page at /ui/ shows but the events, in one call.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /v1/reservations/{job_id}/steps/{step_id}: a job step's own VNIs.
  *
  * A step is reserved only while its job's reservation is active, on nodes

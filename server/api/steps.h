@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Handlers for /v1/reservations/{job_id}/steps/{step_id} (see
  * server/api/openapi.yaml): a job step's own VNIs.  A step's node reports go
  * to reservations_report (server/api/reservations.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The status page's handlers (see ui.h).
  *
  * Every reply on /ui, errors and redirects included, carries

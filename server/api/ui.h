@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The status page at /ui/: static assets compiled into vnibrokerd.
  *
  * The page (server/api/ui/: index.html, app.js, app.css, favicon.svg) is

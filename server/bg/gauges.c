@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Figures from the database for /metrics and GET /v1/status (see
  * gauges.h).
  *

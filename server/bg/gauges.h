@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Figures from the database for /metrics, refreshed in the background,
  * and what GET /v1/status takes from them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The ring of pool samples behind GET /v1/status' history (see
  * history.h).
  *

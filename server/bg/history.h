@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A fixed-size ring of pool samples: the recent history GET /v1/status
  * shows.
  *

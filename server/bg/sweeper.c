@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Periodic quarantine sweep and purge (see sweeper.h).
  *
  * The thread sleeps on a condition variable so that shutdown wakes it at

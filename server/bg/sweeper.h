@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The quarantine sweeper: a background thread that closes quarantines
  * whose nodes have all confirmed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Bearer-token authentication (see auth.h).
  *
  * Named tokens are kept as a sorted array of SHA-256 digests and found by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Authentication: who is calling, from the bearer token.
  *
  * Named tokens (admin, scheduler, monitor) are listed in auth.tokens_file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The error code table (see errcode.h): each code's name, its HTTP
  * status, the Retry-After it is sent with, and the errnos it is the
  * default code of.

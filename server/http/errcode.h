@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The API's error codes: every stable code an error reply carries
  * ({"error": {"code": "...", ...}}), each with the HTTP status and the
  * Retry-After it is sent with, and the code an errno stands for when a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The broker's request pipeline (see http.h) on lib/httpd.c.
  *
  * httpd calls on_begin() once the request line and headers are in (we

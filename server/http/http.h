@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The HTTP listener: the broker's request pipeline and error replies.
  *
  * The pipeline is lib/httpd.c's (vnib/httpd.h), which drives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Lock-free request metrics rendered as Prometheus text (see metrics.h).
  *
  * Status codes are counted in a dense array per route (100-599), which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Request counters and latency histograms for GET /metrics.
  *
  * One slot per row of the route table plus one for requests that matched

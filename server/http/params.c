@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Input validation shared by the handlers (see params.h). */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Validation of request input shared by the handlers.
  *
  * Every value that arrives in a path, a query string or a JSON body is

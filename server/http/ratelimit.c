@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Token buckets per key in a fixed table (see ratelimit.h). */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Token buckets per key (node reports per node name), in bounded memory.
  *
  * Each key has a bucket of `burst` tokens that refills at `rate` per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Matching a request's method and path against a route table (see
  * route.h): patterns with {name} segments, 404 and 405 with Allow.
  */

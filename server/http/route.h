@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What a route is, and path matching.
  *
  * Every endpoint of vnibrokerd is one row of a route table: method, path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Request worker threads and their bounded queue (see workers.h).
  *
  * The queue is a ring of queue_limit slots under one mutex; workers sleep

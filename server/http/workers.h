@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The request workers: a fixed set of threads that run blocking work
  * taken from a bounded queue.
  *

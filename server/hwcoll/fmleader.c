@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The Fabric Manager leader: one replica at a time (the holder of an
  * advisory lock) reconciles the database with the FM's job list, follows
  * up the reserves that timed out (the FM may have completed them late:

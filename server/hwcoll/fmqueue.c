@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The Fabric Manager release queue: its workers, their NOTIFY listener,
  * and the deferred reserves the workers make.
  *

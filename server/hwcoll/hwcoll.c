@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fabric Manager multicast reservations (see hwcoll.h): the hwcoll
  * object, the request thread's reserve, the reveal of session tokens,
  * status and metrics, and the helpers that every FM call shares

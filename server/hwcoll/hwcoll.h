@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Hardware collectives: Fabric Manager multicast reservations per job.
  *
  * For each eligible job the broker asks the Fabric Manager (FM) for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What hwcoll.c, fmqueue.c and fmleader.c share: the hwcoll object and the
  * helpers every FM call uses (private to those three files).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Group commit (see group.h).
  *
  * One mutex guards the queue and the count of running groups.  A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Group commit: requests of one kind that arrive while one of them is
  * being written are gathered and written together, in one call.
  *

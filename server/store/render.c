@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The client's JSON for what the store reads (see render.h): the shape of
  * a reservation, its hardware-collectives object and job environment, a
  * node's view, the pool, a VNI, an audit event and a page.  Only the

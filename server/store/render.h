@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The client's JSON for what the store reads: a reservation in the API's
  * shape (server/api/openapi.yaml) with its "hwcoll" object and the job
  * environment (SLINGSHOT_*, FI_CXI_*), a node's view, the pool, a VNI's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The SQL migrations compiled into vnibrokerd.
  *
  * deploy/tools/embed-sql.sh turns schema/NNNN_name.sql into a C table at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* PostgreSQL store: the connection pool and bounded-time statements (see
  * store.h; the other store_*.c files are listed in store_int.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The broker's PostgreSQL store: the store object, its connection pool,
  * the errors every store call shares, and the database sessions kept
  * outside the pool.  Its calls are declared one header per resource, each

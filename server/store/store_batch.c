@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the store's files share besides the pool: reading a row
  * (columns, a reservation row to render_reservation(), a node's key as
  * parameters), the array literals that carry a group's parameters, and the

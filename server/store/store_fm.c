@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Hardware collectives in the store: the Fabric Manager's answers for
  * reserves (grouped, store_batch.c), deferred reserves and the work the
  * workers check, the FM release queue (schema/0003) with step releases,

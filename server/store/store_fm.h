@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Hardware collectives in the store (store_fm.c): the Fabric Manager's
  * answers to reserves, the deferred reserves, the queue of FM operations
  * (schema/0003), reconciliation with the FM's jobs, and the leader.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The store's private interface, shared by its files (server/store/
  * store*.c) and by no one else: the statement table, the connection
  * pool's structs, running a statement, reading a row, the array literals

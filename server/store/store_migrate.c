@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The schema: the version a database is at, the migrations this binary
  * carries (applied in one transaction under an advisory lock), the SHA-256
  * of each applied migration checked against its text, the SQL functions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The store's schema (store_migrate.c): the version this binary needs and
  * the one the database is at, the migrations and SQL functions (schema/),
  * the digests that say an applied migration is the text this binary

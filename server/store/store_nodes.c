@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Nodes in the store: an agent's report on a job's CXI services, a
  * node's view (its live reservations, its reports, its drain mark), and
  * undrain.

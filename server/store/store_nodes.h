@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the handlers of /v1/reservations/.../nodes/{node} and /v1/nodes
  * ask the store (store_nodes.c): to file a node agent's report, to read
  * the record of one node, to lift its drained mark.

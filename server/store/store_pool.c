@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The VNI pool in the store: occupancy, the pool in force and the
  * free-VNI queue, who holds a VNI, the audit trail, and the sweeps that
  * close confirmed quarantines and purge old history.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What GET /v1/pool, /v1/vnis and /v1/events, the start-up's pool check
  * and the sweeper ask the store (store_pool.c), all about VNIs and their
  * history: occupancy, syncing the configured pool, a VNI's holder, a page

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Reservations in the store: reserve and release, each written in groups
  * (store_batch.c), a job's reservation and pages of them.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A job's reservation in the store (store_reservations.c): reserve, read,
  * list, release.  Reserves and releases arriving together are written in
  * one transaction each kind (database.group_max, server/store/group.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Every SQL statement the store runs, by enum stmt_id (store_int.h): the
  * text, the name it is prepared under on each connection, and its number
  * of parameters.  The statements that name tables are prepared lazily, on

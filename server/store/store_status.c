@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The store's reads for GET /v1/status and the gauges: quarantine and
  * drain figures, the oldest quarantines with the nodes they wait for, and
  * the drained nodes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The figures and lists of GET /v1/status in the store (store_status.c),
  * which /metrics shares.
  */

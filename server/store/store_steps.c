@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Job steps in the store (schema/0017): a step's reservation, reserved,
  * read and ended each in one statement and one transaction, and its rows
  * with the job's reservation as the step shows it (store_steps.h).

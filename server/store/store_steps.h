@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A job step's reservation in the store (store_steps.c, schema/0017).
  *
  * A step reservation is a reservation row keyed "<job>#<step>" whose parent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* REST API benchmarks: the scenarios of `make bench` that need a running
  * broker.
  *

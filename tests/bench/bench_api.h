@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the REST API benchmarks share: the state of a scenario (struct
  * bench), the request kinds, the table output (bench_output.c) and the
  * request producers handed to the load generator (bench_requests.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Micro-benchmarks for the shared parsers that sit on request paths.
  *
  * A reservation for an El Capitan sized job (11,136 nodes) must be served

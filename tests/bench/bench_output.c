@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The REST API benchmarks' output: table rows in bench_lib's format
  * (scenario, figure, unit, <= or >=, target, met or NOT MET), and the "#"
  * lines of detail below them (counts, rate, percentiles, non-2xx and

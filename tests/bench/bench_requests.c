@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The requests of the REST API benchmarks: the producers the load
  * generator calls for each request it sends (reserves, releases, node
  * views, the storm of one big job's nodes, /healthz).  Each reads and

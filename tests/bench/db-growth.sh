@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # db-growth.sh [JOBS [BIG]]: the database's growth per job, for the
 # figures of deploy/README.md, section 3.4 (capacity planning).  Not part
 # of `make check` or `make bench`; run by hand after `make`:

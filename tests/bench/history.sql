@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- The history of the `history` bench scenario (tests/bench/run.sh): a
 -- database that has seen :released jobs come and go and holds :quarantined
 -- VNIs in quarantine, written with INSERT ... SELECT rather than through

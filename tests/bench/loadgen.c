@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The load generator behind tests/bench/bench_api (see loadgen.h).
  *
  * Everything runs on one thread: an epoll set holds every connection and,

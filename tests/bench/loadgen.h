@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A small HTTP/1.1 load generator for the broker's benchmarks.
  *
  * One thread drives N keep-alive connections to 127.0.0.1 with epoll and

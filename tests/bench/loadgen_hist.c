@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The load generator's figures (see loadgen.h): log-linear latency
  * histograms with microsecond resolution, their quantiles, and the totals
  * of a run over every request kind.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pgbench-group.sh N: print a pgbench script of the broker's own SQL for
 # the bench's "pairs" scenario (tests/bench/bench_api.c), as the broker
 # sends it when its groups carry N requests (group commit, server/store/group.h

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `make bench`: build and run the benchmarks, printing one table of
 # scenario, figure, target and whether the target is met.  Benchmarks
 # never fail the build: targets are reported, not asserted (timing on a

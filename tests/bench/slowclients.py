@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Hostile clients for `make bench` (tests/bench/run.sh).
 
   slowclients.py trickle PORT SOURCE COUNT SECONDS [INTERVAL [REOPEN]]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Job start overhead under Slurm, for `make bench` (tests/bench/run.sh,
 # scenario "slurmstart"): `srun -N3 true` on the test cluster of
 # tests/integration/slurm.sh (slurmctld and three slurmd, four simulated

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The `uiscale` bench scenario's client (tests/bench/run.sh): seeds a
 broker's state through its API and measures GET /v1/status, GET
 /v1/events and the status page /ui/ in headless Chromium.  Python

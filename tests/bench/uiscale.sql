@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- The event history of the `uiscale` bench scenario (tests/bench/run.sh,
 -- tests/bench/uiscale.py): the audit trail of :jobs jobs that came and
 -- went over the last week on 4 nodes each of an 11,136-node cluster

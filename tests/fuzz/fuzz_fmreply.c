@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for what the FM client reads from servers
  * (fmclient/fmauth.c, fmclient.c and fmhttp.c, compiled into this file for
  * their static parsers).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for the hostlist and idset parsers.
  *
  * Both parsers read text from the network.  Beyond "does not crash under

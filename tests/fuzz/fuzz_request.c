@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for the request path's body checks
  * (server/api/reservations.c, compiled into this file for its static
  * validators, with the real request_json and params_* behind them).

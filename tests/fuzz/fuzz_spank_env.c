@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for the SPANK plugin's env-file parser
  * (plugins/slurm/spank/vnib_spank.c, compiled into this file for its
  * static parse_env_file and parse_line).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for what the switch plugin (switch/vnib) reads from
  * the outside: the packed jobinfo that travels with a step (first byte
  * even: plugins/slurm/switch/swv_jobinfo.c) and the SwitchParameters and

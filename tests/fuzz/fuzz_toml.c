@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for the TOML reader (lib/toml.c).
  *
  * Feeds arbitrary bytes to toml_parse() with the line table requested, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for the topology.conf reader (lib/topology.c).
  *
  * The broker reads the file at start and vnibctl on request; a file an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Replay driver for the libFuzzer targets.
  *
  * `make check` links each tests/fuzz/fuzz_*.c with this file (gcc, ASan,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The in-process broker of the handler tests (see harness.h). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A broker without its listener, for calling the handlers in-process.
  *
  * harness_create() builds a struct broker the way server/main.c does (the

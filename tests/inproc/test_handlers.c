@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* In-process tests of the broker's handlers against a real PostgreSQL.
  *
  * Each test calls route handlers through the harness (harness.h), with no

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The HTTP skeleton: probes, metrics, error replies, and the limits that
 # protect the broker from bad or slow clients.
 . "$(dirname "$0")/lib.sh"

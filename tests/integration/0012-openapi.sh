@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # server/api/openapi.yaml is the API's promise to clients written from it: it
 # must parse as YAML (a plain scalar with ": " inside once broke it), and
 # every METHOD and path of the one route table (server/api/routes.c) must be

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The front door: bodies must be JSON (415 otherwise), every error the
 # broker sends is JSON with X-Request-Id (also 431 for large headers), and
 # no reply carries the database's own words (libpq's connection errors,

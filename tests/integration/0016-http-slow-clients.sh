@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Slow clients cannot lock others out.  Connections from one address are
 # limited (server.per_ip_connections), so a flood from one address leaves
 # room for everyone else; and a request's headers and body must arrive

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Unauthenticated bodies are not read: the token is checked as soon as the
 # headers are complete, and a 401 or 403 is sent before a byte of body
 # arrives (libmicrohttpd then closes the connection without reading it).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Request workers: a request that waits on PostgreSQL holds a request
 # worker, never a libmicrohttpd thread, so that the other connections
 # that thread polls keep being answered (issue #13, tail latency).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # One user's job cannot lock the broker out.  Any process on a compute
 # node can open connections, token or not; 64 loopback addresses stand in
 # for the nodes of one user's job, each holding per_ip_connections slow

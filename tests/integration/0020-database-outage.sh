@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Readiness follows the database: down when PostgreSQL stops, up again when
 # it returns (without restarting the broker), and no request waits longer
 # than the configured timeouts when the database hangs.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A database that refuses writes for lack of a resource (disk full:
 # SQLSTATE 53100; any class 53 error or 58030 I/O error is treated alike):
 # writes answer 503 database_full with a fixed message and Retry-After,

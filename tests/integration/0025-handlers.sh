@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The broker's handlers called in-process, with no HTTP in between
 # (tests/inproc/: build/tests/inproc/test_handlers), against this test's
 # own PostgreSQL: reserve, idempotent retries, release and quarantine,

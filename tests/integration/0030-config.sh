@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Configuration: every error names the file and line and exits 2; the
 # example file is valid and documents every key; secrets are masked.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The broker's credential files under root: vnibrokerd run as root refuses
 # each of its credential files (tokens file, node key, previous node key,
 # TLS key, FM password, FM OAuth client secret, FM mTLS key, FM token key

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Migrations: refused start on an old schema, --migrate applies once, a
 # second run is a no-op, and concurrent runs are safe; rows written under
 # an older schema keep their meaning (0016: hwcoll causes; 0019: a

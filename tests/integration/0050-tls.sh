@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # HTTPS: with a certificate and key the listener speaks TLS only; clients
 # verify it against the test CA; unsafe key permissions stop the start.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shutdown: SIGTERM and SIGINT finish the requests in flight and exit 0;
 # a port already in use is a clear start failure.
 . "$(dirname "$0")/lib.sh"

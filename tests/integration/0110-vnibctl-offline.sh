@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # vnibctl without a broker: usage errors exit 2 and name the problem;
 # minted tokens have the formats the broker verifies (checked here against
 # sha256sum and openssl, not against our own code); node keys are created

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # vnibctl against a live broker: the commands scripts use, their output,
 # and the exit codes they rely on (0 ok, 1 refused, 2 usage, 3 unreachable).
 . "$(dirname "$0")/lib.sh"

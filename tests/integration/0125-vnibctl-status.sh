@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # vnibctl status against a live broker: for a seeded state (a job active,
 # two jobs quarantined on nodes that reported created or failed, a drained
 # node) the summary shows the figures of GET /v1/status (its own --json),

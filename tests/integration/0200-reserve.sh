@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Reserving VNIs: allocation order (a fresh pool ascending, then least
 # recently released first), vni_count, idempotent retries
 # and conflicts, requeued jobs, pool exhaustion, and refusal of bad input.

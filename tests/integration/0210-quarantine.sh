@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Quarantine: a released VNI is not handed out again until every node that
 # might hold a CXI service for it has reported it destroyed, or an admin
 # forces it; node reports, their transitions, drains and the node view.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Node reports do not flood the audit trail: an identical repeat records
 # no event (a change does), and each node's reports are rate-limited
 # (server.report_rate, server.report_burst): past the limit 429

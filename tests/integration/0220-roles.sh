@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Authentication and roles: every endpoint with every kind of caller,
 # allowed and refused, and the checks on the credential files.
 . "$(dirname "$0")/lib.sh"

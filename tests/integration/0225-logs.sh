@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Logs under systemd and refusals in the log.
 #
 # Without JOURNAL_STREAM a line is "<UTC stamp> vnibrokerd[pid]: level:

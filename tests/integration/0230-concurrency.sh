@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Two brokers on one database under concurrent load never put one VNI in
 # two live reservations at once (checked over the whole history), and a
 # broker killed with SIGKILL mid-load loses nothing it acknowledged.

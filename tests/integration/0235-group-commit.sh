@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Group commit (server/store/group.c, schema/0008_group_commit.sql): concurrent
 # reserves and releases are written in shared transactions, and each
 # request still gets exactly its own outcome.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A request the client has given up on is not run.  Each request has a
 # deadline: server.queue_deadline_ms after its arrival, or sooner when the
 # client sends Vnib-Deadline-Ms (vnibctl, the agent, the hooks and the

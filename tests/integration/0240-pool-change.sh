@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Changing vni.pool and restarting keeps every live reservation as it is;
 # VNIs outside the new pool are never handed out again and leave when
 # their reservations are released.  Also the pool and vni views.

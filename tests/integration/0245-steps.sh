@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Per-step VNIs (schema/0017) under load, with replicas killed.  Two
 # replicas on one database; six clients each run jobs one after another
 # for STEPS_SECONDS, while one replica or the other is killed with SIGKILL

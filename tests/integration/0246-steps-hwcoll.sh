@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A job step of a job with hardware collectives, against fmsim: the step's
 # reservation shows its job's multicast reservation (hwcoll reserved, the
 # FI_CXI_* variables with FI_CXI_COLL_JOB_STEP_ID, the session token to

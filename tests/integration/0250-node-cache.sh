@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The node-fetch cache: a broker forgets a job at once when it changes it
 # itself; another replica's change shows after at most server.node_cache_ms;
 # and a stale answer cannot make a node hold a service the broker does not

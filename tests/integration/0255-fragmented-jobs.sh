@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A fragmented job: a node list of more than 64 ranges (issue 31 item 4).
 # Its nodes, and only they, read it (200 with the job, else 403
 # forbidden), report on it, and are judged so for its steps, whether the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Two replicas on one database, 16 clients reserving 1-4 VNIs each from a
 # pool with little slack, while one replica or the other is killed with
 # SIGKILL every few seconds and restarted on the same port.  The history

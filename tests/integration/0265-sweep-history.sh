@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The sweeper ends quarantines while reserves run on two replicas and one
 # of them is killed with SIGKILL.  60 reservations are quarantined (their
 # node held CXI services when they were released); their nodes' reports

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # D3: a refused reserve changes nothing, and VNIs are handed out least
 # recently released first.
 #

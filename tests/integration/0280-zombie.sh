@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # D2: no zombie reservations.
 #
 # A reserve whose broker died while the statement waited in PostgreSQL

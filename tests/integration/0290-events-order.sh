@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # D7: the audit trail is in order.  Under concurrent reserves and releases
 # on two replicas, GET /v1/events, paged with after/next, returns every
 # event once, in id order, and their times never go backwards.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # fmsim, the Fabric Manager simulator the broker's FM tests run against:
 # every collectives endpoint and status, the three WLM auth modes, the 507
 # sub-codes, the state file across a restart, TLS, each injected fault

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Hardware collectives end to end: the broker against fmsim.  Eligibility
 # (auto by min_nodes, explicit on and off), addrs_per_job from HPE's rule,
 # an FM that is down or slow (the VNIs are reserved anyway, and nothing is

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A reserve the Fabric Manager completes after the broker gave up on it is
 # found again by its cause, not by its reason's wording: the reservation
 # says "unavailable" (cause timeout), its reason is reworded by hand (with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A slow Fabric Manager does not hold the request threads: at most
 # hwcoll.request_concurrency reserves wait on it in request threads; the
 # others answer at once with hwcoll "pending" and the workers complete

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Fabric Manager client against fmsim, through the broker: Basic and
 # OAuth (token expiry and refresh), a wrong password, 403, 5xx (JSON and
 # an HTML error page), and TLS with a test CA (verification failures are

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # D4: a requeue is safe with hardware collectives.  FM job ids are unique
 # per reservation, "<prefix>-<job_id>-r<reservation_id>", so a job
 # released while the FM is down and reserved again as soon as it is back

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # D5: reconciliation goes by ownership, not by prefix.  Two clusters,
 # "tux" and "tux-a", each with its own database, share one Fabric Manager.
 # tux's reconciliation must neither delete tux-a's FM jobs (whose ids also

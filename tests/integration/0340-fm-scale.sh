@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # D6: large requests to PostgreSQL do not stall in libpq's send path.
 #
 # 1. An 11,136-node job whose node list is fragmented (every other node,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cluster.topology_file: Slurm's topology.conf as the broker's inventory.
 # --check-config reports the inventory, or the file's error with
 # file:line:col (and vnibrokerd refuses to start on it); a reservation

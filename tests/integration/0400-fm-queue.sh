@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The durable Fabric Manager queue and reconciliation: releases never wait
 # on the FM and are never lost (FM outage, broker SIGKILL, database
 # restart); the leader reconciles (lost reservations run the hook, orphans

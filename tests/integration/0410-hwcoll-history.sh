@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Jobs with hardware collectives under concurrent load on two replicas,
 # one or the other killed with SIGKILL every few seconds: the history
 # client (tests/stress/history.c --hwcoll) checks its usual invariants and

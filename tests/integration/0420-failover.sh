@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Database failover with a real streaming standby (deploy/README.md 3.1 and
 # 3.2).  A private primary streams synchronously (synchronous_standby_names
 # names the standby, synchronous_commit = on) to a standby made with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The node agent's --step (issue 15) against a real broker on a real
 # PostgreSQL, with simulated NICs: a step's services hold the step's VNIs
 # then the job's, under its own record; two steps of one job on one node

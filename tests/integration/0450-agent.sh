@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The node agent against a real broker on a real PostgreSQL, with simulated
 # NICs: prolog, env and epilog for a job on a 4-NIC node; idempotent
 # prolog; scale-back on a short NIC and failure below the floor; a node

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Cleanup that never lies: EBUSY within the epilog's window; EBUSY past it
 # (the epilog warns and exits 0, housekeeping exits 1, the broker keeps
 # the VNI quarantined and the node drained); `clean --all` after a

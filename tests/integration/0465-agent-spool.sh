@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A broker outage at job end (issue 19, item 3): the node agent destroys the
 # job's services from its own record without waiting on the broker, keeps
 # its report in the spool instead of failing (which would drain every node

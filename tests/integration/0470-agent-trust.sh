@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What the node agent trusts: an agent.toml that someone other than root
 # (or the agent's user) owns, or that group or others may write, is
 # refused with the file named, since it names the library loaded into a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Job ids that start with '-': the broker refuses them (400 invalid_field,
 # saying why) on every route that takes one, since an id reaches the argv
 # of hooks (on_reservation_lost) and tools, where it would read as an

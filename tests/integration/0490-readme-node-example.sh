@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # README's `vnibctl --json node` example works as written: GET
 # /v1/nodes/NODE is for an admin token or NODE's own node token, so the
 # scheduler's token (the one the README exports above it) is refused with

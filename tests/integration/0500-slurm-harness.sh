@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Slurm harness (slurm.sh) and the SPANK plugin on a real Slurm 22.05,
 # without the broker or the agent: the hooks run on the job's nodes, the
 # plugin copies a hand-written env file (installed by the Prolog, as

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Slurm end to end: a real slurmctld and three slurmd (n1-n3, four
 # simulated NICs each) drive a real vnibrokerd (PostgreSQL, fmsim) through
 # plugins/slurm/hook/vnib-slurm-hook and the SPANK plugin.  Tasks of srun and

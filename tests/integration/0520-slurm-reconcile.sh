@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Scheduler-side leaks (issue 11): a real slurmctld and three slurmd with
 # vnib-slurm-hook as PrologSlurmctld and EpilogSlurmctld, against a real
 # vnibrokerd.  Jobs that end while the broker is down have their failed

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Where the controller's hook messages go (issue 19): slurmctld 22.05 logs
 # nothing its PrologSlurmctld and EpilogSlurmctld print, so vnib-slurm-hook
 # also sends each error and warning to syslog (through LOGGER, here a fake

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Slurm switch plugin end to end: a real slurmctld and three slurmd
 # (n1-n3, four simulated NICs each) with SwitchType=switch/vnib and no
 # vnibroker Prolog, Epilog or SPANK plugin drive a real vnibrokerd.  Every

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Per-step VNIs under Slurm: a batch job (switch/vnib, real slurmctld and
 # three slurmd) runs two steps at once, each with a VNI of its own.  The
 # two step VNIs differ from each other and from the job's; each step's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make check from a private checkout (issue 17): CI may clone under /root,
 # which only root can enter.  This copies the tests, the schema and the
 # built programs under a mode-0700 directory, with a private umask, and

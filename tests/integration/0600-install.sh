@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make install: it succeeds with the README's own example and with a
 # packager's DESTDIR, PREFIX=/usr and SYSCONFDIR=/etc, also over an earlier
 # install; the programs, both units, the three guides (under distinct

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make deb: the Debian packages build with dpkg-buildpackage from a copy of
 # the tree (the tree itself stays as it was), lintian finds no error in
 # them, each holds what deploy/README.md ("Debian packages") says and no

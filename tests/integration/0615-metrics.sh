@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # /metrics tells the truth: the VNI pool by state and the Fabric Manager
 # queue agree with GET /v1/pool and /v1/fabric-manager for a seeded state;
 # the pool's idle connections never exceed its size, and the hwcoll

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # GET /v1/status tells the truth: for a seeded state (active jobs,
 # quarantines waiting on nodes that reported created or failed, a job
 # step's quarantine, drained nodes) every figure agrees with GET /v1/pool,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Rotating the node key and the session-token sealing key under load, as
 # deploy/README.md (section 5.5) tells: two replicas on one database and
 # fmsim, a client reserving eligible jobs (hardware collectives) as the

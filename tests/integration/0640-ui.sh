@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The status page's files (server/api/ui/, compiled into vnibrokerd): served
 # without a token at /ui/, each with its content type, the same bytes as
 # the files in the tree, an ETag (If-None-Match gets 304), and on every

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The status page in a real browser (headless Chromium, driven through
 # the DevTools protocol by browser.py): opened with a monitor token in its
 # #token= fragment on a broker with active jobs, a quarantined

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # deploy/monitoring/ works as its README says: the Prometheus rules load
 # (`promtool check rules`) and pass their unit tests (`promtool test rules`
 # on tests/monitoring/*_test.yml), every alert has a severity, a summary, a

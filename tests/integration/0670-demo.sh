@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `make demo` (deploy/local/demo.sh) does what README.md's "Demo" section
 # says: run for a minute (DEMO_SECONDS) in a private run folder and port,
 # it prints the status page's URL with the monitor token, serves /ui/,

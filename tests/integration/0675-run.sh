@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `make run` (deploy/local/run.sh) does what README.md's first command
 # promises: it installs and builds only what it runs (no Slurm package,
 # source tree or plugin); in a private run folder and port it creates its

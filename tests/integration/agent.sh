@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Helpers for tests of the node agent, sourced after lib.sh.
 #
 # Each simulated node NODE lives in $T/NODE: its agent.toml (sim backend,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Drive headless Chromium through the DevTools protocol, for the status
 page's browser test (0645-ui-browser.sh).  Python standard library only.
 

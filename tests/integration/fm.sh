@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Helpers for tests of the broker against fmsim, sourced after lib.sh.
 #
 # fm_start starts an fmsim (no auth unless told otherwise) and records it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Integration test harness, sourced by every tests/integration/NNNN-*.sh.
 #
 # It gives each test script a private temporary directory, a throwaway

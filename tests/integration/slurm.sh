@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A real Slurm 22.05 cluster on loopback for integration tests, sourced
 # after lib.sh:
 #

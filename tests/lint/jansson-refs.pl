@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # jansson reference check: a value handed to a call that steals its
 # reference must not be released again by the caller.
 #

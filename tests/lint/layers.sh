@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The layers' check: dependencies run one way.  Each folder has a level,
 # and a file may include headers of its own level or lower, never higher:
 #

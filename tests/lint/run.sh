@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make lint: the source checks that no compiler makes.  First the checkers
 # are shown to work (each must report every defect in its "bad" fixture and
 # nothing in its "good" one), then they read the files git tracks: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The invariants of a stress run's history (see hcheck.h).
  *
  * Two small tables keep the bookkeeping: a string-keyed hash map (jobs by

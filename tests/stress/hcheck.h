@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The invariants a stress run's history must satisfy.
  *
  * hcheck_run() reads the per-thread histories (hrec.h) and what the broker

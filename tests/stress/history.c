@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* history: a load client that records everything and checks the history.
  *
  * N client threads (default 16) each act as a scheduler and its nodes for

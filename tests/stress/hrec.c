@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The history of a stress run: per-thread arrays of request attempts and
  * jobs, and their JSON-lines form (see hrec.h).
  */

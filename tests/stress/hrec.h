@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The history of a stress run: every request attempt and every job.
  *
  * tests/stress/history.c records, per client thread, one struct hrec for

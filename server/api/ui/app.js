@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // vnibroker status page: reads GET /v1/status and GET /v1/events with the
 // token pasted into this tab, and shows them.  No framework and no
 // innerHTML: every figure and cell is set with textContent, so job ids,

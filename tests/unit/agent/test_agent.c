@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the agent's pure parts: sizing a service from HPE's
  * table and scaling it back (agent/limits.c), the job environment and its
  * file format (agent/jobenv.c), and Slurm's CPUs-per-node list

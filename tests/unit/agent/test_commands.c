@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* In-process tests of the agent's commands (agent/commands.h), with and
  * without --step, and of the switch plugin's calls (agent/stepapi.h).
  *

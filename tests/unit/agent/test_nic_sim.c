@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the NIC backends (agent/nic.c, nic_sim.c, nic_cxi.c).
  *
  * The simulated NIC must answer as libcxi does: the same errno for the

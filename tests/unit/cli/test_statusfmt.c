@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the text of `vnibctl status` (cli/statusfmt.c): RFC 3339
  * times, ages, the share in use, and the whole summary of a reply, with
  * its limits' hints, text from the broker made harmless, and members the

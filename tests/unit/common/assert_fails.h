@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* An assertion the unit tests share, in cmocka's style: a call that fails
  * with -1 and sets errno.
  */

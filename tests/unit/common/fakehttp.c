@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The unit tests' fake HTTP server (see fakehttp.h). */
 #include <errno.h>
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A fake HTTP server for the unit tests of the HTTP clients (lib/client.c,
  * fmclient/).
  *

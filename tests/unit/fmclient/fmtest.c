@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The Fabric Manager client tests' shared helpers (see fmtest.h). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the Fabric Manager client's unit tests share: a client for the
  * fake HTTP server (tests/unit/common/fakehttp.h), credential files in a
  * private temporary directory, and the request lines they expect.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the Fabric Manager client's authentication (fmclient/):
  * HTTP Basic and OAuth client credentials (token cache, refresh on 401,
  * expiry, refusals and the class of each token endpoint status), that no

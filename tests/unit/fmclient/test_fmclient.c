@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the Fabric Manager client's jobs API (fmclient/).
  *
  * No FM is needed: the fake HTTP server (tests/unit/common/fakehttp.h)

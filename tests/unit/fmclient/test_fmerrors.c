@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the Fabric Manager client's refusals and failures
  * (fmclient/): configurations refused at creation, error replies, replies
  * that are not JSON or too large, refused connections and timeouts, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the settings-table walk (lib/cfgtable.c): defaults, each
  * type, bounds, unknown tables and keys, and wrong types, every refusal
  * naming the file and the line of the key.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for address blocks (lib/cidr.c): parsing (hosts, blocks,
  * both families, refusals naming the text) and matching, including an
  * IPv4 client seen by a dual-stack listener as ::ffff:a.b.c.d.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the REST client library (lib/client.c).
  *
  * No broker is needed: the fake HTTP server (tests/unit/common/fakehttp.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for vnib_error_t and errprintf (lib/error.c).
  *
  * The contract callers rely on: NULL is accepted, errno survives, -1 comes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for hex digits and byte strings (lib/hex.c) and the
  * monotonic clock (lib/monotime.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for lib/hostlist.c: Slurm hostlist expressions.
  *
  * Covers every syntax form (plain names, ranges, lists, zero padding,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for lib/hostset.c: node lists as ranges, never expanded.
  *
  * The set must agree with the expanded list (hostlist_contains after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the one libcurl client (lib/httpc.c).
  *
  * The reply cap, buffer wiping and fault classes are checked on the write

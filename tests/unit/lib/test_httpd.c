@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the libmicrohttpd request pipeline (lib/httpd.c).
  *
  * Each test starts an httpd on 127.0.0.1 port 0 with a small handler

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for lib/idset.c: integer sets kept as ranges.
  *
  * Covers decoding (forms, whitespace, merging, every error), encoding,

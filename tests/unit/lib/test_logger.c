@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the logger (lib/logger.c).
  *
  * What operators rely on: with JOURNAL_STREAM set each line starts with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for sealing secrets at rest (lib/seal.c): a round trip, and
  * refusal of a wrong key, wrong associated data, and any altered byte.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for credential files (lib/secfile.c).
  *
  * A secret is read only from a regular file that its owner alone may

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the daemons' stop signals (lib/sigstop.c): blocked ones
  * stay pending until sigstop_wait() takes them, SIGHUP is passed over, and
  * the signal that stops is logged and returned.

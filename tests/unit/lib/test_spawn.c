@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for spawn_run (lib/spawn.c): exit statuses come back as
  * waitpid gives them, a program that outlives its time is killed, and one
  * that cannot be started is an error naming it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the TOML reader (lib/toml.c).
  *
  * Each accepted feature is checked by comparing the parsed tree with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the TOML reader's refusals (lib/toml.c): each is
  * checked for a NULL result, the errno, and the "NAME:LINE: message" text.
  * Most are rows of one table, by topic (duplicate keys, numbers, escapes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for lib/topology.c: Slurm's topology.conf as an inventory.
  *
  * Tables of good files (the three examples of Slurm's topology guide

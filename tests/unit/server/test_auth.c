@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for node-token verification across a key rotation
  * (server/http/auth.c): the current key's tokens are accepted; the previous
  * key's are accepted until auth.node_key_previous_until and refused with

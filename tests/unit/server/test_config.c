@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the configuration table (server/config.c): defaults,
  * values from a file, strict refusal of unknown keys and bad values with
  * file:line, and masking of database passwords.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the error code table (server/http/errcode.c), and the
  * promise that server/api/openapi.yaml lists exactly its codes: the
  * Error schema's code enum, in the table's order, each line's comment the

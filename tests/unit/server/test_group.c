@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for group commit (server/store/group.c): an item alone runs at
  * once in a group of one; items that arrive while a group runs form the
  * next group, up to max_items; `fits` keeps incompatible items apart (they

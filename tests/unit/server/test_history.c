@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the ring of pool samples behind GET /v1/status' history
  * (server/bg/history.c): samples come back oldest first, a full ring drops
  * the oldest one per push, and history_json returns exactly the samples

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the hardware-collectives state and cause tables
  * (server/hwstate.c): each C table lists exactly the values that the
  * migrations' CHECK constraints allow (read from the schema compiled into

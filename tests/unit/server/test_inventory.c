@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the broker's inventory (server/inventory.c) and its
  * configuration keys: cluster.topology_file and reject_unknown_nodes,
  * hwcoll sizes no longer required with a topology file, HPE's rule with S

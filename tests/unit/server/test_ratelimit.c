@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the per-key token buckets (server/http/ratelimit.c): burst,
  * refill, Retry-After, independent keys, and bounded memory under many
  * keys.

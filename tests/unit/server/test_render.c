@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the client JSON render.c builds from what the store
  * reads, without a database: the rows are plain text, as libpq gives them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the route table and matcher (server/http/route.c,
  * server/api/routes.c), and the promise that server/api/openapi.yaml documents
  * every route.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the request workers (server/http/workers.c): jobs run on the
  * threads with their queue wait, a full queue refuses at once (EAGAIN),
  * stopping cancels what is still queued and lets the running job finish,

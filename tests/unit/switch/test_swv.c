@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the switch plugin's Slurm-free parts
  * (plugins/slurm/switch/): SwitchParameters and --network parsing
  * (swv_opts.c), the jobinfo's wire form (swv_jobinfo.c) and the release
