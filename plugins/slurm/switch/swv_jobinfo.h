@@ -8,7 +8,7 @@
  * so a tampered launch request cannot hand a step someone else's VNIs:
  * CVE-2024-42511 cannot arise).  The wire form is fixed-size and
  * version-tagged; decoding accepts exactly that and nothing else, so
- * garbage is refused, never trusted (tests/fuzz/fuzz_switch_jobinfo.c).
+ * garbage is refused, never trusted (tests/fuzz/fuzz_switch.c).
  */
 #ifndef SWV_JOBINFO_H
 #define SWV_JOBINFO_H
