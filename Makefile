@@ -9,6 +9,7 @@
 #                   (installs and builds only what it runs: no Slurm)
 #   make fuzz       run each libFuzzer target for FUZZ_SECONDS (clang)
 #   make bench      benchmarks with figures and targets
+#   make bench-compare BASE=DIR  the same, alternated against checkout DIR
 #   make install    honours PREFIX and DESTDIR
 #   make deb        Debian packages into build/deb/ (dpkg-buildpackage)
 #   make scan       clang's static analyzer (scan-build) over a fresh build
@@ -450,6 +451,13 @@ bench-bins: $(BINS) $(BENCH_BINS)
 
 bench: deps all bench-bins
 	sh tests/bench/run.sh $(BUILD)
+
+# `make bench-compare BASE=DIR [ROUNDS=3]`: the same benchmarks on this tree
+# and on the checkout DIR (the tree before a change), alternated, with
+# each figure's median and range per tree (tests/bench/compare.sh).
+.PHONY: bench-compare
+bench-compare: deps all bench-bins
+	sh tests/bench/compare.sh '$(BASE)' $(or $(ROUNDS),3)
 
 # ---- the embedded default --------------------------------------------------
 
