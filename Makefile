@@ -384,8 +384,15 @@ $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 
 # (not the Slurm source tree's: its debian/*.d are no dependency files;
 # nor those of `make deb`'s copies of the tree, DEB_DIR/src)
+# A dependency file whose source is gone (moved or deleted since it was
+# written) is left out: its stale path would stop make with "No rule to
+# make target" instead of rebuilding from the source where it is now.
 -include $(shell find $(BUILD) -path '*/slurm-src' -prune -o -path '*/deb*/src' -prune \
-              -o -name '*.d' -type f -print 2>/dev/null)
+              -o -name '*.d' -type f -print 2>/dev/null | \
+              xargs -r awk 'FNR == 1 { src = $$0; sub(/^[^:]*: */, "", src); \
+                  sub(/[ \\].*$$/, "", src); \
+                  if (src == "" || (getline line < src) >= 0) print FILENAME; \
+                  close(src) }')
 
 # ---- set-up ----------------------------------------------------------------
 
