@@ -446,18 +446,12 @@ int fmc_job_get(struct fmc *c,
         &call, job_get_call(c, fm_job_id, &call, tokenp, msg_of(errp)), errp);
 }
 
-/* fmc_job_reserve (get_first) and fmc_job_create (not), one call of
- * timeout_ms, or the client's when 0 (a negative one makes the call refuse
- * its arguments): POST the job, and on 409 take the existing one's token.
- * With get_first, GET it first and POST only on 404.
- */
-static int job_reserve(struct fmc *c,
-                       const char *fm_job_id,
-                       int mcast_limit,
-                       bool get_first,
-                       long timeout_ms,
-                       char **tokenp,
-                       struct fmc_error *fe)
+int fmc_job_create(struct fmc *c,
+                   const char *fm_job_id,
+                   int mcast_limit,
+                   long timeout_ms,
+                   char **tokenp,
+                   struct fmc_error *fe)
 {
     struct fmc_call call =
         fmhttp_call_begin(timeout_ms != 0 || !c ? timeout_ms : c->timeout_ms);
@@ -485,19 +479,6 @@ static int job_reserve(struct fmc *c,
     }
     if (!(path = job_path(fm_job_id, errp)))
         goto done;
-    /* The job may exist already (a retry, a broker restart): then its
-     * token is the answer, and a POST would make a second FM object.
-     */
-    if (get_first) {
-        if (job_get(c, path, &call, tokenp, &e) == 0) {
-            rc = 0;
-            goto done;
-        }
-        if (errno != ENOENT) {
-            errprintf(errp, "%s", e.text);
-            goto done;
-        }
-    }
     if (!(body = json_pack(
               "{s:s, s:i}", "jobID", fm_job_id, "mcastLimit", mcast_limit))
         || !(payload = json_dumps(body, JSON_COMPACT))) {
@@ -518,8 +499,9 @@ static int job_reserve(struct fmc *c,
         fmhttp_status_error(c, &call, FMHTTP_FM, label, status, reply, errp);
         goto done;
     }
-    /* It exists (someone created it between our GET and POST, or a
-     * create raced another): take its token.
+    /* It exists (a retry after a reply that was lost, a broker restart,
+     * or a create that raced another): its token is the answer, and no
+     * second FM object was made.
      */
     if (job_get(c, path, &call, tokenp, &e) == 0) {
         rc = 0;
@@ -540,28 +522,6 @@ done:
     json_decref(body);
     free(path);
     return fmhttp_call_end(&call, rc, fe);
-}
-
-int fmc_job_reserve(struct fmc *c,
-                    const char *fm_job_id,
-                    int mcast_limit,
-                    long timeout_ms,
-                    char **tokenp,
-                    struct fmc_error *errp)
-{
-    return job_reserve(
-        c, fm_job_id, mcast_limit, true, timeout_ms, tokenp, errp);
-}
-
-int fmc_job_create(struct fmc *c,
-                   const char *fm_job_id,
-                   int mcast_limit,
-                   long timeout_ms,
-                   char **tokenp,
-                   struct fmc_error *errp)
-{
-    return job_reserve(
-        c, fm_job_id, mcast_limit, false, timeout_ms, tokenp, errp);
 }
 
 /* PATCH or DELETE where 2xx and 404 both mean done. */

@@ -120,21 +120,11 @@ int fmc_job_get(struct fmc *c,
                 char **tokenp,
                 struct fmc_error *errp) VNIB_MUST_CHECK;
 
-/* Reserve multicast addresses for a job: GET, then POST only on 404, so a
- * retry never makes two FM objects for one job.  timeout_ms bounds the
- * whole call (0: the client's timeout).  Returns 0 with *tokenp.
- */
-int fmc_job_reserve(struct fmc *c,
-                    const char *fm_job_id,
-                    int mcast_limit,
-                    long timeout_ms,
-                    char **tokenp,
-                    struct fmc_error *errp) VNIB_MUST_CHECK;
-
-/* Reserve for a job id that has never been sent to the FM (a new
- * reservation's first attempt): POST at once, one round trip instead of
- * two; on 409 (it exists after all) take its token with a GET.  Retries,
- * which may follow a POST whose reply was lost, use fmc_job_reserve.
+/* Reserve multicast addresses for a job: POST it, and on 409 (it exists:
+ * a retry after a reply that was lost, a broker restart) take the
+ * existing job's token with a GET, so that a retry never makes a second
+ * FM object.  timeout_ms bounds the whole call (0: the client's timeout).
+ * Returns 0 with *tokenp (caller frees with fmc_free_secret), or -1.
  */
 int fmc_job_create(struct fmc *c,
                    const char *fm_job_id,

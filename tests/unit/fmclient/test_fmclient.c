@@ -107,7 +107,7 @@ static void test_invalid_arguments(void **state)
     struct fmc *c =
         fmtest_create_ok(&(struct fmc_config){.url = "http://127.0.0.1:1"});
     fmtest_get_fails(c, "", EINVAL, "no FM job id given");
-    assert_fails(fmc_job_reserve(c, "c-1", 0, 0, &token, &e), EINVAL);
+    assert_fails(fmc_job_create(c, "c-1", 0, 0, &token, &e), EINVAL);
     assert_string_equal(e.msg.text, "mcastLimit 0 is not positive");
     assert_fails(fmc_job_release_step(c, "c-1", "", &e), EINVAL);
     assert_fails(fmc_job_delete(c, NULL, &e), EINVAL);
@@ -186,12 +186,11 @@ struct reply {
     int times;
 };
 
-/* A scripted fmc_job_reserve or fmc_job_create: the FM's replies in
+/* A scripted fmc_job_create: the FM's replies in
  * order, the call, what it returns, and what went on the wire.
  */
 struct reserve_case {
     struct reply replies[3];
-    bool create;      /* fmc_job_create, else fmc_job_reserve */
     int limit;        /* mcastLimit */
     bool no_error;    /* pass no struct fmc_error */
     int err;          /* 0: the call succeeds */
@@ -205,57 +204,38 @@ struct reserve_case {
 
 #define GET_C7_LINE "GET /apis/fm/fabric/collectives/jobs/c-7 HTTP/1.1\r\n"
 #define POST_LINE "POST /apis/fm/fabric/collectives/jobs HTTP/1.1\r\n"
-#define GET_C7_404                  \
-    {                               \
-        fmtest_job_c7, 404, "{}", 1 \
-    }
 #define FM_POST "FM POST /fabric/collectives/jobs: "
 
 /* clang-format off */
-static const struct reserve_case reserve_creates_on_404 = {
-    {GET_C7_404, {fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1}},
-    .limit = 23, .want = "st-new", .nrequests = 2, .connections = 1,
-    .lines = {GET_C7_LINE, POST_LINE}};
-
-static const struct reserve_case reserve_existing_no_post = {
-    {{fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1}},
-    .limit = 23, .no_error = true, .want = "st-old", .nrequests = 1,
-    .lines = {GET_C7_LINE}};
-
-static const struct reserve_case reserve_conflict_gets_again = {
-    {GET_C7_404, {fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1},
-     {fmtest_job_c7, 200, "{\"sessionToken\":\"st-theirs\"}", 1}},
-    .limit = 5, .want = "st-theirs", .nrequests = 3,
-    .lines = {NULL, NULL, GET_C7_LINE}};
-
 /* fmc_job_create: one POST for a job id never sent before. */
 static const struct reserve_case create_posts_once = {
     {{fmtest_post_jobs, 201, "{\"sessionToken\":\"st-new\"}", 1}},
-    .create = true, .limit = 23, .want = "st-new", .nrequests = 1,
+    .limit = 23, .want = "st-new", .nrequests = 1, .connections = 1,
     .lines = {POST_LINE}};
 
 /* fmc_job_create on a job that exists after all: 409, then its token. */
 static const struct reserve_case create_conflict_gets = {
     {{fmtest_post_jobs, 409, "{\"message\":\"exists\"}", 1},
      {fmtest_job_c7, 200, "{\"sessionToken\":\"st-old\"}", 1}},
-    .create = true, .limit = 23, .want = "st-old", .nrequests = 2,
+    .limit = 23, .no_error = true, .want = "st-old", .nrequests = 2,
+    .connections = 1,
     .lines = {POST_LINE, GET_C7_LINE}};
 
-static const struct reserve_case reserve_conflict_then_gone = {
-    {{fmtest_job_c7, 404, "{}", 2}, {fmtest_post_jobs, 409, "{}", 1}},
-    .limit = 5, .err = EIO, .prefix = true, .nrequests = 3,
+static const struct reserve_case create_conflict_then_gone = {
+    {{fmtest_post_jobs, 409, "{}", 1}, {fmtest_job_c7, 404, "{}", 1}},
+    .limit = 5, .err = EIO, .prefix = true, .nrequests = 2,
     .want = FM_POST "HTTP 409, yet the job is not found: "
                     "FM GET /fabric/collectives/jobs/c-7: HTTP 404"};
 
-static const struct reserve_case reserve_out_of_addresses = {
-    {GET_C7_404, {fmtest_post_jobs, 507,
-                  "{\"message\":\"01: job mcastLimit reached\"}", 1}},
-    .limit = 23, .err = ENOSPC, .nrequests = 2,
+static const struct reserve_case create_out_of_addresses = {
+    {{fmtest_post_jobs, 507,
+      "{\"message\":\"01: job mcastLimit reached\"}", 1}},
+    .limit = 23, .err = ENOSPC, .nrequests = 1,
     .want = FM_POST "HTTP 507: 01: job mcastLimit reached"};
 
-static const struct reserve_case reserve_reply_without_token = {
-    {GET_C7_404, {fmtest_post_jobs, 201, "{\"jobID\":\"c-7\"}", 1}},
-    .limit = 23, .err = EPROTO, .nrequests = 2,
+static const struct reserve_case create_reply_without_token = {
+    {{fmtest_post_jobs, 201, "{\"jobID\":\"c-7\"}", 1}},
+    .limit = 23, .err = EPROTO, .nrequests = 1,
     .want = FM_POST "HTTP 201 reply has no valid sessionToken"};
 /* clang-format on */
 
@@ -278,8 +258,7 @@ static void run_reserve_case(const struct reserve_case *k)
     struct fmc *c = fmtest_serve(s, url);
     struct fmc_error *ep = k->no_error ? NULL : &e;
     errno = 0;
-    int rc = k->create ? fmc_job_create(c, "c-7", k->limit, 0, &token, ep)
-                       : fmc_job_reserve(c, "c-7", k->limit, 0, &token, ep);
+    int rc = fmc_job_create(c, "c-7", k->limit, 0, &token, ep);
     if (k->err == 0) {
         assert_int_equal(rc, 0);
         assert_string_equal(token, k->want);
@@ -317,14 +296,11 @@ static void run_reserve_case(const struct reserve_case *k)
         run_reserve_case(&(k));        \
     }
 
-RESERVE_TEST(reserve_creates_on_404)
-RESERVE_TEST(reserve_existing_no_post)
-RESERVE_TEST(reserve_conflict_gets_again)
-RESERVE_TEST(reserve_conflict_then_gone)
+RESERVE_TEST(create_conflict_then_gone)
 RESERVE_TEST(create_posts_once)
 RESERVE_TEST(create_conflict_gets)
-RESERVE_TEST(reserve_out_of_addresses)
-RESERVE_TEST(reserve_reply_without_token)
+RESERVE_TEST(create_out_of_addresses)
+RESERVE_TEST(create_reply_without_token)
 
 /* ---- PATCH and DELETE ---------------------------------------------------- */
 
@@ -524,14 +500,11 @@ int main(void)
         cmocka_unit_test(test_invalid_arguments),
         cmocka_unit_test(test_get_ok),
         cmocka_unit_test(test_get_not_found),
-        cmocka_unit_test(test_reserve_creates_on_404),
-        cmocka_unit_test(test_reserve_existing_no_post),
-        cmocka_unit_test(test_reserve_conflict_gets_again),
-        cmocka_unit_test(test_reserve_conflict_then_gone),
+        cmocka_unit_test(test_create_conflict_then_gone),
         cmocka_unit_test(test_create_posts_once),
         cmocka_unit_test(test_create_conflict_gets),
-        cmocka_unit_test(test_reserve_out_of_addresses),
-        cmocka_unit_test(test_reserve_reply_without_token),
+        cmocka_unit_test(test_create_out_of_addresses),
+        cmocka_unit_test(test_create_reply_without_token),
         cmocka_unit_test(test_release_step),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_list_prefix),

@@ -338,7 +338,7 @@ static void test_fault_local(void **state)
 
     snprintf(url, sizeof(url), "http://127.0.0.1:1");
     struct fmc *c = fmtest_create_ok(&(struct fmc_config){.url = url});
-    assert_fails(fmc_job_reserve(c, "c-1", 0, 0, &token, &e), EINVAL);
+    assert_fails(fmc_job_create(c, "c-1", 0, 0, &token, &e), EINVAL);
     assert_int_equal(e.fault, FMC_FAULT_OTHER);
     assert_int_equal(e.status, 0);
     assert_fails(fmc_job_create(c, "c-1", 1, -1, &token, &e), EINVAL);
@@ -414,7 +414,7 @@ static void test_timeout(void **state)
     /* The reserve call's own timeout bounds the whole call. */
     c = fmtest_create_ok(&(struct fmc_config){.url = url, .timeout_ms = 30000});
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    assert_fails(fmc_job_reserve(c, "c-1", 23, 300, &token, &e), ETIMEDOUT);
+    assert_fails(fmc_job_create(c, "c-1", 23, 300, &token, &e), ETIMEDOUT);
     assert_null(token);
     assert_int_equal(e.fault, FMC_FAULT_TIMEOUT);
     assert_int_equal(e.timeout_ms, 300);
