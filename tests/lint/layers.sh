@@ -18,6 +18,10 @@
 # against the order as FILE:LINE and exits 1 if there is one.
 set -u
 fail=0
+# Scratch files in a private folder (mktemp), never at a name in /tmp
+# that another user could have placed first.
+scratch=$(mktemp -d) || exit 1
+trap 'rm -rf "$scratch"' EXIT
 
 # level PATH: the level of a path relative to the root, or "own:FOLDER"
 # for a program that may include only lib/ and itself.
@@ -48,7 +52,7 @@ link_check () {
         echo "layers: no objects under $1/server: build first"
         return 1
     fi
-    tab="${TMPDIR:-/tmp}/layers-link.$$"
+    tab="$scratch/link"
     for o in $objs; do
         nm "$1/$o" | awk -v o="$o" -v l="$(level "${o%.o}.c")" \
             '$1 == "U" { print "U", $2, o, l } NF == 3 && $2 ~ /[TDBRC]/ { print "D", $3, o, l }'
@@ -88,7 +92,7 @@ for file in "$@"; do
     fi
     [ "$mine" = any ] && continue
     grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" |
-        sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1 \2/' >"${TMPDIR:-/tmp}/layers.$$"
+        sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1 \2/' >"$scratch/includes"
     while read -r line inc; do
         # A quoted include without a folder is the file's own neighbour;
         # one outside the tree's folders is a dependency's.
@@ -121,7 +125,6 @@ for file in "$@"; do
                 esac
                 ;;
         esac
-    done <"${TMPDIR:-/tmp}/layers.$$"
-    rm -f "${TMPDIR:-/tmp}/layers.$$"
+    done <"$scratch/includes"
 done
 exit "$fail"
