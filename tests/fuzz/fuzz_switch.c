@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for what the switch plugin (switch/vnib) reads from
  * the outside: the packed jobinfo that travels with a step (first byte
- * even: plugins/slurm/switch/swv_jobinfo.c) and the SwitchParameters and
+ * 0 mod 4), the job-level data of Slurm 24.05+ (2 mod 4; both
+ * plugins/slurm/switch/swv_jobinfo.c) and the SwitchParameters and
  * --network strings (first byte odd: swv_opts.c; the rest of the input
  * is split at its first NUL into the settings and a --network).
  *
- * A jobinfo that decodes must encode back to the same bytes; any crash
+ * A jobinfo or job data that decodes must encode back to the same bytes;
+ * any crash
  * or sanitizer report is a bug.
  */
 #include <stddef.h>
@@ -28,6 +30,19 @@ static void fuzz_jobinfo(const uint8_t *data, size_t size)
         return;
     swv_jobinfo_encode(&info, again);
     if (size != SWV_JOBINFO_WIRE || memcmp(again, data, size) != 0)
+        abort();
+}
+
+static void fuzz_jobdata(const uint8_t *data, size_t size)
+{
+    struct swv_jobdata jd;
+    uint8_t again[SWV_JOBDATA_WIRE_MAX];
+    vnib_error_t err;
+
+    if (swv_jobdata_decode(data, size, &jd, &err) < 0)
+        return;
+    if (swv_jobdata_encode(&jd, again) != size
+        || memcmp(again, data, size) != 0)
         abort();
 }
 
@@ -59,8 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
-    if ((data[0] & 1) == 0)
+    if ((data[0] & 3) == 0)
         fuzz_jobinfo(data + 1, size - 1);
+    else if ((data[0] & 3) == 2)
+        fuzz_jobdata(data + 1, size - 1);
     else
         fuzz_opts(data + 1, size - 1);
     return 0;

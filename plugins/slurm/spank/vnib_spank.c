@@ -57,12 +57,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <slurm/slurm.h>
-#include <slurm/spank.h>
+#include "vnib_spank_slurm.h"
 
 #include "vnib/tclass.h"
 
 SPANK_PLUGIN(vnib, 1)
+
+#ifdef VNIB_SPANK_FAILURE_MODE
+/* A failing slurm_spank_init fails the job, never drains the node. */
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 
 #define DEFAULT_STATE_DIR "/run/vnibroker"
 #define ENV_FILE_MAX (64 * 1024) /* bytes in one job's env file */
@@ -519,7 +523,7 @@ static int node_name(spank_t sp, char *out, size_t size)
 {
     char list[8192];
     uint32_t nodeid = 0;
-    hostlist_t hl = NULL;
+    vnib_hostlist hl = NULL;
     char *name = NULL;
     int rc = -1;
 

@@ -3,7 +3,8 @@
  *
  * Each call makes its own client (slurmctld calls the plugin from several
  * threads; a client is not thread-safe) with slurmctld's scheduler token,
- * read from its file each time so that a rotated token needs no restart.
+ * read from its file each time so that a rotated token needs no restart;
+ * or, in a job's stepmgr, with the job token slurmctld got at job start.
  * Requests are bounded by vnib_timeout_ms: slurmctld holds its job lock
  * meanwhile, so an unreachable broker costs at most that per step.
  */
@@ -24,9 +25,10 @@
 #include "vnib/client.h"
 #include "vnib/secfile.h"
 
-/* A client for cfg's broker with slurmctld's token, or NULL with errno
- * and errp set. */
+/* A client for cfg's broker with slurmctld's token (job_token NULL) or
+ * a job's token (the stepmgr), or NULL with errno and errp set. */
 static struct vnib_client *ctld_client(const struct swv_config *cfg,
+                                       const char *job_token,
                                        vnib_error_t *errp)
 {
     struct vnib_client *c = NULL;
@@ -38,12 +40,16 @@ static struct vnib_client *ctld_client(const struct swv_config *cfg,
         errprintf(errp, "SwitchParameters has no vnib_url");
         return NULL;
     }
-    if (secfile_read(cfg->token_file, &buf, &len, errp) < 0)
-        return NULL;
-    while (len > 0 && strchr(" \t\r\n", buf[len - 1]) != NULL)
-        buf[--len] = '\0';
-    c = vnib_client_create(cfg->url, buf, errp);
-    secfile_free(buf, len);
+    if (job_token != NULL) {
+        c = vnib_client_create(cfg->url, job_token, errp);
+    } else {
+        if (secfile_read(cfg->token_file, &buf, &len, errp) < 0)
+            return NULL;
+        while (len > 0 && strchr(" \t\r\n", buf[len - 1]) != NULL)
+            buf[--len] = '\0';
+        c = vnib_client_create(cfg->url, buf, errp);
+        secfile_free(buf, len);
+    }
     if (c == NULL)
         return NULL;
     if ((cfg->cacert[0] != '\0' && vnib_client_set_cacert(c, cfg->cacert) < 0)
@@ -100,8 +106,10 @@ static int reserve_job(struct vnib_client *c,
                        const struct swv_step_req *req,
                        const struct swv_network *net,
                        long long *idp,
+                       struct swv_jobdata *jd,
                        vnib_error_t *errp)
 {
+    const char *token;
     char name[256] = "";
     struct passwd pw, *pwp = NULL;
     char pwbuf[4096];
@@ -129,6 +137,19 @@ static int reserve_job(struct vnib_client *c,
     status = vnib_client_reserve(c, &r, &reply, errp);
     if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
         goto cleanup;
+    if (jd != NULL) {
+        token = json_string_value(json_object_get(reply, "job_token"));
+        if (token == NULL || strlen(token) >= sizeof(jd->token)) {
+            errno = EPROTO;
+            errprintf(errp,
+                      "%s: the broker gave no job token (is "
+                      "auth.node_key_file set?)",
+                      what);
+            goto cleanup;
+        }
+        jd->job_resv = *idp;
+        snprintf(jd->token, sizeof(jd->token), "%s", token);
+    }
     rc = 0;
 cleanup:
     json_decref(reply);
@@ -167,6 +188,21 @@ static int unreachable(int e)
     return e == ECONNREFUSED || e == ETIMEDOUT || e == EIO || e == EPROTO;
 }
 
+/* What an unreachable broker means for a step or a job: 0 and out
+ * unisolated under vnib_outage=open, else -1 with errno EHOSTUNREACH;
+ * any other failure stays as it is. */
+static int outage(const struct swv_config *cfg, int *unisolatedp)
+{
+    if (!unreachable(errno))
+        return -1;
+    if (cfg->outage == SWV_OUTAGE_OPEN) {
+        *unisolatedp = 1;
+        return 0;
+    }
+    errno = EHOSTUNREACH;
+    return -1;
+}
+
 int swv_ctld_step_begin(const struct swv_config *cfg,
                         const struct swv_step_req *req,
                         const struct swv_network *net,
@@ -177,19 +213,17 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
-    if ((c = ctld_client(cfg, errp)) == NULL)
+    if ((c = ctld_client(cfg, req->job_token, errp)) == NULL)
         goto cleanup;
     errno = 0;
-    if (reserve_job(c, req, net, &out->job_resv, errp) < 0
+    if (req->job_token != NULL)
+        out->job_resv = req->job_resv;
+    if ((req->job_token == NULL
+         && reserve_job(c, req, net, &out->job_resv, NULL, errp) < 0)
         || reserve_step(c, req, net, &out->step_resv, errp) < 0) {
-        if (unreachable(errno)) {
-            if (cfg->outage == SWV_OUTAGE_OPEN) {
-                out->unisolated = 1;
-                out->job_resv = out->step_resv = 0;
-                rc = 0;
-                goto cleanup;
-            }
-            errno = EHOSTUNREACH;
+        if (outage(cfg, &out->unisolated) == 0) {
+            out->job_resv = out->step_resv = 0;
+            rc = 0;
         }
         goto cleanup;
     }
@@ -199,7 +233,35 @@ cleanup:
     return rc;
 }
 
+int swv_ctld_job_begin(const struct swv_config *cfg,
+                       const struct swv_step_req *req,
+                       const struct swv_network *net,
+                       struct swv_jobdata *out,
+                       int *unisolatedp,
+                       vnib_error_t *errp)
+{
+    struct vnib_client *c = NULL;
+    long long id = 0;
+    int rc = -1;
+
+    memset(out, 0, sizeof(*out));
+    *unisolatedp = 0;
+    if ((c = ctld_client(cfg, NULL, errp)) == NULL)
+        goto cleanup;
+    errno = 0;
+    if (reserve_job(c, req, net, &id, out, errp) < 0) {
+        memset(out, 0, sizeof(*out));
+        rc = outage(cfg, unisolatedp);
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    vnib_client_destroy(c);
+    return rc;
+}
+
 int swv_ctld_step_end(const struct swv_config *cfg,
+                      const char *job_token,
                       const char *job_id,
                       const char *step_id,
                       vnib_error_t *errp)
@@ -208,7 +270,7 @@ int swv_ctld_step_end(const struct swv_config *cfg,
     json_t *reply = NULL;
     int status, rc = -1;
 
-    if ((c = ctld_client(cfg, errp)) == NULL)
+    if ((c = ctld_client(cfg, job_token, errp)) == NULL)
         goto cleanup;
     status = vnib_client_step_release(c, job_id, step_id, false, &reply, errp);
     if (status < 0)
@@ -230,6 +292,36 @@ cleanup:
     return rc;
 }
 
+int swv_ctld_pool_free(const struct swv_config *cfg,
+                       long *freep,
+                       long *per_job_defaultp,
+                       vnib_error_t *errp)
+{
+    struct vnib_client *c = NULL;
+    json_t *reply = NULL, *f, *d;
+    int status, rc = -1;
+
+    if ((c = ctld_client(cfg, NULL, errp)) == NULL)
+        goto cleanup;
+    status = vnib_client_request(c, "GET", "/v1/pool", NULL, &reply, errp);
+    if (status < 0)
+        goto cleanup;
+    f = json_object_get(reply, "free");
+    d = json_object_get(reply, "per_job_default");
+    if (status != 200 || !json_is_integer(f) || !json_is_integer(d)) {
+        errno = EPROTO;
+        errprintf(errp, "GET /v1/pool: HTTP %d without free counts", status);
+        goto cleanup;
+    }
+    *freep = (long)json_integer_value(f);
+    *per_job_defaultp = (long)json_integer_value(d);
+    rc = 0;
+cleanup:
+    json_decref(reply);
+    vnib_client_destroy(c);
+    return rc;
+}
+
 int swv_ctld_job_end(const struct swv_config *cfg,
                      const char *job_id,
                      vnib_error_t *errp)
@@ -239,7 +331,7 @@ int swv_ctld_job_end(const struct swv_config *cfg,
     json_t *reply = NULL;
     int status = -1;
 
-    if ((c = ctld_client(cfg, &why)) != NULL) {
+    if ((c = ctld_client(cfg, NULL, &why)) != NULL) {
         status = vnib_client_release(c, job_id, 0, false, &reply, &why);
         if (status >= 400 && status != 404)
             errprintf(&why,

@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "swv_jobinfo.h"
 #include "swv_opts.h"
 #include "vnib/error.h"
 
@@ -31,6 +32,8 @@ struct swv_step_req {
     const char *user;       /* may be NULL: looked up from uid */
     const char *job_nodes;  /* the job's hostlist */
     const char *step_nodes; /* the step's hostlist */
+    const char *job_token;  /* the stepmgr: the job's token, else NULL */
+    long long job_resv;     /* ... and the job's reservation */
 };
 
 /* What came of a step's reservation. */
@@ -53,11 +56,31 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
                         struct swv_step_resv *out,
                         vnib_error_t *errp);
 
-/* Release a step (DELETE /v1/reservations/JOB/steps/STEP).  0 when the
- * broker took it (or knows no such step), -1 with errp otherwise: the
- * job's release releases it anyway.
+/* With req->job_token set (a step created in the job's stepmgr, Slurm
+ * 24.05+), the job is already reserved (req->job_resv) and only the step
+ * is, with the job's token instead of slurmctld's.
+ */
+
+/* Reserve a job at its start (enable_stepmgr jobs: the stepmgr creates
+ * their steps and must not hold slurmctld's token): out receives the
+ * reservation and the job token the broker issued.  0 (unisolatedp set
+ * and out empty when the broker is unreachable under vnib_outage=open),
+ * or -1 with errno and errp as swv_ctld_step_begin.
+ */
+int swv_ctld_job_begin(const struct swv_config *cfg,
+                       const struct swv_step_req *req,
+                       const struct swv_network *net,
+                       struct swv_jobdata *out,
+                       int *unisolatedp,
+                       vnib_error_t *errp);
+
+/* Release a step (DELETE /v1/reservations/JOB/steps/STEP) with job_token
+ * (the stepmgr) or, when NULL, slurmctld's token.  0 when the broker took
+ * it (or knows no such step), -1 with errp otherwise: the job's release
+ * releases it anyway.
  */
 int swv_ctld_step_end(const struct swv_config *cfg,
+                      const char *job_token,
                       const char *job_id,
                       const char *step_id,
                       vnib_error_t *errp);
@@ -69,6 +92,14 @@ int swv_ctld_step_end(const struct swv_config *cfg,
 int swv_ctld_job_end(const struct swv_config *cfg,
                      const char *job_id,
                      vnib_error_t *errp);
+
+/* The pool's free VNIs and the broker's default per job (GET /v1/pool),
+ * for slurmctld's free count.  0, or -1 with errno and errp.
+ */
+int swv_ctld_pool_free(const struct swv_config *cfg,
+                       long *freep,
+                       long *per_job_defaultp,
+                       vnib_error_t *errp);
 
 /* Write a spool record for job (digits only) in dir, as the hook does:
  * "job J\nfailed_at T\nerror E\n" in a temporary file, fsynced, renamed

@@ -3,6 +3,7 @@
  *
  * Layout (big-endian): magic u32, version u32, flags u32, job u32, step
  * u32, job reservation i64, step reservation i64.  36 bytes, always.
+ * The job-level data: see swv_jobinfo.h.
  */
 #include "swv_jobinfo.h"
 
@@ -88,6 +89,59 @@ int swv_jobinfo_decode(const uint8_t *buf,
                          "switch/vnib jobinfo: a reserved step "
                          "without its reservations");
     *info = in;
+    errno = 0;
+    return 0;
+}
+
+size_t swv_jobdata_encode(const struct swv_jobdata *jd, uint8_t *out)
+{
+    size_t n = strnlen(jd->token, SWV_JOBDATA_TOKEN_MAX - 1);
+
+    put32(out, SWV_JOBDATA_MAGIC);
+    put32(out + 4, SWV_JOBDATA_VERSION);
+    put64(out + 8, jd->job_resv);
+    out[16] = (uint8_t)(n >> 8);
+    out[17] = (uint8_t)n;
+    memcpy(out + 18, jd->token, n);
+    return 18 + n;
+}
+
+int swv_jobdata_decode(const uint8_t *buf,
+                       size_t len,
+                       struct swv_jobdata *jd,
+                       vnib_error_t *errp)
+{
+    size_t n, i;
+    uint32_t version;
+
+    memset(jd, 0, sizeof(*jd));
+    errno = EINVAL;
+    if (buf == NULL || len < 18 || len > SWV_JOBDATA_WIRE_MAX)
+        return errprintf(errp, "switch/vnib job data: %zu bytes", len);
+    if (get32(buf) != SWV_JOBDATA_MAGIC)
+        return errprintf(errp, "switch/vnib job data: bad magic");
+    version = get32(buf + 4);
+    if (version != SWV_JOBDATA_VERSION)
+        return errprintf(errp,
+                         "switch/vnib job data: version %" PRIu32 ", want %u",
+                         version,
+                         SWV_JOBDATA_VERSION);
+    n = ((size_t)buf[16] << 8) | buf[17];
+    if (n != len - 18)
+        return errprintf(errp,
+                         "switch/vnib job data: token of %zu bytes in %zu",
+                         n,
+                         len - 18);
+    for (i = 0; i < n; i++)
+        if (buf[18 + i] <= 0x20 || buf[18 + i] >= 0x7f)
+            return errprintf(errp, "switch/vnib job data: bad token byte");
+    jd->job_resv = get64(buf + 8);
+    if (jd->job_resv < 0 || (n > 0 && jd->job_resv == 0)) {
+        jd->job_resv = 0;
+        return errprintf(errp, "switch/vnib job data: bad reservation");
+    }
+    memcpy(jd->token, buf + 18, n);
+    jd->token[n] = '\0';
     errno = 0;
     return 0;
 }

@@ -34,6 +34,38 @@ struct swv_jobinfo {
     int64_t step_resv; /* ... and of the step */
 };
 
+/* What travels with a JOB (Slurm 24.05 and later pack a job-level blob
+ * into slurmctld's state and the job record sent to the stepmgr): for a
+ * job with enable_stepmgr, the reservation slurmctld made at job start
+ * and the job token the broker issued for it, with which the stepmgr
+ * (a root slurmstepd on the batch host) creates and releases the job's
+ * steps.  Empty (job_resv 0, no token) for every other job.
+ *
+ * Layout (big-endian): magic u32 "VNBJ", version u32, job reservation
+ * i64, token length u16, the token's bytes (printable ASCII, no NUL).
+ */
+#define SWV_JOBDATA_MAGIC 0x564e424au /* "VNBJ" */
+#define SWV_JOBDATA_VERSION 1u
+#define SWV_JOBDATA_TOKEN_MAX 384 /* bytes, with the NUL */
+#define SWV_JOBDATA_WIRE_MAX (18 + SWV_JOBDATA_TOKEN_MAX - 1)
+
+struct swv_jobdata {
+    int64_t job_resv;
+    char token[SWV_JOBDATA_TOKEN_MAX]; /* "" when none; a secret */
+};
+
+/* Encode jd into out (at least SWV_JOBDATA_WIRE_MAX bytes); returns the
+ * length. */
+size_t swv_jobdata_encode(const struct swv_jobdata *jd, uint8_t *out);
+
+/* Decode exactly len bytes at buf.  0, or -1 with errno EINVAL and errp
+ * (wrong size, magic or version, negative id, a token too long or with
+ * a byte outside printable ASCII, a token without a reservation). */
+int swv_jobdata_decode(const uint8_t *buf,
+                       size_t len,
+                       struct swv_jobdata *jd,
+                       vnib_error_t *errp);
+
 /* Encode info into out (SWV_JOBINFO_WIRE bytes, big-endian fields). */
 void swv_jobinfo_encode(const struct swv_jobinfo *info,
                         uint8_t out[SWV_JOBINFO_WIRE]);

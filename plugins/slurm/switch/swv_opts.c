@@ -42,6 +42,7 @@ static const struct config_key config_keys[] = {
     {"vnib_hwcoll", KEY_HWCOLL, offsetof(struct swv_config, hwcoll)},
     {"vnib_timeout_ms", KEY_MS, offsetof(struct swv_config, timeout_ms)},
     {"vnib_retry_busy_ms", KEY_MS, offsetof(struct swv_config, retry_busy_ms)},
+    {"vnib_free_poll_ms", KEY_MS, offsetof(struct swv_config, free_poll_ms)},
 };
 
 /* HPE's --network keys that switch/vnib accepts and ignores: the broker
@@ -76,6 +77,7 @@ static void config_defaults(struct swv_config *cfg)
     cfg->step_vnis = 0;
     cfg->timeout_ms = 5000;
     cfg->retry_busy_ms = 5000;
+    cfg->free_poll_ms = 1000;
 }
 
 /* A count of VNIs, 0-4. */

@@ -39,6 +39,8 @@ struct swv_config {
     char hwcoll[8];                  /* vnib_hwcoll: "" the broker's */
     long timeout_ms;                 /* vnib_timeout_ms: per request */
     long retry_busy_ms;              /* vnib_retry_busy_ms: destroy */
+    long free_poll_ms;               /* vnib_free_poll_ms: slurmctld's
+                                        free count (Slurm 25.11+) */
 };
 
 /* What one step asks for, after the defaults and --network. */

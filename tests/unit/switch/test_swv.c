@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "plugins/slurm/switch/swv_ctld.c"
+#include "plugins/slurm/switch/swv_free.c"
 #include "plugins/slurm/switch/swv_jobinfo.c"
 #include "plugins/slurm/switch/swv_opts.c"
 
@@ -174,6 +175,131 @@ static void test_jobinfo_round_trip(void **state)
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), 0);
 }
 
+/* The job-level data: round trip, and every malformed form refused. */
+static void test_jobdata(void **state)
+{
+    struct swv_jobdata jd = {.job_resv = 42}, out;
+    uint8_t wire[SWV_JOBDATA_WIRE_MAX], bad[SWV_JOBDATA_WIRE_MAX];
+    vnib_error_t err = {0};
+    size_t n;
+
+    (void)state;
+    snprintf(jd.token, sizeof(jd.token), "vnibjob.42.7.abcDEF-_x");
+    n = swv_jobdata_encode(&jd, wire);
+    assert_int_equal(n, 18 + strlen(jd.token));
+    assert_int_equal(swv_jobdata_decode(wire, n, &out, &err), 0);
+    assert_int_equal(out.job_resv, 42);
+    assert_string_equal(out.token, jd.token);
+
+    /* a length that disagrees with the token's, either way */
+    assert_int_equal(swv_jobdata_decode(wire, n - 1, &out, &err), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_string_equal(out.token, "");
+    assert_int_equal(swv_jobdata_decode(wire, 17, &out, &err), -1);
+    /* magic, version */
+    memcpy(bad, wire, n);
+    bad[0] ^= 1;
+    assert_int_equal(swv_jobdata_decode(bad, n, &out, &err), -1);
+    memcpy(bad, wire, n);
+    bad[7] = 2;
+    assert_int_equal(swv_jobdata_decode(bad, n, &out, &err), -1);
+    /* a control byte or a space in the token */
+    memcpy(bad, wire, n);
+    bad[20] = ' ';
+    assert_int_equal(swv_jobdata_decode(bad, n, &out, &err), -1);
+    memcpy(bad, wire, n);
+    bad[20] = 0;
+    assert_int_equal(swv_jobdata_decode(bad, n, &out, &err), -1);
+    /* a token without a reservation, a negative reservation */
+    jd.job_resv = 0;
+    n = swv_jobdata_encode(&jd, bad);
+    assert_int_equal(swv_jobdata_decode(bad, n, &out, &err), -1);
+    jd.job_resv = -5;
+    n = swv_jobdata_encode(&jd, bad);
+    assert_int_equal(swv_jobdata_decode(bad, n, &out, &err), -1);
+    /* none at all is fine */
+    memset(&jd, 0, sizeof(jd));
+    n = swv_jobdata_encode(&jd, bad);
+    assert_int_equal(n, 18);
+    assert_int_equal(swv_jobdata_decode(bad, n, &out, &err), 0);
+    assert_int_equal(out.job_resv, 0);
+}
+
+/* slurmctld's free count: admits while the count allows, claims what it
+ * admits, forgets claims after claim_ms, and admits everything when the
+ * count is unknown or stale. */
+static void test_free_count(void **state)
+{
+    vnib_error_t err = {0};
+    struct swv_free *f;
+    long free_vnis = 0;
+
+    (void)state;
+    assert_null(swv_free_create(0, 1000, NULL, NULL, NULL, &err));
+    f = swv_free_create(1000, 3200, NULL, NULL, NULL, &err);
+    assert_non_null(f);
+    /* never fetched: admitted, count unknown */
+    assert_true(swv_free_admit_at(f, 4, 5000, &free_vnis));
+    assert_int_equal(free_vnis, -1);
+
+    swv_free_update_at(f, 5, 2, 10000);
+    assert_true(swv_free_admit_at(f, 2, 10000, &free_vnis));
+    assert_int_equal(free_vnis, 5);
+    assert_true(swv_free_admit_at(f, -1, 10100, &free_vnis)); /* default 2 */
+    assert_int_equal(free_vnis, 3);
+    assert_false(swv_free_admit_at(f, 2, 10200, &free_vnis)); /* 1 left */
+    assert_int_equal(free_vnis, 1);
+    assert_true(swv_free_admit_at(f, 1, 10300, &free_vnis));
+    assert_false(swv_free_admit_at(f, 1, 10400, &free_vnis));
+    assert_int_equal(free_vnis, 0);
+    /* a job needing none always starts */
+    assert_true(swv_free_admit_at(f, 0, 10400, &free_vnis));
+
+    /* the broker's count catches up; the claims still hold */
+    swv_free_update_at(f, 5, 2, 11000);
+    assert_false(swv_free_admit_at(f, 1, 11000, &free_vnis));
+    /* after claim_ms (plus one bucket) they are gone */
+    swv_free_update_at(f, 5, 2, 13700);
+    assert_true(swv_free_admit_at(f, 5, 13700, &free_vnis));
+    assert_int_equal(free_vnis, 5);
+
+    /* stale after 3 intervals without a fetch: admitted, unknown */
+    assert_true(swv_free_admit_at(f, 4, 13700 + 3001, &free_vnis));
+    assert_int_equal(free_vnis, -1);
+    swv_free_destroy(f);
+}
+
+static int fetches;
+
+static int fake_fetch(void *arg, long *freep, long *defp, vnib_error_t *errp)
+{
+    (void)arg;
+    (void)errp;
+    fetches++;
+    *freep = 3;
+    *defp = 1;
+    return 0;
+}
+
+/* The poll thread fetches at once, then every interval, and stops. */
+static void test_free_thread(void **state)
+{
+    vnib_error_t err = {0};
+    struct swv_free *f;
+    long free_vnis = 0;
+    int i;
+
+    (void)state;
+    f = swv_free_create(20, 1000, fake_fetch, NULL, NULL, &err);
+    assert_non_null(f);
+    for (i = 0; i < 200 && fetches < 3; i++)
+        usleep(10000);
+    assert_true(fetches >= 3);
+    assert_false(swv_free_admit(f, 4, &free_vnis));
+    assert_int_equal(free_vnis, 3);
+    swv_free_destroy(f);
+}
+
 static void test_spool(void **state)
 {
     char dir[] = "/tmp/test_swv.XXXXXX", path[64], buf[256];
@@ -218,6 +344,9 @@ int main(void)
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_expand_node),
         cmocka_unit_test(test_jobinfo_round_trip),
+        cmocka_unit_test(test_jobdata),
+        cmocka_unit_test(test_free_count),
+        cmocka_unit_test(test_free_thread),
         cmocka_unit_test(test_spool),
     };
 

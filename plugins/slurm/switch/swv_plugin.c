@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* swv_plugin: the Slurm switch plugin "switch/vnib", its logic (see
+ * swv_plugin.h; the symbols Slurm looks up are in swv_iface*.c).
+ *
+ * It takes what it needs out of step_record_t, job_record_t and
+ * stepd_step_rec_t (fields every supported release has under the same
+ * names) and hands plain values to the plugin's modules: swv_opts
+ * (SwitchParameters and --network), swv_jobinfo (what travels with a
+ * step or a job), swv_ctld (the broker calls of slurmctld and the
+ * stepmgr), swv_free (slurmctld's free count) and swv_node (the agent's
+ * code in slurmstepd).  See plugins/slurm/README.md, "switch/vnib".
+ *
+ * plugin_id: Slurm uses 100-105 (slurm.h, enum switch_plugin_type; each
+ * release adds ids after the last, one at a time).  switch_g_init() loads
+ * every switch plugin it finds and refuses duplicate ids, so ours is far
+ * outside that sequence: 0x564e4942, "VNIB" in ASCII.
+ */
+#include "swv_plugin.h"
+
+#include <pthread.h>
+
+#include "swv_ctld.h"
+#include "swv_free.h"
+#include "swv_node.h"
+#include "swv_opts.h"
+
+const char plugin_name[] = "switch vnibroker plugin";
+const char plugin_type[] = "switch/vnib";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+const uint32_t plugin_id = 0x564e4942u;
+
+/* SwitchParameters, parsed at init. */
+static struct swv_config swv_cfg;
+
+/* slurmctld's free count, started at the first test call (25.11+). */
+static pthread_once_t free_once = PTHREAD_ONCE_INIT;
+static struct swv_free *free_count;
+
+/* In a job's stepmgr (a slurmstepd serving one job): that job's data as
+ * slurmctld sent it, for the step releases, which Slurm hands no job. */
+static pthread_mutex_t stepmgr_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct swv_jobdata stepmgr_job;
+
+static int load_config(void)
+{
+    vnib_error_t err = {0};
+
+    if (swv_config_parse(&swv_cfg, slurm_conf.switch_param, &err) < 0) {
+        error("switch/vnib: %s", err.text);
+        return SLURM_ERROR;
+    }
+    return SLURM_SUCCESS;
+}
+
+int swv_plugin_init(void)
+{
+    return load_config();
+}
+
+void swv_plugin_fini(void)
+{
+    swv_free_destroy(free_count);
+    free_count = NULL;
+}
+
+/* ---- what travels with a step -------------------------------------------
+ */
+
+struct swv_step *swv_step_new(uint32_t job_id, uint32_t step_id)
+{
+    struct swv_step *si = xmalloc(sizeof(*si));
+
+    si->info.job_id = job_id;
+    si->info.step_id = step_id;
+    return si;
+}
+
+struct swv_step *swv_step_dup(const struct swv_step *src)
+{
+    struct swv_step *si = xmalloc(sizeof(*si));
+
+    if (src != NULL)
+        si->info = src->info;
+    return si;
+}
+
+void swv_step_free(struct swv_step *si)
+{
+    xfree(si);
+}
+
+void swv_step_pack(const struct swv_step *si, buf_t *buffer)
+{
+    uint8_t wire[SWV_JOBINFO_WIRE];
+
+    if (si == NULL) {
+        packmem(NULL, 0, buffer);
+        return;
+    }
+    swv_jobinfo_encode(&si->info, wire);
+    packmem((char *)wire, SWV_JOBINFO_WIRE, buffer);
+}
+
+int swv_step_unpack(struct swv_step **sip, buf_t *buffer)
+{
+    vnib_error_t err = {0};
+    char *data = NULL;
+    uint32_t len = 0;
+    struct swv_step *si;
+
+    *sip = NULL;
+    if (unpackmem_xmalloc(&data, &len, buffer) != SLURM_SUCCESS) {
+        error("switch/vnib: step data: unpack error");
+        return SLURM_ERROR;
+    }
+    si = xmalloc(sizeof(*si));
+    if (len > 0
+        && swv_jobinfo_decode((uint8_t *)data, len, &si->info, &err) < 0) {
+        error("switch/vnib: %s", err.text);
+        xfree(data);
+        xfree(si);
+        return SLURM_ERROR;
+    }
+    xfree(data);
+    *sip = si;
+    return SLURM_SUCCESS;
+}
+
+/* ---- what travels with a job (24.05+) ------------------------------------
+ */
+
+#if SWV_IFACE >= 24
+
+void swv_jobdata_pack(const void *jdp, buf_t *buffer)
+{
+    uint8_t wire[SWV_JOBDATA_WIRE_MAX];
+    size_t n;
+
+    if (jdp == NULL) {
+        packmem(NULL, 0, buffer);
+        return;
+    }
+    n = swv_jobdata_encode(jdp, wire);
+    packmem((char *)wire, (uint32_t)n, buffer);
+    explicit_bzero(wire, sizeof(wire));
+}
+
+int swv_jobdata_unpack(void **jdp, buf_t *buffer)
+{
+    vnib_error_t err = {0};
+    struct swv_jobdata *jd = NULL;
+    char *data = NULL;
+    uint32_t len = 0;
+
+    *jdp = NULL;
+    if (unpackmem_xmalloc(&data, &len, buffer) != SLURM_SUCCESS) {
+        error("switch/vnib: job data: unpack error");
+        return SLURM_ERROR;
+    }
+    if (len == 0) {
+        xfree(data);
+        return SLURM_SUCCESS;
+    }
+    jd = xmalloc(sizeof(*jd));
+    if (swv_jobdata_decode((uint8_t *)data, len, jd, &err) < 0) {
+        error("switch/vnib: %s", err.text);
+        explicit_bzero(data, len);
+        xfree(data);
+        xfree(jd);
+        return SLURM_ERROR;
+    }
+    explicit_bzero(data, len);
+    xfree(data);
+    /* A slurmstepd unpacks a job record only as the job's stepmgr. */
+    if (running_in_slurmstepd()) {
+        pthread_mutex_lock(&stepmgr_lock);
+        stepmgr_job = *jd;
+        pthread_mutex_unlock(&stepmgr_lock);
+    }
+    *jdp = jd;
+    return SLURM_SUCCESS;
+}
+
+void swv_jobdata_free(void *jdp)
+{
+    if (jdp != NULL)
+        explicit_bzero(jdp, sizeof(struct swv_jobdata));
+    xfree(jdp);
+}
+#endif
+
+/* ---- slurmctld and the stepmgr -------------------------------------------
+ */
+
+int swv_step_build(struct swv_step *si,
+                   step_record_t *step_ptr,
+                   const char *step_nodes,
+                   const void *jdp)
+{
+    const struct swv_jobdata *jd = jdp;
+    vnib_error_t err = {0};
+    struct swv_network net;
+    struct swv_step_resv resv;
+    struct swv_step_req req;
+    job_record_t *job_ptr;
+    char job[16], step[16];
+
+    if (si == NULL || step_nodes == NULL || step_ptr == NULL
+        || step_ptr->job_ptr == NULL) {
+        error("switch/vnib: a step's data built without its step");
+        slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+        return SLURM_ERROR;
+    }
+    job_ptr = step_ptr->job_ptr;
+    si->info.job_id = job_ptr->job_id;
+    si->info.step_id = step_ptr->step_id.step_id;
+    swv_jobinfo_ids(&si->info, job, step);
+    if (swv_network_parse(
+            &swv_cfg, job_ptr->network, step_ptr->network, &net, &err)
+        < 0) {
+        error("switch/vnib: JobId=%s StepId=%s: %s", job, step, err.text);
+        slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+        return SLURM_ERROR;
+    }
+    req = (struct swv_step_req){
+        .job_id = job,
+        .step_id = step,
+        .uid = job_ptr->user_id,
+        .user = job_ptr->user_name,
+        .job_nodes = job_ptr->nodes,
+        .step_nodes = step_nodes,
+    };
+    if (!running_in_slurmctld()) {
+        /* The job's stepmgr: only with the job's own token. */
+        if ((jd == NULL || jd->token[0] == '\0')
+            && swv_cfg.outage == SWV_OUTAGE_OPEN) {
+            si->info.flags = SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED;
+            error(
+                "switch/vnib: JobId=%s StepId=%s: the job was not reserved "
+                "at its start; the step runs WITHOUT VNI isolation "
+                "(vnib_outage=open)",
+                job,
+                step);
+            return SLURM_SUCCESS;
+        }
+        if (jd == NULL || jd->token[0] == '\0') {
+            error(
+                "switch/vnib: JobId=%s StepId=%s: the stepmgr has no job "
+                "token (the job's reservation at its start failed)",
+                job,
+                step);
+            slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+            return SLURM_ERROR;
+        }
+        req.job_token = jd->token;
+        req.job_resv = jd->job_resv;
+    }
+    if (swv_ctld_step_begin(&swv_cfg, &req, &net, &resv, &err) < 0) {
+        error("switch/vnib: JobId=%s StepId=%s: %s", job, step, err.text);
+        slurm_seterrno(errno == EAGAIN ? SWV_ERR_BUSY
+                                       : ESLURM_INTERCONNECT_FAILURE);
+        return SLURM_ERROR;
+    }
+    si->info.flags = SWV_JOBINFO_BUILT;
+    if (resv.unisolated) {
+        si->info.flags |= SWV_JOBINFO_UNISOLATED;
+        error(
+            "switch/vnib: JobId=%s StepId=%s: broker unreachable (%s); "
+            "the step runs WITHOUT VNI isolation (vnib_outage=open)",
+            job,
+            step,
+            err.text);
+    }
+    si->info.job_resv = resv.job_resv;
+    si->info.step_resv = resv.step_resv;
+    debug(
+        "switch/vnib: JobId=%s StepId=%s nodes=%s: reservation %lld, "
+        "step reservation %lld",
+        job,
+        step,
+        step_nodes,
+        resv.job_resv,
+        resv.step_resv);
+    return SLURM_SUCCESS;
+}
+
+int swv_step_complete(const struct swv_step *si)
+{
+    vnib_error_t err = {0};
+    struct swv_jobdata jd = {0};
+    char job[16], step[16];
+
+    if (!swv_runs_steps() || si == NULL
+        || (si->info.flags & SWV_JOBINFO_BUILT) == 0
+        || (si->info.flags & SWV_JOBINFO_UNISOLATED) != 0)
+        return SLURM_SUCCESS;
+    swv_jobinfo_ids(&si->info, job, step);
+    if (!running_in_slurmctld()) {
+        pthread_mutex_lock(&stepmgr_lock);
+        jd = stepmgr_job;
+        pthread_mutex_unlock(&stepmgr_lock);
+        if (jd.token[0] == '\0')
+            return SLURM_SUCCESS; /* not this process's step */
+    }
+    if (swv_ctld_step_end(
+            &swv_cfg, jd.token[0] != '\0' ? jd.token : NULL, job, step, &err)
+        < 0)
+        error(
+            "switch/vnib: JobId=%s StepId=%s: step release failed (%s); "
+            "the job's release will release it",
+            job,
+            step,
+            err.text);
+    explicit_bzero(&jd, sizeof(jd));
+    return SLURM_SUCCESS;
+}
+
+void swv_job_complete(uint32_t job_id)
+{
+    vnib_error_t err = {0};
+    char job[16];
+    int rc;
+
+    if (!running_in_slurmctld())
+        return;
+    snprintf(job, sizeof(job), "%u", job_id);
+    rc = swv_ctld_job_end(&swv_cfg, job, &err);
+    if (rc != 0)
+        error("switch/vnib: JobId=%s: %s", job, err.text);
+}
+
+/* ---- job start: wait for VNIs, and the stepmgr's reservation --------------
+ */
+
+static int free_fetch(void *arg,
+                      long *freep,
+                      long *per_jobp,
+                      vnib_error_t *errp)
+{
+    (void)arg;
+    return swv_ctld_pool_free(&swv_cfg, freep, per_jobp, errp);
+}
+
+static void free_log(void *arg, bool ok, const char *text)
+{
+    (void)arg;
+    if (ok)
+        info("switch/vnib: the broker's free VNI count is known again");
+    else
+        error(
+            "switch/vnib: cannot read the broker's free VNI count (%s); "
+            "jobs start without waiting for VNIs",
+            text);
+}
+
+static void free_start(void)
+{
+    vnib_error_t err = {0};
+
+    /* A claim outlives several polls: the job reserves at its first
+     * step, which may come a few seconds after it starts. */
+    free_count = swv_free_create(swv_cfg.free_poll_ms,
+                                 10000 + 5 * swv_cfg.free_poll_ms,
+                                 free_fetch,
+                                 free_log,
+                                 NULL,
+                                 &err);
+    if (free_count == NULL)
+        error("switch/vnib: %s; jobs start without waiting for VNIs", err.text);
+}
+
+/* May job_ptr start now, as far as VNIs go?  From memory only. */
+static int job_start_test(job_record_t *job_ptr)
+{
+    vnib_error_t err = {0};
+    struct swv_network net;
+    long free_vnis = -1;
+
+    if (!running_in_slurmctld())
+        return SLURM_SUCCESS;
+    pthread_once(&free_once, free_start);
+    if (free_count == NULL
+        || swv_network_parse(&swv_cfg, job_ptr->network, NULL, &net, &err) < 0)
+        return SLURM_SUCCESS; /* a bad --network fails at its step */
+    if (swv_free_admit(free_count, net.vnis, &free_vnis))
+        return SLURM_SUCCESS;
+    /* An out-of-tree plugin cannot add a reason: "Resources" it is. */
+    job_ptr->state_reason = WAIT_RESOURCES;
+    debug(
+        "switch/vnib: JobId=%u waits for VNIs: it needs %d, %ld free "
+        "and unclaimed",
+        job_ptr->job_id,
+        net.vnis,
+        free_vnis);
+    return SLURM_ERROR;
+}
+
+int swv_job_start(job_record_t *job_ptr, bool test_only)
+{
+#if SWV_IFACE >= 24
+    vnib_error_t err = {0};
+    struct swv_network net;
+    struct swv_step_req req;
+    struct swv_jobdata *jd;
+    char job[16];
+    int unisolated = 0;
+#endif
+
+    if (test_only)
+        return job_start_test(job_ptr);
+#if SWV_IFACE >= 24
+    if (!running_in_slurmctld() || !(job_ptr->bit_flags & STEPMGR_ENABLED))
+        return SLURM_SUCCESS;
+    /* A stepmgr job: its steps are created on its batch host, which gets
+     * the job's token, never slurmctld's.  Reserve the job now. */
+    snprintf(job, sizeof(job), "%u", job_ptr->job_id);
+    if (swv_network_parse(&swv_cfg, job_ptr->network, NULL, &net, &err) < 0) {
+        error("switch/vnib: JobId=%s: %s", job, err.text);
+        return SLURM_ERROR;
+    }
+    req = (struct swv_step_req){
+        .job_id = job,
+        .uid = job_ptr->user_id,
+        .user = job_ptr->user_name,
+        .job_nodes = job_ptr->nodes,
+    };
+    jd = xmalloc(sizeof(*jd));
+    if (swv_ctld_job_begin(&swv_cfg, &req, &net, jd, &unisolated, &err) < 0
+        || unisolated) {
+        /* Slurm ignores what this call returns: the job's steps fail
+         * (or run unisolated under vnib_outage=open) at the stepmgr. */
+        error("switch/vnib: JobId=%s: the job's reservation failed (%s)",
+              job,
+              err.text);
+        swv_jobdata_free(jd);
+        return SLURM_ERROR;
+    }
+    swv_jobdata_free(job_ptr->switch_jobinfo);
+    job_ptr->switch_jobinfo = jd;
+    debug("switch/vnib: JobId=%s: reservation %lld for its stepmgr",
+          job,
+          (long long)jd->job_resv);
+#endif
+    return SLURM_SUCCESS;
+}
+
+/* ---- slurmstepd -----------------------------------------------------------
+ */
+
+static const struct swv_jobinfo *step_info(const stepd_step_rec_t *job)
+{
+    static const struct swv_jobinfo none = {0};
+
+    if (SWV_STEPD_DATA(job) != NULL && SWV_STEPD_DATA(job)->data != NULL)
+        return &((struct swv_step *)SWV_STEPD_DATA(job)->data)->info;
+    return &none;
+}
+
+/* Drop every SLINGSHOT_* and FI_CXI_* name from env, so nothing from the
+ * submitting shell reaches a task. */
+static void env_clear_ours(char **env)
+{
+    char name[256];
+    size_t i, n;
+    bool again = true;
+
+    while (again && env != NULL) {
+        again = false;
+        for (i = 0; env[i] != NULL; i++) {
+            if (strncmp(env[i], "SLINGSHOT_", 10) != 0
+                && strncmp(env[i], "FI_CXI_", 7) != 0)
+                continue;
+            n = strcspn(env[i], "=");
+            if (n >= sizeof(name))
+                n = sizeof(name) - 1;
+            memcpy(name, env[i], n);
+            name[n] = '\0';
+            unsetenvp(env, name);
+            again = true;
+            break;
+        }
+    }
+}
+
+static int env_apply(char ***env, char **add)
+{
+    char name[256];
+    const char *eq;
+    size_t i, n;
+
+    for (i = 0; add != NULL && add[i] != NULL; i++) {
+        eq = strchr(add[i], '=');
+        n = eq != NULL ? (size_t)(eq - add[i]) : 0;
+        if (n == 0 || n >= sizeof(name))
+            return SLURM_ERROR;
+        memcpy(name, add[i], n);
+        name[n] = '\0';
+        if (!env_array_overwrite(env, name, eq + 1))
+            return SLURM_ERROR;
+    }
+    return SLURM_SUCCESS;
+}
+
+int swv_stepd_preinit(stepd_step_rec_t *job)
+{
+    const struct swv_jobinfo *info = step_info(job);
+    vnib_error_t err = {0};
+    char **add = NULL;
+    long ncores;
+    int unisolated = 0, rc;
+
+    env_clear_ours(job->env);
+    ncores = (long)job->node_tasks
+             * (long)(job->cpus_per_task > 0 ? job->cpus_per_task : 1);
+    if (ncores < 1)
+        ncores = 1;
+    rc = swv_node_setup(&swv_cfg,
+                        job->node_name,
+                        info,
+                        (long)job->uid,
+                        ncores,
+                        &add,
+                        &unisolated,
+                        &err);
+    if (rc < 0 && unisolated) {
+        error(
+            "switch/vnib: JobId=%u StepId=%u on %s: %s; the step runs "
+            "WITHOUT VNI isolation (vnib_outage=open)",
+            job->step_id.job_id,
+            job->step_id.step_id,
+            job->node_name,
+            err.text);
+        return SLURM_SUCCESS;
+    }
+    if (rc < 0) {
+        error("switch/vnib: JobId=%u StepId=%u on %s: %s",
+              job->step_id.job_id,
+              job->step_id.step_id,
+              job->node_name,
+              err.text);
+        slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+        return SLURM_ERROR;
+    }
+    rc = env_apply(&job->env, add);
+    swv_node_env_free(add);
+    if (rc != SLURM_SUCCESS) {
+        error(
+            "switch/vnib: JobId=%u StepId=%u: cannot set the task "
+            "environment",
+            job->step_id.job_id,
+            job->step_id.step_id);
+        (void)swv_node_teardown(&swv_cfg, job->node_name, info, &err);
+        slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+        return SLURM_ERROR;
+    }
+    return SLURM_SUCCESS;
+}
+
+/* After the step's processes are killed: destroy its services. */
+int swv_stepd_postfini(stepd_step_rec_t *job)
+{
+    const struct swv_jobinfo *info = step_info(job);
+    vnib_error_t err = {0};
+
+    if (swv_node_teardown(&swv_cfg, job->node_name, info, &err) < 0) {
+        error("switch/vnib: JobId=%u StepId=%u on %s: %s",
+              job->step_id.job_id,
+              job->step_id.step_id,
+              job->node_name,
+              err.text);
+        return SLURM_ERROR;
+    }
+    return SLURM_SUCCESS;
+}
