@@ -101,7 +101,11 @@ LIBAGENT     := $(BUILD)/libagent.a
 LIBUNITTEST  := $(BUILD)/libunittest.a
 BINS         := $(BUILD)/vnibrokerd $(BUILD)/vnibctl $(BUILD)/fmsim \
                 $(BUILD)/vnib-agent
-PLUGINS      := $(BUILD)/vnib_spank.so
+# Where the artifacts built against one Slurm release go: $(BUILD) for the
+# installed Slurm, $(BUILD)/slurm-VERSION for each release
+# deploy/tools/slurm-build.sh built (see "Other Slurm releases" below).
+SLURM_OUT    ?= $(BUILD)
+PLUGINS      := $(SLURM_OUT)/vnib_spank.so
 
 # The Slurm-dependent artifacts (the SPANK plugin, and the fuzz target that
 # compiles it) are built only where <slurm/spank.h> is found under
@@ -110,7 +114,7 @@ PLUGINS      := $(BUILD)/vnib_spank.so
 SLURM_INCLUDE  ?= /usr/include
 SLURM_REQUIRED ?= 0
 HAVE_SLURM     := $(if $(wildcard $(SLURM_INCLUDE)/slurm/spank.h),1,0)
-SLURM_CPPFLAGS := $(if $(filter-out /usr/include,$(SLURM_INCLUDE)),-I$(SLURM_INCLUDE))
+SLURM_CPPFLAGS := $(if $(filter-out /usr/include,$(SLURM_INCLUDE)),-isystem $(SLURM_INCLUDE))
 ifeq ($(HAVE_SLURM),0)
 ifeq ($(SLURM_REQUIRED),1)
 $(error <slurm/spank.h> is not under $(SLURM_INCLUDE): the tests need the Slurm headers; `make deps` installs libslurm-dev (as root))
@@ -230,7 +234,7 @@ $(BUILD)/libvnibagent_pic.a: $(AGENT_PIC_OBJS)
 # cannot be loaded into the unsanitized Slurm binaries.
 SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
-$(BUILD)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c
+$(SLURM_OUT)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
 	    $(LDFLAGS) -MMD -MP -o $@ $<
@@ -254,6 +258,15 @@ $(BUILD)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c
 # nothing: it prints the fetched tree's path if that is configured for
 # the installed Slurm version, else nothing (a few milliseconds).
 SLURM_SRC_CACHE := build/slurm-src
+# SLURM_PREFIX=DIR: a Slurm installed in DIR (a site's own, or a build of
+# deploy/tools/slurm-build.sh, whose configured tree is DIR/../src): its
+# headers for the SPANK plugin, its tree for the switch plugin.
+ifneq ($(SLURM_PREFIX),)
+SLURM_INCLUDE := $(SLURM_PREFIX)/include
+ifeq ($(SLURM_SRC),)
+SLURM_SRC := $(abspath $(SLURM_PREFIX)/../src)
+endif
+endif
 ifeq ($(SLURM_SRC),)
 SLURM_SRC       := $(shell sh deploy/tools/slurm-src.sh build --print 2>/dev/null)
 SLURM_TREE      := $(SLURM_SRC_CACHE)/tree
@@ -264,8 +277,8 @@ SLURM_SRC_FETCH :=
 endif
 HAVE_SLURM_SRC := $(if $(SLURM_SRC),$(if $(wildcard $(SLURM_SRC)/config.h),1,0),0)
 SWITCH_SRCS := $(wildcard plugins/slurm/switch/*.c)
-SWITCH_OBJS := $(SWITCH_SRCS:%.c=$(BUILD)/pic/%.o)
-SWITCH_SO   := $(BUILD)/switch_vnib.so
+SWITCH_OBJS := $(SWITCH_SRCS:%.c=$(SLURM_OUT)/pic/%.o)
+SWITCH_SO   := $(SLURM_OUT)/switch_vnib.so
 ifeq ($(HAVE_SLURM_SRC),1)
 PLUGINS     += $(SWITCH_SO)
 else
@@ -284,13 +297,17 @@ switch-skipped:
 
 all tests: $(if $(filter 1,$(HAVE_SLURM_SRC)),$(SWITCH_SO)) $(SWITCH_SKIPPED)
 
-# Only switch_vnib.c includes Slurm's headers (as system headers: they
-# are not written for this project's warnings).
-$(BUILD)/pic/plugins/slurm/switch/switch_vnib.o: \
+# Only swv_plugin.c and the entry points (swv_iface*.c, one per switch
+# interface: swv_slurm.h) include Slurm's headers (as system headers:
+# they are not written for this project's warnings).
+SWITCH_SLURM_OBJS := $(SLURM_OUT)/pic/plugins/slurm/switch/swv_plugin.o \
+                     $(patsubst %.c,$(SLURM_OUT)/pic/%.o,\
+                       $(wildcard plugins/slurm/switch/swv_iface*.c))
+$(SWITCH_SLURM_OBJS): \
     SWITCH_SLURM_FLAGS = -isystem $(SLURM_TREE) -Wno-missing-field-initializers
-$(BUILD)/pic/plugins/slurm/switch/switch_vnib.o: | $(SLURM_SRC_FETCH)
+$(SWITCH_SLURM_OBJS): | $(SLURM_SRC_FETCH)
 
-$(BUILD)/pic/plugins/slurm/switch/%.o: plugins/slurm/switch/%.c
+$(SLURM_OUT)/pic/plugins/slurm/switch/%.o: plugins/slurm/switch/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SWITCH_SLURM_FLAGS) $(SPANK_CFLAGS) -fPIC \
 	    -MMD -MP -c $< -o $@
@@ -301,6 +318,38 @@ $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
 	    -Wl,--exclude-libs,ALL -Wl,--as-needed \
 	    -Wl,--version-script=plugins/slurm/switch/exports.map \
 	    $(PKG_LIBS) -lpthread -ldl
+
+# ---- Other Slurm releases --------------------------------------------------
+# A Slurm plugin loads only into the release it was compiled for.  Besides
+# the installed Slurm (Debian 12's 22.05), the plugins are built for every
+# release deploy/tools/slurm-build.sh has built into its cache outside the
+# checkout ($$VNIB_CACHE, default ~/.cache/vnibroker/slurm-VERSION: src/,
+# the configured tree, and prefix/, the installed Slurm):
+#   make deps-slurm                  build 24.11 from Debian 13's verified
+#                                    upstream tarball (make deps does too)
+#   make deps-slurm SLURM_SRC=DIR    build the Slurm source tree DIR (26.05:
+#                                    SchedMD's release tag, taken outside
+#                                    the checkout)
+# and `make slurm-versions` (part of `make tests`) compiles both plugins
+# for each into $(BUILD)/slurm-VERSION/, by running make again with
+# SLURM_SRC, SLURM_INCLUDE and SLURM_OUT set to that release's.  A release
+# never built is not an error here; the tests list it as skipped.
+SLURM_EXTRA := $(if $(filter $(BUILD),$(SLURM_OUT)),$(shell sh deploy/tools/slurm-build.sh --dirs 2>/dev/null))
+
+.PHONY: slurm-versions deps-slurm
+slurm-versions: $(BUILD)/libvnibagent_pic.a
+	@for d in $(SLURM_EXTRA); do \
+	    v=$${d##*/slurm-}; \
+	    $(MAKE) --no-print-directory SLURM_SRC=$$d/src \
+	        SLURM_INCLUDE=$$d/prefix/include SLURM_OUT=$(BUILD)/slurm-$$v \
+	        $(BUILD)/slurm-$$v/switch_vnib.so \
+	        $(BUILD)/slurm-$$v/vnib_spank.so || exit 1; \
+	done
+
+deps-slurm:
+	@sh deploy/tools/slurm-build.sh $(if $(SLURM_SRC),--src '$(SLURM_SRC)',24.11)
+
+tests: slurm-versions
 
 # The Fabric Manager simulator, for tests and `make run` (not the client).
 # Its objects are not under $(BUILD)/fmsim/: that is the binary's name.
@@ -565,12 +614,14 @@ install: all
 # stays clean).  The packages are `make install`'s layout with PREFIX=/usr
 # and SYSCONFDIR=/etc; switch_vnib.so is compiled against SLURM_SRC, which
 # it needs (fetched first when not given: deploy/tools/deb.sh,
-# deploy/README.md "Debian packages").
+# deploy/README.md "Debian packages").  `make deb SLURM_PREFIX=DIR` builds
+# vnibroker-slurm for the Slurm installed in DIR instead of Debian's: its
+# plugins go to DIR/lib/slurm, and it breaks no Debian Slurm package.
 DEB_DIR := $(BUILD)/deb
 
 .PHONY: deb
 deb: $(SLURM_SRC_FETCH)
-	sh deploy/tools/deb.sh $(DEB_DIR) '$(SLURM_TREE)'
+	sh deploy/tools/deb.sh $(DEB_DIR) '$(SLURM_TREE)' '$(SLURM_PREFIX)'
 
 # ---- static analysis -------------------------------------------------------
 

@@ -3,7 +3,7 @@
 # Build vnibroker's Debian packages with Debian's own tools: what `make
 # deb` runs.
 #
-#   sh deploy/tools/deb.sh OUT_DIR SLURM_SRC
+#   sh deploy/tools/deb.sh OUT_DIR SLURM_SRC [SLURM_PREFIX]
 #
 # The source tree is copied to OUT_DIR/src (tracked and untracked files
 # that git does not ignore, so uncommitted edits are in; without git, the
@@ -17,12 +17,27 @@
 # deploy/tools/slurm-src.sh makes it) is taken too.  DEB_BUILD_OPTIONS
 # is passed on, with nocheck added and parallel=<cores> unless it names
 # one.  The package version (deploy/debian/changelog) must be the
-# broker's own (include/vnib/version.h).
+# broker's own (include/vnib/version.h).  SLURM_PREFIX, when given, is
+# the folder of an installed Slurm that is not Debian's (a site's own, or
+# deploy/tools/slurm-build.sh's): the plugins are built against its
+# headers and installed into its PluginDir, SLURM_PREFIX/lib/slurm, and
+# Debian's libslurm-dev is not needed to build.
 set -eu
 
-[ $# -eq 2 ] || { echo "usage: deb.sh OUT_DIR SLURM_SRC" >&2; exit 2; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || {
+    echo "usage: deb.sh OUT_DIR SLURM_SRC [SLURM_PREFIX]" >&2
+    exit 2
+}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 SLURM_SRC=$2
+SLURM_PREFIX=${3:-}
+if [ -n "$SLURM_PREFIX" ]; then
+    [ -f "$SLURM_PREFIX/include/slurm/spank.h" ] || {
+        echo "deb.sh: SLURM_PREFIX=$SLURM_PREFIX holds no include/slurm/spank.h: not an installed Slurm" >&2
+        exit 1
+    }
+    SLURM_PREFIX=$(cd "$SLURM_PREFIX" && pwd)
+fi
 
 for tool in dpkg-buildpackage dh dpkg-parsechangelog; do
     if ! command -v "$tool" >/dev/null 2>&1; then
@@ -77,8 +92,11 @@ opts=${DEB_BUILD_OPTIONS:-}
 case " $opts " in *" nocheck "*) ;; *) opts="$opts nocheck" ;; esac
 case " $opts " in *" parallel="*) ;; *) opts="$opts parallel=$(nproc 2>/dev/null || echo 1)" ;; esac
 
-echo "deb.sh: building vnibroker $version ($revision) in $OUT/src, SLURM_SRC=$SLURM_SRC"
+echo "deb.sh: building vnibroker $version ($revision) in $OUT/src, SLURM_SRC=$SLURM_SRC${SLURM_PREFIX:+, SLURM_PREFIX=$SLURM_PREFIX}"
 cd "$OUT/src"
-env SLURM_SRC="$SLURM_SRC" DEB_BUILD_OPTIONS="${opts# }" \
-    dpkg-buildpackage -us -uc -b
+# With another Slurm, Debian's libslurm-dev (a build dependency for
+# Debian's) is not needed: -d skips the check of build dependencies.
+env SLURM_SRC="$SLURM_SRC" SLURM_PREFIX="$SLURM_PREFIX" \
+    DEB_BUILD_OPTIONS="${opts# }" \
+    dpkg-buildpackage -us -uc -b ${SLURM_PREFIX:+-d}
 ls "$OUT"/*.deb

@@ -3,8 +3,8 @@
 # Install the Debian packages vnibroker needs to build, test and run.
 #
 #   sh deploy/tools/deps.sh          build and test packages (`make deps`,
-#                                    `make check`, `make bench`), and
-#                                    Slurm's source tree (below)
+#                                    `make check`, `make bench`), Slurm's
+#                                    source tree and Slurm 24.11 (below)
 #   sh deploy/tools/deps.sh run      only what `make run` builds and runs:
 #                                    the broker's -dev packages, the
 #                                    compiler, PostgreSQL, openssl, curl
@@ -24,7 +24,11 @@
 # (switch_vnib.so) is built against, into build/slurm-src
 # (deploy/tools/slurm-src.sh: a private apt configuration, never the
 # system's; a no-op once done).  With SLURM_SRC set (a site's own
-# configured tree) it fetches nothing.
+# configured tree) it fetches nothing.  And it builds Slurm 24.11 from
+# Debian 13's verified upstream tarball into the cache outside the
+# checkout (deploy/tools/slurm-build.sh: 8-10 minutes once, then a no-op),
+# so that the plugins are built and tested against a current Slurm too;
+# VNIB_SKIP_SLURM_BUILD=1 leaves it out.
 set -eu
 
 # What the broker, vnibctl and fmsim need to build, and `make run` to
@@ -36,7 +40,7 @@ RUN_PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
           util-linux"
 PKGS="$RUN_PKGS libcmocka-dev postgresql-contrib jq procps iproute2 python3
       python3-yaml
-      slurmctld slurmd slurm-client libslurm-dev dpkg-dev
+      slurmctld slurmd slurm-client libslurm-dev dpkg-dev libmunge-dev
       debian-archive-keyring
       chromium prometheus debhelper fakeroot lintian"
 fetch_slurm=1
@@ -70,6 +74,9 @@ for p in $PKGS; do
 done
 slurm_src () {
     [ "$fetch_slurm" -eq 1 ] || return 0
+    if [ "${VNIB_SKIP_SLURM_BUILD:-0}" != 1 ]; then
+        sh "$(dirname "$0")/slurm-build.sh" 24.11
+    fi
     [ -n "${SLURM_SRC:-}" ] && return 0
     sh "$(dirname "$0")/slurm-src.sh" build
 }
