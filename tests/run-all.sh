@@ -7,6 +7,10 @@
 #                                                     fuzz replays
 #   sh tests/run-all.sh --integration-only BUILD-DIR  integration tests
 #   TESTS="0010 0030" sh tests/run-all.sh BUILD-DIR   only matching scripts
+#   VNIB_SLURM_VERSIONS="24.11" sh tests/run-all.sh ... the Slurm scripts
+#                                                     against these releases
+#                                                     only (default: 22.05
+#                                                     24.11 26.05)
 #
 # Unit tests are the cmocka binaries in BUILD/tests/unit; fuzz regression
 # replays every committed corpus and crash input through the sanitizer
@@ -111,34 +115,51 @@ run_fuzz_regressions () {
     done
 }
 
+# One integration script, run as NAME (its label in the summary), with
+# the environment given before it.
+run_script () {
+    t=$1
+    name=$2
+    shift 2
+    out=$log/$name.out
+    start=$(date +%s)
+    env "$@" bash "$t" >"$out" 2>&1
+    rc=$?
+    counts=$(sed -n 's/^# counts: //p' "$out" | tail -n 1)
+    set -- $counts
+    p=${1:-0} f=${2:-1} s=${3:-0}
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    passed=$((passed + p))
+    [ "$s" -eq 0 ] || note_skips "$name" "$s" \
+        "$(sed -n 's/^ok [0-9]* # skip //p' "$out")"
+    secs=$(($(date +%s) - start))
+    sk=""
+    [ "$s" -eq 0 ] || sk=", $s skipped"
+    if [ "$f" -gt 0 ]; then
+        note_fail "$name" "$f"
+        echo "FAIL integration $name ($p passed, $f failed$sk, ${secs}s)"
+        grep -v '^ok ' "$out" | sed 's/^/    /' | tail -n 60
+    else
+        echo "ok   integration $name ($p checks$sk, ${secs}s)"
+    fi
+}
+
+# A script that starts a Slurm cluster (it sources slurm.sh) runs once per
+# Slurm release in VNIB_SLURM_VERSIONS, labelled NAME@VERSION.
+SLURM_VERSIONS=${VNIB_SLURM_VERSIONS:-22.05 24.11 26.05}
+
 run_integration () {
     for t in "$TOP"/tests/integration/[0-9]*.sh; do
         name=$(basename "$t" .sh)
         if [ -n "${TESTS:-}" ]; then
             case " $TESTS " in *" ${name%%-*} "*) ;; *) continue ;; esac
         fi
-        out=$log/$name.out
-        start=$(date +%s)
-        bash "$t" >"$out" 2>&1
-        rc=$?
-        # "# counts: PASSED FAILED SKIPPED"; an older script's line has
-        # no SKIPPED.  No line at all is a failure.
-        counts=$(sed -n 's/^# counts: //p' "$out" | tail -n 1)
-        set -- $counts
-        p=${1:-0} f=${2:-1} s=${3:-0}
-        [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-        passed=$((passed + p))
-        [ "$s" -eq 0 ] || note_skips "$name" "$s" \
-            "$(sed -n 's/^ok [0-9]* # skip //p' "$out")"
-        secs=$(($(date +%s) - start))
-        sk=""
-        [ "$s" -eq 0 ] || sk=", $s skipped"
-        if [ "$f" -gt 0 ]; then
-            note_fail "$name" "$f"
-            echo "FAIL integration $name ($p passed, $f failed$sk, ${secs}s)"
-            grep -v '^ok ' "$out" | sed 's/^/    /' | tail -n 60
+        if grep -q '^\. "$(dirname "$0")/slurm.sh"' "$t"; then
+            for v in $SLURM_VERSIONS; do
+                run_script "$t" "$name@$v" VNIB_SLURM_VERSION="$v"
+            done
         else
-            echo "ok   integration $name ($p checks$sk, ${secs}s)"
+            run_script "$t" "$name"
         fi
     done
 }

@@ -1895,45 +1895,51 @@ if wanted failover; then
     fi
 fi
 
-# ---- job start: the switch plugin against the prolog hooks ---------------
+# ---- job start: isolation's cost on srun, per Slurm release -------------
 #
 # tests/bench/slurm-start.sh: `srun -N3 true` on a real slurmctld and three
-# slurmd, BENCH_SLURM_RUNS (20) jobs per path, the two paths alternating
-# by rounds (a cluster runs one path at a time).  The target: the switch
-# plugin's median no higher than the hooks' (the reference row).  The two
-# paths do the same broker and NIC work but place it differently: the
-# plugin reserves in slurmctld and sets the step up and tears it down in
-# slurmstepd, around the step; the hooks fork a controller prolog and
-# node prologs per job, and their Epilog runs after srun has returned.
-SLURMSTART_ROW="job start srun -N3 true, switch/vnib: p50"
-SLURMHOOK_ROW="job start srun -N3 true, prolog hooks: p50"
-
+# slurmd of each Slurm release built here (22.05, and 24.11 and 26.05 when
+# deploy/tools/slurm-build.sh built them), BENCH_SLURM_RUNS (20) jobs per
+# path, the three paths alternating by rounds (a cluster runs one path at
+# a time): no isolation (switch/none, no hooks; the reference), the
+# switch plugin and the prolog hooks.  The target: isolation adds at most
+# 10% to srun's own start, for either path.  The two paths do the same
+# broker and NIC work but place it differently: the plugin reserves in
+# slurmctld and sets the step up and tears it down in slurmstepd, around
+# the step; the hooks fork a controller prolog and node prologs per job,
+# and their Epilog runs after srun has returned.
 slurmstart_scenario () {
-    VNIB_BUILD=$BUILD timeout -k 5 600 bash "$TOP/tests/bench/slurm-start.sh" \
-        >"$T/slurmstart.out" 2>&1
-    sw=$(sed -n 's/^# switch: \([0-9.]*\) .*/\1/p' "$T/slurmstart.out")
-    hk=$(sed -n 's/^# hook: \([0-9.]*\) .*/\1/p' "$T/slurmstart.out")
-    if [ -z "$sw" ] || [ -z "$hk" ]; then
-        why=$(grep -m1 -E '^# (not run|skip|.*failed|.*did not)' "$T/slurmstart.out" |
-            cut -c3-100)
-        row_not_run "$SLURMSTART_ROW" ms "<=" 0 "${why:-no figures}"
+    local v=$1 none sw hk target
+    VNIB_BUILD=$BUILD VNIB_SLURM_VERSION=$v timeout -k 5 900 \
+        bash "$TOP/tests/bench/slurm-start.sh" >"$T/slurmstart.$v.out" 2>&1
+    none=$(sed -n 's/^# none: \([0-9.]*\) .*/\1/p' "$T/slurmstart.$v.out")
+    sw=$(sed -n 's/^# switch: \([0-9.]*\) .*/\1/p' "$T/slurmstart.$v.out")
+    hk=$(sed -n 's/^# hook: \([0-9.]*\) .*/\1/p' "$T/slurmstart.$v.out")
+    if [ -z "$none" ] || [ -z "$sw" ] || [ -z "$hk" ]; then
+        why=$(grep -m1 -E '^(# (not run|skip|.*failed|.*did not)|ok [0-9]+ # skip)' \
+            "$T/slurmstart.$v.out" | sed 's/^ok [0-9]* # skip /skip: /; s/^# //' | cut -c1-100)
+        row_not_run "srun -N3 true, Slurm $v, switch/vnib: p50" ms "<=" 0 "${why:-no figures}"
         return 0
     fi
-    row_ref "$SLURMHOOK_ROW" "$hk" ms "$(sed -n 's/^# hook: [0-9.]* \(.*\)/min max \1/p' "$T/slurmstart.out")"
-    row_cmp "$SLURMSTART_ROW" "$sw" ms "<=" "$hk" \
-        "$(sed -n 's/^# switch: [0-9.]* \(.*\)/min max \1/p' "$T/slurmstart.out")"
+    target=$(awk -v n="$none" 'BEGIN { printf "%.3f", n * 1.10 }')
+    row_ref "srun -N3 true, Slurm $v, no isolation: p50" "$none" ms \
+        "$(sed -n 's/^# none: [0-9.]* \(.*\)/min max \1/p' "$T/slurmstart.$v.out")"
+    row_cmp "srun -N3 true, Slurm $v, switch/vnib: p50" "$sw" ms "<=" "$target" \
+        "+10% of no isolation; min max $(sed -n 's/^# switch: [0-9.]* \(.*\)/\1/p' "$T/slurmstart.$v.out")"
+    row_cmp "srun -N3 true, Slurm $v, prolog hooks: p50" "$hk" ms "<=" "$target" \
+        "+10% of no isolation; min max $(sed -n 's/^# hook: [0-9.]* \(.*\)/\1/p' "$T/slurmstart.$v.out")"
 }
 
 if wanted slurmstart; then
-    if [ "$(id -u)" -ne 0 ]; then
-        row_not_run "$SLURMSTART_ROW" ms "<=" 0 "needs root (slurmctld, slurmd)"
-    elif [ ! -f "$BUILD/switch_vnib.so" ]; then
-        row_not_run "$SLURMSTART_ROW" ms "<=" 0 "no switch_vnib.so (make deps)"
-    else
+    for v in ${VNIB_SLURM_VERSIONS:-22.05 24.11 26.05}; do
+        if [ "$(id -u)" -ne 0 ]; then
+            row_not_run "srun -N3 true, Slurm $v, switch/vnib: p50" ms "<=" 0 "needs root (slurmctld, slurmd)"
+            continue
+        fi
         steal_mark
-        slurmstart_scenario
-        steal_note "slurmstart"
-    fi
+        slurmstart_scenario "$v"
+        steal_note "slurmstart $v"
+    done
 fi
 
 if ! kill -0 "$BROKER_PID" 2>/dev/null; then

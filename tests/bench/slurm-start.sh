@@ -3,15 +3,17 @@
 # Job start overhead under Slurm, for `make bench` (tests/bench/run.sh,
 # scenario "slurmstart"): `srun -N3 true` on the test cluster of
 # tests/integration/slurm.sh (slurmctld and three slurmd, four simulated
-# NICs each, a real broker), timed from srun's start to its exit, with
-# the switch plugin (SwitchType=switch/vnib) and with the prolog-hook path
-# (vnib-slurm-hook as PrologSlurmctld, Prolog, Epilog, EpilogSlurmctld,
-# and vnib_spank.so).  A cluster runs one path at a time, so the paths
-# alternate by rounds: each round starts one cluster per path (the order
-# turning every round) and times RUNS/ROUNDS jobs on it.  Prints, as "#"
-# lines, "switch: MEDIAN MIN MAX" and "hook: MEDIAN MIN MAX" in ms over
-# RUNS jobs each (BENCH_SLURM_RUNS, default 20; BENCH_SLURM_ROUNDS,
-# default 4).  Needs root (slurm.sh skips otherwise) and switch_vnib.so.
+# NICs each, a real broker) of the Slurm release VNIB_SLURM_VERSION,
+# timed from srun's start to its exit, with no isolation (switch/none, no
+# hooks: srun's own start), with the switch plugin (switch/vnib) and with
+# the prolog-hook path (vnib-slurm-hook as PrologSlurmctld, Prolog,
+# Epilog, EpilogSlurmctld, and vnib_spank.so).  A cluster runs one path
+# at a time, so the paths alternate by rounds: each round starts one
+# cluster per path (the order turning every round) and times RUNS/ROUNDS
+# jobs on it.  Prints, as "#" lines, "none: MEDIAN MIN MAX", "switch:
+# ..." and "hook: ..." in ms over RUNS jobs each (BENCH_SLURM_RUNS,
+# default 20; BENCH_SLURM_ROUNDS, default 4).  Needs root (slurm.sh skips
+# otherwise) and switch_vnib.so.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/../integration/agent.sh"
 . "$(dirname "$0")/../integration/slurm.sh"
@@ -26,10 +28,12 @@ broker_up "$T/b.toml" "$(vni_pool 3000-3999)"
 # node's name, which the hook also passes), the hook's, the plugin's.
 slurm_switch_setup || { echo "# not run: no switch_vnib.so"; exit 1; }
 slurm_hook_setup "AGENT_CONFIG=$T/%n/agent.toml" || exit 1
-echo "required $(share "$BUILD/vnib_spank.so") state_dir=$T/%n/state" >"$T/plugstack.conf"
+echo "required $(share "$VNIB_SLURM_OUT/vnib_spank.so") state_dir=$T/%n/state" >"$T/plugstack.conf"
 
 start_path () {
-    if [ "$1" = switch ]; then
+    if [ "$1" = none ]; then
+        slurm_start dir="$T/n"
+    elif [ "$1" = switch ]; then
         slurm_start dir="$T/s" switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \
             plugin_dir="$VNIB_PLUGIN_DIR"
     else
@@ -39,9 +43,10 @@ start_path () {
     fi
 }
 
+: >"$T/none.ms"
 : >"$T/switch.ms"
 : >"$T/hook.ms"
-order="switch hook"
+order="none switch hook"
 r=0
 while [ "$r" -lt "$ROUNDS" ]; do
     r=$((r + 1))
@@ -59,10 +64,10 @@ while [ "$r" -lt "$ROUNDS" ]; do
         slurm_stop
     done
     set -- $order
-    order="$2 $1"
+    order="$2 $3 $1"
 done
 
-for path in switch hook; do
+for path in none switch hook; do
     sort -n "$T/$path.ms" | awk -v p="$path" '{ v[NR] = $1 / 1000 } END {
         if (NR == 0) exit 1
         m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2

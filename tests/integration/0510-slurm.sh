@@ -41,7 +41,7 @@ for n in n1 n2 n3; do agent_setup "$n" 4; done
 # checkout may be private): the hook, the programs it runs, the plugin.
 slurm_hook_setup "AGENT_CONFIG=$T/%n/agent.toml" EPILOG_RETRY_BUSY=2s \
     RELEASE_ATTEMPTS=2 || { not_ok "the hook"; finish; }
-echo "required $(share "$BUILD/vnib_spank.so") state_dir=$T/%n/state" >"$T/plugstack.conf"
+echo "required $(share "$VNIB_SLURM_OUT/vnib_spank.so") state_dir=$T/%n/state" >"$T/plugstack.conf"
 mkdir -p "$T/out"
 chown nobody "$T/out"
 

@@ -217,9 +217,24 @@ wait_for 20 _spooled5
 expect_match "the job's release was spooled for the reconcile, in the hook's format" \
     "$(cat "$VNIB_SPOOL/$job5" 2>/dev/null | tr '\n' ' ')" "^job $job5 failed_at [0-9TZ:-]+ error "
 expect_eq "no service was made on n2" "$(sim_count n2 cxi0)" 0
+expect_eq "... and no node was drained" "$(timeout 5 sinfo -h -N -o '%t' | grep -c drain)" 0
 broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
 out=$(timeout 60 srun -N1 -w n2 sh -c 'echo $SLINGSHOT_VNIS' 2>&1)
 expect_match "with the broker back, new steps run isolated" "$out" '^30[0-9][0-9]$'
+
+# ---- the broker unreachable from a node at step start ------------------------
+# slurmctld reserved the step, but n2's agent cannot fetch it: the step
+# fails (vnib_outage=fail) and, since nothing was made, its end destroys
+# nothing and the node is not drained (Slurm 24.05+ drains a node whose
+# job_postfini fails).
+cp "$T/n2/agent.toml" "$T/n2/agent.toml.good"
+sed -i "s|^url = .*|url = \"http://127.0.0.1:9\"|" "$T/n2/agent.toml"
+out=$(timeout 60 srun -N1 -w n2 true 2>&1)
+expect_eq "with n2 cut off from the broker, srun on n2 fails" "$?" 1
+expect_eq "... no service was made on n2" "$(sim_count n2 cxi0)" 0
+sleep 1
+expect_eq "... and n2 is not drained" "$(slurm_node_state n2)" idle
+cp "$T/n2/agent.toml.good" "$T/n2/agent.toml"
 
 # ---- vnib_outage=open: with the broker down a step runs, unisolated, logged --
 slurm_stop

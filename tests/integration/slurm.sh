@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# A real Slurm 22.05 cluster on loopback for integration tests, sourced
-# after lib.sh:
+# A real Slurm cluster on loopback for integration tests, sourced after
+# lib.sh:
 #
 #   . "$(dirname "$0")/lib.sh"
 #   . "$(dirname "$0")/slurm.sh"
@@ -29,6 +29,19 @@
 #   switch_params=TEXT SwitchParameters=TEXT
 #   plugin_dir=DIR     a folder searched after Slurm's own PluginDir (for
 #                      switch_vnib.so: slurm_switch_setup)
+#
+# Which Slurm: VNIB_SLURM_VERSION (tests/run-all.sh runs each Slurm test
+# once per release in VNIB_SLURM_VERSIONS, default "22.05 24.11 26.05").
+# 22.05, or unset, is the installed Slurm (Debian 12's) and the plugins in
+# $BUILD; another is the build deploy/tools/slurm-build.sh made of that
+# release ($VNIB_CACHE/slurm-X.Y.Z: its commands first in PATH, its
+# PluginDir) and the plugins make built for it in $BUILD/slurm-X.Y.Z.  A
+# release never built skips the script (a failure for 24.11 under
+# VNIB_REQUIRE_SLURM=1, which `make deps` builds; a skip for 26.05, whose
+# source a site brings: `make deps-slurm SLURM_SRC=DIR`).  Sourcing sets
+# VNIB_SLURM_VERSION to the full version (22.05.8, 24.11.5...),
+# VNIB_SLURM_OUT to the folder of its plugins, and VNIB_SLURM_RELEASE to
+# its number for comparisons (22.05 -> 2205).
 # A hook left out is not configured.  Hooks must be executable.
 #
 # It writes DIR/slurm.conf (ClusterName=vnibtest, nodes n1, n2, n3 on
@@ -118,6 +131,44 @@
 if [ "$(id -u)" -ne 0 ]; then
     skip_slurm "the Slurm harness runs slurmctld and slurmd as root"
 fi
+
+VNIB_SLURM_PREFIX=""
+case "${VNIB_SLURM_VERSION:-22.05}" in
+    22.05 | 22.05.*)
+        VNIB_SLURM_VERSION=$(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null |
+            sed 's/-.*//')
+        VNIB_SLURM_OUT=$BUILD
+        ;;
+    *)
+        _want=${VNIB_SLURM_VERSION}
+        _dir=""
+        for _d in $(sh "$TOP/deploy/tools/slurm-build.sh" --dirs 2>/dev/null); do
+            case "${_d##*/slurm-}" in
+                "$_want" | "$_want".*) _dir=$_d ;;
+            esac
+        done
+        if [ -z "$_dir" ]; then
+            case "$_want" in
+                24.11*)
+                    skip_slurm "Slurm $_want was never built here: make deps (deploy/tools/slurm-build.sh 24.11) builds it"
+                    ;;
+                *)
+                    skip_all "Slurm $_want was never built here: no registry here serves its source; a site builds it with make deps-slurm SLURM_SRC=DIR"
+                    ;;
+            esac
+        fi
+        VNIB_SLURM_VERSION=${_dir##*/slurm-}
+        VNIB_SLURM_PREFIX=$_dir/prefix
+        VNIB_SLURM_OUT=$BUILD/slurm-$VNIB_SLURM_VERSION
+        [ -f "$VNIB_SLURM_OUT/switch_vnib.so" ] && [ -f "$VNIB_SLURM_OUT/vnib_spank.so" ] ||
+            skip_slurm "Slurm $VNIB_SLURM_VERSION is built but its plugins are not ($VNIB_SLURM_OUT): make tests builds them"
+        PATH=$VNIB_SLURM_PREFIX/bin:$VNIB_SLURM_PREFIX/sbin:$PATH
+        export PATH
+        unset _want _dir _d
+        ;;
+esac
+VNIB_SLURM_RELEASE=$(echo "$VNIB_SLURM_VERSION" | awk -F. '{ printf "%d%02d", $1, $2 }')
+echo "# Slurm $VNIB_SLURM_VERSION${VNIB_SLURM_PREFIX:+ ($VNIB_SLURM_PREFIX)}"
 
 VNIB_SLURM_DIR=""
 VNIB_SLURM_LOGS=""
@@ -237,7 +288,7 @@ SlurmdParameters=config_overrides
 # that ran srun (its process group lingers; proctrack_p_wait sleeps 1 s,
 # then 2 s).  linuxproc follows the process tree and does not wait.
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+$([ "$VNIB_SLURM_RELEASE" -lt 2405 ] && echo "TaskPlugin=task/none")
 SwitchType=switch/$s_switch
 ${s_switch_params:+SwitchParameters=$s_switch_params}
 $([ -n "$s_plugin_dir" ] && echo "PluginDir=$(_slurm_plugin_dir):$s_plugin_dir")
@@ -281,6 +332,10 @@ EOF
 # Slurm's own plugin folder (where switch_none.so is).
 _slurm_plugin_dir () {
     local f
+    if [ -n "$VNIB_SLURM_PREFIX" ]; then
+        echo "$VNIB_SLURM_PREFIX/lib/slurm"
+        return 0
+    fi
     f=$(dpkg -L slurm-wlm-basic-plugins 2>/dev/null | grep '/switch_none\.so$' | head -n 1)
     [ -n "$f" ] || f=/usr/lib/x86_64-linux-gnu/slurm-wlm/switch_none.so
     dirname "$f"
@@ -390,13 +445,13 @@ slurm_ctld_kill () {
 # plugin_dir="$VNIB_PLUGIN_DIR" to slurm_start.
 slurm_switch_setup () {
     local n arg
-    [ -f "$BUILD/switch_vnib.so" ] || {
-        echo "# slurm_switch_setup: $BUILD/switch_vnib.so was not built"
+    [ -f "$VNIB_SLURM_OUT/switch_vnib.so" ] || {
+        echo "# slurm_switch_setup: $VNIB_SLURM_OUT/switch_vnib.so was not built"
         return 1
     }
     VNIB_PLUGIN_DIR=$T/plugins
     mkdir -p "$VNIB_PLUGIN_DIR" && chmod 755 "$VNIB_PLUGIN_DIR" || return 1
-    cp "$BUILD/switch_vnib.so" "$VNIB_PLUGIN_DIR/" || return 1
+    cp "$VNIB_SLURM_OUT/switch_vnib.so" "$VNIB_PLUGIN_DIR/" || return 1
     chmod 755 "$VNIB_PLUGIN_DIR/switch_vnib.so"
     (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
     for n in n1 n2 n3; do
