@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Bearer token formats and their cryptography (see token.h).
+/* Bearer token formats and their cryptography (see token.h): named
+ * tokens, and the node and job tokens derived under the node key.
  *
  * OpenSSL supplies SHA-256, HMAC, randomness and a constant-time compare.
  * Buffers that held key material or MACs are wiped before they go out of
  * scope.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -94,17 +96,15 @@ bool token_node_name_valid(const char *node)
     return n > 0 && n < TOKEN_NODE_MAX;
 }
 
-/* base64url MAC of "vnib-node:<node>" into out (at least 44 bytes). */
-static int node_mac(const unsigned char *key,
-                    size_t keylen,
-                    const char *node,
-                    char *out)
+/* base64url HMAC-SHA256 of msg under key into out (at least 44 bytes). */
+static int mac_of(const unsigned char *key,
+                  size_t keylen,
+                  const char *msg,
+                  char *out)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
-    char msg[TOKEN_NODE_MAX + 16];
 
-    snprintf(msg, sizeof(msg), "vnib-node:%s", node);
     if (!HMAC(EVP_sha256(),
               key,
               (int)keylen,
@@ -116,6 +116,18 @@ static int node_mac(const unsigned char *key,
     b64url_encode(md, mdlen, out);
     OPENSSL_cleanse(md, sizeof(md));
     return 0;
+}
+
+/* base64url MAC of "vnib-node:<node>" into out (at least 44 bytes). */
+static int node_mac(const unsigned char *key,
+                    size_t keylen,
+                    const char *node,
+                    char *out)
+{
+    char msg[TOKEN_NODE_MAX + 16];
+
+    snprintf(msg, sizeof(msg), "vnib-node:%s", node);
+    return mac_of(key, keylen, msg, out);
 }
 
 int token_node_derive(const unsigned char *key,
@@ -181,6 +193,140 @@ bool token_node_verify(const unsigned char *key,
     size_t len = strlen(want);
     if (strlen(dot + 1) == len && CRYPTO_memcmp(dot + 1, want, len) == 0) {
         snprintf(node, nodesize, "%s", name);
+        ok = true;
+    }
+    OPENSSL_cleanse(want, sizeof(want));
+    return ok;
+}
+
+bool token_job_id_valid(const char *job_id)
+{
+    size_t n = job_id ? strspn(job_id, TOKEN_JOB_ID_CHARS) : 0;
+    return n > 0 && n < TOKEN_JOB_ID_MAX && job_id[n] == '\0'
+           && job_id[0] != '-';
+}
+
+/* base64url MAC of "vnib-job:<resv>:<job_id>" into out (at least 44
+ * bytes); resv is the reservation id's decimal digits.  The id's digits
+ * end at the first ':', so no two (resv, job_id) pairs share a message.
+ */
+static int job_mac(const unsigned char *key,
+                   size_t keylen,
+                   const char *resv,
+                   const char *job_id,
+                   char *out)
+{
+    char msg[16 + TOKEN_RESV_DIGITS + TOKEN_JOB_ID_MAX];
+
+    snprintf(msg, sizeof(msg), "vnib-job:%s:%s", resv, job_id);
+    return mac_of(key, keylen, msg, out);
+}
+
+int token_job_derive(const unsigned char *key,
+                     size_t keylen,
+                     long long resv_id,
+                     const char *job_id,
+                     char *buf,
+                     size_t size,
+                     vnib_error_t *errp)
+{
+    char resv[TOKEN_RESV_DIGITS + 2];
+    char mac[48];
+
+    if (!token_job_id_valid(job_id)) {
+        errno = EINVAL;
+        return errprintf(
+            errp, "'%.40s' is not a valid job id", job_id ? job_id : "");
+    }
+    if (resv_id < 1) {
+        errno = EINVAL;
+        return errprintf(errp, "reservation id %lld is not positive", resv_id);
+    }
+    if (keylen < TOKEN_KEY_MIN) {
+        errno = EINVAL;
+        return errprintf(errp,
+                         "node key is %zu bytes; at least %d are needed",
+                         keylen,
+                         TOKEN_KEY_MIN);
+    }
+    if (size < TOKEN_JOB_SIZE) {
+        errno = EINVAL;
+        return errprintf(errp, "token buffer too small");
+    }
+    snprintf(resv, sizeof(resv), "%lld", resv_id);
+    if (job_mac(key, keylen, resv, job_id, mac) < 0) {
+        errno = EIO;
+        return errprintf(errp, "HMAC failed");
+    }
+    snprintf(buf, size, "%s%s.%s.%s", TOKEN_JOB_PREFIX, resv, job_id, mac);
+    OPENSSL_cleanse(mac, sizeof(mac));
+    return 0;
+}
+
+bool token_is_job(const char *token)
+{
+    return strncmp(token, TOKEN_JOB_PREFIX, strlen(TOKEN_JOB_PREFIX)) == 0;
+}
+
+/* The reservation id of a job token's digits [s, end): 1-19 decimal
+ * digits without a leading zero, at most INT64_MAX; 0 when not.
+ */
+static long long resv_of(const char *s, const char *end)
+{
+    long long v = 0;
+    size_t n = (size_t)(end - s);
+
+    if (n == 0 || n > TOKEN_RESV_DIGITS || s[0] == '0')
+        return 0;
+    for (const char *p = s; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        int d = *p - '0';
+        if (v > (INT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    return v;
+}
+
+bool token_job_verify(const unsigned char *key,
+                      size_t keylen,
+                      const char *token,
+                      long long *resv_idp,
+                      char *job_id,
+                      size_t jobsize)
+{
+    char resv[TOKEN_RESV_DIGITS + 1];
+    char job[TOKEN_JOB_ID_MAX];
+    char want[48];
+    bool ok = false;
+
+    if (!token_is_job(token) || keylen < TOKEN_KEY_MIN)
+        return false;
+    const char *start = token + strlen(TOKEN_JOB_PREFIX);
+    const char *first = strchr(start, '.');
+    const char *last = strrchr(start, '.');
+    /* resv_id, a dot, at least one character of job id, a dot. */
+    if (!first || last - first < 2)
+        return false;
+    long long id = resv_of(start, first);
+    if (id == 0)
+        return false;
+    memcpy(resv, start, (size_t)(first - start));
+    resv[first - start] = '\0';
+    size_t joblen = (size_t)(last - first - 1);
+    if (joblen >= sizeof(job) || joblen >= jobsize)
+        return false;
+    memcpy(job, first + 1, joblen);
+    job[joblen] = '\0';
+    if (!token_job_id_valid(job))
+        return false;
+    if (job_mac(key, keylen, resv, job, want) < 0)
+        return false;
+    size_t len = strlen(want);
+    if (strlen(last + 1) == len && CRYPTO_memcmp(last + 1, want, len) == 0) {
+        *resv_idp = id;
+        snprintf(job_id, jobsize, "%s", job);
         ok = true;
     }
     OPENSSL_cleanse(want, sizeof(want));

@@ -189,9 +189,14 @@ END $$;
 -- reservation of the job's current one, if it has one.  outcome:
 -- not_found (the job has none) | none (the step has no reservation) |
 -- releasing | released | already_releasing | already_released, as a
--- job's release.
+-- job's release | not_current (p_parent is not NULL and not the job's
+-- active reservation: a job token's caller, whose reservation the job
+-- has left; nothing done).  p_parent is checked under the job's key,
+-- which a release or reserve of the job holds exclusively, so the job's
+-- active reservation cannot change between the check and the release.
 CREATE OR REPLACE FUNCTION vnib_step_free(p_job text, p_step text,
-                                          p_actor text, p_force boolean)
+                                          p_actor text, p_force boolean,
+                                          p_parent bigint)
 RETURNS vnib_step_row LANGUAGE plpgsql AS $$
 DECLARE
     key text := p_job || '#' || p_step;
@@ -201,6 +206,12 @@ DECLARE
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(1986947426, hashtext(p_job));
     PERFORM vnib_job_lock(key);
+    IF p_parent IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM reservations
+                        WHERE id = p_parent AND job_id = p_job
+                          AND state = 'active') THEN
+        RETURN vnib_step_row('not_current', NULL, NULL);
+    END IF;
     fm := vnib_step_release(p_job, p_step, p_actor);
     IF fm = 'not_found' THEN
         RETURN vnib_step_row('not_found', NULL, fm);
@@ -234,6 +245,15 @@ BEGIN
     INSERT INTO events (reservation_id, job_id, actor, action, detail)
          VALUES (r.id, key, p_actor, 'release', '{"quarantined": true}');
     RETURN vnib_step_row('releasing', r.id, fm);
+END $$;
+
+-- vnib_step_free of any current reservation of the job (the brokers
+-- before job tokens call this form).
+CREATE OR REPLACE FUNCTION vnib_step_free(p_job text, p_step text,
+                                          p_actor text, p_force boolean)
+RETURNS vnib_step_row LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN vnib_step_free(p_job, p_step, p_actor, p_force, NULL::bigint);
 END $$;
 
 -- A node's report on a step's services: vnib_report on the step's key,

@@ -5,7 +5,11 @@
  * hostlist size), decide what the caller's role may see, and hand a
  * validated request to the store, which does the work in one committed
  * transaction.  The reply is the reservation as the store read it back
- * after the commit, so what a client sees is what is durable.
+ * after the commit, so what a client sees is what is durable.  A reserve's
+ * reply alone, to the scheduler or admin that made it, carries the job
+ * token of the reservation (when node keys are configured): the
+ * credential Slurm's step manager uses for the job's steps.  No other
+ * reply, log line or event holds it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +21,7 @@
 #include "vnib/hostlist.h"
 #include "server/api/cache.h"
 #include "server/config.h"
+#include "server/http/auth.h"
 #include "server/http/http.h"
 #include "server/hwcoll/hwcoll.h"
 #include "server/inventory.h"
@@ -95,6 +100,35 @@ static int parse_reserve(struct request *req,
     return 0;
 }
 
+/* Add "job_token", the job token of the reservation res (a reserve's
+ * reply), when the broker has a node key; nothing without one.
+ */
+static int add_job_token(struct request *req,
+                         json_t *res,
+                         const char *job_id,
+                         vnib_error_t *errp)
+{
+    char token[TOKEN_JOB_SIZE];
+    long long id = json_integer_value(json_object_get(res, "id"));
+    int rc = -1;
+
+    if (!auth_nodes_enabled(req->broker->auth))
+        return 0;
+    if (auth_job_token(
+            req->broker->auth, id, job_id, token, sizeof(token), errp)
+        < 0)
+        return -1;
+    if (json_object_set_new(res, "job_token", json_string(token)) < 0) {
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        goto done;
+    }
+    rc = 0;
+done:
+    vnib_memburn(token, sizeof(token));
+    return rc;
+}
+
 int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const struct config *cfg = req->broker->cfg;
@@ -145,6 +179,14 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     if (created)
         hwcoll_reserve(req->broker->hwcoll, req->who.name, out);
     hwcoll_reveal(req->broker->hwcoll, *out, true);
+    /* The reservation is committed: a failure here (out of memory) is a
+     * 500, and the scheduler's retry finds the same reservation.
+     */
+    if (add_job_token(req, *out, a.job_id, errp) < 0) {
+        json_decref(*out);
+        *out = NULL;
+        status = -1;
+    }
 done:
     free(nodes);
     hostlist_destroy(hosts);

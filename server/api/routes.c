@@ -18,9 +18,10 @@
 #include "server/api/steps.h"
 #include "server/api/ui.h"
 
-/* Who may call what.  Body limits are per route; the server-wide
- * server.max_body_bytes caps them all.  ROUTE_INLINE only for handlers
- * that touch no database, Fabric Manager or lock held across I/O:
+/* Who may call what.  A job token (ROLE_JOB) may call the three routes
+ * of its job's steps and nothing else.  Body limits are per route; the
+ * server-wide server.max_body_bytes caps them all.  ROUTE_INLINE only for
+ * handlers that touch no database, Fabric Manager or lock held across I/O:
  * /healthz answers from constants, /metrics from counters in memory.
  */
 #define ANY_READER (ROLE_ADMIN | ROLE_SCHEDULER | ROLE_MONITOR)
@@ -41,12 +42,13 @@ static const struct route rows[] = {
       ANY_READER | ROLE_NODE, 0, ROUTE_WORKER },
     { "DELETE", "/v1/reservations/{job_id}", reservations_release,
       ROLE_ADMIN | ROLE_SCHEDULER, 0, ROUTE_WORKER },
+    /* ROLE_JOB: a job token, its own job's steps only (steps.c). */
     { "PUT", "/v1/reservations/{job_id}/steps/{step_id}", steps_reserve,
-      ROLE_ADMIN | ROLE_SCHEDULER, 1 * MiB, ROUTE_WORKER },
+      ROLE_ADMIN | ROLE_SCHEDULER | ROLE_JOB, 1 * MiB, ROUTE_WORKER },
     { "GET", "/v1/reservations/{job_id}/steps/{step_id}", steps_get,
-      ANY_READER | ROLE_NODE, 0, ROUTE_WORKER },
+      ANY_READER | ROLE_NODE | ROLE_JOB, 0, ROUTE_WORKER },
     { "DELETE", "/v1/reservations/{job_id}/steps/{step_id}", steps_release,
-      ROLE_ADMIN | ROLE_SCHEDULER, 0, ROUTE_WORKER },
+      ROLE_ADMIN | ROLE_SCHEDULER | ROLE_JOB, 0, ROUTE_WORKER },
     { "PUT", "/v1/reservations/{job_id}/steps/{step_id}/nodes/{node}",
       reservations_report, ROLE_ADMIN | ROLE_NODE, 16 * KiB, ROUTE_WORKER },
     { "PUT", "/v1/reservations/{job_id}/nodes/{node}", reservations_report,

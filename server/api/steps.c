@@ -8,6 +8,14 @@
  * makes the step's reservation only if that reservation is still the
  * job's active one (schema/0017); otherwise it looks again.  Replies are
  * read back after the commit, as the job routes' are.
+ *
+ * A job token (ROLE_JOB: Slurm's step manager on the job's batch host)
+ * may use these routes for its own job only, and only while the
+ * reservation it was given with is the job's active one: a job released,
+ * or reserved again under the same id (requeued, ids reused), leaves its
+ * old tokens behind.  The reserve pins the step to that reservation and
+ * the release checks it under the job's lock, so neither acts on a newer
+ * reservation of the job made meanwhile.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +29,7 @@
 #include "server/hwcoll/hwcoll.h"
 #include "server/http/params.h"
 #include "server/api/steps.h"
+#include "server/http/auth.h"
 #include "server/store/store_reservations.h"
 #include "server/store/store_steps.h"
 
@@ -107,7 +116,56 @@ done:
     return rc;
 }
 
-/* The route's job and step ids, checked. */
+/* A job token's refusal: 403 forbidden, saying why. */
+static int job_token_refused(struct request *req,
+                             const char *job_id,
+                             vnib_error_t *errp)
+{
+    if (strcmp(req->who.job_id, job_id))
+        return request_fail(req,
+                            EPERM,
+                            ERRCODE_FORBIDDEN,
+                            errp,
+                            "a job token of job %s may not use job %s's steps",
+                            req->who.job_id,
+                            job_id);
+    return request_fail(req,
+                        EPERM,
+                        ERRCODE_FORBIDDEN,
+                        errp,
+                        "this job token is of reservation %lld of job %s, "
+                        "which is not the job's active reservation (released, "
+                        "or the job reserved again)",
+                        req->who.resv_id,
+                        job_id);
+}
+
+/* A job token's caller may use job_id's steps only when it is the
+ * token's job and the token's reservation is the job's active one; any
+ * other caller passes (the route's roles admitted it).
+ */
+static int step_job_allowed(struct request *req,
+                            const char *job_id,
+                            vnib_error_t *errp)
+{
+    bool active = false;
+
+    if (req->who.role != ROLE_JOB)
+        return 0;
+    if (strcmp(req->who.job_id, job_id))
+        return job_token_refused(req, job_id, errp);
+    if (store_job_active_is(
+            req->broker->store, job_id, req->who.resv_id, &active, errp)
+        < 0)
+        return -1;
+    if (!active)
+        return job_token_refused(req, job_id, errp);
+    return 0;
+}
+
+/* The route's job and step ids, checked, and whether a job token may use
+ * them.
+ */
 static int step_ids(struct request *req,
                     const char **jobp,
                     const char **stepp,
@@ -116,7 +174,8 @@ static int step_ids(struct request *req,
     *jobp = route_param(&req->params, "job_id");
     *stepp = route_param(&req->params, "step_id");
     if (params_job_id(req, *jobp, errp) < 0
-        || params_step_id(req, *stepp, errp) < 0)
+        || params_step_id(req, *stepp, errp) < 0
+        || step_job_allowed(req, *jobp, errp) < 0)
         return -1;
     return 0;
 }
@@ -177,6 +236,13 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
                 req, a.job_id, hosts, a.vni_count, &a.parent_id, errp)
             < 0)
             goto done;
+        /* A job token reserves under its own reservation only, which the
+         * store checks is still the job's active one as it writes.
+         */
+        if (req->who.role == ROLE_JOB && a.parent_id != req->who.resv_id) {
+            job_token_refused(req, a.job_id, errp);
+            goto done;
+        }
         if (store_step_reserve(
                 req->broker->store, &a, out, &created, &refusal, errp)
             == 0)
@@ -188,7 +254,9 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
         goto done;
     }
     status = created ? 201 : 200;
-    /* Only schedulers and admins reserve: they may see the job's token. */
+    /* Only schedulers, admins and the job's own job token reserve: they
+     * may see the job's session token.
+     */
     hwcoll_reveal(req->broker->hwcoll, *out, true);
 done:
     free(nodes);
@@ -226,7 +294,9 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
                             step_id,
                             job_id);
     }
-    /* Monitors never see secrets; nodes only get here as the step's. */
+    /* Monitors never see secrets; nodes only get here as the step's, job
+     * tokens as the job's own.
+     */
     hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
     return 200;
 }
@@ -245,13 +315,17 @@ int steps_release(struct request *req, json_t **out, vnib_error_t *errp)
     if (store_step_free(req->broker->store,
                         job_id,
                         step_id,
+                        req->who.role == ROLE_JOB ? req->who.resv_id : 0,
                         req->who.name,
                         force,
                         &outcome,
                         &res,
                         errp)
-        < 0)
+        < 0) {
+        if (outcome == STORE_STEP_NOT_CURRENT)
+            return job_token_refused(req, job_id, errp);
         return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
+    }
     /* An unknown step, or a job without hardware collectives, is not an
      * error: there is simply nothing for the Fabric Manager to free.
      */

@@ -4,10 +4,13 @@
  * Named tokens are kept as a sorted array of SHA-256 digests and found by
  * binary search: the digest of a guess reveals nothing about stored ones,
  * so the search needs no constant-time care, and the broker never holds a
- * named token in memory.  Node tokens are verified by recomputing their
- * HMAC with the node key and comparing in constant time; during a key
- * rotation, a token the current key refuses is tried with the previous
- * key, until auth.node_key_previous_until.
+ * named token in memory.  Node and job tokens are verified by recomputing
+ * their HMAC with the node key and comparing in constant time; during a
+ * key rotation, a token the current key refuses is tried with the
+ * previous key, until auth.node_key_previous_until.  A job token only
+ * says which job and reservation it was made for: whether that
+ * reservation is still the job's active one is the handler's check
+ * (server/api/steps.c), as the route table's roles are the pipeline's.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -52,6 +55,7 @@ static const struct {
     {"scheduler", ROLE_SCHEDULER},
     {"node", ROLE_NODE},
     {"monitor", ROLE_MONITOR},
+    {"job", ROLE_JOB},
 };
 
 const char *auth_role_name(unsigned role)
@@ -98,10 +102,10 @@ static int parse_line(char *line,
     for (size_t i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++)
         if (strcmp(role, role_names[i].name) == 0)
             t->role = role_names[i].role;
-    if (t->role == 0 || t->role == ROLE_NODE)
+    if (t->role == 0 || t->role == ROLE_NODE || t->role == ROLE_JOB)
         return errprintf(errp,
                          "%s:%d: role '%s' is not admin, scheduler or monitor "
-                         "(nodes use derived tokens)",
+                         "(nodes and jobs use derived tokens)",
                          path,
                          lineno,
                          role);
@@ -270,36 +274,91 @@ size_t auth_token_count(const struct auth *a)
 
 int auth_nodes_enabled(const struct auth *a)
 {
-    return a->node_key != NULL;
+    return a && a->node_key != NULL;
 }
 
-/* Verify a node token with the previous key, while its overlap lasts.
- * After it, the first such token is logged (once per process: a node
- * still holding one needs a new token), and all are refused.
+/* A token the previous key verified, for `what` (as "node 'NAME'"): true
+ * while its overlap lasts.  After it, the first such token is logged
+ * (once per process: a node still holding one needs a new token), and
+ * all are refused.
  */
-static bool previous_verifies(struct auth *a,
-                              const char *token,
-                              time_t now,
-                              struct identity *who)
+static bool previous_in_overlap(struct auth *a, time_t now, const char *what)
 {
-    if (!a->prev_key
-        || !token_node_verify(
-            a->prev_key, a->prev_key_len, token, who->node, sizeof(who->node)))
-        return false;
     if (now < a->prev_until)
         return true;
     if (!atomic_exchange(&a->prev_warned, true))
         logger_printf(a->log,
                       LOG_WARNING,
                       NULL,
-                      "auth: node '%s' presented a token of the previous node "
+                      "auth: %s presented a token of the previous node "
                       "key, whose overlap ended at %s: refused (it needs a "
                       "token of the current key; further ones are refused "
                       "without a log line)",
-                      who->node,
+                      what,
                       a->prev_until_text);
+    return false;
+}
+
+/* Verify a node token with the previous key, while its overlap lasts. */
+static bool previous_verifies(struct auth *a,
+                              const char *token,
+                              time_t now,
+                              struct identity *who)
+{
+    char what[TOKEN_NODE_MAX + 16];
+
+    if (!a->prev_key
+        || !token_node_verify(
+            a->prev_key, a->prev_key_len, token, who->node, sizeof(who->node)))
+        return false;
+    snprintf(what, sizeof(what), "node '%s'", who->node);
+    if (previous_in_overlap(a, now, what))
+        return true;
     who->node[0] = '\0';
     return false;
+}
+
+/* Verify a job token with the previous key, while its overlap lasts. */
+static bool previous_job_verifies(struct auth *a,
+                                  const char *token,
+                                  time_t now,
+                                  struct identity *who)
+{
+    char what[TOKEN_JOB_ID_MAX + 64];
+
+    if (!a->prev_key
+        || !token_job_verify(a->prev_key,
+                             a->prev_key_len,
+                             token,
+                             &who->resv_id,
+                             who->job_id,
+                             sizeof(who->job_id)))
+        return false;
+    snprintf(what,
+             sizeof(what),
+             "job '%s' (reservation %lld)",
+             who->job_id,
+             who->resv_id);
+    if (previous_in_overlap(a, now, what))
+        return true;
+    who->job_id[0] = '\0';
+    who->resv_id = 0;
+    return false;
+}
+
+int auth_job_token(const struct auth *a,
+                   long long resv_id,
+                   const char *job_id,
+                   char *buf,
+                   size_t size,
+                   vnib_error_t *errp)
+{
+    if (!auth_nodes_enabled(a)) {
+        errno = ENOTSUP;
+        return errprintf(errp, "job tokens are not enabled on this broker");
+    }
+    return token_job_derive(
+        a->node_key, a->node_key_len, resv_id, job_id, buf, size, errp);
 }
 
 int auth_check(struct auth *a,
@@ -344,6 +403,21 @@ int auth_check_at(struct auth *a,
             return errprintf(errp, "invalid token");
         who->role = ROLE_NODE;
         snprintf(who->name, sizeof(who->name), "node:%.60s", who->node);
+        return 0;
+    }
+    if (token_is_job(token)) {
+        if (!a->node_key)
+            return errprintf(errp, "job tokens are not enabled on this broker");
+        if (!token_job_verify(a->node_key,
+                              a->node_key_len,
+                              token,
+                              &who->resv_id,
+                              who->job_id,
+                              sizeof(who->job_id))
+            && !previous_job_verifies(a, token, now, who))
+            return errprintf(errp, "invalid token");
+        who->role = ROLE_JOB;
+        snprintf(who->name, sizeof(who->name), "job:%s", who->job_id);
         return 0;
     }
     struct named_token key;

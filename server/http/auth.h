@@ -2,10 +2,12 @@
 /* Authentication: who is calling, from the bearer token.
  *
  * Named tokens (admin, scheduler, monitor) are listed in auth.tokens_file
- * by their SHA-256 only; node tokens are recomputed from the node name
- * they carry and the key in auth.node_key_file (see include/vnib/token.h),
- * or, during a rotation and until auth.node_key_previous_until, with the
- * key in auth.node_key_previous_file.  Keys are read only at start.
+ * by their SHA-256 only; node tokens and job tokens are recomputed from
+ * the node name, or the reservation and job ids, they carry and the key
+ * in auth.node_key_file (see include/vnib/token.h), or, during a rotation
+ * and until auth.node_key_previous_until, with the key in
+ * auth.node_key_previous_file.  Without a node key both kinds are refused.
+ * Keys are read only at start.
  * Both files must be private to the broker's user (mode 0600) or the
  * broker refuses to start.  Nothing here logs or returns a token.
  */
@@ -27,14 +29,19 @@ enum {
     ROLE_SCHEDULER = 1 << 1,
     ROLE_NODE = 1 << 2,
     ROLE_MONITOR = 1 << 3,
+    ROLE_JOB = 1 << 4, /* a job token: its own job's steps, while its
+                          reservation is the job's active one */
 };
 
 /* The authenticated caller of one request. */
 struct identity {
-    unsigned role;             /* exactly one ROLE_* bit */
-    char name[72];             /* token name, or "node:<node>"; the actor
-                                  recorded in the audit trail */
-    char node[TOKEN_NODE_MAX]; /* ROLE_NODE: the node's own name */
+    unsigned role;                 /* exactly one ROLE_* bit */
+    char name[136];                /* token name, "node:<node>" or
+                                      "job:<job_id>"; the actor recorded in
+                                      the audit trail */
+    char node[TOKEN_NODE_MAX];     /* ROLE_NODE: the node's own name */
+    char job_id[TOKEN_JOB_ID_MAX]; /* ROLE_JOB: the token's job */
+    long long resv_id; /* ROLE_JOB: the reservation it was given with */
 };
 
 struct auth;
@@ -68,11 +75,27 @@ int auth_check_at(struct auth *a,
                   struct identity *who,
                   vnib_error_t *errp);
 
-/* Named tokens loaded, and whether node tokens are enabled (for logs). */
+/* The job token of reservation resv_id of job_id under the current node
+ * key into buf (at least TOKEN_JOB_SIZE bytes), for the reply to the
+ * reserve that made or found it.  Returns 0, or -1 with errno ENOTSUP
+ * when no node key is configured (no job tokens; a NULL too), or
+ * EINVAL/EIO.
+ */
+int auth_job_token(const struct auth *a,
+                   long long resv_id,
+                   const char *job_id,
+                   char *buf,
+                   size_t size,
+                   vnib_error_t *errp);
+
+/* Named tokens loaded, and whether node (and job) tokens are enabled (for
+ * logs, and the reserve's job token); a NULL auth (a broker built without
+ * one, as the in-process handler tests build it) has no node key.
+ */
 size_t auth_token_count(const struct auth *a);
 int auth_nodes_enabled(const struct auth *a);
 
-/* "admin", "scheduler", "node", "monitor" for one ROLE_* bit. */
+/* "admin", "scheduler", "node", "monitor", "job" for one ROLE_* bit. */
 const char *auth_role_name(unsigned role);
 
 #endif /* !VNIB_SERVER_AUTH_H */

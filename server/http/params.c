@@ -21,10 +21,8 @@ static bool id_valid(const char *value, const char *chars, size_t max)
 
 int params_job_id(struct request *req, const char *value, vnib_error_t *errp)
 {
-    if (!id_valid(value,
-                  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                  "0123456789._:@+-",
-                  128))
+    /* The same rule as token_job_id_valid(): a job token names its job. */
+    if (!id_valid(value, TOKEN_JOB_ID_CHARS, TOKEN_JOB_ID_MAX - 1))
         return request_fail(req,
                             EINVAL,
                             ERRCODE_INVALID_FIELD,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Reservations in the store: reserve and release, each written in groups
- * (store_batch.c), a job's reservation and pages of them.
+ * (store_batch.c), a job's reservation and pages of them, and whether a
+ * reservation is still its job's active one (a job token's check).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -326,6 +327,26 @@ int store_get(struct store *s,
         rc = errprintf(errp, "out of memory");
     PQclear(r);
     return rc;
+}
+
+int store_job_active_is(struct store *s,
+                        const char *job_id,
+                        long long resv_id,
+                        bool *activep,
+                        vnib_error_t *errp)
+{
+    struct store_num id;
+    const char *params[2] = {job_id, store_num(&id, resv_id)};
+
+    *activep = false;
+    PGresult *r =
+        store_run_one(s, STMT_JOB_ACTIVE_IS, params, "no answer", errp);
+    if (!r)
+        return -1;
+    const char *v = store_col(r, 0, 0);
+    *activep = v && *v == 't';
+    PQclear(r);
+    return 0;
 }
 
 int store_list(struct store *s,

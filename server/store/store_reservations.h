@@ -69,6 +69,17 @@ int store_get(struct store *s,
 
 #define STORE_SEALED_TOKEN "_sealed_token"
 
+/* Whether reservation resv_id is job_id's active reservation (*activep),
+ * which a job token's caller must hold (server/api/steps.c): a job
+ * released, or reserved again under the same id, leaves it.  Returns 0,
+ * or -1 with errno and errp when the database fails.
+ */
+int store_job_active_is(struct store *s,
+                        const char *job_id,
+                        long long resv_id,
+                        bool *activep,
+                        vnib_error_t *errp) VNIB_MUST_CHECK;
+
 /* A page of reservations, oldest first: {"reservations": [...], "next"}. */
 struct store_list {
     const char *state; /* NULL: any */

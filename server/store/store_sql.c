@@ -356,7 +356,14 @@ static const char sql_step_get[] =
         "$3", "$4", "$5", "$6");
 
 static const char sql_step_free[] =
-    "SELECT * FROM vnib_step_free($1, $2, $3, $4::boolean)";
+    "SELECT * FROM vnib_step_free($1, $2, $3, $4::boolean, $5::bigint)";
+
+/* Whether reservation $2 is job $1's active one (a job token's check):
+ * the primary key's row, and its job and state.
+ */
+static const char sql_job_active_is[] =
+    "SELECT EXISTS (SELECT 1 FROM reservations WHERE id = $2::bigint "
+    "AND job_id = $1 AND state = 'active')";
 
 static const char sql_step_report[] =
     "SELECT * FROM vnib_step_report($1, $2, $3, $4, $5::jsonb, $6, $7, $8, "
@@ -411,9 +418,10 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_WRITE_PROBE] = {"write_probe", sql_write_probe, 0},
     [STMT_STEP_RESERVE] = {"step_reserve", sql_step_reserve, 15},
     [STMT_STEP_GET] = {"step_get", sql_step_get, 6},
-    [STMT_STEP_FREE] = {"step_free", sql_step_free, 4},
+    [STMT_STEP_FREE] = {"step_free", sql_step_free, 5},
     [STMT_STEP_REPORT] = {"step_report", sql_step_report, 12},
     [STMT_STATUS_FIGURES] = {"status_figures", sql_status_figures, 0},
     [STMT_QUARANTINE_ITEMS] = {"quarantine_items", sql_quarantine_items, 1},
     [STMT_DRAINED] = {"drained", sql_drained, 1},
+    [STMT_JOB_ACTIVE_IS] = {"job_active_is", sql_job_active_is, 2},
 };

@@ -211,13 +211,20 @@ done:
 int store_step_free(struct store *s,
                     const char *job_id,
                     const char *step_id,
+                    long long parent_id,
                     const char *actor,
                     bool force,
                     enum store_step_outcome *outcomep,
                     json_t **resp,
                     vnib_error_t *errp)
 {
-    const char *params[4] = {job_id, step_id, actor, force ? "true" : "false"};
+    struct store_num parent;
+    const char *params[5] = {
+        job_id,
+        step_id,
+        actor,
+        force ? "true" : "false",
+        parent_id > 0 ? store_num(&parent, parent_id) : NULL};
     int rc = -1;
 
     *resp = NULL;
@@ -226,6 +233,15 @@ int store_step_free(struct store *s,
         return -1;
     const char *outcome = store_col(r, 0, ROW_OUTCOME);
     const char *fm = store_col(r, 0, ROW_NCOLS);
+    if (outcome && !strcmp(outcome, "not_current")) {
+        *outcomep = STORE_STEP_NOT_CURRENT;
+        errno = EPERM;
+        errprintf(errp,
+                  "reservation %lld is not job %s's active reservation",
+                  parent_id,
+                  job_id);
+        goto done;
+    }
     if (outcome && !strcmp(outcome, "not_found")) {
         *outcomep = STORE_STEP_NOT_FOUND;
         errno = ENOENT;

@@ -49,9 +49,10 @@ enum store_step_refusal {
 
 /* What a step release did. */
 enum store_step_outcome {
-    STORE_STEP_QUEUED,    /* the FM release is queued */
-    STORE_STEP_NO_HWCOLL, /* the job has no FM reservation */
-    STORE_STEP_NOT_FOUND, /* no reservation for the job */
+    STORE_STEP_QUEUED,      /* the FM release is queued */
+    STORE_STEP_NO_HWCOLL,   /* the job has no FM reservation */
+    STORE_STEP_NOT_FOUND,   /* no reservation for the job */
+    STORE_STEP_NOT_CURRENT, /* parent_id is not the job's active one */
 };
 
 /* Reserve for a step, or find its identical active reservation (*createdp
@@ -79,11 +80,15 @@ int store_step_get(struct store *s,
 /* End a step: queue the release of its multicast trees (*outcomep) and
  * release its reservation when it has one (*resp, else NULL): quarantined
  * until its nodes confirm, released now when none holds anything or
- * force.  ENOENT when the job has no reservation.
+ * force.  ENOENT when the job has no reservation.  With parent_id > 0
+ * (a job token's reservation), nothing is done unless that is the job's
+ * active reservation, checked under the job's lock: EPERM and
+ * STORE_STEP_NOT_CURRENT otherwise.
  */
 int store_step_free(struct store *s,
                     const char *job_id,
                     const char *step_id,
+                    long long parent_id,
                     const char *actor,
                     bool force,
                     enum store_step_outcome *outcomep,

@@ -4,7 +4,10 @@
  * key's are accepted until auth.node_key_previous_until and refused with
  * the same error as any bad token from then on; a short previous key
  * stops start-up; and the configuration refuses an overlap without an
- * end, or an end that is not an RFC 3339 UTC time.
+ * end, or an end that is not an RFC 3339 UTC time.  Job tokens: the
+ * identity they give (role job, the job and reservation, actor
+ * "job:<job_id>"), the same overlap as node tokens, refused without a node
+ * key, and never a role of the tokens file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/common/assert_fails.h"
 #include "vnib/token.h"
 #include "server/http/auth.h"
 #include "server/config.h"
@@ -211,6 +215,127 @@ static void test_short_previous_key(void **state)
     config_destroy(cfg);
 }
 
+/* "Bearer <job token of reservation resv of job under key>" */
+static void job_bearer(const unsigned char *key,
+                       long long resv,
+                       const char *job,
+                       char *out)
+{
+    char token[TOKEN_JOB_SIZE];
+    assert_int_equal(
+        token_job_derive(key, 32, resv, job, token, sizeof(token), NULL), 0);
+    snprintf(out, 7 + TOKEN_JOB_SIZE + 1, "Bearer %s", token);
+}
+
+static void test_job_tokens(void **state)
+{
+    struct keys *k = *state;
+    vnib_error_t e = {0};
+    char hdr[7 + TOKEN_JOB_SIZE + 1];
+    char token[TOKEN_JOB_SIZE];
+    struct identity who;
+
+    struct config *cfg = load_previous(k, k->prev, "2030-01-01T00:00:00Z", &e);
+    assert_non_null(cfg);
+    struct auth *a = auth_create(cfg, NULL, &e);
+    assert_non_null(a);
+
+    /* The current key: role job, its job, reservation and actor. */
+    job_bearer(k->cur_key, 17, "1234.5", hdr);
+    assert_int_equal(auth_check_at(a, hdr, UNTIL + 1, &who, &e), 0);
+    assert_int_equal(who.role, ROLE_JOB);
+    assert_string_equal(auth_role_name(who.role), "job");
+    assert_string_equal(who.job_id, "1234.5");
+    assert_int_equal(who.resv_id, 17);
+    assert_string_equal(who.name, "job:1234.5");
+    assert_string_equal(who.node, "");
+
+    /* auth_job_token() makes exactly that token. */
+    assert_int_equal(auth_job_token(a, 17, "1234.5", token, sizeof(token), &e),
+                     0);
+    assert_string_equal(hdr + 7, token);
+
+    /* The longest job id: the whole of it in the actor. */
+    char job[129];
+    memset(job, 'j', 128);
+    job[128] = '\0';
+    job_bearer(k->cur_key, 1, job, hdr);
+    assert_int_equal(auth_check_at(a, hdr, UNTIL + 1, &who, &e), 0);
+    assert_string_equal(who.name + 4, job);
+
+    /* The previous key: during the overlap only, as for node tokens. */
+    job_bearer(k->prev_key, 18, "99", hdr);
+    assert_int_equal(auth_check_at(a, hdr, UNTIL - 1, &who, &e), 0);
+    assert_int_equal(who.role, ROLE_JOB);
+    assert_int_equal(who.resv_id, 18);
+    errno = 0;
+    assert_int_equal(auth_check_at(a, hdr, UNTIL, &who, &e), -1);
+    assert_int_equal(errno, EACCES);
+    assert_string_equal(e.text, "invalid token");
+    assert_string_equal(who.job_id, "");
+    assert_int_equal(who.resv_id, 0);
+    expect_invalid(a, hdr, UNTIL + 3600);
+
+    /* Another key, a changed MAC. */
+    job_bearer(k->other_key, 19, "99", hdr);
+    expect_invalid(a, hdr, UNTIL - 1);
+    job_bearer(k->cur_key, 19, "99", hdr);
+    char *last = hdr + strlen(hdr) - 1;
+    *last = *last == 'A' ? 'B' : 'A';
+    expect_invalid(a, hdr, UNTIL - 1);
+
+    auth_destroy(a);
+    config_destroy(cfg);
+}
+
+static void test_job_tokens_need_node_key(void **state)
+{
+    struct keys *k = *state;
+    vnib_error_t e = {0};
+    char hdr[7 + TOKEN_JOB_SIZE + 1];
+    char token[TOKEN_JOB_SIZE];
+    struct identity who;
+
+    struct config *cfg = load_auth(k, "node_key_file = \"\"\n", &e);
+    assert_non_null(cfg);
+    struct auth *a = auth_create(cfg, NULL, &e);
+    assert_non_null(a);
+    assert_false(auth_nodes_enabled(a));
+    job_bearer(k->cur_key, 17, "1234", hdr);
+    errno = 0;
+    assert_int_equal(auth_check_at(a, hdr, 0, &who, &e), -1);
+    assert_int_equal(errno, EACCES);
+    assert_string_equal(e.text, "job tokens are not enabled on this broker");
+    assert_fails(auth_job_token(a, 17, "1234", token, sizeof(token), &e),
+                 ENOTSUP);
+    auth_destroy(a);
+    config_destroy(cfg);
+}
+
+static void test_tokens_file_has_no_job_role(void **state)
+{
+    struct keys *k = *state;
+    vnib_error_t e = {0};
+    char path[96], text[256];
+    /* A line of a well-formed digest, under the role of job tokens. */
+    const char *line =
+        "job j1 "
+        "0000000000000000000000000000000000000000000000000000"
+        "000000000000\n";
+
+    snprintf(path, sizeof(path), "%s/tokens", k->dir);
+    write_file(path, line, strlen(line));
+    snprintf(text, sizeof(text), "[auth]\ntokens_file = \"%s\"\n", path);
+    write_file(k->conf, text, strlen(text));
+    struct config *cfg = config_load(k->conf, &e);
+    assert_non_null(cfg);
+    assert_null(auth_create(cfg, NULL, &e));
+    assert_int_equal(errno, EINVAL);
+    assert_non_null(strstr(e.text, "role 'job' is not admin, scheduler or"));
+    config_destroy(cfg);
+    unlink(path);
+}
+
 static void test_config_errors(void **state)
 {
     struct keys *k = *state;
@@ -247,6 +372,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_short_previous_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_job_tokens_need_node_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_tokens_file_has_no_job_role, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

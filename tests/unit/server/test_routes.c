@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include "server/api/routes.h"
+#include "server/http/auth.h"
+#include "server/http/route.h"
 
 static void test_exact_match(void **state)
 {
@@ -86,6 +88,27 @@ static void test_every_row_matches_itself(void **state)
 /* The OpenAPI document lists every route: its path as a key under
  * `paths:` and the method as a key beneath it.
  */
+/* A job token (ROLE_JOB) reaches its job's steps and nothing else: the
+ * PUT, GET and DELETE of one step, and no other row.
+ */
+static void test_job_role_only_steps(void **state)
+{
+    static const char steps[] = "/v1/reservations/{job_id}/steps/{step_id}";
+    int found = 0;
+    (void)state;
+    for (size_t i = 0; i < api_routes.count; i++) {
+        const struct route *r = &api_routes.rows[i];
+        if (!(r->roles & ROLE_JOB))
+            continue;
+        if (strcmp(r->pattern, steps)
+            || (strcmp(r->method, "PUT") && strcmp(r->method, "GET")
+                && strcmp(r->method, "DELETE")))
+            fail_msg("%s %s admits job tokens", r->method, r->pattern);
+        found++;
+    }
+    assert_int_equal(found, 3);
+}
+
 static void test_openapi_in_sync(void **state)
 {
     const char *path = getenv("VNIB_OPENAPI");
@@ -134,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_exact_match),
         cmocka_unit_test(test_not_found_and_method),
         cmocka_unit_test(test_every_row_matches_itself),
+        cmocka_unit_test(test_job_role_only_steps),
         cmocka_unit_test(test_openapi_in_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
