@@ -443,6 +443,26 @@ slurm_ctld_kill () {
 # release spool in $T/spool/release (VNIB_SPOOL); NAME=VALUE items are
 # appended.  Pass switch=vnib switch_params="$VNIB_SWITCH_PARAMS"
 # plugin_dir="$VNIB_PLUGIN_DIR" to slurm_start.
+# slurm_plugin_unresolved SO: the symbols SO needs that neither this
+# release's Slurm libraries (libslurmfull, which every Slurm program
+# loads, and libslurm) nor the libraries SO links define, one per line.
+# Slurm loads plugins with lazy binding: such a symbol would kill the
+# daemon only when first called (slurm_seterrno, gone in 24.05, did).
+slurm_plugin_unresolved () {
+    local libs l
+    if [ -n "$VNIB_SLURM_PREFIX" ]; then
+        libs="$VNIB_SLURM_PREFIX/lib/slurm/libslurmfull.so $VNIB_SLURM_PREFIX/lib/libslurm.so"
+    else
+        libs="$(_slurm_plugin_dir)/libslurmfull.so $(ls /usr/lib/*/libslurm.so.[0-9]* 2>/dev/null | head -n 1)"
+    fi
+    libs="$libs $(ldd "$1" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p')"
+    for l in $libs; do
+        nm -D --defined-only "$l" 2>/dev/null | awk '{ sub(/@.*/, "", $3); print $3 }'
+    done | sort -u >"$T/defined.syms"
+    nm -D --undefined-only "$1" | awk '$1 == "U" { sub(/@.*/, "", $2); print $2 }' |
+        sort -u | comm -23 - "$T/defined.syms"
+}
+
 slurm_switch_setup () {
     local n arg
     [ -f "$VNIB_SLURM_OUT/switch_vnib.so" ] || {

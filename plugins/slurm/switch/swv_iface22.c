@@ -150,7 +150,7 @@ int switch_p_get_jobinfo(switch_jobinfo_t *jobinfo, int key, void *data)
     (void)jobinfo;
     (void)key;
     (void)data;
-    slurm_seterrno(EINVAL);
+    errno = EINVAL;
     return SLURM_ERROR;
 }
 

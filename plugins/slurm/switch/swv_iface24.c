@@ -98,13 +98,12 @@ int switch_p_build_stepinfo(switch_stepinfo_t **stepinfo,
                             step_record_t *step_ptr)
 {
     *stepinfo = swv_step_new(0, 0);
-    return swv_step_build(
-        *stepinfo,
-        step_ptr,
-        step_layout != NULL ? step_layout->node_list : NULL,
-        step_ptr != NULL && step_ptr->job_ptr != NULL
-            ? step_ptr->job_ptr->switch_jobinfo
-            : NULL);
+    return swv_step_build(*stepinfo,
+                          step_ptr,
+                          step_layout != NULL ? step_layout->node_list : NULL,
+                          step_ptr != NULL && step_ptr->job_ptr != NULL
+                              ? step_ptr->job_ptr->switch_jobinfo
+                              : NULL);
 }
 
 void switch_p_duplicate_stepinfo(switch_stepinfo_t *source,

@@ -208,7 +208,7 @@ int swv_step_build(struct swv_step *si,
     if (si == NULL || step_nodes == NULL || step_ptr == NULL
         || step_ptr->job_ptr == NULL) {
         error("switch/vnib: a step's data built without its step");
-        slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+        errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
     job_ptr = step_ptr->job_ptr;
@@ -219,7 +219,7 @@ int swv_step_build(struct swv_step *si,
             &swv_cfg, job_ptr->network, step_ptr->network, &net, &err)
         < 0) {
         error("switch/vnib: JobId=%s StepId=%s: %s", job, step, err.text);
-        slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+        errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
     req = (struct swv_step_req){
@@ -249,7 +249,7 @@ int swv_step_build(struct swv_step *si,
                 "token (the job's reservation at its start failed)",
                 job,
                 step);
-            slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+            errno = ESLURM_INTERCONNECT_FAILURE;
             return SLURM_ERROR;
         }
         req.job_token = jd->token;
@@ -257,8 +257,7 @@ int swv_step_build(struct swv_step *si,
     }
     if (swv_ctld_step_begin(&swv_cfg, &req, &net, &resv, &err) < 0) {
         error("switch/vnib: JobId=%s StepId=%s: %s", job, step, err.text);
-        slurm_seterrno(errno == EAGAIN ? SWV_ERR_BUSY
-                                       : ESLURM_INTERCONNECT_FAILURE);
+        errno = errno == EAGAIN ? SWV_ERR_BUSY : ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
     si->info.flags = SWV_JOBINFO_BUILT;
@@ -538,7 +537,7 @@ int swv_stepd_preinit(stepd_step_rec_t *job)
               job->step_id.step_id,
               job->node_name,
               err.text);
-        slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+        errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
     rc = env_apply(&job->env, add);
@@ -550,7 +549,7 @@ int swv_stepd_preinit(stepd_step_rec_t *job)
             job->step_id.job_id,
             job->step_id.step_id);
         (void)swv_node_teardown(&swv_cfg, job->node_name, info, &err);
-        slurm_seterrno(ESLURM_INTERCONNECT_FAILURE);
+        errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
     return SLURM_SUCCESS;

@@ -20,6 +20,12 @@
  * Each file exports the union of the symbols its releases look up: the
  * loader resolves only the names its own table lists, so a symbol a
  * release does not know is never called, and none it asks for is missing.
+ *
+ * Slurm opens plugins with lazy binding, so a Slurm function the plugin
+ * calls that its release no longer has (slurm_seterrno went in 24.05)
+ * kills the daemon only when the call is first made.  The plugin sets
+ * errno itself, and tests/integration/slurm.sh checks every undefined
+ * symbol of both plugins against the release's libraries.
  */
 #ifndef SWV_SLURM_H
 #define SWV_SLURM_H
