@@ -137,7 +137,10 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     status = created ? 201 : 200;
     if (created)
         inventory_warn(req->broker->log, req->id, a.job_id, &known);
-    cache_forget(req->broker->cache, a.job_id);
+    /* A requeue: this broker's next answers are the new reservation's,
+     * and the steps of the old one are gone with it.
+     */
+    cache_forget(req->broker->cache, a.job_id, NULL);
     /* The VNIs are committed; now the Fabric Manager, which may fail or
      * be slow without failing the reservation.  Only schedulers and
      * admins reserve, and they may see the session token.
@@ -166,16 +169,9 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
      * of the job's reports) and only see jobs that include them.
      */
     if (is_node
-        && cache_get(req->broker->cache,
-                     job_id,
-                     req->who.node,
-                     &req->text,
-                     &req->text_len,
-                     &member)) {
-        if (member) {
-            req->content_type = "application/json";
+        && cache_answer(req->broker->cache, req, job_id, NULL, &member)) {
+        if (member)
             return 200;
-        }
     } else {
         if (store_get(req->broker->store,
                       job_id,
@@ -188,16 +184,9 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
             return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
         /* Monitors never see secrets; nodes only get here as members. */
         hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
-        /* A node's reply is rendered here, once for this reply and the
-         * cache (out of memory: the pipeline renders *out).
-         */
-        if (is_node && member
-            && (req->text = httpd_json_text(*out, &req->text_len))) {
-            req->content_type = "application/json";
-            cache_put(req->broker->cache, *out, req->text, req->text_len);
-            json_decref(*out);
-            *out = NULL;
-        }
+        /* A node's reply is rendered once, for this reply and the cache. */
+        if (is_node && member)
+            cache_keep(req->broker->cache, req, out);
     }
     if (is_node && !member) {
         json_decref(*out);
@@ -267,7 +256,8 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
      * vnib_fm, which wakes a queue worker on every replica: no kick here,
      * which would wake every worker for every release, FM work or not.
      */
-    cache_forget(req->broker->cache, job_id);
+    /* The job, and its steps, which are released with it. */
+    cache_forget(req->broker->cache, job_id, NULL);
     return done ? 200 : 202;
 }
 
