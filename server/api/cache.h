@@ -13,12 +13,15 @@
  * (job, step).  Only active reservations of node-role fetches are cached;
  * schedulers, admins and monitors always read the database.  A broker
  * forgets a step at once when it reserves or releases it, and a job with
- * all its steps when it reserves or releases the job; another replica's
- * change is seen within node_cache_ms.  That staleness is safe because an
- * agent reports `creating` (naming the reservation id it fetched, the
- * step's for a step) before it touches a NIC, and the database refuses
- * that report for a reservation that is no longer active (a step is
- * released with its job) or is not the newest of its job or step.
+ * all its steps when it reserves or releases the job (a read in flight
+ * then is not kept); another replica's change is seen within
+ * node_cache_ms.  That staleness is safe because an agent reports
+ * `creating` (naming the reservation id it fetched, the step's for a
+ * step) before it touches a NIC, and the database refuses that report for
+ * a reservation that is no longer active (a step is released with its
+ * job) or is not the newest of its job or step.  The first misses of a
+ * storm do not each read the database: one does, the others wait for it,
+ * so that a broker reads a job or a step about once per node_cache_ms.
  */
 #ifndef VNIB_SERVER_CACHE_H
 #define VNIB_SERVER_CACHE_H
@@ -35,6 +38,16 @@
 struct cache;
 struct request;
 
+/* A miss's part in filling the cache: set by cache_get(), ended by
+ * cache_put() or cache_done() once the database has answered, whatever
+ * it answered (other fetches of the key may be waiting for it).
+ */
+struct cache_fill {
+    uint64_t id;  /* the read the other misses of its key wait for, when
+                     this fetch makes it; 0: none */
+    uint64_t gen; /* its job's forgets when it missed (cache_forget) */
+};
+
 /* A cache of `slots` entries (direct-mapped by job, or by job and step)
  * that live ttl_ms.  ttl_ms 0 makes a cache that never holds anything
  * (its counters still count the node fetches, all misses).
@@ -48,8 +61,12 @@ void cache_destroy(struct cache *c);
  * the job itself): returns true with *memberp whether node is in its node
  * list and, for a member, *textp the reply as rendered JSON text
  * (httpd_json_text()), a copy the caller frees, of *lenp bytes; *textp is
- * NULL for a node outside it.  False on a miss.  Each call counts as a hit
- * or a miss of its kind (job or step).
+ * NULL for a node outside it.  False on a miss, after which the caller
+ * reads the database and ends *fill with cache_put() or cache_done().  A
+ * miss while another fetch of the key reads the database first waits for
+ * that read (a second at most, or node_cache_ms if shorter), and is a
+ * hit if it filled the cache.  Each call counts as a hit or a miss of its kind
+ * (job or step).
  */
 bool cache_get(struct cache *c,
                const char *job_id,
@@ -57,20 +74,35 @@ bool cache_get(struct cache *c,
                const char *node,
                char **textp,
                size_t *lenp,
-               bool *memberp);
+               bool *memberp,
+               struct cache_fill *fill);
 
-/* Remember res (an active reservation in the API's shape, as a node may
- * see it; borrowed) for its job, or for its step when it has a step_id:
- * its reply text (httpd_json_text() of res, len bytes; copied), and its
- * node list read into ranges (never expanded), so that a node list of
- * many ranges is kept like one of one range.  Reservations that are not
- * active, or whose node lists would take the cache past its bound on
- * ranges, are not kept.
+/* Remember res (the reservation of job_id, or of its step step_id, in the
+ * API's shape, as a member node sees it; borrowed) as read after the miss
+ * of *fill, and end that fill: its reply text (httpd_json_text() of res,
+ * len bytes; copied), and its node list read into ranges (never
+ * expanded), so that a node list of many ranges is kept like one of one
+ * range.  Not kept: a reservation that is not active, one whose node list
+ * would take the cache past its bound on ranges, and one this broker
+ * forgot (cache_forget()) after the miss, whose read may predate the
+ * change.
  */
 void cache_put(struct cache *c,
+               const char *job_id,
+               const char *step_id,
                const json_t *res,
                const char *text,
-               size_t len);
+               size_t len,
+               const struct cache_fill *fill);
+
+/* End the fill of a miss that keeps nothing (the node is not a member,
+ * the reservation is missing, the database failed): for node_cache_ms
+ * the next misses of the key read the database at once, none waiting.
+ */
+void cache_done(struct cache *c,
+                const char *job_id,
+                const char *step_id,
+                const struct cache_fill *fill);
 
 /* Forget step step_id of job_id, or with step_id NULL the job and every
  * step of it (after this broker changed them).
@@ -80,20 +112,30 @@ void cache_forget(struct cache *c, const char *job_id, const char *step_id);
 /* A node's fetch (req's role is node) of job_id or its step step_id (NULL
  * for the job), answered from the cache when it can be: true with
  * *memberp whether req's node is in the node list, and for a member the
- * reply in req->text (application/json).  False: the database answers.
+ * reply in req->text (application/json).  False: the database answers,
+ * and cache_keep() ends *fill.
  */
 bool cache_answer(struct cache *c,
                   struct request *req,
                   const char *job_id,
                   const char *step_id,
-                  bool *memberp);
+                  bool *memberp,
+                  struct cache_fill *fill);
 
-/* The database's reply *out (hwcoll_reveal()ed) to a member node's fetch:
- * rendered once into req->text for this reply and kept for the next
- * fetches; *out is freed and NULL.  Out of memory: *out is left as it was,
- * for the pipeline to render.
+/* After cache_answer()'s miss, the database's answer: for a member node,
+ * its reply *out (hwcoll_reveal()ed) rendered once into req->text for
+ * this reply and kept (cache_put()), *out freed and NULL; otherwise (not
+ * a member, or the read failed: member false) kept as it is, the fill
+ * ended (cache_done()).  Out of memory for the text: as the latter, *out
+ * left for the pipeline to render.
  */
-void cache_keep(struct cache *c, struct request *req, json_t **out);
+void cache_keep(struct cache *c,
+                struct request *req,
+                const char *job_id,
+                const char *step_id,
+                json_t **out,
+                bool member,
+                const struct cache_fill *fill);
 
 /* Write the hit and miss counters, by kind, in the Prometheus text
  * format (vnib_node_cache_hits_total, vnib_node_cache_misses_total).

@@ -159,6 +159,7 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const char *job_id = route_param(&req->params, "job_id");
     bool is_node = req->who.role == ROLE_NODE;
+    struct cache_fill fill = {0};
     bool member = false;
 
     if (params_job_id(req, job_id, errp) < 0)
@@ -169,24 +170,35 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
      * of the job's reports) and only see jobs that include them.
      */
     if (is_node
-        && cache_answer(req->broker->cache, req, job_id, NULL, &member)) {
+        && cache_answer(
+            req->broker->cache, req, job_id, NULL, &member, &fill)) {
         if (member)
             return 200;
     } else {
-        if (store_get(req->broker->store,
-                      job_id,
-                      is_node ? req->who.node : NULL,
-                      !is_node,
-                      out,
-                      &member,
-                      errp)
-            < 0)
-            return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
+        int got = store_get(req->broker->store,
+                            job_id,
+                            is_node ? req->who.node : NULL,
+                            !is_node,
+                            out,
+                            &member,
+                            errp);
         /* Monitors never see secrets; nodes only get here as members. */
-        hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
-        /* A node's reply is rendered once, for this reply and the cache. */
-        if (is_node && member)
-            cache_keep(req->broker->cache, req, out);
+        if (got == 0)
+            hwcoll_reveal(
+                req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
+        /* A node's reply is rendered once, for this reply and the cache,
+         * and the fetches of the job that wait for this read go on.
+         */
+        if (is_node)
+            cache_keep(req->broker->cache,
+                       req,
+                       job_id,
+                       NULL,
+                       out,
+                       got == 0 && member,
+                       &fill);
+        if (got < 0)
+            return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
     }
     if (is_node && !member) {
         json_decref(*out);

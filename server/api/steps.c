@@ -203,6 +203,7 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const char *job_id, *step_id;
     bool is_node = req->who.role == ROLE_NODE;
+    struct cache_fill fill = {0};
     bool member = false;
 
     if (step_ids(req, &job_id, &step_id, errp) < 0)
@@ -212,25 +213,34 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
      * step's own node list.
      */
     if (is_node
-        && cache_answer(req->broker->cache, req, job_id, step_id, &member)) {
+        && cache_answer(
+            req->broker->cache, req, job_id, step_id, &member, &fill)) {
         if (member)
             return 200;
     } else {
-        if (store_step_get(req->broker->store,
-                           job_id,
-                           step_id,
-                           is_node ? req->who.node : NULL,
-                           out,
-                           &member,
-                           errp)
-            < 0)
-            return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
+        int got = store_step_get(req->broker->store,
+                                 job_id,
+                                 step_id,
+                                 is_node ? req->who.node : NULL,
+                                 out,
+                                 &member,
+                                 errp);
         /* Monitors never see secrets; nodes only as the step's. */
-        hwcoll_reveal(req->broker->hwcoll,
-                      *out,
-                      req->who.role != ROLE_MONITOR && (!is_node || member));
-        if (is_node && member)
-            cache_keep(req->broker->cache, req, out);
+        if (got == 0)
+            hwcoll_reveal(
+                req->broker->hwcoll,
+                *out,
+                req->who.role != ROLE_MONITOR && (!is_node || member));
+        if (is_node)
+            cache_keep(req->broker->cache,
+                       req,
+                       job_id,
+                       step_id,
+                       out,
+                       got == 0 && member,
+                       &fill);
+        if (got < 0)
+            return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
     }
     if (is_node && !member) {
         json_decref(*out);

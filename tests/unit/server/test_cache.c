@@ -2,10 +2,13 @@
 /* Unit tests for the node-fetch cache (server/api/cache.c): a job and its
  * steps are kept apart, each judged by its own node list; forgetting a
  * step leaves the rest, forgetting a job takes its steps and nothing of
- * a job whose id merely starts the same; only active reservations are
- * kept; entries expire; ttl 0 keeps nothing; hits and misses are counted
- * by kind.
+ * a job whose id merely starts the same; a read that began before a
+ * forget is not kept; only active reservations are kept; entries expire;
+ * ttl 0 keeps nothing; hits and misses are counted by kind; the misses of
+ * a storm wait for its first one's read, but not for a read that kept
+ * nothing, and not at all after one.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,8 +22,31 @@
 
 #include "server/api/cache.h"
 
-/* Keep a reservation of job (and step, or NULL) on nodes in state; its
- * reply text is "job/step" so that a hit shows whose it is.
+/* Keep a reservation of job (and step, or NULL) on nodes in state as read
+ * after the miss of fill; its reply text is "job/step" so that a hit shows
+ * whose it is.
+ */
+static void put_after(struct cache *c,
+                      const char *job,
+                      const char *step,
+                      const char *nodes,
+                      const char *state,
+                      const struct cache_fill *fill)
+{
+    char text[128];
+    json_t *res = json_pack(
+        "{s:s, s:s, s:s}", "job_id", job, "state", state, "nodes", nodes);
+    assert_non_null(res);
+    if (step)
+        assert_int_equal(json_object_set_new(res, "step_id", json_string(step)),
+                         0);
+    snprintf(text, sizeof(text), "%s/%s", job, step ? step : "-");
+    cache_put(c, job, step, res, text, strlen(text), fill);
+    json_decref(res);
+}
+
+/* The same with no miss before: a fill of no read, as of a cache that
+ * forgot nothing yet.
  */
 static void put(struct cache *c,
                 const char *job,
@@ -28,21 +54,8 @@ static void put(struct cache *c,
                 const char *nodes,
                 const char *state)
 {
-    char text[128];
-    json_t *res = json_pack("{s:s, s:s, s:s}",
-                            "job_id",
-                            job,
-                            "state",
-                            state,
-                            "nodes",
-                            nodes);
-    assert_non_null(res);
-    if (step)
-        assert_int_equal(
-            json_object_set_new(res, "step_id", json_string(step)), 0);
-    snprintf(text, sizeof(text), "%s/%s", job, step ? step : "-");
-    cache_put(c, res, text, strlen(text));
-    json_decref(res);
+    struct cache_fill fill = {0};
+    put_after(c, job, step, nodes, state, &fill);
 }
 
 /* What the cache answers node's fetch of job (step): "miss", "refused" (a
@@ -53,12 +66,15 @@ static char *get(struct cache *c,
                  const char *step,
                  const char *node)
 {
+    struct cache_fill fill;
     char *text = NULL;
     size_t len = 0;
     bool member = false;
 
-    if (!cache_get(c, job, step, node, &text, &len, &member))
+    if (!cache_get(c, job, step, node, &text, &len, &member, &fill)) {
+        cache_done(c, job, step, &fill);
         return strdup("miss");
+    }
     if (!member) {
         assert_null(text);
         return strdup("refused");
@@ -124,6 +140,35 @@ static void test_forget(void **state)
     /* Forgetting what was never kept is nothing. */
     cache_forget(c, "nope", NULL);
     cache_forget(c, "nope", "7");
+    cache_destroy(c);
+}
+
+/* A read that began before this broker forgot its job may be the job
+ * before the change: it is not kept.  One that began after is.
+ */
+static void test_forget_during_read(void **state)
+{
+    (void)state;
+    struct cache *c = cache_create(64, 60000);
+    struct cache_fill fill;
+    char *text = NULL;
+    size_t len;
+    bool member;
+    assert_non_null(c);
+    assert_false(cache_get(c, "j", "0", "n1", &text, &len, &member, &fill));
+    assert_true(fill.id != 0); /* the read for all */
+    cache_forget(c, "j", NULL);
+    put_after(c, "j", "0", "n1", "active", &fill);
+    expect(c, "j", "0", "n1", "miss");
+    /* A forget of the step, as of the job, and of another job's step. */
+    assert_false(cache_get(c, "j", "0", "n1", &text, &len, &member, &fill));
+    cache_forget(c, "j", "0");
+    put_after(c, "j", "0", "n1", "active", &fill);
+    expect(c, "j", "0", "n1", "miss");
+    assert_false(cache_get(c, "j", "0", "n1", &text, &len, &member, &fill));
+    cache_forget(c, "other", "0");
+    put_after(c, "j", "0", "n1", "active", &fill);
+    expect(c, "j", "0", "n1", "j/0");
     cache_destroy(c);
 }
 
@@ -252,15 +297,141 @@ static void test_slots_bounded(void **state)
     cache_destroy(c);
 }
 
+/* ---- a storm's misses: one read for all --------------------------------- */
+
+struct storm {
+    struct cache *c;
+    pthread_barrier_t go;
+    const char *state; /* what the filler reads ("active", ...), or NULL:
+                          its read fails (cache_done) */
+    pthread_mutex_t lock;
+    int readers; /* misses that made the read for the others */
+    int hits;
+    int alone; /* misses that read by themselves */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A node's fetch of step 0 of job j at the storm's start; the one that
+ * reads for the others takes 50 ms to do it.
+ */
+static void *storm_fetch(void *arg)
+{
+    struct storm *st = arg;
+    struct timespec read_time = {0, 50 * 1000000L};
+    struct cache_fill fill;
+    char *text = NULL;
+    size_t len;
+    bool member = false;
+
+    pthread_barrier_wait(&st->go);
+    bool hit = cache_get(st->c, "j", "0", "n1", &text, &len, &member, &fill);
+    free(text);
+    if (!hit && fill.id) {
+        nanosleep(&read_time, NULL);
+        if (st->state)
+            put_after(st->c, "j", "0", "n[1-4]", st->state, &fill);
+        else
+            cache_done(st->c, "j", "0", &fill);
+    } else if (!hit) {
+        cache_done(st->c, "j", "0", &fill); /* nothing: not the reader */
+    }
+    pthread_mutex_lock(&st->lock);
+    if (hit)
+        st->hits++;
+    else if (fill.id)
+        st->readers++;
+    else
+        st->alone++;
+    pthread_mutex_unlock(&st->lock);
+    return NULL;
+}
+
+/* 8 fetches at once (a broker's request workers) of a key that is not
+ * kept; returns how long they took, in ms.
+ */
+static int64_t storm_run(struct storm *st, const char *state)
+{
+    pthread_t t[8];
+
+    st->state = state;
+    st->readers = st->hits = st->alone = 0;
+    pthread_barrier_init(&st->go, NULL, 8);
+    int64_t t0 = now_ms();
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, storm_fetch, st), 0);
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&st->go);
+    return now_ms() - t0;
+}
+
+static void test_storm_one_read(void **state)
+{
+    (void)state;
+    struct storm st = {.c = cache_create(64, 60000)};
+    assert_non_null(st.c);
+    pthread_mutex_init(&st.lock, NULL);
+    storm_run(&st, "active");
+    assert_int_equal(st.readers, 1);
+    assert_int_equal(st.hits, 7);
+    assert_int_equal(st.alone, 0);
+    pthread_mutex_destroy(&st.lock);
+    cache_destroy(st.c);
+}
+
+/* A read that keeps nothing (a released step, a failed read) releases the
+ * waiting misses at once, which read by themselves; and the next misses
+ * of the key for node_cache_ms wait for no one.
+ */
+static void test_storm_nothing_kept(void **state)
+{
+    (void)state;
+    static const char *const states[] = {"released", NULL};
+    for (int i = 0; i < 2; i++) {
+        struct storm st = {.c = cache_create(64, 60000)};
+        assert_non_null(st.c);
+        pthread_mutex_init(&st.lock, NULL);
+        int64_t ms = storm_run(&st, states[i]);
+        assert_int_equal(st.readers, 1);
+        assert_int_equal(st.hits, 0);
+        assert_int_equal(st.alone, 7);
+        /* The waiters went on at the read's end (50 ms), not at the bound
+         * of a wait (a second).
+         */
+        assert_true(ms < 800);
+        ms = storm_run(&st, "active");
+        assert_int_equal(st.readers, 0);
+        assert_int_equal(st.hits, 0);
+        assert_int_equal(st.alone, 8);
+        assert_true(ms < 800);
+        /* Until the step changes here: then one read for all again. */
+        cache_forget(st.c, "j", "0");
+        storm_run(&st, "active");
+        assert_int_equal(st.readers, 1);
+        assert_int_equal(st.hits, 7);
+        pthread_mutex_destroy(&st.lock);
+        cache_destroy(st.c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_and_steps_apart),
         cmocka_unit_test(test_forget),
+        cmocka_unit_test(test_forget_during_read),
         cmocka_unit_test(test_only_active),
         cmocka_unit_test(test_expiry_and_off),
         cmocka_unit_test(test_counters),
         cmocka_unit_test(test_slots_bounded),
+        cmocka_unit_test(test_storm_one_read),
+        cmocka_unit_test(test_storm_nothing_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
