@@ -77,7 +77,7 @@ static const struct cfgtable_row rows[] = {
     INT ("server.max_body_bytes", server.max_body_bytes, 1024, 67108864, 1048576,
          "largest request body any route accepts (413 beyond)"),
     INT ("server.node_cache_ms", server.node_cache_ms, 0, 60000, 1000,
-         "how long a node's fetch of an active job may be answered from memory (0: never)"),
+         "how long a node's fetch of an active job or step may be answered from memory (0: never)"),
     INT ("server.shutdown_timeout_s", server.shutdown_timeout_s, 0, 600, 10,
          "on SIGTERM, how long in-flight requests may take to finish"),
     INT ("server.report_rate", server.report_rate, 0, 100000, 20,

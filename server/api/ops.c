@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "server/api/cache.h"
 #include "server/bg/gauges.h"
 #include "server/http/http.h"
 #include "server/hwcoll/hwcoll.h"
@@ -97,6 +98,8 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
     if (b->http)
         http_write_metrics(b->http, f);
 
+    if (b->cache)
+        cache_write_metrics(b->cache, f);
     if (b->hwcoll)
         hwcoll_write_metrics(b->hwcoll, f);
     if (b->gauges)

@@ -171,7 +171,10 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     status = created ? 201 : 200;
     if (created)
         inventory_warn(req->broker->log, req->id, a.job_id, &known);
-    cache_forget(req->broker->cache, a.job_id);
+    /* A requeue: this broker's next answers are the new reservation's,
+     * and the steps of the old one are gone with it.
+     */
+    cache_forget(req->broker->cache, a.job_id, NULL);
     /* The VNIs are committed; now the Fabric Manager, which may fail or
      * be slow without failing the reservation.  Only schedulers and
      * admins reserve, and they may see the session token.
@@ -198,6 +201,7 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const char *job_id = route_param(&req->params, "job_id");
     bool is_node = req->who.role == ROLE_NODE;
+    struct cache_fill fill = {0};
     bool member = false;
 
     if (params_job_id(req, job_id, errp) < 0)
@@ -208,38 +212,35 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
      * of the job's reports) and only see jobs that include them.
      */
     if (is_node
-        && cache_get(req->broker->cache,
-                     job_id,
-                     req->who.node,
-                     &req->text,
-                     &req->text_len,
-                     &member)) {
-        if (member) {
-            req->content_type = "application/json";
+        && cache_answer(
+            req->broker->cache, req, job_id, NULL, &member, &fill)) {
+        if (member)
             return 200;
-        }
     } else {
-        if (store_get(req->broker->store,
-                      job_id,
-                      is_node ? req->who.node : NULL,
-                      !is_node,
-                      out,
-                      &member,
-                      errp)
-            < 0)
-            return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
+        int got = store_get(req->broker->store,
+                            job_id,
+                            is_node ? req->who.node : NULL,
+                            !is_node,
+                            out,
+                            &member,
+                            errp);
         /* Monitors never see secrets; nodes only get here as members. */
-        hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
-        /* A node's reply is rendered here, once for this reply and the
-         * cache (out of memory: the pipeline renders *out).
+        if (got == 0)
+            hwcoll_reveal(
+                req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
+        /* A node's reply is rendered once, for this reply and the cache,
+         * and the fetches of the job that wait for this read go on.
          */
-        if (is_node && member
-            && (req->text = httpd_json_text(*out, &req->text_len))) {
-            req->content_type = "application/json";
-            cache_put(req->broker->cache, *out, req->text, req->text_len);
-            json_decref(*out);
-            *out = NULL;
-        }
+        if (is_node)
+            cache_keep(req->broker->cache,
+                       req,
+                       job_id,
+                       NULL,
+                       out,
+                       got == 0 && member,
+                       &fill);
+        if (got < 0)
+            return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
     }
     if (is_node && !member) {
         json_decref(*out);
@@ -309,7 +310,8 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp)
      * vnib_fm, which wakes a queue worker on every replica: no kick here,
      * which would wake every worker for every release, FM work or not.
      */
-    cache_forget(req->broker->cache, job_id);
+    /* The job, and its steps, which are released with it. */
+    cache_forget(req->broker->cache, job_id, NULL);
     return done ? 200 : 202;
 }
 

@@ -24,6 +24,7 @@
 #include "vnib/hostlist.h"
 #include "vnib/hostset.h"
 #include "vnib/tclass.h"
+#include "server/api/cache.h"
 #include "server/config.h"
 #include "server/http/http.h"
 #include "server/hwcoll/hwcoll.h"
@@ -254,6 +255,7 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
         goto done;
     }
     status = created ? 201 : 200;
+    cache_forget(req->broker->cache, a.job_id, a.step_id);
     /* Only schedulers, admins and the job's own job token reserve: they
      * may see the job's session token.
      */
@@ -269,19 +271,46 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const char *job_id, *step_id;
     bool is_node = req->who.role == ROLE_NODE;
+    struct cache_fill fill = {0};
     bool member = false;
 
     if (step_ids(req, &job_id, &step_id, errp) < 0)
         return -1;
-    if (store_step_get(req->broker->store,
+    /* A step's nodes fetch it at its start, thousands at once: as a job's
+     * (reservations_get), from the cache when it can answer, by the
+     * step's own node list.
+     */
+    if (is_node
+        && cache_answer(
+            req->broker->cache, req, job_id, step_id, &member, &fill)) {
+        if (member)
+            return 200;
+    } else {
+        int got = store_step_get(req->broker->store,
+                                 job_id,
+                                 step_id,
+                                 is_node ? req->who.node : NULL,
+                                 out,
+                                 &member,
+                                 errp);
+        /* Monitors never see secrets; nodes only as the step's, job
+         * tokens as the job's own (step_ids checked them). */
+        if (got == 0)
+            hwcoll_reveal(
+                req->broker->hwcoll,
+                *out,
+                req->who.role != ROLE_MONITOR && (!is_node || member));
+        if (is_node)
+            cache_keep(req->broker->cache,
+                       req,
                        job_id,
                        step_id,
-                       is_node ? req->who.node : NULL,
                        out,
-                       &member,
-                       errp)
-        < 0)
-        return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
+                       got == 0 && member,
+                       &fill);
+        if (got < 0)
+            return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
+    }
     if (is_node && !member) {
         json_decref(*out);
         *out = NULL;
@@ -294,10 +323,6 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
                             step_id,
                             job_id);
     }
-    /* Monitors never see secrets; nodes only get here as the step's, job
-     * tokens as the job's own.
-     */
-    hwcoll_reveal(req->broker->hwcoll, *out, req->who.role != ROLE_MONITOR);
     return 200;
 }
 
@@ -326,6 +351,7 @@ int steps_release(struct request *req, json_t **out, vnib_error_t *errp)
             return job_token_refused(req, job_id, errp);
         return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
     }
+    cache_forget(req->broker->cache, job_id, step_id);
     /* An unknown step, or a job without hardware collectives, is not an
      * error: there is simply nothing for the Fabric Manager to free.
      */

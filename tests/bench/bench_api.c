@@ -622,6 +622,162 @@ static int sc_frag_release(struct bench *b, struct lg_result *res)
     return rc;
 }
 
+/* ---- stepstorm: each step's node fetch storm, on a full-machine job --- */
+
+/* The job of the stepstorm scenarios, on all BIG_COUNT nodes (BIG_NODES,
+ * frag_tokens()'s compact job's), whose steps run on all of them.
+ */
+#define STEP_JOB "stepjob"
+#define STEP_NAME_TIME "step storm: one step's 11,136 fetches, median"
+#define STEP_TARGET_S 1.0
+
+/* stepstorm-setup and stepstorm-release: reserve or release STEP_JOB. */
+static int stepstorm_job(struct bench *b, struct lg_result *res, bool reserve)
+{
+    struct lg_config one = {
+        .connections = 1,
+        .duration_s = 30,
+        .make = reserve ? breq_one_reserve : breq_one_release};
+    int k = reserve ? K_RESERVE : K_RELEASE;
+
+    if (need_token(b) < 0)
+        return -1;
+    b->job = STEP_JOB;
+    b->nodes = BIG_NODES;
+    if (run(b, &one, res, "stepstorm job") < 0 || res->kind[k].ok != 1) {
+        printf("#   stepstorm: cannot %s %s\n",
+               reserve ? "reserve" : "release",
+               STEP_JOB);
+        bout_detail(res);
+        return -1;
+    }
+    return 0;
+}
+
+static int sc_stepstorm_setup(struct bench *b, struct lg_result *res)
+{
+    return stepstorm_job(b, res, true);
+}
+
+static int sc_stepstorm_release(struct bench *b, struct lg_result *res)
+{
+    return stepstorm_job(b, res, false);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One step of STEP_JOB on all its nodes: reserved, fetched once by each
+ * node (the storm, closed loop on cfg's connections; its GETs added to
+ * *all, its time to *secp), released.  0, or -1 after saying why.
+ */
+static int stepstorm_step(struct bench *b,
+                          struct lg_result *res,
+                          const struct lg_config *cfg,
+                          struct lg_kind_stats *all,
+                          double *secp)
+{
+    struct lg_config one = {
+        .connections = 1, .duration_s = 30, .make = breq_step_reserve};
+
+    if (run(b, &one, res, "step reserve") < 0 || res->kind[K_RESERVE].ok != 1) {
+        printf("#   stepstorm: cannot reserve step %s\n", b->step);
+        bout_detail(res);
+        return -1;
+    }
+    struct lg_config storm = *cfg;
+    if (run(b, &storm, res, "step storm") < 0)
+        return -1;
+    lg_kind_add(all, &res->kind[K_GET]);
+    *secp = res->elapsed_s;
+    one.make = breq_step_release;
+    if (run(b, &one, res, "step release") < 0 || res->kind[K_RELEASE].ok != 1) {
+        printf("#   stepstorm: cannot release step %s\n", b->step);
+        bout_detail(res);
+        return -1;
+    }
+    return 0;
+}
+
+/* stepstorm: -n steps (100) of STEP_JOB, one after another, each on all
+ * 11,136 nodes: reserved, fetched once by every node (11,136 node tokens,
+ * -c connections, 48, closed loop), released.  Step ids are
+ * <-x prefix><k>, so that runs on one job never reuse one.  Rows: a
+ * step's storm time, median over the steps (target <= STEP_TARGET_S);
+ * fetches per second over all the storms; the fetches' p50 and p99.
+ * run.sh adds the database reads per step from the broker's /metrics.
+ */
+static int sc_stepstorm(struct bench *b, struct lg_result *res)
+{
+    long steps = b->count > 0 ? b->count : 100;
+    struct lg_config cfg = {.connections = pick(b->conns, 48),
+                            .duration_s = 120,
+                            .max_requests = BIG_COUNT,
+                            .make = breq_step_storm};
+    struct lg_kind_stats *all = calloc(1, sizeof(*all));
+    double *secs = calloc((size_t)steps, sizeof(*secs));
+    double total_s = 0;
+    char step[80], name[64];
+    long done = 0;
+    int rc = -1;
+
+    if (need_token(b) < 0 || need_key(b) < 0)
+        goto out;
+    if (!all || !secs || frag_tokens(b, false) < 0) {
+        printf("#   stepstorm: cannot derive the node tokens\n");
+        goto out;
+    }
+    b->job = STEP_JOB;
+    b->nodes = BIG_NODES;
+    b->step = step;
+    for (; done < steps; done++) {
+        snprintf(step,
+                 sizeof(step),
+                 "%s%ld",
+                 b->job_prefix ? b->job_prefix : "s",
+                 done);
+        if (stepstorm_step(b, res, &cfg, all, &secs[done]) < 0)
+            break;
+        total_s += secs[done];
+    }
+    rc = done == steps ? 0 : -1;
+out:
+    snprintf(name, sizeof(name), "step storm: fetches/s over %ld steps", steps);
+    if (rc < 0) {
+        bout_row(
+            STEP_NAME_TIME, NAN, "s", STEP_TARGET_S, true, "could not run");
+    } else {
+        memset(res, 0, sizeof(*res));
+        res->kind[K_GET] = *all;
+        res->elapsed_s = total_s;
+        const char *why = bout_failures(res, K_GET);
+        qsort(secs, (size_t)steps, sizeof(*secs), cmp_double);
+        double median = steps % 2 ? secs[steps / 2]
+                                  : (secs[steps / 2 - 1] + secs[steps / 2]) / 2;
+        bout_row(STEP_NAME_TIME, median, "s", STEP_TARGET_S, true, why);
+        bout_reference(name, why ? NAN : rate_of(res, all->ok), "req/s");
+        bout_reference("step storm: fetch p50", q_ms(&all->latency, 0.5), "ms");
+        bout_reference(
+            "step storm: fetch p99", q_ms(&all->latency, 0.99), "ms");
+        printf(
+            "#   stepstorm: %ld steps of %d fetches; a step's storm s "
+            "min %.3f median %.3f max %.3f\n",
+            steps,
+            BIG_COUNT,
+            secs[0],
+            median,
+            secs[steps - 1]);
+        bout_detail_kind(res, K_GET);
+    }
+    free_tokens(b);
+    free(all);
+    free(secs);
+    return rc;
+}
+
 /* The FM release-queue drain (run.sh's "drain"), in three steps run.sh
  * sequences around broker restarts and fmsim faults:
  *   drain-fill    reserve -n jobs d0 .. d<n-1> with "hwcoll":"on"
@@ -807,6 +963,11 @@ static const struct scenario scenarios[] = {
     {"frag-get-compact", sc_frag_get_compact, "nodes GET fragc, -c 1 -d 3"},
     {"frag-get-ranged", sc_frag_get_ranged, "nodes GET fragf, -c 1 -d 3"},
     {"frag-release", sc_frag_release, "release fragc and fragf"},
+    {"stepstorm-setup", sc_stepstorm_setup, "reserve stepjob, 11,136 nodes"},
+    {"stepstorm",
+     sc_stepstorm,
+     "-n 100 steps of stepjob, each GET once per node, -c 48 [-x PFX]"},
+    {"stepstorm-release", sc_stepstorm_release, "release stepjob"},
     {"drain-fill", sc_drain_fill, "reserve -n 10000 jobs d<k>, hwcoll on"},
     {"drain-release", sc_drain_release, "release -n 10000 jobs d<k>"},
     {"drain-load", sc_drain_load, "reserve p99, -r 200, until -S FILE exists"},

@@ -38,6 +38,7 @@ struct bench {
     const char *nodes;  /* hostlist of reserve requests */
     const char *hwcoll; /* "on"/"off" in reserve requests, NULL: omitted */
     const char *job;    /* the one job of get and storm */
+    const char *step;   /* stepstorm: the step of b->job now */
     uint64_t next_job;  /* next fresh job number */
     uint64_t limit;     /* populate/release: jobs to touch */
     char node_token[TOKEN_NODE_SIZE];
@@ -89,6 +90,11 @@ int breq_release_seq(void *arg, struct lg_slot *slot, struct lg_request *req);
 int breq_nodeview(void *arg, struct lg_slot *slot, struct lg_request *req);
 /* Every node of the big job fetches it, cycling through the tokens. */
 int breq_storm(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* Each node of the tokens fetches step b->step of job b->job once. */
+int breq_step_storm(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* One reserve of step b->step of job b->job on b->nodes, one release. */
+int breq_step_reserve(void *arg, struct lg_slot *slot, struct lg_request *req);
+int breq_step_release(void *arg, struct lg_slot *slot, struct lg_request *req);
 /* One reserve, then one release, of the fixed job b->job. */
 int breq_one_reserve(void *arg, struct lg_slot *slot, struct lg_request *req);
 int breq_one_release(void *arg, struct lg_slot *slot, struct lg_request *req);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The requests of the REST API benchmarks: the producers the load
  * generator calls for each request it sends (reserves, releases, node
- * views, the storm of one big job's nodes, /healthz).  Each reads and
+ * views, the storm of one big job's nodes, a step's reserve, storm and
+ * release, /healthz).  Each reads and
  * advances only the struct bench it is given.
  */
 #include <stdarg.h>
@@ -169,6 +170,61 @@ int breq_storm(void *arg, struct lg_slot *slot, struct lg_request *req)
                 b->node_tokens[slot->seq % (uint64_t)b->ntokens],
                 "/v1/reservations/%s",
                 b->job);
+    return 0;
+}
+
+int breq_step_storm(void *arg, struct lg_slot *slot, struct lg_request *req)
+{
+    struct bench *b = arg;
+
+    if (slot->seq >= (uint64_t)b->ntokens)
+        return LG_END;
+    set_request(req,
+                K_GET,
+                "GET",
+                b->node_tokens[slot->seq],
+                "/v1/reservations/%s/steps/%s",
+                b->job,
+                b->step);
+    return 0;
+}
+
+int breq_step_reserve(void *arg, struct lg_slot *slot, struct lg_request *req)
+{
+    struct bench *b = arg;
+
+    if (slot->seq > 0)
+        return LG_END;
+    int n = snprintf(req->body,
+                     sizeof(req->body),
+                     "{\"nodes\":\"%s\",\"vni_count\":1}",
+                     b->nodes);
+    if (n < 0 || (size_t)n >= sizeof(req->body))
+        return -1;
+    req->body_len = (size_t)n;
+    set_request(req,
+                K_RESERVE,
+                "PUT",
+                b->token,
+                "/v1/reservations/%s/steps/%s",
+                b->job,
+                b->step);
+    return 0;
+}
+
+int breq_step_release(void *arg, struct lg_slot *slot, struct lg_request *req)
+{
+    struct bench *b = arg;
+
+    if (slot->seq > 0)
+        return LG_END;
+    set_request(req,
+                K_RELEASE,
+                "DELETE",
+                b->token,
+                "/v1/reservations/%s/steps/%s",
+                b->job,
+                b->step);
     return 0;
 }
 

@@ -142,6 +142,11 @@ int lg_run(const struct lg_config *cfg,
            struct lg_result *res,
            vnib_error_t *errp);
 
+/* Add the figures of s to sum (counts, histograms; the first bad status
+ * if sum has none): one kind's over several runs.
+ */
+void lg_kind_add(struct lg_kind_stats *sum, const struct lg_kind_stats *s);
+
 /* Sum of the figures over all kinds. */
 void lg_result_totals(const struct lg_result *res, struct lg_kind_stats *sum);
 

@@ -94,23 +94,26 @@ static void hist_merge(struct lg_hist *to, const struct lg_hist *from)
         to->bucket[i] += from->bucket[i];
 }
 
+void lg_kind_add(struct lg_kind_stats *sum, const struct lg_kind_stats *s)
+{
+    sum->sent += s->sent;
+    sum->done += s->done;
+    sum->ok += s->ok;
+    sum->non2xx += s->non2xx;
+    sum->errors += s->errors;
+    hist_merge(&sum->latency, &s->latency);
+    hist_merge(&sum->server, &s->server);
+    if (!sum->first_bad_status && s->first_bad_status) {
+        sum->first_bad_status = s->first_bad_status;
+        memcpy(sum->first_bad_body,
+               s->first_bad_body,
+               sizeof(sum->first_bad_body));
+    }
+}
+
 void lg_result_totals(const struct lg_result *res, struct lg_kind_stats *sum)
 {
     memset(sum, 0, sizeof(*sum));
-    for (int k = 0; k < LG_KINDS; k++) {
-        const struct lg_kind_stats *s = &res->kind[k];
-        sum->sent += s->sent;
-        sum->done += s->done;
-        sum->ok += s->ok;
-        sum->non2xx += s->non2xx;
-        sum->errors += s->errors;
-        hist_merge(&sum->latency, &s->latency);
-        hist_merge(&sum->server, &s->server);
-        if (!sum->first_bad_status && s->first_bad_status) {
-            sum->first_bad_status = s->first_bad_status;
-            memcpy(sum->first_bad_body,
-                   s->first_bad_body,
-                   sizeof(sum->first_bad_body));
-        }
-    }
+    for (int k = 0; k < LG_KINDS; k++)
+        lg_kind_add(sum, &res->kind[k]);
 }

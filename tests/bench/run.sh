@@ -31,8 +31,8 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz compare openloop bigjob populate nodeview rss storm frag
-# drain agent fmslow hwcoll slowclients contention history uiscale failover
-# slurmstart; pairs is compare), the rounds of the alternated comparisons
+# stepstorm drain agent fmslow hwcoll slowclients contention history
+# uiscale failover slurmstart; pairs is compare), the rounds of the alternated comparisons
 # (compare, history, frag), and the drain scenario's Fabric Manager
 # release-queue workers.
 SECS=${BENCH_SECONDS:-10}
@@ -630,32 +630,173 @@ frag_rows () {
     fi
 }
 
-frag_scenario () {
-    why=""
+# nocache_start NAME: a second broker as configured above but with
+# node_cache_ms = 0 (every node fetch reads the database), on the same
+# database and a free port, logging to $T/NAME.log; sets NOCACHE_PID and
+# NOCACHE_URL, or why when it does not start.
+nocache_start () {
     saved_port=$PORT
     PORT=$("$BENCH_API" freeport) || { why="no free port"; return 1; }
-    bench_config "$T/frag-db.toml" 1
+    bench_config "$T/$1.toml" 1
     PORT=$saved_port
-    sed -i 's/^threads = .*/&\nnode_cache_ms = 0/' "$T/frag-db.toml"
-    "$VNIBROKERD" -c "$T/frag-db.toml" >"$T/frag-db.log" 2>&1 &
-    FRAG_DB_PID=$!
-    track "$FRAG_DB_PID"
-    FRAG_DB_URL=http://127.0.0.1:$(sed -n 's/^port = //p' "$T/frag-db.toml")
-    wait_for 10 curl -sf -o /dev/null "$FRAG_DB_URL/healthz" || {
+    sed -i 's/^threads = .*/&\nnode_cache_ms = 0/' "$T/$1.toml"
+    "$VNIBROKERD" -c "$T/$1.toml" >"$T/$1.log" 2>&1 &
+    NOCACHE_PID=$!
+    track "$NOCACHE_PID"
+    NOCACHE_URL=http://127.0.0.1:$(sed -n 's/^port = //p' "$T/$1.toml")
+    wait_for 10 curl -sf -o /dev/null "$NOCACHE_URL/healthz" || {
         why="the cache-off broker does not start"
         return 1
     }
+}
+
+frag_scenario () {
+    why=""
+    nocache_start frag-db || return 1
+    FRAG_DB_URL=$NOCACHE_URL
     api_at "$BROKER_URL" frag-setup || { why="frag-setup failed"; return 1; }
     empty_files "$T/frag" compact ranged compact-db ranged-db
     rounds frag_run frag_round compact ranged compact-db ranged-db
     frag_rows "$FRAG_ROW" "" " of 11,136 nodes"
     frag_rows "$FRAG_DB_ROW" -db ", cache off" ref
     api_at "$BROKER_URL" frag-release
-    stop_pids "$FRAG_DB_PID"
+    stop_pids "$NOCACHE_PID"
     return 0
 }
 
 scenario frag steal
+
+# ---- stepstorm: a full-machine job's steps, each one's node fetch storm -----
+#
+# A job on all 11,136 nodes (bench_api stepstorm-setup) runs STEPS steps
+# (BENCH_STEPSTORM_STEPS, 100) one after another, each on all its nodes:
+# the step is reserved, every node fetches it once (11,136 node tokens on
+# 48 connections, closed loop: what each node's agent or switch plugin
+# does at the step's start), and it is released.  Against the broker as
+# configured above (node-fetch cache on, node_cache_ms = 1000 as
+# deployed), and, for the comparison, against a second broker on the same
+# database with node_cache_ms = 0, where each fetch reads the database;
+# at its rate (some 2,500 fetches a second on 2 cores) 100 steps would
+# take 7 minutes a run, so it runs REF_STEPS (BENCH_STEPSTORM_REF_STEPS,
+# 10) of them: the figures are per step or per fetch, the same work
+# either way.  ROUNDS rounds of the two runs,
+# in a rotating order; step ids are fresh in every run.  Each run's
+# database reads per step are the broker's
+# vnib_node_cache_misses_total{kind="step"} over the run, over its steps
+# (every miss is one store_step_get statement; its pool acquires, which
+# also count the step's reserve and release and the background figures,
+# are in the round lines).  Rows, median and range over the rounds:
+#   - a step's 11,136 fetches, median over the steps: <= 1 s with the
+#     cache (a step's tasks start once its nodes have their VNIs; the
+#     round lines give the slowest step too);
+#   - database reads per step: <= 2 with the cache (one per
+#     node_cache_ms, and a second when a storm straddles an expiry; the
+#     first concurrent misses of a storm share one read, see
+#     server/api/cache.c), about 11,136 without;
+#   - fetches/s and the fetches' p50 and p99, with the cache off beside;
+#     the ratio of fetches/s, on over off.
+STEPSTORM_STEPS=${BENCH_STEPSTORM_STEPS:-100}
+STEPSTORM_REF_STEPS=${BENCH_STEPSTORM_REF_STEPS:-10}
+SS_TIME_ROW="step storm: one step's 11,136 fetches, median"
+SS_READS_ROW="step storm: DB reads per step"
+
+stepstorm_not_run () {
+    row_not_run "$SS_TIME_ROW" s "<=" 1 "$1"
+    row_not_run "$SS_READS_ROW" read "<=" 2 "$1"
+}
+
+# ss_counters URL: "STEP-MISSES POOL-ACQUIRES" of URL's /metrics.
+ss_counters () {
+    curl -s "$1/metrics" | awk '
+        $1 == "vnib_node_cache_misses_total{kind=\"step\"}" { m = $2 }
+        $1 == "vnib_db_pool_acquires_total" { a = $2 }
+        END { print m + 0, a + 0 }'
+}
+
+# stepstorm_run on|off ROUND: one run; appends its figures to
+# $T/ss.WHICH.{time,rate,p50,p99,reads} and describes it in r_WHICH.
+stepstorm_run () {
+    case "$1" in
+        on) url=$BROKER_URL n=$STEPSTORM_STEPS ;;
+        off) url=$SS_OFF_URL n=$STEPSTORM_REF_STEPS ;;
+    esac
+    c0=$(ss_counters "$url")
+    bench_out "$T/ss.out" "$url" stepstorm -n "$n" -c 48 -x "r$2$1-"
+    c1=$(ss_counters "$url")
+    t=$(row_of "$T/ss.out" "$SS_TIME_ROW")
+    rate=$(row_of "$T/ss.out" "step storm: fetches/s")
+    p50=$(row_of "$T/ss.out" "step storm: fetch p50")
+    p99=$(row_of "$T/ss.out" "step storm: fetch p99")
+    slowest=$(sed -n 's/^#   stepstorm: .* max \([0-9.]*\)$/\1/p' "$T/ss.out")
+    reads=$(echo "$c0 $c1" | awk -v n="$n" '{ printf "%.3f", ($3 - $1) / n }')
+    acq=$(echo "$c0 $c1" | awk -v n="$n" '{ printf "%.1f", ($4 - $2) / n }')
+    if [ -z "$t" ]; then
+        grep '^#' "$T/ss.out" | head -n 4
+    else
+        echo "$t" >>"$T/ss.$1.time"
+        echo "$rate" >>"$T/ss.$1.rate"
+        echo "$p50" >>"$T/ss.$1.p50"
+        echo "$p99" >>"$T/ss.$1.p99"
+        echo "$reads" >>"$T/ss.$1.reads"
+    fi
+    line="${t:-?} s (slowest ${slowest:-?}), ${rate:-?}/s, p50 ${p50:-?} p99 ${p99:-?} ms, $reads reads ($acq acquires) per step, $n steps"
+    case "$1" in
+        on) r_on=$line ;;
+        off) r_off=$line ;;
+    esac
+}
+
+stepstorm_round () {
+    echo "#   round $1 ($2): cache on: $r_on; cache off: $r_off"
+}
+
+# ss_row NAME FILE UNIT [OP TARGET]: the median and range of FILE's
+# figures, a row with its target, or a reference row without one.
+ss_row () {
+    mr=$(median_range "$2") || {
+        row_not_run "$1" "$3" "${4:-<=}" "${5:-0}" "a run failed"
+        return
+    }
+    set -- "$1" "$2" "$3" "${4:-}" "${5:-}" $mr
+    if [ -n "$4" ]; then
+        row_cmp "$1" "$6" "$3" "$4" "$5" "median of $ROUNDS, range $7-$8"
+    else
+        row_ref "$1" "$6" "$3" "median of $ROUNDS, range $7-$8"
+    fi
+}
+
+stepstorm_scenario () {
+    why=""
+    nocache_start stepstorm-db || return 1
+    SS_OFF_URL=$NOCACHE_URL
+    api_at "$BROKER_URL" stepstorm-setup || {
+        why="stepstorm-setup failed"
+        stop_pids "$NOCACHE_PID"
+        return 1
+    }
+    empty_files "$T/ss.on" time rate p50 p99 reads
+    empty_files "$T/ss.off" time rate p50 p99 reads
+    rounds stepstorm_run stepstorm_round on off
+    ss_row "$SS_TIME_ROW" "$T/ss.on.time" s "<=" 1
+    ss_row "$SS_READS_ROW" "$T/ss.on.reads" read "<=" 2
+    ss_row "step storm: fetches/s, $STEPSTORM_STEPS steps" "$T/ss.on.rate" "req/s"
+    ss_row "step storm: fetch p50" "$T/ss.on.p50" ms
+    ss_row "step storm: fetch p99" "$T/ss.on.p99" ms
+    ss_row "step storm: one step's fetches, cache off" "$T/ss.off.time" s
+    ss_row "step storm: DB reads per step, cache off" "$T/ss.off.reads" read
+    ss_row "step storm: fetches/s, cache off" "$T/ss.off.rate" "req/s"
+    ss_row "step storm: fetch p50, cache off" "$T/ss.off.p50" ms
+    ss_row "step storm: fetch p99, cache off" "$T/ss.off.p99" ms
+    on=$(median_range "$T/ss.on.rate") && off=$(median_range "$T/ss.off.rate") &&
+        row_ref "step storm: fetches/s, cache on / cache off" \
+            "$(awk -v a="${on%% *}" -v b="${off%% *}" 'BEGIN { print a / b }')" ratio \
+            "of the medians, ${on%% *} / ${off%% *}"
+    api_at "$BROKER_URL" stepstorm-release
+    stop_pids "$NOCACHE_PID"
+    return 0
+}
+
+scenario stepstorm steal
 
 # ---- the FM release-queue drain --------------------------------------------
 #
