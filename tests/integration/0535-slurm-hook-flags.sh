@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The hook path (vnib-slurm-hook, vnib_spank.so) under the slurm.conf
 # forms sites use beyond 0510's: several scripts for one Prolog and
-# Epilog (a glob, "prolog.d/*", in every release; a comma-separated list
-# from 24.05 on), each of which runs, ours among them; and on Slurm 24.05
+# Epilog (a glob, "prolog.d/*", in every release; several Prolog= and
+# Epilog= lines from 24.05 on), each of which runs, ours among them; and on Slurm 24.05
 # and later PrologFlags=RunInJob, where the node Prolog and Epilog run
 # inside the job's extern slurmstepd.  Slurm 22.05's node Prolog has no
 # SLURM_JOB_NODELIST (23.02.6 added it): the hook needs none.  In each
@@ -86,13 +86,15 @@ else
 fi
 slurm_stop
 
-# ---- 24.05+: a comma-separated list, and PrologFlags=RunInJob ------------------
+# ---- 24.05+: several Prolog= lines, and PrologFlags=RunInJob -------------------
 # RunInJob: the node Prolog and Epilog run in the job's extern slurmstepd.
 if [ "$VNIB_SLURM_RELEASE" -ge 2405 ]; then
-    slurm_start prolog="$T/first.sh,$H" epilog="$H,$T/last.sh" prolog_ctld="$H" \
-        epilog_ctld="$H" plugstack="$T/plugstack.conf" prolog_flags=RunInJob ||
+    slurm_start prolog="$T/first.sh" epilog="$H" prolog_ctld="$H" \
+        epilog_ctld="$H" plugstack="$T/plugstack.conf" prolog_flags=RunInJob \
+        conf="Prolog=$H
+Epilog=$T/last.sh" ||
         { not_ok "slurm starts with PrologFlags=RunInJob"; slurm_dump_logs; finish; }
-    ok "Slurm $VNIB_SLURM_VERSION is up with Prolog=first.sh,hook, Epilog=hook,last.sh and PrologFlags=RunInJob"
+    ok "Slurm $VNIB_SLURM_VERSION is up with two Prolog= and two Epilog= lines and PrologFlags=RunInJob"
     run_job "RunInJob"
     j=$LAST_JOB
     wait_for 10 _marks
@@ -100,7 +102,7 @@ if [ "$VNIB_SLURM_RELEASE" -ge 2405 ]; then
         "$(ls "$T/marks" | grep -c "^\(first\|last\)\.n[12]\.$j\$")" 4
     slurm_stop
 else
-    skip "a comma-separated Prolog list and PrologFlags=RunInJob: Slurm $VNIB_SLURM_VERSION has neither (24.05 and later do)"
+    skip "several Prolog= lines and PrologFlags=RunInJob: Slurm $VNIB_SLURM_VERSION has neither (24.05 and later do)"
 fi
 expect_db_consistent
 finish

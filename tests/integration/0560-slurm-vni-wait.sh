@@ -55,7 +55,9 @@ expect_eq "job $b runs" "$(slurm_job_state "$b")" RUNNING
 sleep 2
 expect_eq "job $c waits: PENDING while the pool is held" "$(slurm_job_state "$c")" PENDING
 expect_eq "... with the reason Resources" "$(reason "$c")" Resources
-expect_eq "... though its node has free CPUs" "$(timeout 5 sinfo -h -N -o '%t' | grep -c idle)" 1
+idle=$(timeout 5 sinfo -h -N -o '%t' | grep -c idle)
+[ "$idle" -ge 1 ] && ok "... though the cluster has idle nodes ($idle)" ||
+    not_ok "... though the cluster has idle nodes ($idle)"
 grep -q "JobId=$c waits for VNIs" "$VNIB_SLURM_LOGS/slurmctld.log" &&
     ok "slurmctld's log says why it waits" || not_ok "slurmctld's log says why it waits"
 

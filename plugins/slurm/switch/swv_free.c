@@ -32,11 +32,14 @@ struct swv_free {
     int64_t bucket_ms;
     swv_free_fetch_fn fetch;
     swv_free_log_fn log;
+    swv_free_nudge_fn nudge;
     void *arg;
     /* under lock */
     long free_vnis;
     long per_job_default;
     int64_t fetched_ms; /* 0: never */
+    bool refused;       /* a job was told to wait since the last nudge */
+    long refused_avail; /* ... seeing this many free and unclaimed */
     struct slot slots[SLOTS];
 };
 
@@ -51,34 +54,38 @@ static long claimed(const struct swv_free *f, int64_t epoch)
     return sum;
 }
 
+/* What jobs need: need, or the broker's default for -1. */
+static long resolve(const struct swv_free *f, int need)
+{
+    return need < 0 ? f->per_job_default : need;
+}
+
+static bool fresh(const struct swv_free *f, int64_t now_ms)
+{
+    return f->fetched_ms != 0 && now_ms - f->fetched_ms <= 3 * f->interval_ms;
+}
+
 bool swv_free_admit_at(struct swv_free *f,
                        int need,
                        int64_t now_ms,
                        long *freep)
 {
-    int64_t epoch = now_ms / f->bucket_ms;
-    struct slot *s = &f->slots[epoch % SLOTS];
     bool ok = true;
     long avail;
 
     pthread_mutex_lock(&f->lock);
-    if (f->fetched_ms == 0 || now_ms - f->fetched_ms > 3 * f->interval_ms) {
+    if (!fresh(f, now_ms)) {
         *freep = -1;
         goto out;
     }
-    if (need < 0)
-        need = (int)f->per_job_default;
-    avail = f->free_vnis - claimed(f, epoch);
+    avail = f->free_vnis - claimed(f, now_ms / f->bucket_ms);
     *freep = avail;
-    if (need > avail) {
+    if (resolve(f, need) > avail) {
         ok = false;
-        goto out;
+        if (!f->refused || avail < f->refused_avail)
+            f->refused_avail = avail;
+        f->refused = true;
     }
-    if (s->epoch != epoch) {
-        s->epoch = epoch;
-        s->count = 0;
-    }
-    s->count += need;
 out:
     pthread_mutex_unlock(&f->lock);
     return ok;
@@ -87,6 +94,42 @@ out:
 bool swv_free_admit(struct swv_free *f, int need, long *freep)
 {
     return swv_free_admit_at(f, need, monotime_ms(), freep);
+}
+
+void swv_free_claim_at(struct swv_free *f, int need, int64_t now_ms)
+{
+    int64_t epoch = now_ms / f->bucket_ms;
+    struct slot *s = &f->slots[epoch % SLOTS];
+
+    pthread_mutex_lock(&f->lock);
+    if (fresh(f, now_ms)) {
+        if (s->epoch != epoch) {
+            s->epoch = epoch;
+            s->count = 0;
+        }
+        s->count += resolve(f, need);
+    }
+    pthread_mutex_unlock(&f->lock);
+}
+
+void swv_free_claim(struct swv_free *f, int need)
+{
+    swv_free_claim_at(f, need, monotime_ms());
+}
+
+bool swv_free_should_nudge(struct swv_free *f, int64_t now_ms)
+{
+    bool nudge = false;
+
+    pthread_mutex_lock(&f->lock);
+    if (f->refused && fresh(f, now_ms)
+        && f->free_vnis - claimed(f, now_ms / f->bucket_ms)
+               > f->refused_avail) {
+        f->refused = false;
+        nudge = true;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return nudge;
 }
 
 void swv_free_update_at(struct swv_free *f,
@@ -115,8 +158,11 @@ static void *poll_loop(void *arg)
 
         pthread_mutex_unlock(&f->lock);
         rc = f->fetch(f->arg, &free_vnis, &per_job, &err);
-        if (rc == 0)
+        if (rc == 0) {
             swv_free_update_at(f, free_vnis, per_job, monotime_ms());
+            if (f->nudge != NULL && swv_free_should_nudge(f, monotime_ms()))
+                f->nudge();
+        }
         if ((rc < 0) != failing && f->log != NULL)
             f->log(f->arg, rc == 0, rc == 0 ? "" : err.text);
         failing = rc < 0;
@@ -140,6 +186,7 @@ struct swv_free *swv_free_create(long interval_ms,
                                  long claim_ms,
                                  swv_free_fetch_fn fetch,
                                  swv_free_log_fn log,
+                                 swv_free_nudge_fn nudge,
                                  void *arg,
                                  vnib_error_t *errp)
 {
@@ -160,6 +207,7 @@ struct swv_free *swv_free_create(long interval_ms,
     f->bucket_ms = claim_ms / SLOTS;
     f->fetch = fetch;
     f->log = log;
+    f->nudge = nudge;
     f->arg = arg;
     for (int i = 0; i < SLOTS; i++)
         f->slots[i].epoch = INT64_MIN / 2;

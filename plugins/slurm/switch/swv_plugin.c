@@ -298,8 +298,14 @@ int swv_step_complete(const struct swv_step *si)
         pthread_mutex_lock(&stepmgr_lock);
         jd = stepmgr_job;
         pthread_mutex_unlock(&stepmgr_lock);
-        if (jd.token[0] == '\0')
-            return SLURM_SUCCESS; /* not this process's step */
+        if (jd.token[0] == '\0') {
+            debug(
+                "switch/vnib: JobId=%s StepId=%s: no job token here; the "
+                "job's release releases the step",
+                job,
+                step);
+            return SLURM_SUCCESS;
+        }
     }
     if (swv_ctld_step_end(
             &swv_cfg, jd.token[0] != '\0' ? jd.token : NULL, job, step, &err)
@@ -310,6 +316,8 @@ int swv_step_complete(const struct swv_step *si)
             job,
             step,
             err.text);
+    else
+        debug("switch/vnib: JobId=%s StepId=%s: step released", job, step);
     explicit_bzero(&jd, sizeof(jd));
     return SLURM_SUCCESS;
 }
@@ -352,6 +360,22 @@ static void free_log(void *arg, bool ok, const char *text)
             text);
 }
 
+#if SWV_IFACE == 25
+/* slurmctld's own: a scheduling pass at its next chance (thread-safe).
+ * Weak, so that the plugin loads in every other Slurm program. */
+#pragma weak queue_job_scheduler
+
+/* VNIs came back for a job told to wait: nothing in Slurm would try it
+ * again before its next periodic pass (sched_interval, 60 s). */
+static void free_nudge(void)
+{
+    if (queue_job_scheduler != NULL)
+        queue_job_scheduler();
+}
+#else
+#define free_nudge NULL
+#endif
+
 static void free_start(void)
 {
     vnib_error_t err = {0};
@@ -362,6 +386,7 @@ static void free_start(void)
                                  10000 + 5 * swv_cfg.free_poll_ms,
                                  free_fetch,
                                  free_log,
+                                 free_nudge,
                                  NULL,
                                  &err);
     if (free_count == NULL)
@@ -385,13 +410,32 @@ static int job_start_test(job_record_t *job_ptr)
         return SLURM_SUCCESS;
     /* An out-of-tree plugin cannot add a reason: "Resources" it is. */
     job_ptr->state_reason = WAIT_RESOURCES;
-    debug(
-        "switch/vnib: JobId=%u waits for VNIs: it needs %d, %ld free "
-        "and unclaimed",
-        job_ptr->job_id,
-        net.vnis,
-        free_vnis);
+    if (net.vnis < 0)
+        debug(
+            "switch/vnib: JobId=%u waits for VNIs: it needs the broker's "
+            "default, %ld free and unclaimed",
+            job_ptr->job_id,
+            free_vnis);
+    else
+        debug(
+            "switch/vnib: JobId=%u waits for VNIs: it needs %d, %ld free "
+            "and unclaimed",
+            job_ptr->job_id,
+            net.vnis,
+            free_vnis);
     return SLURM_ERROR;
+}
+
+/* slurmctld starts the job (the test passed under the same locks): its
+ * VNIs are claimed until the broker counts them. */
+static void job_start_claim(job_record_t *job_ptr)
+{
+    vnib_error_t err = {0};
+    struct swv_network net;
+
+    if (free_count != NULL
+        && swv_network_parse(&swv_cfg, job_ptr->network, NULL, &net, &err) == 0)
+        swv_free_claim(free_count, net.vnis);
 }
 
 int swv_job_start(job_record_t *job_ptr, bool test_only)
@@ -407,8 +451,11 @@ int swv_job_start(job_record_t *job_ptr, bool test_only)
 
     if (test_only)
         return job_start_test(job_ptr);
+    if (!running_in_slurmctld())
+        return SLURM_SUCCESS;
+    job_start_claim(job_ptr);
 #if SWV_IFACE >= 24
-    if (!running_in_slurmctld() || !(job_ptr->bit_flags & STEPMGR_ENABLED))
+    if (!(job_ptr->bit_flags & STEPMGR_ENABLED))
         return SLURM_SUCCESS;
     /* A stepmgr job: its steps are created on its batch host, which gets
      * the job's token, never slurmctld's.  Reserve the job now. */

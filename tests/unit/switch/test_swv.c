@@ -225,9 +225,10 @@ static void test_jobdata(void **state)
     assert_int_equal(out.job_resv, 0);
 }
 
-/* slurmctld's free count: admits while the count allows, claims what it
- * admits, forgets claims after claim_ms, and admits everything when the
- * count is unknown or stale. */
+/* slurmctld's free count: admits while the count allows, counts what
+ * started jobs claimed, forgets claims after claim_ms, admits everything
+ * when the count is unknown or stale, and asks for a scheduling pass
+ * once VNIs come back for a refused job. */
 static void test_free_count(void **state)
 {
     vnib_error_t err = {0};
@@ -235,31 +236,40 @@ static void test_free_count(void **state)
     long free_vnis = 0;
 
     (void)state;
-    assert_null(swv_free_create(0, 1000, NULL, NULL, NULL, &err));
-    f = swv_free_create(1000, 3200, NULL, NULL, NULL, &err);
+    assert_null(swv_free_create(0, 1000, NULL, NULL, NULL, NULL, &err));
+    f = swv_free_create(1000, 3200, NULL, NULL, NULL, NULL, &err);
     assert_non_null(f);
-    /* never fetched: admitted, count unknown */
+    /* never fetched: admitted, count unknown, nothing claimed */
     assert_true(swv_free_admit_at(f, 4, 5000, &free_vnis));
     assert_int_equal(free_vnis, -1);
+    swv_free_claim_at(f, 4, 5000);
 
     swv_free_update_at(f, 5, 2, 10000);
-    assert_true(swv_free_admit_at(f, 2, 10000, &free_vnis));
+    /* the test alone claims nothing: asked twice, the same answer */
+    assert_true(swv_free_admit_at(f, 5, 10000, &free_vnis));
+    assert_true(swv_free_admit_at(f, 5, 10000, &free_vnis));
     assert_int_equal(free_vnis, 5);
-    assert_true(swv_free_admit_at(f, -1, 10100, &free_vnis)); /* default 2 */
-    assert_int_equal(free_vnis, 3);
-    assert_false(swv_free_admit_at(f, 2, 10200, &free_vnis)); /* 1 left */
+    swv_free_claim_at(f, 2, 10000);
+    swv_free_claim_at(f, -1, 10100); /* the default, 2 */
+    assert_true(swv_free_admit_at(f, 1, 10200, &free_vnis));
     assert_int_equal(free_vnis, 1);
-    assert_true(swv_free_admit_at(f, 1, 10300, &free_vnis));
+    assert_false(swv_free_admit_at(f, 2, 10200, &free_vnis));
+    assert_false(swv_free_admit_at(f, -1, 10200, &free_vnis));
+    swv_free_claim_at(f, 1, 10300);
     assert_false(swv_free_admit_at(f, 1, 10400, &free_vnis));
     assert_int_equal(free_vnis, 0);
     /* a job needing none always starts */
     assert_true(swv_free_admit_at(f, 0, 10400, &free_vnis));
 
-    /* the broker's count catches up; the claims still hold */
+    /* no nudge while nothing came back */
     swv_free_update_at(f, 5, 2, 11000);
+    assert_false(swv_free_should_nudge(f, 11000));
     assert_false(swv_free_admit_at(f, 1, 11000, &free_vnis));
-    /* after claim_ms (plus one bucket) they are gone */
+    /* after claim_ms (plus one bucket) the claims are gone: VNIs came
+     * back for the refused jobs, one nudge */
     swv_free_update_at(f, 5, 2, 13700);
+    assert_true(swv_free_should_nudge(f, 13700));
+    assert_false(swv_free_should_nudge(f, 13700));
     assert_true(swv_free_admit_at(f, 5, 13700, &free_vnis));
     assert_int_equal(free_vnis, 5);
 
@@ -290,7 +300,7 @@ static void test_free_thread(void **state)
     int i;
 
     (void)state;
-    f = swv_free_create(20, 1000, fake_fetch, NULL, NULL, &err);
+    f = swv_free_create(20, 1000, fake_fetch, NULL, NULL, NULL, &err);
     assert_non_null(f);
     for (i = 0; i < 200 && fetches < 3; i++)
         usleep(10000);
