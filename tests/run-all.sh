@@ -119,9 +119,9 @@ run_fuzz_regressions () {
 # the environment given before it.
 run_script () {
     t=$1
-    name=$2
+    label=$2
     shift 2
-    out=$log/$name.out
+    out=$log/$label.out
     start=$(date +%s)
     env "$@" bash "$t" >"$out" 2>&1
     rc=$?
@@ -130,17 +130,17 @@ run_script () {
     p=${1:-0} f=${2:-1} s=${3:-0}
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
     passed=$((passed + p))
-    [ "$s" -eq 0 ] || note_skips "$name" "$s" \
+    [ "$s" -eq 0 ] || note_skips "$label" "$s" \
         "$(sed -n 's/^ok [0-9]* # skip //p' "$out")"
     secs=$(($(date +%s) - start))
     sk=""
     [ "$s" -eq 0 ] || sk=", $s skipped"
     if [ "$f" -gt 0 ]; then
-        note_fail "$name" "$f"
-        echo "FAIL integration $name ($p passed, $f failed$sk, ${secs}s)"
+        note_fail "$label" "$f"
+        echo "FAIL integration $label ($p passed, $f failed$sk, ${secs}s)"
         grep -v '^ok ' "$out" | sed 's/^/    /' | tail -n 60
     else
-        echo "ok   integration $name ($p checks$sk, ${secs}s)"
+        echo "ok   integration $label ($p checks$sk, ${secs}s)"
     fi
 }
 
