@@ -227,4 +227,32 @@ else
     [ "$FAILED" -eq 0 ] || sed 's/^/#   postinst: /' "$T/postinst.log"
 fi
 
+# ---- make deb SLURM_PREFIX=: vnibroker-slurm for another Slurm ----------------
+# A Slurm deploy/tools/slurm-build.sh built (make deps builds 24.11): the
+# switch plugin goes to that Slurm's PluginDir, is compiled for its
+# version, and the package breaks no Debian Slurm package.
+other=$(sh "$TOP/deploy/tools/slurm-build.sh" --dirs 2>/dev/null | head -n 1)
+if [ -z "$other" ]; then
+    skip "make deb SLURM_PREFIX=: no other Slurm built here (make deps builds 24.11)"
+else
+    OUT2=$BUILD/deb-test-other
+    make --no-print-directory -C "$TOP" BUILD="$BUILD/deb-build-other" DEB_DIR="$OUT2" \
+        SLURM_PREFIX="$other/prefix" deb >"$T/deb2.log" 2>&1
+    rc=$?
+    v=${other##*/slurm-}
+    expect_eq "make deb SLURM_PREFIX=$other/prefix succeeds" "$rc" 0
+    [ "$rc" -eq 0 ] || tail -25 "$T/deb2.log" | sed 's/^/#   /'
+    deb2=$OUT2/vnibroker-slurm_${VERSION}_$ARCH.deb
+    so=${other#/}/prefix/lib/slurm/switch_vnib.so
+    expect_eq "its switch_vnib.so goes to that Slurm's PluginDir" \
+        "$(dpkg-deb -c "$deb2" 2>/dev/null | awk '{ print $6 }' | grep -c "^\./$so\$")" 1
+    expect_eq "... and breaks no Debian Slurm package" "$(dpkg-deb -f "$deb2" Breaks 2>/dev/null)" ""
+    rm -rf "$T/other" && mkdir -p "$T/other" && dpkg-deb -x "$deb2" "$T/other"
+    a=$(nm -D "$T/other/$so" 2>/dev/null | awk '$3 == "plugin_version" { print $1 }')
+    got=$(objdump -s --start-address=0x$a --stop-address=$(printf '0x%x' $((0x${a:-0} + 4))) \
+        "$T/other/$so" 2>/dev/null | tail -n 1 | awk '{ print $2 }')
+    want=$(echo "$v" | awk -F. '{ printf "%02x%02x%02x00", $3, $2, $1 }')
+    expect_eq "its plugin_version is Slurm $v's (the loader compares it)" "$got" "$want"
+fi
+
 finish
