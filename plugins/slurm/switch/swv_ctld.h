@@ -13,7 +13,7 @@
  * spool) for `vnib-slurm-hook reconcile`, never dropped.
  *
  * These functions know nothing of Slurm's structures: the plugin's
- * Slurm-facing file (switch_vnib.c) passes plain strings.
+ * Slurm-facing files (swv_plugin.c) pass plain strings.
  */
 #ifndef SWV_CTLD_H
 #define SWV_CTLD_H

@@ -2,7 +2,8 @@
 /* swv_iface22: switch/vnib's entry points for Slurm 22.05 to 23.11.
  *
  * The symbols src/common/switch.c (src/interfaces/switch.c from 23.02)
- * looks up, each adapted to swv_plugin.h.  A step's data is a
+ * looks up under 22.05's names (the ones every release shares are in
+ * swv_iface.c), each adapted to swv_plugin.h.  A step's data is a
  * switch_jobinfo_t; slurmctld builds it at step creation and ends it
  * with job_step_complete; the job ends with job_complete(job_id).
  * Suspending keeps a step's services and VNIs (the reservation stays),
@@ -38,8 +39,6 @@ int switch_p_unpack_jobinfo(switch_jobinfo_t **jobinfo,
                             buf_t *buffer,
                             uint16_t protocol_version);
 int switch_p_get_jobinfo(switch_jobinfo_t *jobinfo, int key, void *data);
-int switch_p_job_preinit(stepd_step_rec_t *job);
-int switch_p_job_init(stepd_step_rec_t *job);
 int switch_p_job_suspend_test(switch_jobinfo_t *jobinfo);
 void switch_p_job_suspend_info_get(switch_jobinfo_t *jobinfo,
                                    void *suspend_info);
@@ -53,15 +52,6 @@ void switch_p_job_suspend_info_free(void *suspend_info);
 int switch_p_job_suspend(void *suspend_info, int max_wait);
 int switch_p_job_resume(void *suspend_info, int max_wait);
 int switch_p_job_fini(switch_jobinfo_t *jobinfo);
-int switch_p_job_postfini(stepd_step_rec_t *job);
-int switch_p_job_attach(switch_jobinfo_t *jobinfo,
-                        char ***env,
-                        uint32_t nodeid,
-                        uint32_t procid,
-                        uint32_t nnodes,
-                        uint32_t nprocs,
-                        uint32_t rank);
-int switch_p_job_step_complete(switch_jobinfo_t *jobinfo, char *nodelist);
 int switch_p_job_step_allocated(switch_jobinfo_t *jobinfo, char *nodelist);
 int switch_p_job_step_pre_suspend(stepd_step_rec_t *job);
 int switch_p_job_step_post_suspend(stepd_step_rec_t *job);
@@ -154,12 +144,6 @@ int switch_p_get_jobinfo(switch_jobinfo_t *jobinfo, int key, void *data)
     return SLURM_ERROR;
 }
 
-int switch_p_job_step_complete(switch_jobinfo_t *jobinfo, char *nodelist)
-{
-    (void)nodelist;
-    return swv_step_complete(jobinfo);
-}
-
 /* A step still running when slurmctld restarted: its reservations are in
  * the broker, not in memory, so nothing is rebuilt. */
 int switch_p_job_step_allocated(switch_jobinfo_t *jobinfo, char *nodelist)
@@ -172,36 +156,6 @@ int switch_p_job_step_allocated(switch_jobinfo_t *jobinfo, char *nodelist)
 void switch_p_job_complete(uint32_t job_id)
 {
     swv_job_complete(job_id);
-}
-
-int switch_p_job_preinit(stepd_step_rec_t *job)
-{
-    return swv_stepd_preinit(job);
-}
-
-int switch_p_job_postfini(stepd_step_rec_t *job)
-{
-    return swv_stepd_postfini(job);
-}
-
-int switch_p_job_attach(switch_jobinfo_t *jobinfo,
-                        char ***env,
-                        uint32_t nodeid,
-                        uint32_t procid,
-                        uint32_t nnodes,
-                        uint32_t nprocs,
-                        uint32_t rank)
-{
-    /* The environment was set in the step's env array at preinit, which
-     * every task copies. */
-    (void)jobinfo;
-    (void)env;
-    (void)nodeid;
-    (void)procid;
-    (void)nnodes;
-    (void)nprocs;
-    (void)rank;
-    return SLURM_SUCCESS;
 }
 
 void switch_p_job_suspend_info_get(switch_jobinfo_t *jobinfo,
@@ -262,8 +216,6 @@ static int suspend_nothing(void *suspend_info, int max_wait)
 }
 
 int switch_p_libstate_clear(void) __attribute__((alias("nothing")));
-int switch_p_job_init(stepd_step_rec_t *job)
-    __attribute__((alias("stepd_nothing")));
 int switch_p_job_step_pre_suspend(stepd_step_rec_t *job)
     __attribute__((alias("stepd_nothing")));
 int switch_p_job_step_post_suspend(stepd_step_rec_t *job)

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* swv_iface25: switch/vnib's entry points for Slurm 25.11 and later.
+/* swv_iface25: switch/vnib's entry points that Slurm 25.11 renamed or
+ * added (what 24.05 and later share is in swv_iface24.c, what every
+ * release shares in swv_iface.c).
  *
  * 25.11 renamed the calls again (jobinfo_*, stepinfo_*), passes the job's
  * blob to stepinfo_build instead of the step layout, asks whether the
@@ -13,10 +15,6 @@
 
 #if SWV_IFACE == 25
 
-int init(void);
-void fini(void);
-int switch_p_save(void);
-int switch_p_restore(bool recover);
 void switch_p_jobinfo_pack(void *switch_jobinfo,
                            buf_t *buffer,
                            uint16_t protocol_version);
@@ -37,46 +35,10 @@ int switch_p_stepinfo_unpack(switch_stepinfo_t **stepinfo,
                              buf_t *buffer,
                              uint16_t protocol_version);
 bool switch_p_setup_special_steps(void);
-int switch_p_job_preinit(stepd_step_rec_t *step);
-int switch_p_job_init(stepd_step_rec_t *step);
-int switch_p_job_postfini(stepd_step_rec_t *step);
-int switch_p_job_attach(switch_stepinfo_t *stepinfo,
-                        char ***env,
-                        uint32_t nodeid,
-                        uint32_t procid,
-                        uint32_t nnodes,
-                        uint32_t nprocs,
-                        uint32_t rank);
-int switch_p_job_step_complete(switch_stepinfo_t *stepinfo, char *nodelist);
 int switch_p_job_start(job_record_t *job_ptr, bool test_only);
-void switch_p_job_complete(job_record_t *job_ptr);
 uint32_t switch_p_job_channel(job_record_t *job_ptr, char *node_name);
-int switch_p_fs_init(stepd_step_rec_t *step);
 void switch_p_stepmgr_init(void);
 void switch_p_stepmgr_fini(uint32_t job_id);
-void switch_p_extern_step_fini(uint32_t job_id);
-
-int init(void)
-{
-    return swv_plugin_init();
-}
-
-void fini(void)
-{
-    swv_plugin_fini();
-}
-
-/* The broker holds the state. */
-int switch_p_save(void)
-{
-    return SLURM_SUCCESS;
-}
-
-int switch_p_restore(bool recover)
-{
-    (void)recover;
-    return SLURM_SUCCESS;
-}
 
 void switch_p_jobinfo_pack(void *switch_jobinfo,
                            buf_t *buffer,
@@ -149,50 +111,9 @@ bool switch_p_setup_special_steps(void)
     return false;
 }
 
-int switch_p_job_preinit(stepd_step_rec_t *step)
-{
-    return swv_stepd_preinit(step);
-}
-
-int switch_p_job_postfini(stepd_step_rec_t *step)
-{
-    return swv_stepd_postfini(step);
-}
-
-int switch_p_job_attach(switch_stepinfo_t *stepinfo,
-                        char ***env,
-                        uint32_t nodeid,
-                        uint32_t procid,
-                        uint32_t nnodes,
-                        uint32_t nprocs,
-                        uint32_t rank)
-{
-    /* The environment was set in the step's env array at preinit. */
-    (void)stepinfo;
-    (void)env;
-    (void)nodeid;
-    (void)procid;
-    (void)nnodes;
-    (void)nprocs;
-    (void)rank;
-    return SLURM_SUCCESS;
-}
-
-int switch_p_job_step_complete(switch_stepinfo_t *stepinfo, char *nodelist)
-{
-    (void)nodelist;
-    return swv_step_complete(stepinfo);
-}
-
 int switch_p_job_start(job_record_t *job_ptr, bool test_only)
 {
     return swv_job_start(job_ptr, test_only);
-}
-
-void switch_p_job_complete(job_record_t *job_ptr)
-{
-    swv_job_complete(job_ptr->job_id);
-    switch_p_jobinfo_free(job_ptr);
 }
 
 /* No per-node channel: Slurm's "none". */
@@ -203,30 +124,15 @@ uint32_t switch_p_job_channel(job_record_t *job_ptr, char *node_name)
     return NO_VAL;
 }
 
-static int stepd_nothing(stepd_step_rec_t *step)
-{
-    (void)step;
-    return SLURM_SUCCESS;
-}
-
-int switch_p_job_init(stepd_step_rec_t *step)
-    __attribute__((alias("stepd_nothing")));
-int switch_p_fs_init(stepd_step_rec_t *step)
-    __attribute__((alias("stepd_nothing")));
-
 /* The stepmgr learns its job from the job record (jobinfo_unpack). */
 void switch_p_stepmgr_init(void)
 {
 }
 
-static void job_nothing(uint32_t job_id)
+/* The job's end in its stepmgr: the job's release is slurmctld's. */
+void switch_p_stepmgr_fini(uint32_t job_id)
 {
     (void)job_id;
 }
-
-void switch_p_stepmgr_fini(uint32_t job_id)
-    __attribute__((alias("job_nothing")));
-void switch_p_extern_step_fini(uint32_t job_id)
-    __attribute__((alias("job_nothing")));
 
 #endif /* SWV_IFACE == 25 */

@@ -5,21 +5,24 @@
  * A switch plugin is compiled against the source tree of the Slurm that
  * loads it, and the switch interface changed three times between 22.05
  * and 26.05 (plugins/slurm/README.md, "Slurm versions").  The plugin's
- * logic (switch_vnib.c) is written once against what stayed the same
+ * logic (swv_plugin.c) is written once against what stayed the same
  * (job_record_t, step_record_t, stepd_step_rec_t and their fields); this
- * header names what did not, and exactly one of the three entry-point
- * files exports the symbols of the interface being built:
+ * header names what did not, and SWV_IFACE says which entry points are
+ * built:
  *
  *   SWV_IFACE 22  22.05 to 23.11  swv_iface22.c  *_jobinfo, suspend calls
  *   SWV_IFACE 24  24.05 to 25.05  swv_iface24.c  *_stepinfo, job-level
  *                                                pack/unpack, job_start
- *   SWV_IFACE 25  25.11 and later swv_iface25.c  jobinfo_ and stepinfo_,
+ *   SWV_IFACE 25  25.11 and later swv_iface24.c  what 24.05+ shares, and
+ *                                 swv_iface25.c  jobinfo_ and stepinfo_,
  *                                                job_start(test_only),
  *                                                stepmgr_init/fini
  *
- * Each file exports the union of the symbols its releases look up: the
- * loader resolves only the names its own table lists, so a symbol a
- * release does not know is never called, and none it asks for is missing.
+ * and swv_iface.c those every release looks up under one name.  The
+ * symbols exported are the union of those the releases of an interface
+ * look up: the loader resolves only the names its own table lists, so a
+ * symbol a release does not know is never called, and none it asks for
+ * is missing.
  *
  * Slurm opens plugins with lazy binding, so a Slurm function the plugin
  * calls that its release no longer has (slurm_seterrno went in 24.05)

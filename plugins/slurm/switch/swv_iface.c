@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* swv_iface: switch/vnib's entry points that every Slurm release from
+ * 22.05 to 26.05 looks up under the same name and signature.
+ *
+ * A step's data is `struct swv_step *` whatever the release calls the
+ * type (swv_slurm.h), so these are written once; each release's own
+ * names are in swv_iface22.c, swv_iface24.c and swv_iface25.c.
+ */
+#include "swv_plugin.h"
+
+int switch_p_job_preinit(stepd_step_rec_t *step);
+int switch_p_job_init(stepd_step_rec_t *step);
+int switch_p_job_postfini(stepd_step_rec_t *step);
+int switch_p_job_attach(struct swv_step *stepinfo,
+                        char ***env,
+                        uint32_t nodeid,
+                        uint32_t procid,
+                        uint32_t nnodes,
+                        uint32_t nprocs,
+                        uint32_t rank);
+int switch_p_job_step_complete(struct swv_step *stepinfo, char *nodelist);
+
+/* Before the tasks start, as root: create the step's services and set
+ * its environment. */
+int switch_p_job_preinit(stepd_step_rec_t *step)
+{
+    return swv_stepd_preinit(step);
+}
+
+/* Nothing between preinit and the tasks. */
+int switch_p_job_init(stepd_step_rec_t *step)
+{
+    (void)step;
+    return SLURM_SUCCESS;
+}
+
+/* After the step's processes are gone: destroy its services. */
+int switch_p_job_postfini(stepd_step_rec_t *step)
+{
+    return swv_stepd_postfini(step);
+}
+
+/* The environment was set in the step's env array at preinit, which
+ * every task copies. */
+int switch_p_job_attach(struct swv_step *stepinfo,
+                        char ***env,
+                        uint32_t nodeid,
+                        uint32_t procid,
+                        uint32_t nnodes,
+                        uint32_t nprocs,
+                        uint32_t rank)
+{
+    (void)stepinfo;
+    (void)env;
+    (void)nodeid;
+    (void)procid;
+    (void)nnodes;
+    (void)nprocs;
+    (void)rank;
+    return SLURM_SUCCESS;
+}
+
+/* A step record ended (slurmctld, or the job's stepmgr). */
+int switch_p_job_step_complete(struct swv_step *stepinfo, char *nodelist)
+{
+    (void)nodelist;
+    return swv_step_complete(stepinfo);
+}
