@@ -10,8 +10,9 @@
  * such a job and keeps the job token there for its stepmgr (swv_plugin.h).
  * Later 24.x releases added fs_init (24.05.1), extern_stepinfo (24.05.2)
  * and extern_step_fini (24.11.0): all are exported, and a release that
- * does not ask for one never calls it.  25.11's names are in
- * swv_iface25.c, those every release shares in swv_iface.c.
+ * does not ask for one never calls it.  The blobs' calls have one body
+ * each, exported under 24.05's names or 25.11's; 25.11's other entry
+ * points are in swv_iface25.c, those every release shares in swv_iface.c.
  */
 #include "swv_plugin.h"
 
@@ -67,47 +68,96 @@ void switch_p_extern_step_fini(uint32_t job_id)
     (void)job_id;
 }
 
-#endif /* SWV_IFACE >= 24 */
+/* ---- the blobs: 24.05's names, 25.11's the same bodies --------------------
+ */
 
-#if SWV_IFACE == 24
-
-void switch_p_pack_jobinfo(void *switch_jobinfo,
-                           buf_t *buffer,
-                           uint16_t protocol_version);
-int switch_p_unpack_jobinfo(void **switch_jobinfo,
-                            buf_t *buffer,
-                            uint16_t protocol_version);
-int switch_p_build_stepinfo(switch_stepinfo_t **stepinfo,
-                            slurm_step_layout_t *step_layout,
-                            step_record_t *step_ptr);
-void switch_p_duplicate_stepinfo(switch_stepinfo_t *source,
-                                 switch_stepinfo_t **dest);
-void switch_p_free_stepinfo(switch_stepinfo_t *stepinfo);
-void switch_p_pack_stepinfo(switch_stepinfo_t *stepinfo,
-                            buf_t *buffer,
-                            uint16_t protocol_version);
-int switch_p_unpack_stepinfo(switch_stepinfo_t **stepinfo,
-                             buf_t *buffer,
-                             uint16_t protocol_version);
-void switch_p_job_start(job_record_t *job_ptr);
-void switch_p_extern_stepinfo(switch_stepinfo_t **stepinfo,
-                              job_record_t *job_ptr);
-
-void switch_p_pack_jobinfo(void *switch_jobinfo,
-                           buf_t *buffer,
-                           uint16_t protocol_version)
+static void jobinfo_pack(void *switch_jobinfo,
+                         buf_t *buffer,
+                         uint16_t protocol_version)
 {
     (void)protocol_version;
     swv_jobdata_pack(switch_jobinfo, buffer);
 }
 
-int switch_p_unpack_jobinfo(void **switch_jobinfo,
-                            buf_t *buffer,
-                            uint16_t protocol_version)
+static int jobinfo_unpack(void **switch_jobinfo,
+                          buf_t *buffer,
+                          uint16_t protocol_version)
 {
     (void)protocol_version;
     return swv_jobdata_unpack(switch_jobinfo, buffer);
 }
+
+static void stepinfo_duplicate(switch_stepinfo_t *source,
+                               switch_stepinfo_t **dest)
+{
+    *dest = swv_step_dup(source);
+}
+
+static void stepinfo_free(switch_stepinfo_t *stepinfo)
+{
+    swv_step_free(stepinfo);
+}
+
+static void stepinfo_pack(switch_stepinfo_t *stepinfo,
+                          buf_t *buffer,
+                          uint16_t protocol_version)
+{
+    (void)protocol_version;
+    swv_step_pack(stepinfo, buffer);
+}
+
+static int stepinfo_unpack(switch_stepinfo_t **stepinfo,
+                           buf_t *buffer,
+                           uint16_t protocol_version)
+{
+    (void)protocol_version;
+    return swv_step_unpack(stepinfo, buffer);
+}
+
+#if SWV_IFACE == 24
+#define SWV_BLOB(old, new) old
+#else
+#define SWV_BLOB(old, new) new
+#endif
+
+void SWV_BLOB(switch_p_pack_jobinfo,
+              switch_p_jobinfo_pack)(void *switch_jobinfo,
+                                     buf_t *buffer,
+                                     uint16_t protocol_version)
+    __attribute__((alias("jobinfo_pack")));
+int SWV_BLOB(switch_p_unpack_jobinfo,
+             switch_p_jobinfo_unpack)(void **switch_jobinfo,
+                                      buf_t *buffer,
+                                      uint16_t protocol_version)
+    __attribute__((alias("jobinfo_unpack")));
+void SWV_BLOB(switch_p_duplicate_stepinfo,
+              switch_p_stepinfo_duplicate)(switch_stepinfo_t *source,
+                                           switch_stepinfo_t **dest)
+    __attribute__((alias("stepinfo_duplicate")));
+void SWV_BLOB(switch_p_free_stepinfo,
+              switch_p_stepinfo_free)(switch_stepinfo_t *stepinfo)
+    __attribute__((alias("stepinfo_free")));
+void SWV_BLOB(switch_p_pack_stepinfo,
+              switch_p_stepinfo_pack)(switch_stepinfo_t *stepinfo,
+                                      buf_t *buffer,
+                                      uint16_t protocol_version)
+    __attribute__((alias("stepinfo_pack")));
+int SWV_BLOB(switch_p_unpack_stepinfo,
+             switch_p_stepinfo_unpack)(switch_stepinfo_t **stepinfo,
+                                       buf_t *buffer,
+                                       uint16_t protocol_version)
+    __attribute__((alias("stepinfo_unpack")));
+
+#endif /* SWV_IFACE >= 24 */
+
+#if SWV_IFACE == 24
+
+int switch_p_build_stepinfo(switch_stepinfo_t **stepinfo,
+                            slurm_step_layout_t *step_layout,
+                            step_record_t *step_ptr);
+void switch_p_job_start(job_record_t *job_ptr);
+void switch_p_extern_stepinfo(switch_stepinfo_t **stepinfo,
+                              job_record_t *job_ptr);
 
 int switch_p_build_stepinfo(switch_stepinfo_t **stepinfo,
                             slurm_step_layout_t *step_layout,
@@ -120,33 +170,6 @@ int switch_p_build_stepinfo(switch_stepinfo_t **stepinfo,
                           step_ptr != NULL && step_ptr->job_ptr != NULL
                               ? step_ptr->job_ptr->switch_jobinfo
                               : NULL);
-}
-
-void switch_p_duplicate_stepinfo(switch_stepinfo_t *source,
-                                 switch_stepinfo_t **dest)
-{
-    *dest = swv_step_dup(source);
-}
-
-void switch_p_free_stepinfo(switch_stepinfo_t *stepinfo)
-{
-    swv_step_free(stepinfo);
-}
-
-void switch_p_pack_stepinfo(switch_stepinfo_t *stepinfo,
-                            buf_t *buffer,
-                            uint16_t protocol_version)
-{
-    (void)protocol_version;
-    swv_step_pack(stepinfo, buffer);
-}
-
-int switch_p_unpack_stepinfo(switch_stepinfo_t **stepinfo,
-                             buf_t *buffer,
-                             uint16_t protocol_version)
-{
-    (void)protocol_version;
-    return swv_step_unpack(stepinfo, buffer);
 }
 
 /* Slurm ignores what the start makes of a job here. */

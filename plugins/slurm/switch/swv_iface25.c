@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* swv_iface25: switch/vnib's entry points that Slurm 25.11 renamed or
- * added (what 24.05 and later share is in swv_iface24.c, what every
- * release shares in swv_iface.c).
+/* swv_iface25: switch/vnib's entry points that Slurm 25.11 added or
+ * changed (what 24.05 and later share, and the blobs' calls under either
+ * release's names, are in swv_iface24.c; what every release shares is in
+ * swv_iface.c).
  *
  * 25.11 renamed the calls again (jobinfo_*, stepinfo_*), passes the job's
  * blob to stepinfo_build instead of the step layout, asks whether the
@@ -15,46 +16,15 @@
 
 #if SWV_IFACE == 25
 
-void switch_p_jobinfo_pack(void *switch_jobinfo,
-                           buf_t *buffer,
-                           uint16_t protocol_version);
-int switch_p_jobinfo_unpack(void **switch_jobinfo,
-                            buf_t *buffer,
-                            uint16_t protocol_version);
 void switch_p_jobinfo_free(job_record_t *job_ptr);
 int switch_p_stepinfo_build(switch_stepinfo_t **stepinfo,
                             void *switch_jobinfo,
                             step_record_t *step_ptr);
-void switch_p_stepinfo_duplicate(switch_stepinfo_t *source,
-                                 switch_stepinfo_t **dest);
-void switch_p_stepinfo_free(switch_stepinfo_t *stepinfo);
-void switch_p_stepinfo_pack(switch_stepinfo_t *stepinfo,
-                            buf_t *buffer,
-                            uint16_t protocol_version);
-int switch_p_stepinfo_unpack(switch_stepinfo_t **stepinfo,
-                             buf_t *buffer,
-                             uint16_t protocol_version);
 bool switch_p_setup_special_steps(void);
 int switch_p_job_start(job_record_t *job_ptr, bool test_only);
 uint32_t switch_p_job_channel(job_record_t *job_ptr, char *node_name);
 void switch_p_stepmgr_init(void);
 void switch_p_stepmgr_fini(uint32_t job_id);
-
-void switch_p_jobinfo_pack(void *switch_jobinfo,
-                           buf_t *buffer,
-                           uint16_t protocol_version)
-{
-    (void)protocol_version;
-    swv_jobdata_pack(switch_jobinfo, buffer);
-}
-
-int switch_p_jobinfo_unpack(void **switch_jobinfo,
-                            buf_t *buffer,
-                            uint16_t protocol_version)
-{
-    (void)protocol_version;
-    return swv_jobdata_unpack(switch_jobinfo, buffer);
-}
 
 /* Slurm's table types this void *, but passes the job record. */
 void switch_p_jobinfo_free(job_record_t *job_ptr)
@@ -76,33 +46,6 @@ int switch_p_stepinfo_build(switch_stepinfo_t **stepinfo,
                               ? step_ptr->step_layout->node_list
                               : NULL,
                           switch_jobinfo);
-}
-
-void switch_p_stepinfo_duplicate(switch_stepinfo_t *source,
-                                 switch_stepinfo_t **dest)
-{
-    *dest = swv_step_dup(source);
-}
-
-void switch_p_stepinfo_free(switch_stepinfo_t *stepinfo)
-{
-    swv_step_free(stepinfo);
-}
-
-void switch_p_stepinfo_pack(switch_stepinfo_t *stepinfo,
-                            buf_t *buffer,
-                            uint16_t protocol_version)
-{
-    (void)protocol_version;
-    swv_step_pack(stepinfo, buffer);
-}
-
-int switch_p_stepinfo_unpack(switch_stepinfo_t **stepinfo,
-                             buf_t *buffer,
-                             uint16_t protocol_version)
-{
-    (void)protocol_version;
-    return swv_step_unpack(stepinfo, buffer);
 }
 
 /* The batch and extern steps run nothing that uses the NIC. */
