@@ -130,6 +130,33 @@ static int node_mac(const unsigned char *key,
     return mac_of(key, keylen, msg, out);
 }
 
+/* What every derived token checks before its MAC: the key's length and
+ * the buffer's.  0, or -1 with errno EINVAL and errp.
+ */
+static int derive_check(size_t keylen,
+                        size_t size,
+                        size_t need,
+                        vnib_error_t *errp)
+{
+    errno = EINVAL;
+    if (keylen < TOKEN_KEY_MIN)
+        return errprintf(errp,
+                         "node key is %zu bytes; at least %d are needed",
+                         keylen,
+                         TOKEN_KEY_MIN);
+    if (size < need)
+        return errprintf(errp, "token buffer too small");
+    errno = 0;
+    return 0;
+}
+
+/* A MAC computation failed: -1 with errno EIO and errp. */
+static int mac_failed(vnib_error_t *errp)
+{
+    errno = EIO;
+    return errprintf(errp, "HMAC failed");
+}
+
 int token_node_derive(const unsigned char *key,
                       size_t keylen,
                       const char *node,
@@ -143,21 +170,10 @@ int token_node_derive(const unsigned char *key,
         errno = EINVAL;
         return errprintf(errp, "'%s' is not a valid node name", node);
     }
-    if (keylen < TOKEN_KEY_MIN) {
-        errno = EINVAL;
-        return errprintf(errp,
-                         "node key is %zu bytes; at least %d are needed",
-                         keylen,
-                         TOKEN_KEY_MIN);
-    }
-    if (size < TOKEN_NODE_SIZE) {
-        errno = EINVAL;
-        return errprintf(errp, "token buffer too small");
-    }
-    if (node_mac(key, keylen, node, mac) < 0) {
-        errno = EIO;
-        return errprintf(errp, "HMAC failed");
-    }
+    if (derive_check(keylen, size, TOKEN_NODE_SIZE, errp) < 0)
+        return -1;
+    if (node_mac(key, keylen, node, mac) < 0)
+        return mac_failed(errp);
     snprintf(buf, size, "%s%s.%s", TOKEN_NODE_PREFIX, node, mac);
     OPENSSL_cleanse(mac, sizeof(mac));
     return 0;
@@ -242,22 +258,11 @@ int token_job_derive(const unsigned char *key,
         errno = EINVAL;
         return errprintf(errp, "reservation id %lld is not positive", resv_id);
     }
-    if (keylen < TOKEN_KEY_MIN) {
-        errno = EINVAL;
-        return errprintf(errp,
-                         "node key is %zu bytes; at least %d are needed",
-                         keylen,
-                         TOKEN_KEY_MIN);
-    }
-    if (size < TOKEN_JOB_SIZE) {
-        errno = EINVAL;
-        return errprintf(errp, "token buffer too small");
-    }
+    if (derive_check(keylen, size, TOKEN_JOB_SIZE, errp) < 0)
+        return -1;
     snprintf(resv, sizeof(resv), "%lld", resv_id);
-    if (job_mac(key, keylen, resv, job_id, mac) < 0) {
-        errno = EIO;
-        return errprintf(errp, "HMAC failed");
-    }
+    if (job_mac(key, keylen, resv, job_id, mac) < 0)
+        return mac_failed(errp);
     snprintf(buf, size, "%s%s.%s.%s", TOKEN_JOB_PREFIX, resv, job_id, mac);
     OPENSSL_cleanse(mac, sizeof(mac));
     return 0;
