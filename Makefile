@@ -351,6 +351,61 @@ deps-slurm:
 
 tests: slurm-versions
 
+# ---- Flux: the jobtap and shell plugins (plugins/flux/) --------------------
+# Compiled against an installed flux-core, found with pkg-config: under
+# FLUX_PREFIX (default: the newest build deploy/tools/flux-build.sh made in
+# its cache outside the checkout, `make deps-flux FLUX_SRC=DIR`), else on
+# the default pkg-config path.  Where none is found the plugins are not
+# built (one line says so) and the Flux tests list themselves as skipped.
+# Like the Slurm plugins they are never sanitized: flux-broker and
+# flux-shell are not.
+FLUX_PREFIX  ?= $(shell sh deploy/tools/flux-build.sh --prefix 2>/dev/null)
+FLUX_PKG     := PKG_CONFIG_PATH=$(if $(FLUX_PREFIX),$(FLUX_PREFIX)/lib/pkgconfig:)$${PKG_CONFIG_PATH:-} pkg-config
+HAVE_FLUX    := $(shell $(FLUX_PKG) --exists flux-core 2>/dev/null && echo 1 || echo 0)
+FLUX_OUT     := $(BUILD)/flux
+FLUX_PLUGINS := $(FLUX_OUT)/vnib-jobtap.so $(FLUX_OUT)/vnib-shell.so
+ifeq ($(HAVE_FLUX),1)
+FLUX_CPPFLAGS := $(patsubst -I%,-isystem %,$(shell $(FLUX_PKG) --cflags flux-core))
+FLUX_LIBS     := $(shell $(FLUX_PKG) --libs flux-core)
+# The prefix the tests run flux from (tests/integration/flux.sh).
+$(FLUX_OUT)/prefix: FORCE
+	@mkdir -p $(@D)
+	@echo '$(shell $(FLUX_PKG) --variable=prefix flux-core)' | cmp -s - $@ || \
+	    echo '$(shell $(FLUX_PKG) --variable=prefix flux-core)' > $@
+FLUX_TARGETS := $(FLUX_PLUGINS) $(FLUX_OUT)/prefix
+else
+FLUX_TARGETS := flux-skipped
+endif
+FLUX_JOBTAP_SRCS := $(wildcard plugins/flux/jobtap/*.c)
+FLUX_SHELL_SRCS  := $(wildcard plugins/flux/shell/*.c)
+
+$(FLUX_OUT)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(FLUX_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -MMD -MP \
+	    -c $< -o $@
+
+# The jobtap plugin calls the broker with lib/'s client (libcurl) from its
+# own threads; the shell plugin needs only lib/.
+$(FLUX_OUT)/vnib-jobtap.so: $(FLUX_JOBTAP_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
+                            $(BUILD)/libvnibagent_pic.a
+	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -o $@ $^ $(FLUX_LIBS) \
+	    $(PKG_LIBS) -lpthread
+
+$(FLUX_OUT)/vnib-shell.so: $(FLUX_SHELL_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
+                           $(BUILD)/libvnibagent_pic.a
+	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -o $@ $^ $(FLUX_LIBS) \
+	    $(PKG_LIBS) -lpthread
+
+.PHONY: flux flux-skipped deps-flux
+flux: $(FLUX_TARGETS)
+flux-skipped:
+	@echo 'make: skipped the Flux plugins (pkg-config finds no flux-core$(if $(FLUX_PREFIX), under $(FLUX_PREFIX))): `make deps-flux FLUX_SRC=DIR` builds flux-core v0.88.0 into the cache'
+
+deps-flux:
+	@sh deploy/tools/flux-build.sh $(if $(FLUX_SRC),--src '$(FLUX_SRC)',--git)
+
+tests: flux
+
 # The Fabric Manager simulator, for tests and `make run` (not the client).
 # Its objects are not under $(BUILD)/fmsim/: that is the binary's name.
 $(BUILD)/fmsim-obj/%.o: fmsim/%.c

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/jobstate.h"
+#include "vnib/safefile.h"
 
 #define ENV_MAX_SIZE (64 * 1024)
 
@@ -104,60 +105,6 @@ static int make_dirs(const char *dir, vnib_error_t *errp)
     return 0;
 }
 
-/* Write text to path via a temporary file, owned by uid with mode; when
- * durable, on disk (file and directory entry) before returning. */
-static int write_file(const char *path,
-                      const char *text,
-                      uid_t uid,
-                      mode_t mode,
-                      bool durable,
-                      vnib_error_t *errp)
-{
-    char tmp[4200];
-    size_t len = strlen(text);
-    int fd;
-
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    if ((fd = open(
-             tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600))
-        < 0)
-        return errprintf(errp, "cannot create %s: %s", tmp, strerror(errno));
-    if (write(fd, text, len) != (ssize_t)len
-        || (uid != geteuid() && fchown(fd, uid, (gid_t)-1) < 0)
-        || fchmod(fd, mode) < 0 || (durable && fsync(fd) < 0)) {
-        int saved = errno;
-        close(fd);
-        unlink(tmp);
-        errno = saved;
-        return errprintf(errp, "cannot write %s: %s", tmp, strerror(errno));
-    }
-    close(fd);
-    if (rename(tmp, path) < 0) {
-        int saved = errno;
-        unlink(tmp);
-        errno = saved;
-        return errprintf(
-            errp, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    }
-    if (durable) {
-        char dir[4200];
-        snprintf(dir, sizeof(dir), "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *slash = '\0';
-        int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0 || fsync(dfd) < 0) {
-            int saved = errno;
-            if (dfd >= 0)
-                close(dfd);
-            errno = saved;
-            return errprintf(errp, "cannot sync %s: %s", dir, strerror(errno));
-        }
-        close(dfd);
-    }
-    return 0;
-}
-
 int jobstate_save(const char *dir,
                   const char *job_id,
                   json_t *record,
@@ -174,7 +121,7 @@ int jobstate_save(const char *dir,
         errno = ENOMEM;
         return errprintf(errp, "out of memory");
     }
-    rc = write_file(path, text, geteuid(), 0600, false, errp);
+    rc = safefile_write(path, text, geteuid(), 0600, false, errp);
     free(text);
     return rc;
 }
@@ -221,7 +168,7 @@ int jobstate_write_env(const char *dir,
     rc = jobenv_write(env, "slurm-taskprolog", f, errp);
     fclose(f);
     if (rc == 0)
-        rc = write_file(path, text, uid, 0400, false, errp);
+        rc = safefile_write(path, text, uid, 0400, false, errp);
     free(text);
     return rc;
 }
@@ -362,44 +309,10 @@ void jobstate_unlock(int fd)
 
 /* ---- the report spool --------------------------------------------------- */
 
-/* SPOOL_DIR, made 0700 when missing (and its missing parents 0755, as
- * /var/spool/vnibroker on a fresh node); refused unless it is a directory
- * of this user that nobody else may write, since every report in it is
- * sent with the node's token. */
+/* SPOOL_DIR: every report in it is sent with the node's token. */
 static int spool_dir_check(const char *dir, bool create, vnib_error_t *errp)
 {
-    struct stat st;
-
-    if (create && mkdir(dir, 0700) < 0) {
-        if (errno != ENOENT && errno != EEXIST)
-            return errprintf(
-                errp, "cannot create %s: %s", dir, strerror(errno));
-        if (errno == ENOENT) {
-            char path[4096];
-            snprintf(path, sizeof(path), "%s", dir);
-            for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
-                *p = '\0';
-                if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                    return errprintf(
-                        errp, "cannot create %s: %s", path, strerror(errno));
-                *p = '/';
-            }
-            if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return errprintf(
-                    errp, "cannot create %s: %s", dir, strerror(errno));
-        }
-    }
-    if (lstat(dir, &st) < 0)
-        return errprintf(errp, "%s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-        errno = EPERM;
-        return errprintf(errp,
-                         "%s: refused: the report spool must be a directory "
-                         "of uid %ld that only its owner may write",
-                         dir,
-                         (long)geteuid());
-    }
-    return 0;
+    return safefile_private_dir(dir, create, "the report spool", errp);
 }
 
 static int spool_path(char *buf,
@@ -444,7 +357,7 @@ int jobstate_spool_put(const char *dir, json_t *report, vnib_error_t *errp)
         errno = ENOMEM;
         return errprintf(errp, "out of memory");
     }
-    rc = write_file(path, text, geteuid(), 0600, true, errp);
+    rc = safefile_write(path, text, geteuid(), 0600, true, errp);
     free(text);
     return rc;
 }
