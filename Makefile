@@ -385,15 +385,16 @@ $(FLUX_OUT)/pic/%.o: %.c
 	    -c $< -o $@
 
 # The jobtap plugin calls the broker with lib/'s client (libcurl) from its
-# own threads; the shell plugin needs only lib/.
+# own threads; the shell plugin needs only lib/.  flux_jobtap_* and
+# flux_shell_* are the job-manager's and flux-shell's own, resolved at load.
 $(FLUX_OUT)/vnib-jobtap.so: $(FLUX_JOBTAP_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
                             $(BUILD)/libvnibagent_pic.a
-	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -o $@ $^ $(FLUX_LIBS) \
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(FLUX_LIBS) \
 	    $(PKG_LIBS) -lpthread
 
 $(FLUX_OUT)/vnib-shell.so: $(FLUX_SHELL_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
                            $(BUILD)/libvnibagent_pic.a
-	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -o $@ $^ $(FLUX_LIBS) \
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(FLUX_LIBS) \
 	    $(PKG_LIBS) -lpthread
 
 .PHONY: flux flux-skipped deps-flux

@@ -291,6 +291,32 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
                      (long)job.uid);
         goto done;
     }
+    if (o->report_only) {
+        /* Another tool (flux-coral2's `flux slingshot prolog`) makes the
+         * services: the broker only learns that this node will hold them,
+         * so the job's VNIs stay quarantined until this node's
+         * housekeeping (which finds them by owner and VNIs, having no
+         * record) reports them destroyed. */
+        if (!a->dry_run
+            && (status = cmd_report(a,
+                                    (struct vnib_report){.job_id = o->job,
+                                                         .step_id = o->step,
+                                                         .reservation = res_id,
+                                                         .cxi = "creating"},
+                                    &error))
+                   != 200) {
+            rc = cmd_broker_failure(
+                a, "prolog: report creating", status, &error);
+            goto done;
+        }
+        if (!a->json)
+            fprintf(a->out,
+                    "job %s: reported to the broker; no services created "
+                    "(--report-only)\n",
+                    who);
+        rc = CMD_DONE;
+        goto done;
+    }
     if ((rc = job_cores(a, o, &job.ncores)) != CMD_DONE)
         goto done;
     if ((rc = cmd_open_nics(a)) != CMD_DONE)

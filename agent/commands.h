@@ -106,6 +106,7 @@ struct cmd_opts {
     const char *format;
     bool all;
     bool allow_missing; /* prolog: no reservation is not an error */
+    bool report_only;   /* prolog: report "creating", make nothing */
     long nics;
 };
 
@@ -114,8 +115,9 @@ struct cmd_opts {
  * to a->err.
  */
 typedef int cmd_fn(struct cmd_ctx *a, const struct cmd_opts *o);
-cmd_fn cmd_prolog; /* --job [--step] [--uid] [--ncores] [--allow-missing] */
-cmd_fn cmd_epilog; /* --job [--step] [--retry-busy] */
+cmd_fn cmd_prolog;       /* --job [--step] [--uid] [--ncores] [--allow-missing]
+                            [--report-only] */
+cmd_fn cmd_epilog;       /* --job [--step] [--retry-busy] */
 cmd_fn cmd_housekeeping; /* --job [--step] [--retry-busy] */
 cmd_fn cmd_clean;        /* --all [--retry-busy] */
 cmd_fn cmd_flush;

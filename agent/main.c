@@ -30,6 +30,9 @@ static const char usage_text[] =
     "Commands:\n"
     "  prolog --job ID [--step STEP] [--uid U] [--ncores N] [--allow-missing]\n"
     "                                           create the job's services\n"
+    "  prolog --job ID --report-only [--uid U]  only tell the broker this\n"
+    "                                           node will hold them (another\n"
+    "                                           tool creates them)\n"
     "  epilog --job ID [--retry-busy D]         destroy them (default 5s)\n"
     "  housekeeping --job ID [--retry-busy D]   the same, longer (5m); exit\n"
     "                                           1 when services remain\n"
@@ -152,6 +155,7 @@ static const struct opt_def command_opts[] = {
     {"format", OPT_STRING, ARG(o.format), 0, 0, NULL},
     {"all", OPT_FLAG, ARG(o.all), 0, 0, NULL},
     {"allow-missing", OPT_FLAG, ARG(o.allow_missing), 0, 0, NULL},
+    {"report-only", OPT_FLAG, ARG(o.report_only), 0, 0, NULL},
     {"nics", OPT_LONG, ARG(o.nics), 0, 64, "is not 0-64"},
     {"json", OPT_FLAG, ARG(json), 0, 0, NULL},
     {"dry-run", OPT_FLAG, ARG(dry_run), 0, 0, NULL},

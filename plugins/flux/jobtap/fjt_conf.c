@@ -71,11 +71,8 @@ bad:
         errp, "vnibroker.%s must be an integer from %ld to %ld", key, min, max);
 }
 
-static int get_bool(json_t *table,
-                    json_t *load,
-                    const char *key,
-                    bool *out,
-                    vnib_error_t *errp)
+static int get_bool(
+    json_t *table, json_t *load, const char *key, bool *out, vnib_error_t *errp)
 {
     json_t *v = get(table, load, key);
     if (!v)
@@ -176,12 +173,17 @@ int fjt_conf_parse(struct fjt_conf *c,
                < 0
         || get_str(table, load, "cacert", c->cacert, sizeof(c->cacert), errp)
                < 0
-        || get_str(
-               table, load, "spool-dir", c->spool_dir, sizeof(c->spool_dir), errp)
+        || get_str(table,
+                   load,
+                   "spool-dir",
+                   c->spool_dir,
+                   sizeof(c->spool_dir),
+                   errp)
                < 0
         || get_str(table, load, "hwcoll", c->hwcoll, sizeof(c->hwcoll), errp)
                < 0
-        || get_long(table, load, "timeout-ms", 100, 600000, &c->timeout_ms, errp)
+        || get_long(
+               table, load, "timeout-ms", 100, 600000, &c->timeout_ms, errp)
                < 0
         || get_long(table,
                     load,
@@ -221,7 +223,8 @@ int fjt_conf_parse(struct fjt_conf *c,
         || (c->cacert[0] && c->cacert[0] != '/')) {
         errno = EINVAL;
         return errprintf(
-            errp, "vnibroker.token-file, spool-dir and cacert must be absolute");
+            errp,
+            "vnibroker.token-file, spool-dir and cacert must be absolute");
     }
     return 0;
 }

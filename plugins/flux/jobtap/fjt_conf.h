@@ -26,7 +26,7 @@
 struct fjt_conf {
     char url[512];
     char token_file[512];
-    char cacert[512];     /* "" for the system store */
+    char cacert[512]; /* "" for the system store */
     char spool_dir[512];
     long timeout_ms;         /* one HTTP request (default 10000) */
     long reserve_timeout_ms; /* a reserve's retries (default 30000) */
@@ -48,9 +48,9 @@ int fjt_conf_parse(struct fjt_conf *c,
 
 /* A job's request, from its jobspec. */
 struct fjt_jobopts {
-    bool off;        /* -o cray-slingshot=off */
-    int vni_count;   /* -1: the site's vnis-per-job */
-    char hwcoll[8];  /* "": the site's default */
+    bool off;       /* -o cray-slingshot=off */
+    int vni_count;  /* -1: the site's vnis-per-job */
+    char hwcoll[8]; /* "": the site's default */
 };
 
 /* Read a job's options.  Returns 0, or -1 with errp holding the message

@@ -80,8 +80,11 @@ int fjt_spool_add(struct fjt_spool *s, const char *job_id, vnib_error_t *errp)
         return errprintf(errp, "spool: '%s' is not a job id", job_id);
     }
     snprintf(path, sizeof(path), "%s/%s", s->path, job_id);
-    if (!(o = json_pack(
-              "{s:s s:I}", "job_id", job_id, "spooled_at", (json_int_t)time(NULL)))
+    if (!(o = json_pack("{s:s s:I}",
+                        "job_id",
+                        job_id,
+                        "spooled_at",
+                        (json_int_t)time(NULL)))
         || !(text = json_dumps(o, JSON_COMPACT))) {
         errno = ENOMEM;
         errprintf(errp, "out of memory");

@@ -51,9 +51,7 @@ static void append(struct fjt_call **list, struct fjt_call *c)
     *list = c;
 }
 
-struct fjt_call *fjt_call_create(enum fjt_op op,
-                                 uint64_t id,
-                                 const char *nodes)
+struct fjt_call *fjt_call_create(enum fjt_op op, uint64_t id, const char *nodes)
 {
     struct fjt_call *c = calloc(1, sizeof(*c));
 
@@ -218,8 +216,10 @@ static void do_release(struct fjt_worker *w,
         c->result = FJT_SPOOLED;
         return;
     }
+    vnib_error_t why = c->error;
     c->result = FJT_FAILED;
-    errprintf(&c->error, "%s; and not spooled: %s", c->error.text, spool_error.text);
+    errprintf(
+        &c->error, "%.70s; and not spooled: %.70s", why.text, spool_error.text);
 }
 
 static void do_flush(struct fjt_worker *w,
@@ -280,7 +280,8 @@ static void *thread_main(void *arg)
         if (!cl) {
             c->result = c->op == FJT_RESERVE ? FJT_UNREACHABLE : FJT_FAILED;
             vnib_error_copy(&c->error, &error);
-            if (c->op == FJT_RELEASE && fjt_spool_add(w->spool, c->job_id, &c->error) == 0)
+            if (c->op == FJT_RELEASE
+                && fjt_spool_add(w->spool, c->job_id, &c->error) == 0)
                 c->result = FJT_SPOOLED;
         } else if (c->op == FJT_RESERVE) {
             do_reserve(w, cl, c);

@@ -40,8 +40,8 @@ enum fjt_op {
 
 /* How a call ended, for the plugin's decision. */
 enum fjt_result {
-    FJT_OK,          /* reserved (reply set), released, or flushed all */
-    FJT_REFUSED,     /* the broker answered no (4xx, or 503 vni_pool_exhausted) */
+    FJT_OK,      /* reserved (reply set), released, or flushed all */
+    FJT_REFUSED, /* the broker answered no (4xx, or 503 vni_pool_exhausted) */
     FJT_UNREACHABLE, /* no answer before the deadline (or 5xx throughout) */
     FJT_SPOOLED,     /* release: kept in the spool, sent again later */
     FJT_FAILED,      /* release: the broker refused it and the spool too */
@@ -49,27 +49,27 @@ enum fjt_result {
 
 struct fjt_call {
     enum fjt_op op;
-    uint64_t id;       /* the Flux job id; 0 for FJT_FLUSH */
-    char job_id[24];   /* its decimal form, the broker's job_id */
-    uint32_t uid;      /* reserve: the job's owner */
-    char *nodes;       /* reserve: a hostlist expression (owned) */
-    int vni_count;     /* reserve: -1 for the broker's default */
-    char hwcoll[8];    /* reserve: "", "on", "off" or "auto" */
+    uint64_t id;     /* the Flux job id; 0 for FJT_FLUSH */
+    char job_id[24]; /* its decimal form, the broker's job_id */
+    uint32_t uid;    /* reserve: the job's owner */
+    char *nodes;     /* reserve: a hostlist expression (owned) */
+    int vni_count;   /* reserve: -1 for the broker's default */
+    char hwcoll[8];  /* reserve: "", "on", "off" or "auto" */
     /* Filled in by the worker. */
     enum fjt_result result;
-    int status;        /* the last HTTP status, or -1 */
-    json_t *reply;     /* reserve: the reservation (owned) */
+    int status;    /* the last HTTP status, or -1 */
+    json_t *reply; /* reserve: the reservation (owned) */
     vnib_error_t error;
     int attempts;
-    int64_t started_ms;  /* monotonic, when a thread took it */
+    int64_t started_ms; /* monotonic, when a thread took it */
     int64_t finished_ms;
     struct fjt_call *next;
 };
 
 struct fjt_worker_cfg {
     const char *url;
-    const char *token;  /* copied */
-    const char *cacert; /* may be NULL */
+    const char *token;       /* copied */
+    const char *cacert;      /* may be NULL */
     long timeout_ms;         /* one HTTP request */
     long reserve_timeout_ms; /* all attempts of one reserve */
     int threads;

@@ -1,0 +1,879 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* vnib-jobtap.so: vnibroker as the VNI and multicast authority of a Flux
+ * system instance, loaded by its job-manager.
+ *
+ * At job.state.run the plugin holds the job (a prolog action,
+ * "vnibroker"), asks the broker for the job's reservation from one of the
+ * worker's threads (fjt_worker.h: the reactor never waits on HTTP), then
+ * posts the job event flux-coral2's node side reads, cray-slingshot with
+ * {"vnis":[...]} or {"vnis":[],"empty-reason":"..."}, and its own event,
+ * vnibroker, with the reservation id and the hardware collectives' state
+ * (never the FM's session token: job eventlogs are the user's to read),
+ * and ends the hold.  A reserve that fails raises a fatal exception of
+ * type vnibroker, or, with reserve-fatal = false, lets the job run
+ * without isolation (an empty cray-slingshot event saying why).
+ *
+ * At job.state.cleanup (any job that had resources) it releases the job's
+ * reservation; the broker keeps the VNIs quarantined until every node
+ * reported its services destroyed.  A release the broker cannot take is
+ * spooled on disk (fjt_spool.h) and sent again every retry-ms.
+ *
+ * The plugin keeps nothing a restart must remember: the reservations are
+ * the broker's, the releases the spool's.  When it is loaded into a
+ * running instance (flux jobtap load, a job-manager restart) it looks at
+ * every job: one in RUN whose hold it had started, or that no prolog
+ * holds yet, is reserved again (the broker's reserve is idempotent per
+ * job) and its hold ended; one in CLEANUP is released.
+ *
+ * The broker's job id is the Flux job id in decimal.  Settings:
+ * fjt_conf.h and plugins/flux/README.md.  `flux jobtap query
+ * vnib-jobtap.so` shows the plugin's view.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <flux/core.h>
+#include <flux/jobtap.h>
+#include <jansson.h>
+
+#include "plugins/flux/jobtap/fjt_conf.h"
+#include "plugins/flux/jobtap/fjt_spool.h"
+#include "plugins/flux/jobtap/fjt_worker.h"
+#include "vnib/secfile.h"
+
+#define PLUGIN_NAME "vnibroker"
+#define HOLD "vnibroker"       /* the prolog action's description */
+#define EVENT_CORAL2 "cray-slingshot"
+#define EVENT_OURS "vnibroker"
+#define EXCEPTION_TYPE "vnibroker"
+
+/* A job the plugin holds (or will hold) until its reserve comes back. */
+struct pending {
+    uint64_t id;
+    int holds;     /* prolog actions of ours to end: 0 or 1 */
+    bool queued;   /* its reserve is with the worker */
+    bool ended;    /* the job reached CLEANUP meanwhile */
+    struct pending *next;
+};
+
+struct counters {
+    unsigned long reserved;
+    unsigned long reserve_failed;
+    unsigned long released;
+    unsigned long release_spooled;
+    unsigned long release_failed;
+    unsigned long recovered;
+};
+
+struct plugin_ctx {
+    flux_plugin_t *p;
+    flux_t *h;
+    struct fjt_conf conf;
+    struct fjt_spool *spool;
+    struct fjt_worker *worker;
+    flux_watcher_t *done_w;
+    flux_watcher_t *retry_w;
+    struct pending *pending;
+    struct counters n;
+    char last_error[160];
+};
+
+/* ---- pending jobs ---------------------------------------------------- */
+
+static struct pending *pending_find(struct plugin_ctx *ctx, uint64_t id)
+{
+    for (struct pending *q = ctx->pending; q; q = q->next)
+        if (q->id == id)
+            return q;
+    return NULL;
+}
+
+static struct pending *pending_add(struct plugin_ctx *ctx, uint64_t id)
+{
+    struct pending *q = pending_find(ctx, id);
+    if (q)
+        return q;
+    if (!(q = calloc(1, sizeof(*q))))
+        return NULL;
+    q->id = id;
+    q->next = ctx->pending;
+    ctx->pending = q;
+    return q;
+}
+
+static void pending_remove(struct plugin_ctx *ctx, uint64_t id)
+{
+    for (struct pending **pp = &ctx->pending; *pp; pp = &(*pp)->next) {
+        if ((*pp)->id == id) {
+            struct pending *q = *pp;
+            *pp = q->next;
+            free(q);
+            return;
+        }
+    }
+}
+
+/* End the holds of ours a job still has. */
+static void end_holds(struct plugin_ctx *ctx, struct pending *q, int status)
+{
+    while (q->holds > 0) {
+        if (flux_jobtap_prolog_finish(ctx->p, q->id, HOLD, status) < 0)
+            flux_log_error(ctx->h,
+                           "vnibroker: job %ju: cannot end the prolog hold",
+                           (uintmax_t)q->id);
+        q->holds--;
+    }
+}
+
+/* ---- posting a job's outcome ------------------------------------------ */
+
+static void post_empty(struct plugin_ctx *ctx, uint64_t id, const char *reason)
+{
+    if (flux_jobtap_event_post_pack(ctx->p,
+                                    id,
+                                    EVENT_CORAL2,
+                                    "{s:[] s:s}",
+                                    "vnis",
+                                    "empty-reason",
+                                    reason)
+        < 0)
+        flux_log_error(ctx->h,
+                       "vnibroker: job %ju: cannot post %s",
+                       (uintmax_t)id,
+                       EVENT_CORAL2);
+}
+
+/* A job the plugin cannot reserve for: a fatal exception, or with
+ * reserve-fatal = false an empty reservation and the job runs without
+ * isolation.  Returns the hold's status. */
+static int fail_job(struct plugin_ctx *ctx, uint64_t id, const char *why)
+{
+    snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", why);
+    if (ctx->conf.reserve_fatal) {
+        if (flux_jobtap_raise_exception(
+                ctx->p, id, EXCEPTION_TYPE, 0, "vnibroker: %s", why)
+            < 0)
+            flux_log_error(ctx->h,
+                           "vnibroker: job %ju: cannot raise an exception",
+                           (uintmax_t)id);
+        return 1;
+    }
+    flux_log(ctx->h,
+             LOG_WARNING,
+             "vnibroker: job %ju runs without VNI isolation: %s",
+             (uintmax_t)id,
+             why);
+    post_empty(ctx, id, why);
+    return 0;
+}
+
+/* The reservation's VNIs as the cray-slingshot event, and ours. */
+static int post_reserved(struct plugin_ctx *ctx, uint64_t id, json_t *resv)
+{
+    json_t *vnis = json_object_get(resv, "vnis");
+    json_t *hw = json_object_get(resv, "hwcoll");
+    json_t *ours = NULL;
+    int rc = -1;
+
+    if (!json_is_array(vnis) || json_array_size(vnis) > 4) {
+        fail_job(ctx, id, "the broker's reply has no usable vnis");
+        return 1;
+    }
+    if (json_array_size(vnis) > 0)
+        rc = flux_jobtap_event_post_pack(
+            ctx->p, id, EVENT_CORAL2, "{s:O}", "vnis", vnis);
+    else {
+        const char *why =
+            json_string_value(json_object_get(resv, "empty_reason"));
+        rc = flux_jobtap_event_post_pack(ctx->p,
+                                         id,
+                                         EVENT_CORAL2,
+                                         "{s:[] s:s}",
+                                         "vnis",
+                                         "empty-reason",
+                                         why ? why : "none reserved");
+    }
+    if (rc < 0)
+        flux_log_error(ctx->h,
+                       "vnibroker: job %ju: cannot post %s",
+                       (uintmax_t)id,
+                       EVENT_CORAL2);
+    /* Ours: never the session token. */
+    if (!(ours = json_pack("{s:O s:O s:O}",
+                           "reservation",
+                           json_object_get(resv, "id") ? json_object_get(resv, "id")
+                                                       : json_null(),
+                           "job_id",
+                           json_object_get(resv, "job_id"),
+                           "vnis",
+                           vnis)))
+        return 0;
+    if (json_is_object(hw)) {
+        json_t *h = json_object();
+        const char *keys[] = {"state", "mode", "reason", "fm_job_id"};
+        for (size_t i = 0; h && i < sizeof(keys) / sizeof(keys[0]); i++) {
+            json_t *v = json_object_get(hw, keys[i]);
+            if (v)
+                json_object_set(h, keys[i], v);
+        }
+        if (h)
+            json_object_set_new(ours, "hwcoll", h);
+    }
+    if (flux_jobtap_event_post_pack(ctx->p, id, EVENT_OURS, "O", ours) < 0)
+        flux_log_error(ctx->h,
+                       "vnibroker: job %ju: cannot post %s",
+                       (uintmax_t)id,
+                       EVENT_OURS);
+    json_decref(ours);
+    return 0;
+}
+
+/* ---- the worker's results, in the reactor ----------------------------- */
+
+static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
+{
+    struct pending *q = pending_find(ctx, c->id);
+    int status = 0;
+    char why[256];
+
+    if (c->result == FJT_OK)
+        ctx->n.reserved++;
+    else
+        ctx->n.reserve_failed++;
+    if (!q || q->ended) {
+        /* The job ended meanwhile: its cleanup queued the release,
+         * which runs after this reserve. */
+        if (q)
+            pending_remove(ctx, c->id);
+        return;
+    }
+    if (c->result == FJT_OK) {
+        status = post_reserved(ctx, c->id, c->reply);
+        flux_log(ctx->h,
+                 LOG_DEBUG,
+                 "vnibroker: job %ju reserved in %" PRId64 " ms (%d attempts)",
+                 (uintmax_t)c->id,
+                 c->finished_ms - c->started_ms,
+                 c->attempts);
+    } else {
+        snprintf(why,
+                 sizeof(why),
+                 "%s: %s",
+                 c->result == FJT_REFUSED ? "the broker refused the reservation"
+                                          : "the broker is unreachable",
+                 c->error.text);
+        flux_log(ctx->h,
+                 LOG_ERR,
+                 "vnibroker: job %ju: %s",
+                 (uintmax_t)c->id,
+                 why);
+        status = fail_job(ctx, c->id, why);
+    }
+    end_holds(ctx, q, status);
+    pending_remove(ctx, c->id);
+}
+
+static void release_done(struct plugin_ctx *ctx, struct fjt_call *c)
+{
+    switch (c->result) {
+        case FJT_OK:
+            ctx->n.released++;
+            break;
+        case FJT_SPOOLED:
+            ctx->n.release_spooled++;
+            flux_log(ctx->h,
+                     LOG_WARNING,
+                     "vnibroker: job %s: release spooled in %s (sent again "
+                     "every %ld ms): %s",
+                     c->job_id,
+                     fjt_spool_path(ctx->spool),
+                     ctx->conf.retry_ms,
+                     c->error.text);
+            break;
+        default:
+            ctx->n.release_failed++;
+            snprintf(ctx->last_error,
+                     sizeof(ctx->last_error),
+                     "job %s: release: %.100s",
+                     c->job_id,
+                     c->error.text);
+            flux_log(ctx->h,
+                     LOG_ERR,
+                     "vnibroker: job %s: release failed: %s",
+                     c->job_id,
+                     c->error.text);
+            break;
+    }
+}
+
+static void done_cb(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+    struct fjt_call *list = fjt_worker_take(ctx->worker);
+
+    (void)r;
+    (void)w;
+    (void)revents;
+    while (list) {
+        struct fjt_call *c = list;
+        list = c->next;
+        if (c->op == FJT_RESERVE)
+            reserve_done(ctx, c);
+        else if (c->op == FJT_RELEASE)
+            release_done(ctx, c);
+        else if (c->result != FJT_OK)
+            flux_log(ctx->h,
+                     LOG_WARNING,
+                     "vnibroker: spooled releases kept for later: %s",
+                     c->error.text);
+        fjt_call_destroy(c);
+    }
+}
+
+static void retry_cb(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+    struct fjt_call *c;
+
+    (void)r;
+    (void)w;
+    (void)revents;
+    if (fjt_worker_busy(ctx->worker, 0) || !(c = fjt_call_create(FJT_FLUSH, 0, NULL)))
+        return;
+    fjt_worker_queue(ctx->worker, c);
+}
+
+/* ---- queueing calls ------------------------------------------------ */
+
+static int queue_release(struct plugin_ctx *ctx, uint64_t id)
+{
+    struct fjt_call *c = fjt_call_create(FJT_RELEASE, id, NULL);
+    if (!c)
+        return -1;
+    fjt_worker_queue(ctx->worker, c);
+    return 0;
+}
+
+/* Queue the reserve of the job in args for the pending entry q.  On
+ * failure the job is failed (fail_job) and q's holds ended. */
+static void queue_reserve(struct plugin_ctx *ctx,
+                          struct pending *q,
+                          flux_plugin_arg_t *args)
+{
+    json_t *jobspec = NULL;
+    json_t *R = NULL;
+    int userid = 0;
+    struct fjt_jobopts o;
+    vnib_error_t error;
+    char *nodes = NULL;
+    struct fjt_call *c = NULL;
+
+    if (flux_plugin_arg_unpack(args,
+                               FLUX_PLUGIN_ARG_IN,
+                               "{s:o s:i s?o}",
+                               "jobspec",
+                               &jobspec,
+                               "userid",
+                               &userid,
+                               "R",
+                               &R)
+        < 0) {
+        end_holds(ctx, q, fail_job(ctx, q->id, "cannot read the job's data"));
+        pending_remove(ctx, q->id);
+        return;
+    }
+    if (fjt_jobopts_parse(&o, jobspec, &error) < 0) {
+        end_holds(ctx, q, fail_job(ctx, q->id, error.text));
+        pending_remove(ctx, q->id);
+        return;
+    }
+    if (o.off || o.vni_count == 0
+        || (o.vni_count < 0 && ctx->conf.vnis_per_job == 0)) {
+        post_empty(ctx,
+                   q->id,
+                   o.off ? "disabled by user request" : "none requested");
+        end_holds(ctx, q, 0);
+        pending_remove(ctx, q->id);
+        return;
+    }
+    if (!(nodes = fjt_R_nodes(R, &error))) {
+        end_holds(ctx, q, fail_job(ctx, q->id, error.text));
+        pending_remove(ctx, q->id);
+        return;
+    }
+    if (!(c = fjt_call_create(FJT_RESERVE, q->id, nodes))) {
+        free(nodes);
+        end_holds(ctx, q, fail_job(ctx, q->id, "out of memory"));
+        pending_remove(ctx, q->id);
+        return;
+    }
+    free(nodes);
+    c->uid = (uint32_t)userid;
+    c->vni_count = o.vni_count >= 0 ? o.vni_count : ctx->conf.vnis_per_job;
+    snprintf(c->hwcoll,
+             sizeof(c->hwcoll),
+             "%s",
+             o.hwcoll[0] ? o.hwcoll : ctx->conf.hwcoll);
+    q->queued = true;
+    fjt_worker_queue(ctx->worker, c);
+}
+
+/* ---- job callbacks ---------------------------------------------------- */
+
+static int run_cb(flux_plugin_t *p,
+                  const char *topic,
+                  flux_plugin_arg_t *args,
+                  void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+    flux_jobid_t id;
+    struct pending *q;
+
+    (void)topic;
+    if (flux_plugin_arg_unpack(args, FLUX_PLUGIN_ARG_IN, "{s:I}", "id", &id)
+        < 0)
+        return -1;
+    if (!(q = pending_add(ctx, id))) {
+        flux_jobtap_raise_exception(
+            p, FLUX_JOBTAP_CURRENT_JOB, EXCEPTION_TYPE, 0, "out of memory");
+        return -1;
+    }
+    if (flux_jobtap_prolog_start(p, HOLD) < 0) {
+        flux_log_error(ctx->h,
+                       "vnibroker: job %ju: cannot hold the job",
+                       (uintmax_t)id);
+        fail_job(ctx, id, "cannot hold the job for its reservation");
+        pending_remove(ctx, id);
+        return -1;
+    }
+    q->holds = 1;
+    queue_reserve(ctx, q, args);
+    return 0;
+}
+
+static bool had_resources(flux_plugin_arg_t *args)
+{
+    json_t *R = NULL;
+    return flux_plugin_arg_unpack(args, FLUX_PLUGIN_ARG_IN, "{s:o}", "R", &R)
+               == 0
+           && R != NULL;
+}
+
+static bool released_off(flux_plugin_arg_t *args)
+{
+    json_t *jobspec = NULL;
+    struct fjt_jobopts o;
+    vnib_error_t error;
+
+    if (flux_plugin_arg_unpack(
+            args, FLUX_PLUGIN_ARG_IN, "{s:o}", "jobspec", &jobspec)
+            < 0
+        || fjt_jobopts_parse(&o, jobspec, &error) < 0)
+        return false;
+    return o.off || o.vni_count == 0;
+}
+
+static int cleanup_cb(flux_plugin_t *p,
+                      const char *topic,
+                      flux_plugin_arg_t *args,
+                      void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+    flux_jobid_t id;
+    struct pending *q;
+
+    (void)p;
+    (void)topic;
+    if (flux_plugin_arg_unpack(args, FLUX_PLUGIN_ARG_IN, "{s:I}", "id", &id)
+        < 0)
+        return -1;
+    /* An exception while the reserve was out: end the hold so the job can
+     * clean up; the reserve's answer is then only released. */
+    if ((q = pending_find(ctx, id))) {
+        end_holds(ctx, q, 1);
+        q->ended = true;
+        if (!q->queued)
+            pending_remove(ctx, id);
+    }
+    if (!had_resources(args) || released_off(args))
+        return 0;
+    if (queue_release(ctx, id) < 0)
+        flux_log_error(ctx->h,
+                       "vnibroker: job %ju: cannot queue its release",
+                       (uintmax_t)id);
+    return 0;
+}
+
+/* ---- a plugin loaded into a running instance -------------------------- */
+
+struct recover {
+    struct plugin_ctx *ctx;
+    flux_plugin_arg_t *args;
+    uint64_t id;
+    int state;
+};
+
+/* The number of our holds the job's eventlog shows still open. */
+static int open_holds(const char *eventlog)
+{
+    int opens = 0;
+    const char *line = eventlog;
+
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        json_t *e = json_loadb(line, len, 0, NULL);
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *desc = json_string_value(json_object_get(
+            json_object_get(e, "context"), "description"));
+        if (name && desc && !strcmp(desc, HOLD)) {
+            if (!strcmp(name, "prolog-start"))
+                opens++;
+            else if (!strcmp(name, "prolog-finish") && opens > 0)
+                opens--;
+        }
+        json_decref(e);
+        line = nl ? nl + 1 : NULL;
+    }
+    return opens;
+}
+
+static void recover_cb(flux_future_t *f, void *arg)
+{
+    struct recover *rc = arg;
+    struct plugin_ctx *ctx = rc->ctx;
+    const char *eventlog = NULL;
+    int opens = 0;
+    struct pending *q;
+
+    if (flux_kvs_lookup_get(f, &eventlog) < 0)
+        flux_log_error(ctx->h,
+                       "vnibroker: job %ju: cannot read its eventlog",
+                       (uintmax_t)rc->id);
+    else
+        opens = open_holds(eventlog);
+    flux_future_destroy(f);
+    if (rc->state == FLUX_JOB_STATE_RUN
+        && !flux_jobtap_job_event_posted(ctx->p, rc->id, EVENT_CORAL2)) {
+        if ((q = pending_add(ctx, rc->id))) {
+            q->holds += opens;
+            ctx->n.recovered++;
+            queue_reserve(ctx, q, rc->args);
+        }
+    } else if (opens > 0) {
+        struct pending tmp = {.id = rc->id, .holds = opens};
+        end_holds(ctx, &tmp, 1);
+    }
+    flux_plugin_arg_destroy(rc->args);
+    free(rc);
+}
+
+/* Read the job's eventlog, then recover it (recover_cb). */
+static void recover_lookup(struct plugin_ctx *ctx,
+                           flux_plugin_arg_t *args,
+                           uint64_t id,
+                           int state)
+{
+    char key[128];
+    struct recover *rc = calloc(1, sizeof(*rc));
+    flux_future_t *f = NULL;
+    json_t *in = NULL;
+
+    if (!rc)
+        return;
+    rc->ctx = ctx;
+    rc->id = id;
+    rc->state = state;
+    /* A copy of the job's arguments: the callback's are gone by then. */
+    if (flux_plugin_arg_unpack(args, FLUX_PLUGIN_ARG_IN, "o", &in) < 0
+        || !(rc->args = flux_plugin_arg_create())
+        || flux_plugin_arg_pack(rc->args, FLUX_PLUGIN_ARG_IN, "O", in) < 0
+        || flux_job_kvs_key(key, sizeof(key), id, "eventlog") < 0
+        || !(f = flux_kvs_lookup(ctx->h, NULL, 0, key))
+        || flux_future_then(f, -1., recover_cb, rc) < 0) {
+        flux_log_error(ctx->h,
+                       "vnibroker: job %ju: cannot recover it",
+                       (uintmax_t)id);
+        flux_future_destroy(f);
+        flux_plugin_arg_destroy(rc->args);
+        free(rc);
+    }
+}
+
+static int new_cb(flux_plugin_t *p,
+                  const char *topic,
+                  flux_plugin_arg_t *args,
+                  void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+    flux_jobid_t id;
+    int state;
+    struct pending *q;
+
+    (void)topic;
+    if (flux_plugin_arg_unpack(
+            args, FLUX_PLUGIN_ARG_IN, "{s:I s:i}", "id", &id, "state", &state)
+        < 0)
+        return -1;
+    if (state == FLUX_JOB_STATE_RUN) {
+        if (flux_jobtap_job_event_posted(p, id, EVENT_CORAL2) > 0
+            || flux_jobtap_job_event_posted(p, id, "start") > 0)
+            return 0;
+        if (flux_jobtap_job_event_posted(p, id, "prolog-start") <= 0) {
+            /* Nobody holds it yet: hold it now, then reserve. */
+            if (!(q = pending_add(ctx, id)))
+                return -1;
+            if (flux_jobtap_prolog_start(p, HOLD) == 0)
+                q->holds = 1;
+            ctx->n.recovered++;
+            queue_reserve(ctx, q, args);
+            return 0;
+        }
+        recover_lookup(ctx, args, id, state);
+    } else if (state == FLUX_JOB_STATE_CLEANUP) {
+        if (flux_jobtap_job_event_posted(p, id, EVENT_CORAL2) <= 0
+            && flux_jobtap_job_event_posted(p, id, "prolog-start") > 0)
+            recover_lookup(ctx, args, id, state);
+        if (had_resources(args) && !released_off(args))
+            (void)queue_release(ctx, id);
+    }
+    return 0;
+}
+
+/* ---- configuration, query, load and unload ---------------------------- */
+
+static void ctx_stop(struct plugin_ctx *ctx)
+{
+    flux_watcher_destroy(ctx->done_w);
+    flux_watcher_destroy(ctx->retry_w);
+    ctx->done_w = ctx->retry_w = NULL;
+    fjt_worker_destroy(ctx->worker);
+    ctx->worker = NULL;
+    fjt_spool_destroy(ctx->spool);
+    ctx->spool = NULL;
+}
+
+static void ctx_destroy(void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+
+    if (ctx) {
+        ctx_stop(ctx);
+        while (ctx->pending)
+            pending_remove(ctx, ctx->pending->id);
+        free(ctx);
+    }
+}
+
+/* Start the spool, the worker and the watchers from ctx->conf. */
+static int ctx_start(struct plugin_ctx *ctx, vnib_error_t *errp)
+{
+    char *token = NULL;
+    size_t len = 0;
+    flux_reactor_t *r = flux_get_reactor(ctx->h);
+    int rc = -1;
+
+    if (secfile_read(ctx->conf.token_file, &token, &len, errp) < 0)
+        return -1;
+    while (len > 0 && (token[len - 1] == '\n' || token[len - 1] == '\r'))
+        token[--len] = '\0';
+    struct fjt_worker_cfg wc = {
+        .url = ctx->conf.url,
+        .token = token,
+        .cacert = ctx->conf.cacert[0] ? ctx->conf.cacert : NULL,
+        .timeout_ms = ctx->conf.timeout_ms,
+        .reserve_timeout_ms = ctx->conf.reserve_timeout_ms,
+        .threads = ctx->conf.threads,
+    };
+    if (!(ctx->spool = fjt_spool_create(ctx->conf.spool_dir, errp))
+        || !(ctx->worker = fjt_worker_create(&wc, ctx->spool, errp)))
+        goto cleanup;
+    if (!(ctx->done_w = flux_fd_watcher_create(r,
+                                               fjt_worker_fd(ctx->worker),
+                                               FLUX_POLLIN,
+                                               done_cb,
+                                               ctx))
+        || !(ctx->retry_w = flux_timer_watcher_create(r,
+                                                      0.,
+                                                      ctx->conf.retry_ms / 1e3,
+                                                      retry_cb,
+                                                      ctx))) {
+        errprintf(errp, "cannot create watchers: %s", strerror(errno));
+        goto cleanup;
+    }
+    flux_watcher_start(ctx->done_w);
+    flux_watcher_start(ctx->retry_w);
+    rc = 0;
+cleanup:
+    secfile_free(token, len);
+    if (rc < 0)
+        ctx_stop(ctx);
+    return rc;
+}
+
+static int conf_update_cb(flux_plugin_t *p,
+                          const char *topic,
+                          flux_plugin_arg_t *args,
+                          void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+    json_t *conf = NULL;
+    json_t *load = NULL;
+    const char *load_s = flux_plugin_get_conf(p);
+    struct fjt_conf c;
+    vnib_error_t error;
+    int rc = -1;
+
+    (void)topic;
+    if (flux_plugin_arg_unpack(args, FLUX_PLUGIN_ARG_IN, "{s?o}", "conf", &conf)
+        < 0)
+        return flux_jobtap_error(p, args, "vnibroker: cannot read the config");
+    if (load_s && !(load = json_loads(load_s, 0, NULL)))
+        return flux_jobtap_error(p, args, "vnibroker: bad plugin arguments");
+    if (fjt_conf_parse(&c, json_object_get(conf, "vnibroker"), load, &error)
+        < 0) {
+        flux_jobtap_error(p, args, "%s", error.text);
+        goto cleanup;
+    }
+    if (!ctx->worker) {
+        ctx->conf = c;
+        if (ctx_start(ctx, &error) < 0) {
+            flux_jobtap_error(p, args, "vnibroker: %s", error.text);
+            goto cleanup;
+        }
+        flux_log(ctx->h,
+                 LOG_INFO,
+                 "vnibroker: broker %s, %d threads, spool %s",
+                 ctx->conf.url,
+                 ctx->conf.threads,
+                 ctx->conf.spool_dir);
+    } else {
+        /* The connection's settings hold until the plugin is loaded
+         * again; the jobs' are taken now. */
+        if (strcmp(c.url, ctx->conf.url) || strcmp(c.token_file, ctx->conf.token_file)
+            || strcmp(c.cacert, ctx->conf.cacert)
+            || strcmp(c.spool_dir, ctx->conf.spool_dir)
+            || c.threads != ctx->conf.threads
+            || c.timeout_ms != ctx->conf.timeout_ms
+            || c.reserve_timeout_ms != ctx->conf.reserve_timeout_ms
+            || c.retry_ms != ctx->conf.retry_ms)
+            flux_log(ctx->h,
+                     LOG_WARNING,
+                     "vnibroker: url, token-file, cacert, spool-dir, threads "
+                     "and the timeouts change when the plugin is loaded "
+                     "again (flux jobtap remove/load)");
+        ctx->conf.reserve_fatal = c.reserve_fatal;
+        ctx->conf.vnis_per_job = c.vnis_per_job;
+        memcpy(ctx->conf.hwcoll, c.hwcoll, sizeof(c.hwcoll));
+    }
+    rc = 0;
+cleanup:
+    json_decref(load);
+    return rc;
+}
+
+static int query_cb(flux_plugin_t *p,
+                    const char *topic,
+                    flux_plugin_arg_t *args,
+                    void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+    int queued = 0;
+    int running = 0;
+    json_t *held = json_array();
+
+    (void)p;
+    (void)topic;
+    if (ctx->worker)
+        fjt_worker_counts(ctx->worker, &queued, &running);
+    for (struct pending *q = ctx->pending; q && held; q = q->next)
+        json_array_append_new(held, json_integer((json_int_t)q->id));
+    if (flux_plugin_arg_pack(
+            args,
+            FLUX_PLUGIN_ARG_OUT,
+            "{s:s s:s s:s s:i s:b s:i s:s s:{s:s s:i s:I} s:{s:i s:i s:o} "
+            "s:{s:I s:I s:I s:I s:I s:I} s:s}",
+            "url",
+            ctx->conf.url,
+            "token-file",
+            ctx->conf.token_file,
+            "cacert",
+            ctx->conf.cacert,
+            "threads",
+            ctx->conf.threads,
+            "reserve-fatal",
+            ctx->conf.reserve_fatal,
+            "vnis-per-job",
+            ctx->conf.vnis_per_job,
+            "hwcoll",
+            ctx->conf.hwcoll,
+            "spool",
+            "dir",
+            ctx->conf.spool_dir,
+            "count",
+            ctx->spool ? fjt_spool_count(ctx->spool) : -1,
+            "retry-ms",
+            (json_int_t)ctx->conf.retry_ms,
+            "calls",
+            "queued",
+            queued,
+            "running",
+            running,
+            "held",
+            held ? held : json_array(),
+            "counts",
+            "reserved",
+            (json_int_t)ctx->n.reserved,
+            "reserve-failed",
+            (json_int_t)ctx->n.reserve_failed,
+            "released",
+            (json_int_t)ctx->n.released,
+            "release-spooled",
+            (json_int_t)ctx->n.release_spooled,
+            "release-failed",
+            (json_int_t)ctx->n.release_failed,
+            "recovered",
+            (json_int_t)ctx->n.recovered,
+            "last-error",
+            ctx->last_error)
+        < 0)
+        return -1;
+    return 0;
+}
+
+static const struct flux_plugin_handler handlers[] = {
+    {"conf.update", conf_update_cb, NULL},
+    {"job.state.run", run_cb, NULL},
+    {"job.state.cleanup", cleanup_cb, NULL},
+    {"job.new", new_cb, NULL},
+    {"plugin.query", query_cb, NULL},
+    {NULL, NULL, NULL},
+};
+
+int flux_plugin_init(flux_plugin_t *p);
+
+int flux_plugin_init(flux_plugin_t *p)
+{
+    struct plugin_ctx *ctx = calloc(1, sizeof(*ctx));
+
+    if (!ctx)
+        return -1;
+    ctx->p = p;
+    ctx->h = flux_jobtap_get_flux(p);
+    if (flux_plugin_aux_set(p, NULL, ctx, ctx_destroy) < 0) {
+        free(ctx);
+        return -1;
+    }
+    if (flux_plugin_set_name(p, PLUGIN_NAME) < 0)
+        return -1;
+    for (int i = 0; handlers[i].topic; i++)
+        if (flux_plugin_add_handler(
+                p, handlers[i].topic, handlers[i].cb, ctx)
+            < 0)
+            return -1;
+    return 0;
+}

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Flux harness, sourced by tests/integration/*-flux.sh after lib.sh (and
+# agent.sh, fm.sh).
+#
+# A real Flux: flux-core as `make deps-flux` built it (the prefix make
+# recorded in $BUILD/flux/prefix), started as a three-broker test instance
+# on this host (`flux start --test-size=3 --test-hosts=fx[0-2]`: ranks 0-2
+# are nodes fx0-fx2, two cores each (this host's), each with its own simulated NICs and vnib-agent
+# configuration under $T/fxN/), with vnibroker's jobtap plugin loaded by
+# the job-manager, the per-rank prolog and housekeeping running
+# plugins/flux/node/vnib-flux-node, and the shell plugin in every job's
+# shell.  Jobs run as root, the instance's owner.
+#
+#   flux_require          skip the script (VNIB_REQUIRE_FLUX=1: fail) unless
+#                         flux-core and both plugins are built and we are
+#                         root
+#   flux_setup [TOML]     write the instance's config ($T/flux.d) and the
+#                         node side's settings; TOML is added to the
+#                         [vnibroker] table
+#   flux_start            start the instance in the background; sets
+#                         FLUX_URI (exported: every `flux` command below
+#                         talks to it) and FLUX_PID
+#   flux_stop             end it (its jobs are killed)
+#   fluxc ARGS...         `flux ARGS` with a 60 s limit
+#   flux_event ID NAME    the context of the job's event NAME (JSON), once
+#                         posted (waits 30 s at most)
+#   flux_query            `flux jobtap query vnib-jobtap.so` (JSON)
+#   flux_dump_logs        the instance's log, on failure
+set -u
+
+FLUX_PREFIX=$(cat "$BUILD/flux/prefix" 2>/dev/null || true)
+FLUX=${FLUX_PREFIX:+$FLUX_PREFIX/bin/flux}
+VNIB_FLUX_JOBTAP=$BUILD/flux/vnib-jobtap.so
+VNIB_FLUX_SHELL=$BUILD/flux/vnib-shell.so
+FLUX_PID=""
+
+# skip_flux REASON: as skip_slurm, for VNIB_REQUIRE_FLUX.
+skip_flux () {
+    if [ "${VNIB_REQUIRE_FLUX:-0}" = 1 ]; then
+        not_ok "VNIB_REQUIRE_FLUX=1 but the Flux test cannot run: $*"
+        finish
+    fi
+    skip_all "$@"
+}
+
+flux_require () {
+    [ -n "$FLUX" ] && [ -x "$FLUX" ] ||
+        skip_flux "no flux-core built: \`make deps-flux FLUX_SRC=DIR\` builds v0.88.0 (flux-core is not packaged by Debian)"
+    [ -f "$VNIB_FLUX_JOBTAP" ] && [ -f "$VNIB_FLUX_SHELL" ] ||
+        skip_flux "the Flux plugins are not built ($BUILD/flux/): make tests"
+    [ "$(id -u)" -eq 0 ] || skip_flux "the Flux tests run as root (the node side's agent is root's)"
+    command -v jq >/dev/null || skip_flux "jq is missing: make deps"
+}
+
+fluxc () {
+    timeout 60 "$FLUX" "$@"
+}
+
+# flux_setup [TOML]: the instance's config, the node side's settings
+# ($T/flux-node.conf) and script ($T/vnib-flux-node), the shell's initrc.
+# Needs BROKER_URL and SCHED_TOKEN (broker_up) and the agents (agent_setup
+# fx0 ...).
+flux_setup () {
+    mkdir -p "$T/flux.d" "$T/flux-state"
+    (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/flux.token")
+    sed -e "s|@CONFDIR@|$T|" -e "s|@SBINDIR@|$BUILD|" -e "s|@BINDIR@|$BUILD|" \
+        "$TOP/plugins/flux/node/vnib-flux-node.in" >"$T/vnib-flux-node"
+    chmod 755 "$T/vnib-flux-node"
+    cat >"$T/flux-node.conf" <<EOF
+VNIB_AGENT=$BUILD/vnib-agent
+FLUX=$FLUX
+AGENT_CONFIG=$T/%n/agent.toml
+RESERVATION_WAIT=60
+HOUSEKEEPING_RETRY_BUSY=${FLUX_HOUSEKEEPING_RETRY_BUSY:-2s}
+LOGGER=
+EOF
+    chmod 644 "$T/flux-node.conf"
+    FLUX_NODE_MODE=${FLUX_NODE_MODE:-prolog}
+    cat >"$T/flux.d/vnibroker.toml" <<EOF
+[resource]
+noverify = true
+
+[[resource.config]]
+hosts = "fx[0-2]"
+cores = "0-1"
+
+[job-manager]
+plugins = [ { load = "perilog.so" }, { load = "$VNIB_FLUX_JOBTAP" } ]
+
+[job-manager.prolog]
+per-rank = true
+command = [ "$T/vnib-flux-node", "$FLUX_NODE_MODE" ]
+
+[job-manager.housekeeping]
+command = [ "$T/vnib-flux-node", "housekeeping" ]
+release-after = "0s"
+
+[vnibroker]
+url = "$BROKER_URL"
+token-file = "$T/flux.token"
+spool-dir = "$T/flux-spool"
+timeout-ms = 2000
+reserve-timeout-ms = 3000
+retry-ms = 1000
+${1:-}
+EOF
+    cat >"$T/initrc.lua" <<EOF
+plugin.load { file = "*.so", conf = {} }
+shell.source_rcpath ("*.lua")
+shell.source_rcpath_option ("mpi")
+plugin.load { file = "$VNIB_FLUX_SHELL", conf = { state_dir = "$T/%n/state" } }
+EOF
+}
+
+# flux_start: the instance, in the background, until flux_stop.
+flux_start () {
+    rm -f "$T/flux.uri"
+    "$FLUX" start --test-size=3 --test-hosts='fx[0-2]' \
+        --config-path="$T/flux.d" -Sstatedir="$T/flux-state" \
+        -Sconf.shell_initrc="$T/initrc.lua" -Slog-filename="$T/flux.log" \
+        -Slog-level=7 \
+        sh -c 'echo $$ >"$0.pid" && echo "$FLUX_URI" >"$0.tmp" &&
+               mv "$0.tmp" "$0" && exec sleep 100000' \
+        "$T/flux.uri" >>"$T/flux-start.out" 2>&1 &
+    FLUX_PID=$!
+    track "$FLUX_PID"
+    wait_for 60 test -s "$T/flux.uri" || {
+        echo "# flux did not start:"
+        sed 's/^/#   /' "$T/flux-start.out" | tail -n 30
+        return 1
+    }
+    FLUX_URI=$(cat "$T/flux.uri")
+    export FLUX_URI
+    # Every rank up, its resources online.
+    wait_for 60 sh -c '[ "$("$0" resource list -no {nnodes} -s free 2>/dev/null)" = 3 ]' "$FLUX" || {
+        echo "# flux resources never came up"
+        return 1
+    }
+}
+
+# flux_stop: the instance's initial program ends; the brokers follow.
+flux_stop () {
+    [ -n "$FLUX_PID" ] || return 0
+    kill "$(cat "$T/flux.uri.pid" 2>/dev/null)" 2>/dev/null
+    for _ in $(seq 1 300); do
+        kill -0 "$FLUX_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -9 "$FLUX_PID" 2>/dev/null
+    wait "$FLUX_PID" 2>/dev/null
+    FLUX_PID=""
+}
+
+# flux_event ID NAME: the context of the job's event NAME.
+flux_event () {
+    fluxc job wait-event -f json -t 30s "$1" "$2" 2>/dev/null | jq -c '.context'
+}
+
+flux_query () {
+    fluxc jobtap query vnib-jobtap.so 2>/dev/null
+}
+
+trap 'flux_stop; cleanup' EXIT
+
+flux_dump_logs () {
+    echo "# flux log (last ${1:-40} lines):"
+    tail -n "${1:-40}" "$T/flux.log" 2>/dev/null | sed 's/^/#   /'
+}
