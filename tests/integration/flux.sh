@@ -56,7 +56,10 @@ fluxc () {
     timeout 60 "$FLUX" "$@"
 }
 
-# flux_setup [TOML]: the instance's config, the node side's settings
+# flux_setup [TOML]: the instance's config (FLUX_TIMEOUT_MS and
+# FLUX_RESERVE_TIMEOUT_MS set the plugin's timeouts, 2000 and 3000;
+# FLUX_PROLOG_COMMAND the per-rank prolog, default "vnib-flux-node prolog";
+# FLUX_SHELL_PLUGIN=0 leaves the shell plugin out), the node side's settings
 # ($T/flux-node.conf) and script ($T/vnib-flux-node), the shell's initrc.
 # Needs BROKER_URL and SCHED_TOKEN (broker_up) and the agents (agent_setup
 # fx0 ...).
@@ -75,7 +78,7 @@ HOUSEKEEPING_RETRY_BUSY=${FLUX_HOUSEKEEPING_RETRY_BUSY:-2s}
 LOGGER=
 EOF
     chmod 644 "$T/flux-node.conf"
-    FLUX_NODE_MODE=${FLUX_NODE_MODE:-prolog}
+    prolog_cmd=${FLUX_PROLOG_COMMAND:-$T/vnib-flux-node prolog}
     cat >"$T/flux.d/vnibroker.toml" <<EOF
 [resource]
 noverify = true
@@ -89,7 +92,7 @@ plugins = [ { load = "perilog.so" }, { load = "$VNIB_FLUX_JOBTAP" } ]
 
 [job-manager.prolog]
 per-rank = true
-command = [ "$T/vnib-flux-node", "$FLUX_NODE_MODE" ]
+command = [ $(printf '"%s", ' $prolog_cmd | sed 's/, $//') ]
 
 [job-manager.housekeeping]
 command = [ "$T/vnib-flux-node", "housekeeping" ]
@@ -99,8 +102,8 @@ release-after = "0s"
 url = "$BROKER_URL"
 token-file = "$T/flux.token"
 spool-dir = "$T/flux-spool"
-timeout-ms = 2000
-reserve-timeout-ms = 3000
+timeout-ms = ${FLUX_TIMEOUT_MS:-2000}
+reserve-timeout-ms = ${FLUX_RESERVE_TIMEOUT_MS:-3000}
 retry-ms = 1000
 ${1:-}
 EOF
@@ -108,8 +111,9 @@ EOF
 plugin.load { file = "*.so", conf = {} }
 shell.source_rcpath ("*.lua")
 shell.source_rcpath_option ("mpi")
-plugin.load { file = "$VNIB_FLUX_SHELL", conf = { state_dir = "$T/%n/state" } }
 EOF
+    [ "${FLUX_SHELL_PLUGIN:-1}" = 1 ] &&
+        echo "plugin.load { file = \"$VNIB_FLUX_SHELL\", conf = { state_dir = \"$T/%n/state\" } }" >>"$T/initrc.lua"
 }
 
 # flux_start: the instance, in the background, until flux_stop.

@@ -46,7 +46,7 @@
 #include "vnib/secfile.h"
 
 #define PLUGIN_NAME "vnibroker"
-#define HOLD "vnibroker"       /* the prolog action's description */
+#define HOLD "vnibroker" /* the prolog action's description */
 #define EVENT_CORAL2 "cray-slingshot"
 #define EVENT_OURS "vnibroker"
 #define EXCEPTION_TYPE "vnibroker"
@@ -54,9 +54,9 @@
 /* A job the plugin holds (or will hold) until its reserve comes back. */
 struct pending {
     uint64_t id;
-    int holds;     /* prolog actions of ours to end: 0 or 1 */
-    bool queued;   /* its reserve is with the worker */
-    bool ended;    /* the job reached CLEANUP meanwhile */
+    int holds;   /* prolog actions of ours to end: 0 or 1 */
+    bool queued; /* its reserve is with the worker */
+    bool ended;  /* the job reached CLEANUP meanwhile */
     struct pending *next;
 };
 
@@ -205,8 +205,9 @@ static int post_reserved(struct plugin_ctx *ctx, uint64_t id, json_t *resv)
     /* Ours: never the session token. */
     if (!(ours = json_pack("{s:O s:O s:O}",
                            "reservation",
-                           json_object_get(resv, "id") ? json_object_get(resv, "id")
-                                                       : json_null(),
+                           json_object_get(resv, "id")
+                               ? json_object_get(resv, "id")
+                               : json_null(),
                            "job_id",
                            json_object_get(resv, "job_id"),
                            "vnis",
@@ -266,11 +267,8 @@ static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
                  c->result == FJT_REFUSED ? "the broker refused the reservation"
                                           : "the broker is unreachable",
                  c->error.text);
-        flux_log(ctx->h,
-                 LOG_ERR,
-                 "vnibroker: job %ju: %s",
-                 (uintmax_t)c->id,
-                 why);
+        flux_log(
+            ctx->h, LOG_ERR, "vnibroker: job %ju: %s", (uintmax_t)c->id, why);
         status = fail_job(ctx, c->id, why);
     }
     end_holds(ctx, q, status);
@@ -310,7 +308,10 @@ static void release_done(struct plugin_ctx *ctx, struct fjt_call *c)
     }
 }
 
-static void done_cb(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
+static void done_cb(flux_reactor_t *r,
+                    flux_watcher_t *w,
+                    int revents,
+                    void *arg)
 {
     struct plugin_ctx *ctx = arg;
     struct fjt_call *list = fjt_worker_take(ctx->worker);
@@ -334,7 +335,10 @@ static void done_cb(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg
     }
 }
 
-static void retry_cb(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
+static void retry_cb(flux_reactor_t *r,
+                     flux_watcher_t *w,
+                     int revents,
+                     void *arg)
 {
     struct plugin_ctx *ctx = arg;
     struct fjt_call *c;
@@ -342,7 +346,8 @@ static void retry_cb(flux_reactor_t *r, flux_watcher_t *w, int revents, void *ar
     (void)r;
     (void)w;
     (void)revents;
-    if (fjt_worker_busy(ctx->worker, 0) || !(c = fjt_call_create(FJT_FLUSH, 0, NULL)))
+    if (fjt_worker_busy(ctx->worker, 0)
+        || !(c = fjt_call_create(FJT_FLUSH, 0, NULL)))
         return;
     fjt_worker_queue(ctx->worker, c);
 }
@@ -393,9 +398,8 @@ static void queue_reserve(struct plugin_ctx *ctx,
     }
     if (o.off || o.vni_count == 0
         || (o.vni_count < 0 && ctx->conf.vnis_per_job == 0)) {
-        post_empty(ctx,
-                   q->id,
-                   o.off ? "disabled by user request" : "none requested");
+        post_empty(
+            ctx, q->id, o.off ? "disabled by user request" : "none requested");
         end_holds(ctx, q, 0);
         pending_remove(ctx, q->id);
         return;
@@ -443,9 +447,8 @@ static int run_cb(flux_plugin_t *p,
         return -1;
     }
     if (flux_jobtap_prolog_start(p, HOLD) < 0) {
-        flux_log_error(ctx->h,
-                       "vnibroker: job %ju: cannot hold the job",
-                       (uintmax_t)id);
+        flux_log_error(
+            ctx->h, "vnibroker: job %ju: cannot hold the job", (uintmax_t)id);
         fail_job(ctx, id, "cannot hold the job for its reservation");
         pending_remove(ctx, id);
         return -1;
@@ -528,8 +531,8 @@ static int open_holds(const char *eventlog)
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
         json_t *e = json_loadb(line, len, 0, NULL);
         const char *name = json_string_value(json_object_get(e, "name"));
-        const char *desc = json_string_value(json_object_get(
-            json_object_get(e, "context"), "description"));
+        const char *desc = json_string_value(
+            json_object_get(json_object_get(e, "context"), "description"));
         if (name && desc && !strcmp(desc, HOLD)) {
             if (!strcmp(name, "prolog-start"))
                 opens++;
@@ -595,9 +598,8 @@ static void recover_lookup(struct plugin_ctx *ctx,
         || flux_job_kvs_key(key, sizeof(key), id, "eventlog") < 0
         || !(f = flux_kvs_lookup(ctx->h, NULL, 0, key))
         || flux_future_then(f, -1., recover_cb, rc) < 0) {
-        flux_log_error(ctx->h,
-                       "vnibroker: job %ju: cannot recover it",
-                       (uintmax_t)id);
+        flux_log_error(
+            ctx->h, "vnibroker: job %ju: cannot recover it", (uintmax_t)id);
         flux_future_destroy(f);
         flux_plugin_arg_destroy(rc->args);
         free(rc);
@@ -692,16 +694,10 @@ static int ctx_start(struct plugin_ctx *ctx, vnib_error_t *errp)
     if (!(ctx->spool = fjt_spool_create(ctx->conf.spool_dir, errp))
         || !(ctx->worker = fjt_worker_create(&wc, ctx->spool, errp)))
         goto cleanup;
-    if (!(ctx->done_w = flux_fd_watcher_create(r,
-                                               fjt_worker_fd(ctx->worker),
-                                               FLUX_POLLIN,
-                                               done_cb,
-                                               ctx))
-        || !(ctx->retry_w = flux_timer_watcher_create(r,
-                                                      0.,
-                                                      ctx->conf.retry_ms / 1e3,
-                                                      retry_cb,
-                                                      ctx))) {
+    if (!(ctx->done_w = flux_fd_watcher_create(
+              r, fjt_worker_fd(ctx->worker), FLUX_POLLIN, done_cb, ctx))
+        || !(ctx->retry_w = flux_timer_watcher_create(
+                 r, 0., ctx->conf.retry_ms / 1e3, retry_cb, ctx))) {
         errprintf(errp, "cannot create watchers: %s", strerror(errno));
         goto cleanup;
     }
@@ -754,7 +750,8 @@ static int conf_update_cb(flux_plugin_t *p,
     } else {
         /* The connection's settings hold until the plugin is loaded
          * again; the jobs' are taken now. */
-        if (strcmp(c.url, ctx->conf.url) || strcmp(c.token_file, ctx->conf.token_file)
+        if (strcmp(c.url, ctx->conf.url)
+            || strcmp(c.token_file, ctx->conf.token_file)
             || strcmp(c.cacert, ctx->conf.cacert)
             || strcmp(c.spool_dir, ctx->conf.spool_dir)
             || c.threads != ctx->conf.threads
@@ -871,8 +868,7 @@ int flux_plugin_init(flux_plugin_t *p)
     if (flux_plugin_set_name(p, PLUGIN_NAME) < 0)
         return -1;
     for (int i = 0; handlers[i].topic; i++)
-        if (flux_plugin_add_handler(
-                p, handlers[i].topic, handlers[i].cb, ctx)
+        if (flux_plugin_add_handler(p, handlers[i].topic, handlers[i].cb, ctx)
             < 0)
             return -1;
     return 0;
