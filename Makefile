@@ -129,7 +129,7 @@ endif
         install clean format format-check scan lint slurm-skipped
 .DEFAULT_GOAL := all
 
-all: $(BINS) $(PLUGINS) $(SLURM_SKIPPED)
+all: $(BINS) $(PLUGINS) $(SLURM_SKIPPED) $(if $(filter 1,$(HAVE_FLUX)),$(FLUX_PLUGINS))
 
 tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(INPROC_BINS) $(REPLAY_BINS) \
        $(STRESS_BINS) $(SLURM_SKIPPED)
@@ -630,6 +630,9 @@ install: all
 	    > $(GEN_DIR)/vnib-slurm-reconcile.service
 	$(SUBST) deploy/systemd/vnib-agent-flush.service.in \
 	    > $(GEN_DIR)/vnib-agent-flush.service
+	$(SUBST) plugins/flux/node/vnib-flux-node.in > $(GEN_DIR)/vnib-flux-node
+	$(SUBST) plugins/flux/node/flux-node.conf.example.in \
+	    > $(GEN_DIR)/flux-node.conf.example
 	$(SUBST_CONF) config.example.toml > $(GEN_DIR)/config.example.toml
 	$(SUBST_CONF) agent/agent.example.toml > $(GEN_DIR)/agent.example.toml
 	@if grep -n '@[A-Z_]*@' $(GEN_DIR)/*; then \
@@ -640,6 +643,12 @@ install: all
 	install -m 0755 $(BUILD)/vnib-agent $(DESTDIR)$(SBINDIR)/vnib-agent
 	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PKGLIBDIR)/)
 	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
+	install -d $(DESTDIR)$(PKGLIBDIR)/flux $(DESTDIR)$(DOCDIR)/plugins/flux/node
+	install -m 0755 $(GEN_DIR)/vnib-flux-node $(DESTDIR)$(PKGLIBDIR)/flux/vnib-flux-node
+	$(if $(filter 1,$(HAVE_FLUX)),install -m 0755 $(FLUX_PLUGINS) $(DESTDIR)$(PKGLIBDIR)/flux/)
+	install -m 0644 plugins/flux/README.md $(DESTDIR)$(DOCDIR)/plugins/flux/README.md
+	install -m 0644 $(GEN_DIR)/flux-node.conf.example \
+	    $(DESTDIR)$(DOCDIR)/plugins/flux/node/flux-node.conf.example
 	install -d $(DESTDIR)$(DOCDIR)/deploy $(DESTDIR)$(DOCDIR)/plugins/slurm/hook \
 	    $(DESTDIR)$(DOCDIR)/agent $(DESTDIR)$(DOCDIR)/server/api
 	install -m 0644 README.md $(GEN_DIR)/config.example.toml $(DESTDIR)$(DOCDIR)/

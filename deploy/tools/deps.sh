@@ -28,13 +28,23 @@
 # Debian 13's verified upstream tarball into the cache outside the
 # checkout (deploy/tools/slurm-build.sh: 8-10 minutes once, then a no-op),
 # so that the plugins are built and tested against a current Slurm too;
-# VNIB_SKIP_SLURM_BUILD=1 leaves it out.
+# VNIB_SKIP_SLURM_BUILD=1 leaves it out.  With FLUX_SRC=DIR (a flux-core
+# source tree) it builds flux-core into the same cache
+# (deploy/tools/flux-build.sh, about 10 minutes once), for the Flux
+# plugins; without it the Flux tests are listed as skipped unless a build
+# is already there.
 set -eu
 
 # What the broker, vnibctl and fmsim need to build, and `make run` to
 # run them: a private PostgreSQL cluster (initdb, pg_ctl, psql), openssl
 # (the FM password), runuser as root (util-linux), and curl for the
 # examples it prints.
+# What flux-core needs to build (deploy/tools/flux-build.sh; Debian has
+# no flux-core package): the Flux plugins are built and tested against it.
+FLUX_BUILD_PKGS="autoconf automake libtool libzmq3-dev liblz4-dev
+                 libhwloc-dev libsqlite3-dev uuid-dev libarchive-dev
+                 libncurses-dev python3-dev python3-cffi python3-ply lua5.1
+                 liblua5.1-0-dev lua-posix libsodium-dev"
 RUN_PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
           libjansson-dev libpq-dev libssl-dev postgresql curl openssl
           util-linux"
@@ -42,7 +52,8 @@ PKGS="$RUN_PKGS libcmocka-dev postgresql-contrib jq procps iproute2 python3
       python3-yaml
       slurmctld slurmd slurm-client libslurm-dev dpkg-dev libmunge-dev
       debian-archive-keyring
-      chromium prometheus debhelper fakeroot lintian"
+      chromium prometheus debhelper fakeroot lintian
+      $FLUX_BUILD_PKGS"
 fetch_slurm=1
 case "${1:-}" in
     "") ;;
@@ -74,6 +85,11 @@ for p in $PKGS; do
 done
 slurm_src () {
     [ "$fetch_slurm" -eq 1 ] || return 0
+    # flux-core, when the caller brings its source (FLUX_SRC=DIR: the
+    # public repository's v0.88.0 tag, exported); once, into the cache.
+    if [ -n "${FLUX_SRC:-}" ]; then
+        sh "$(dirname "$0")/flux-build.sh" --src "$FLUX_SRC"
+    fi
     if [ "${VNIB_SKIP_SLURM_BUILD:-0}" != 1 ]; then
         sh "$(dirname "$0")/slurm-build.sh" 24.11
     fi
