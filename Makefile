@@ -478,6 +478,8 @@ FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 $(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
 # test_swv compiles the switch plugin's Slurm-free sources into itself.
 $(BUILD)/tests/unit/switch/test_swv: $(wildcard plugins/slurm/switch/swv_*)
+# test_fjt compiles the Flux jobtap plugin's Flux-free sources into itself.
+$(BUILD)/tests/unit/flux/test_fjt: $(wildcard plugins/flux/jobtap/fjt_*)
 $(BUILD)/tests/fuzz/replay_switch: $(FUZZ_SWITCH_SRCS) \
     $(wildcard plugins/slurm/switch/swv_*.h)
 

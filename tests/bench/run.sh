@@ -32,7 +32,7 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz compare openloop bigjob populate nodeview rss storm frag
 # stepstorm drain agent fmslow hwcoll slowclients contention history
-# uiscale failover slurmstart; pairs is compare), the rounds of the alternated comparisons
+# uiscale failover slurmstart fluxstart; pairs is compare), the rounds of the alternated comparisons
 # (compare, history, frag), and the drain scenario's Fabric Manager
 # release-queue workers.
 SECS=${BENCH_SECONDS:-10}
@@ -2081,6 +2081,46 @@ if wanted slurmstart; then
         slurmstart_scenario "$v"
         steal_note "slurmstart $v"
     done
+fi
+
+# ---- job start: isolation's cost on flux run ------------------------------
+#
+# tests/bench/flux-start.sh: `flux run -N3 true` on a three-broker Flux
+# test instance (flux-core as `make deps-flux` built it), BENCH_FLUX_RUNS
+# (20) jobs per configuration, alternating by rounds: flux-core alone (the
+# reference), a per-rank prolog that runs /bin/true (the floor of any
+# node-side step), and vnibroker (the jobtap plugin's reserve, the node
+# side's prolog creating the services, the shell plugin).  The target is
+# the Slurm paths': at most 10% over the job start without isolation.
+fluxstart_scenario () {
+    local none pl vn target out=$T/fluxstart.out
+    VNIB_BUILD=$BUILD timeout -k 5 900 bash "$TOP/tests/bench/flux-start.sh" >"$out" 2>&1
+    none=$(sed -n 's/^# none: \([0-9.]*\) .*/\1/p' "$out")
+    pl=$(sed -n 's/^# perilog: \([0-9.]*\) .*/\1/p' "$out")
+    vn=$(sed -n 's/^# vnib: \([0-9.]*\) .*/\1/p' "$out")
+    if [ -z "$none" ] || [ -z "$pl" ] || [ -z "$vn" ]; then
+        why=$(grep -m1 -E '^(# (not run|.*failed|.*did not)|ok [0-9]+ # skip)' "$out" |
+            sed 's/^ok [0-9]* # skip /skip: /; s/^# //' | cut -c1-100)
+        row_not_run "flux run -N3 true, vnibroker: p50" ms "<=" 0 "${why:-no figures}"
+        return 0
+    fi
+    target=$(awk -v n="$none" 'BEGIN { printf "%.3f", n * 1.10 }')
+    row_ref "flux run -N3 true, flux-core alone: p50" "$none" ms \
+        "$(sed -n 's/^# none: [0-9.]* \(.*\)/min max \1/p' "$out")"
+    row_ref "flux run -N3 true, an empty per-rank prolog: p50" "$pl" ms \
+        "$(sed -n 's/^# perilog: [0-9.]* \(.*\)/min max \1/p' "$out")"
+    row_cmp "flux run -N3 true, vnibroker: p50" "$vn" ms "<=" "$target" \
+        "+10% of flux-core alone; min max $(sed -n 's/^# vnib: [0-9.]* \(.*\)/\1/p' "$out")"
+}
+
+if wanted fluxstart; then
+    if [ "$(id -u)" -ne 0 ]; then
+        row_not_run "flux run -N3 true, vnibroker: p50" ms "<=" 0 "needs root (the node side)"
+    else
+        steal_mark
+        fluxstart_scenario
+        steal_note "fluxstart"
+    fi
 fi
 
 if ! kill -0 "$BROKER_PID" 2>/dev/null; then

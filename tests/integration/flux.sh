@@ -17,7 +17,7 @@
 #   flux_setup [TOML]     write the instance's config ($T/flux.d) and the
 #                         node side's settings; TOML is added to the
 #                         [vnibroker] table
-#   flux_start            start the instance in the background; sets
+#   flux_start [DIR [RC]] start the instance in the background; sets
 #                         FLUX_URI (exported: every `flux` command below
 #                         talks to it) and FLUX_PID
 #   flux_stop             end it (its jobs are killed)
@@ -116,12 +116,13 @@ EOF
         echo "plugin.load { file = \"$VNIB_FLUX_SHELL\", conf = { state_dir = \"$T/%n/state\" } }" >>"$T/initrc.lua"
 }
 
-# flux_start: the instance, in the background, until flux_stop.
+# flux_start [CONFIG-DIR [INITRC]]: the instance, in the background, until
+# flux_stop (by default with flux_setup's $T/flux.d and $T/initrc.lua).
 flux_start () {
     rm -f "$T/flux.uri"
     "$FLUX" start --test-size=3 --test-hosts='fx[0-2]' \
-        --config-path="$T/flux.d" -Sstatedir="$T/flux-state" \
-        -Sconf.shell_initrc="$T/initrc.lua" -Slog-filename="$T/flux.log" \
+        --config-path="${1:-$T/flux.d}" -Sstatedir="$T/flux-state" \
+        -Sconf.shell_initrc="${2:-$T/initrc.lua}" -Slog-filename="$T/flux.log" \
         -Slog-level=7 \
         sh -c 'echo $$ >"$0.pid" && echo "$FLUX_URI" >"$0.tmp" &&
                mv "$0.tmp" "$0" && exec sleep 100000' \

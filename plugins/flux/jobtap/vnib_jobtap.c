@@ -6,11 +6,12 @@
  * "vnibroker"), asks the broker for the job's reservation from one of the
  * worker's threads (fjt_worker.h: the reactor never waits on HTTP), then
  * posts the job event flux-coral2's node side reads, cray-slingshot with
- * {"vnis":[...]} or {"vnis":[],"empty-reason":"..."}, and its own event,
- * vnibroker, with the reservation id and the hardware collectives' state
- * (never the FM's session token: job eventlogs are the user's to read),
- * and ends the hold.  A reserve that fails raises a fatal exception of
- * type vnibroker, or, with reserve-fatal = false, lets the job run
+ * {"vnis":[...]} or {"vnis":[],"empty-reason":"..."}, then its own event,
+ * vnibroker, which vnibroker's node side waits for: the broker's job id,
+ * the VNIs, the reservation id and the hardware collectives' state, or
+ * the empty-reason (never the FM's session token: job eventlogs are the
+ * user's to read); then it ends the hold.  A reserve that fails raises a fatal
+ * exception of type vnibroker, or, with reserve-fatal = false, lets the job run
  * without isolation (an empty cray-slingshot event saying why).
  *
  * At job.state.cleanup (any job that had resources) it releases the job's
@@ -133,6 +134,9 @@ static void end_holds(struct plugin_ctx *ctx, struct pending *q, int status)
 
 static void post_empty(struct plugin_ctx *ctx, uint64_t id, const char *reason)
 {
+    char job_id[24];
+
+    snprintf(job_id, sizeof(job_id), "%ju", (uintmax_t)id);
     if (flux_jobtap_event_post_pack(ctx->p,
                                     id,
                                     EVENT_CORAL2,
@@ -140,11 +144,20 @@ static void post_empty(struct plugin_ctx *ctx, uint64_t id, const char *reason)
                                     "vnis",
                                     "empty-reason",
                                     reason)
-        < 0)
+            < 0
+        || flux_jobtap_event_post_pack(ctx->p,
+                                       id,
+                                       EVENT_OURS,
+                                       "{s:s s:[] s:s}",
+                                       "job_id",
+                                       job_id,
+                                       "vnis",
+                                       "empty-reason",
+                                       reason)
+               < 0)
         flux_log_error(ctx->h,
-                       "vnibroker: job %ju: cannot post %s",
-                       (uintmax_t)id,
-                       EVENT_CORAL2);
+                       "vnibroker: job %ju: cannot post its events",
+                       (uintmax_t)id);
 }
 
 /* A job the plugin cannot reserve for: a fatal exception, or with

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests for the Flux jobtap plugin's Flux-free parts
+ * (plugins/flux/jobtap/): its settings and a job's options (fjt_conf.c),
+ * the release spool (fjt_spool.c) and the worker's behaviour with a
+ * broker that refuses connections (fjt_worker.c): a reserve gives up
+ * after its deadline, a release is spooled, a flush keeps it, and calls
+ * queued at destroy are spooled, never lost.  The plugin's sources are
+ * compiled in: they are not part of any library.  The plugin against a
+ * real broker and a real Flux: tests/integration/07*-flux.sh.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "plugins/flux/jobtap/fjt_conf.c"
+#include "plugins/flux/jobtap/fjt_spool.c"
+#include "plugins/flux/jobtap/fjt_worker.c"
+
+static json_t *js(const char *text)
+{
+    json_t *o = json_loads(text, 0, NULL);
+    assert_non_null(o);
+    return o;
+}
+
+static void test_conf_defaults(void **state)
+{
+    struct fjt_conf c;
+    vnib_error_t e = {0};
+    json_t *t = js("{\"url\":\"https://b:8443\"}");
+
+    (void)state;
+    assert_int_equal(fjt_conf_parse(&c, t, NULL, &e), 0);
+    assert_string_equal(c.url, "https://b:8443");
+    assert_string_equal(c.token_file, "/etc/vnibroker/flux.token");
+    assert_string_equal(c.spool_dir, "/var/spool/vnibroker/flux/release");
+    assert_true(c.reserve_fatal);
+    assert_int_equal(c.vnis_per_job, -1);
+    assert_int_equal(c.threads, 4);
+    assert_int_equal(c.timeout_ms, 10000);
+    assert_int_equal(c.reserve_timeout_ms, 30000);
+    assert_int_equal(c.retry_ms, 30000);
+    assert_string_equal(c.hwcoll, "");
+    json_decref(t);
+}
+
+/* Load arguments (strings, from `flux jobtap load ... key=value`) win. */
+static void test_conf_load_overrides(void **state)
+{
+    struct fjt_conf c;
+    vnib_error_t e = {0};
+    json_t *t = js("{\"url\":\"https://b:8443\",\"threads\":2,"
+                   "\"reserve-fatal\":true}");
+    json_t *l = js("{\"url\":\"http://127.0.0.1:9\",\"threads\":\"8\","
+                   "\"reserve-fatal\":\"false\",\"hwcoll\":\"on\"}");
+
+    (void)state;
+    assert_int_equal(fjt_conf_parse(&c, t, l, &e), 0);
+    assert_string_equal(c.url, "http://127.0.0.1:9");
+    assert_int_equal(c.threads, 8);
+    assert_false(c.reserve_fatal);
+    assert_string_equal(c.hwcoll, "on");
+    json_decref(t);
+    json_decref(l);
+}
+
+static void expect_conf_error(const char *table, const char *want)
+{
+    struct fjt_conf c;
+    vnib_error_t e = {0};
+    json_t *t = js(table);
+
+    assert_int_equal(fjt_conf_parse(&c, t, NULL, &e), -1);
+    assert_int_equal(errno, EINVAL);
+    if (!strstr(e.text, want))
+        fail_msg("'%s' does not say '%s'", e.text, want);
+    json_decref(t);
+}
+
+static void test_conf_errors(void **state)
+{
+    (void)state;
+    expect_conf_error("{}", "vnibroker.url is not set");
+    expect_conf_error("{\"url\":\"ftp://x\"}", "must start http://");
+    expect_conf_error("{\"url\":\"http://x\",\"bogus\":1}", "unknown key 'bogus'");
+    expect_conf_error("{\"url\":\"http://x\",\"threads\":0}",
+                      "vnibroker.threads must be an integer from 1 to 32");
+    expect_conf_error("{\"url\":\"http://x\",\"vnis-per-job\":5}",
+                      "vnis-per-job must be an integer from -1 to 4");
+    expect_conf_error("{\"url\":\"http://x\",\"reserve-fatal\":\"maybe\"}",
+                      "reserve-fatal must be true or false");
+    expect_conf_error("{\"url\":\"http://x\",\"hwcoll\":\"always\"}",
+                      "hwcoll must be on, off or auto");
+    expect_conf_error("{\"url\":\"http://x\",\"token-file\":\"rel/path\"}",
+                      "must be absolute");
+    expect_conf_error("{\"url\":\"http://x\",\"timeout-ms\":\"10s\"}",
+                      "timeout-ms must be an integer");
+}
+
+static int opts(const char *jobspec_opts, struct fjt_jobopts *o, vnib_error_t *e)
+{
+    char text[512];
+    json_t *j;
+    int rc;
+
+    snprintf(text,
+             sizeof(text),
+             "{\"attributes\":{\"system\":{\"shell\":{\"options\":%s}}}}",
+             jobspec_opts);
+    j = js(text);
+    rc = fjt_jobopts_parse(o, j, e);
+    json_decref(j);
+    return rc;
+}
+
+static void test_jobopts(void **state)
+{
+    struct fjt_jobopts o;
+    vnib_error_t e = {0};
+
+    (void)state;
+    assert_int_equal(opts("{}", &o, &e), 0);
+    assert_false(o.off);
+    assert_int_equal(o.vni_count, -1);
+    assert_string_equal(o.hwcoll, "");
+    assert_int_equal(opts("{\"cray-slingshot\":\"off\"}", &o, &e), 0);
+    assert_true(o.off);
+    assert_int_equal(opts("{\"cray-slingshot\":{\"vnicount\":2}}", &o, &e), 0);
+    assert_int_equal(o.vni_count, 2);
+    /* flux-coral2's shell plugin reads other keys: passed through. */
+    assert_int_equal(
+        opts("{\"cray-slingshot\":{\"vnicount\":0,\"other\":1}}", &o, &e), 0);
+    assert_int_equal(o.vni_count, 0);
+    assert_int_equal(opts("{\"vnibroker\":{\"hwcoll\":\"on\"}}", &o, &e), 0);
+    assert_string_equal(o.hwcoll, "on");
+
+    assert_int_equal(opts("{\"cray-slingshot\":{\"vnicount\":42}}", &o, &e), -1);
+    assert_string_equal(e.text, "cray-slingshot.vnicount must be within 0-4");
+    assert_int_equal(opts("{\"cray-slingshot\":{\"vnicount\":\"2\"}}", &o, &e),
+                     -1);
+    assert_int_equal(opts("{\"cray-slingshot\":\"on\"}", &o, &e), -1);
+    assert_int_equal(opts("{\"cray-slingshot\":7}", &o, &e), -1);
+    assert_int_equal(opts("{\"vnibroker\":{\"hwcoll\":\"bogus\"}}", &o, &e), -1);
+    assert_string_equal(e.text, "vnibroker.hwcoll must be on, off or auto");
+    assert_int_equal(opts("{\"vnibroker\":{\"vnis\":1}}", &o, &e), -1);
+    assert_string_equal(e.text, "vnibroker: unknown option 'vnis' (want hwcoll)");
+    assert_int_equal(opts("{\"vnibroker\":\"on\"}", &o, &e), -1);
+}
+
+static void test_R_nodes(void **state)
+{
+    vnib_error_t e = {0};
+    json_t *R = js("{\"execution\":{\"nodelist\":[\"fx[0-1]\",\"gx3\"]}}");
+    char *nodes;
+
+    (void)state;
+    nodes = fjt_R_nodes(R, &e);
+    assert_non_null(nodes);
+    assert_string_equal(nodes, "fx[0-1],gx3");
+    free(nodes);
+    json_decref(R);
+    R = js("{\"execution\":{\"nodelist\":[]}}");
+    assert_null(fjt_R_nodes(R, &e));
+    json_decref(R);
+    R = js("{\"execution\":{\"nodelist\":[3]}}");
+    assert_null(fjt_R_nodes(R, &e));
+    json_decref(R);
+    assert_null(fjt_R_nodes(NULL, &e));
+}
+
+/* A private directory for a spool, removed by the test. */
+static char *tmpdir(void)
+{
+    char *d = strdup("/tmp/test_fjt.XXXXXX");
+    assert_non_null(d);
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static void rmtree(const char *d)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_spool(void **state)
+{
+    char *d = tmpdir();
+    char path[256];
+    vnib_error_t e = {0};
+    struct fjt_spool *s;
+    char **list;
+    struct stat st;
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/a/release", d);
+    s = fjt_spool_create(path, &e);
+    assert_non_null(s);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(fjt_spool_count(s), 0);
+    assert_int_equal(fjt_spool_add(s, "12", &e), 0);
+    usleep(20000);
+    assert_int_equal(fjt_spool_add(s, "7", &e), 0);
+    assert_int_equal(fjt_spool_add(s, "12", &e), 0); /* again: one file */
+    assert_int_equal(fjt_spool_count(s), 2);
+    list = fjt_spool_list(s, &e);
+    assert_non_null(list);
+    assert_string_equal(list[0], "7"); /* oldest first: 12 was rewritten */
+    assert_string_equal(list[1], "12");
+    assert_null(list[2]);
+    fjt_spool_list_free(list);
+    assert_int_equal(fjt_spool_add(s, "../x", &e), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_int_equal(fjt_spool_remove(s, "12", &e), 0);
+    assert_int_equal(fjt_spool_remove(s, "12", &e), 0); /* gone: fine */
+    assert_int_equal(fjt_spool_count(s), 1);
+    fjt_spool_destroy(s);
+
+    /* Others may write it: refused. */
+    assert_int_equal(chmod(path, 0722), 0);
+    assert_null(fjt_spool_create(path, &e));
+    assert_int_equal(errno, EPERM);
+    assert_non_null(strstr(e.text, "the release spool"));
+    assert_null(fjt_spool_create("relative", &e));
+    rmtree(d);
+    free(d);
+}
+
+/* Wait for the worker's pipe, then take its finished calls. */
+static struct fjt_call *take_one(struct fjt_worker *w)
+{
+    struct pollfd p = {.fd = fjt_worker_fd(w), .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 10000), 1);
+    struct fjt_call *c = fjt_worker_take(w);
+    assert_non_null(c);
+    assert_null(c->next);
+    return c;
+}
+
+static void test_worker_unreachable(void **state)
+{
+    char *d = tmpdir();
+    vnib_error_t e = {0};
+    struct fjt_spool *s = fjt_spool_create(d, &e);
+    struct fjt_worker_cfg cfg = {
+        .url = "http://127.0.0.1:1",
+        .token = "vnib1.test",
+        .timeout_ms = 500,
+        .reserve_timeout_ms = 800,
+        .threads = 2,
+    };
+    struct fjt_worker *w;
+    struct fjt_call *c;
+
+    (void)state;
+    assert_non_null(s);
+    w = fjt_worker_create(&cfg, s, &e);
+    assert_non_null(w);
+
+    c = fjt_call_create(FJT_RESERVE, 42, "fx[0-2]");
+    c->uid = (uint32_t)getuid();
+    fjt_worker_queue(w, c);
+    c = take_one(w);
+    assert_int_equal(c->result, FJT_UNREACHABLE);
+    assert_true(c->attempts >= 2); /* retried until its deadline */
+    assert_true(c->finished_ms - c->started_ms >= 500);
+    assert_non_null(strstr(c->error.text, "127.0.0.1:1"));
+    fjt_call_destroy(c);
+
+    fjt_worker_queue(w, fjt_call_create(FJT_RELEASE, 43, NULL));
+    c = take_one(w);
+    assert_int_equal(c->result, FJT_SPOOLED);
+    assert_string_equal(c->job_id, "43");
+    fjt_call_destroy(c);
+    assert_int_equal(fjt_spool_count(s), 1);
+
+    fjt_worker_queue(w, fjt_call_create(FJT_FLUSH, 0, NULL));
+    c = take_one(w);
+    assert_int_equal(c->result, FJT_UNREACHABLE);
+    fjt_call_destroy(c);
+    assert_int_equal(fjt_spool_count(s), 1); /* kept for the next flush */
+
+    /* Releases still queued when the worker stops are spooled: the
+     * first two threads are busy with slow reserves. */
+    for (uint64_t id = 50; id < 52; id++)
+        fjt_worker_queue(w, fjt_call_create(FJT_RESERVE, id, "fx0"));
+    for (uint64_t id = 60; id < 63; id++)
+        fjt_worker_queue(w, fjt_call_create(FJT_RELEASE, id, NULL));
+    fjt_worker_destroy(w);
+    assert_true(fjt_spool_count(s) >= 4);
+    char **list = fjt_spool_list(s, &e);
+    int found = 0;
+    for (char **p = list; *p; p++)
+        found += !strcmp(*p, "60") || !strcmp(*p, "61") || !strcmp(*p, "62");
+    assert_int_equal(found, 3);
+    fjt_spool_list_free(list);
+    fjt_spool_destroy(s);
+    rmtree(d);
+    free(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conf_defaults),
+        cmocka_unit_test(test_conf_load_overrides),
+        cmocka_unit_test(test_conf_errors),
+        cmocka_unit_test(test_jobopts),
+        cmocka_unit_test(test_R_nodes),
+        cmocka_unit_test(test_spool),
+        cmocka_unit_test(test_worker_unreachable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
