@@ -37,14 +37,7 @@ set -eu
 
 PIN=0.88.0
 
-if [ -n "${VNIB_CACHE:-}" ]; then
-    CACHE=$VNIB_CACHE
-elif [ "$(id -u)" -eq 0 ]; then
-    CACHE=/var/tmp/vnibroker-cache
-else
-    CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/vnibroker
-fi
-JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+. "$(dirname "$0")/cache.sh"
 
 die () {
     echo "flux-build: $*" >&2

@@ -38,14 +38,7 @@
 # building one takes 8 to 10 minutes on two cores.
 set -eu
 
-if [ -n "${VNIB_CACHE:-}" ]; then
-    CACHE=$VNIB_CACHE
-elif [ "$(id -u)" -eq 0 ]; then
-    CACHE=/var/tmp/vnibroker-cache
-else
-    CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/vnibroker
-fi
-JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+. "$(dirname "$0")/cache.sh"
 
 # The Debian 13 release this script knows how to fetch, and its digest as
 # the signed index gives it (checked again against the index at fetch).

@@ -24,9 +24,7 @@ ROUNDS=${BENCH_FLUX_ROUNDS:-4}
 PER=$(((RUNS + ROUNDS - 1) / ROUNDS))
 
 flux_require
-pg_start || exit 1
-broker_up "$T/b.toml" "$(vni_pool 3000-3999)"
-for n in fx0 fx1 fx2; do agent_setup "$n" 4; done
+flux_cluster
 flux_setup
 # Without vnibroker: the same resources, flux-core's own start.
 mkdir -p "$T/none.d"
@@ -76,9 +74,6 @@ while [ "$r" -lt "$ROUNDS" ]; do
 done
 
 for path in none perilog vnib; do
-    sort -n "$T/$path.ms" | awk -v p="$path" '{ v[NR] = $1 / 1000 } END {
-        if (NR == 0) exit 1
-        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        printf "# %s: %.3f %.3f %.3f\n", p, m, v[1], v[NR] }'
+    sort -n "$T/$path.ms" | awk -v p="$path" -f "$(dirname "$0")/median.awk"
 done
 exit 0

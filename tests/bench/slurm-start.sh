@@ -68,9 +68,6 @@ while [ "$r" -lt "$ROUNDS" ]; do
 done
 
 for path in none switch hook; do
-    sort -n "$T/$path.ms" | awk -v p="$path" '{ v[NR] = $1 / 1000 } END {
-        if (NR == 0) exit 1
-        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        printf "# %s: %.3f %.3f %.3f\n", p, m, v[1], v[NR] }'
+    sort -n "$T/$path.ms" | awk -v p="$path" -f "$(dirname "$0")/median.awk"
 done
 exit 0

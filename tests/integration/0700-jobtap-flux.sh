@@ -19,22 +19,15 @@
 . "$(dirname "$0")/flux.sh"
 
 flux_require
-pg_start || exit 1
 fm_start || { not_ok "fmsim starts"; finish; }
 fm_jobs () { curl -s "$FM_ADMIN/fmsim/state" | jq -r '[.jobs[].jobID] | sort | join(",")'; }
-
 (umask 077 && openssl rand 32 >"$T/fm.key")
-broker_up "$T/b.toml" "
+flux_cluster "
 [cluster]
 name = \"fluxtest\"
 
-[vni]
-pool = \"3000-3099\"
-
 $(hwcoll_table 3)
 token_key_file = \"$T/fm.key\""
-
-for n in fx0 fx1 fx2; do agent_setup "$n" 4; done
 FLUX_HOUSEKEEPING_RETRY_BUSY=10s flux_setup
 flux_start || { not_ok "flux starts"; flux_dump_logs; finish; }
 ok "a three-broker Flux instance is up with the plugin loaded"

@@ -19,12 +19,8 @@
 . "$(dirname "$0")/flux.sh"
 
 flux_require
-pg_start || exit 1
-broker_up "$T/b.toml" "
-[vni]
-pool = \"3000-3099\""
+flux_cluster
 broker_pin_port "$T/b.toml"
-for n in fx0 fx1 fx2; do agent_setup "$n" 4; done
 flux_setup
 flux_start || { not_ok "flux starts"; flux_dump_logs; finish; }
 ok "Flux is up with the plugin loaded"

@@ -12,11 +12,7 @@
 . "$(dirname "$0")/flux.sh"
 
 flux_require
-pg_start || exit 1
-broker_up "$T/b.toml" "
-[vni]
-pool = \"3000-3099\""
-for n in fx0 fx1 fx2; do agent_setup "$n" 4; done
+flux_cluster
 
 # The proxy: every chunk a client sends waits DELAY seconds.
 cat >"$T/delay.py" <<'EOF'

@@ -11,6 +11,7 @@
 # plugins/flux/node/vnib-flux-node, and the shell plugin in every job's
 # shell.  Jobs run as root, the instance's owner.
 #
+#   flux_cluster [TOML]   PostgreSQL, the broker and the three nodes' agents
 #   flux_require          skip the script (VNIB_REQUIRE_FLUX=1: fail) unless
 #                         flux-core and both plugins are built and we are
 #                         root
@@ -50,6 +51,15 @@ flux_require () {
         skip_flux "the Flux plugins are not built ($BUILD/flux/): make tests"
     [ "$(id -u)" -eq 0 ] || skip_flux "the Flux tests run as root (the node side's agent is root's)"
     command -v jq >/dev/null || skip_flux "jq is missing: make deps"
+}
+
+# flux_cluster [TOML]: PostgreSQL, a broker (pool 3000-3099, TOML added to
+# its configuration) and the agents of fx0-fx2, four simulated NICs each.
+flux_cluster () {
+    pg_start || exit 1
+    broker_up "$T/b.toml" "$(vni_pool 3000-3099)
+${1:-}"
+    for n in fx0 fx1 fx2; do agent_setup "$n" 4; done
 }
 
 fluxc () {

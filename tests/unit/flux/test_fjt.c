@@ -59,10 +59,12 @@ static void test_conf_load_overrides(void **state)
 {
     struct fjt_conf c;
     vnib_error_t e = {0};
-    json_t *t = js("{\"url\":\"https://b:8443\",\"threads\":2,"
-                   "\"reserve-fatal\":true}");
-    json_t *l = js("{\"url\":\"http://127.0.0.1:9\",\"threads\":\"8\","
-                   "\"reserve-fatal\":\"false\",\"hwcoll\":\"on\"}");
+    json_t *t =
+        js("{\"url\":\"https://b:8443\",\"threads\":2,"
+           "\"reserve-fatal\":true}");
+    json_t *l =
+        js("{\"url\":\"http://127.0.0.1:9\",\"threads\":\"8\","
+           "\"reserve-fatal\":\"false\",\"hwcoll\":\"on\"}");
 
     (void)state;
     assert_int_equal(fjt_conf_parse(&c, t, l, &e), 0);
@@ -92,7 +94,8 @@ static void test_conf_errors(void **state)
     (void)state;
     expect_conf_error("{}", "vnibroker.url is not set");
     expect_conf_error("{\"url\":\"ftp://x\"}", "must start http://");
-    expect_conf_error("{\"url\":\"http://x\",\"bogus\":1}", "unknown key 'bogus'");
+    expect_conf_error("{\"url\":\"http://x\",\"bogus\":1}",
+                      "unknown key 'bogus'");
     expect_conf_error("{\"url\":\"http://x\",\"threads\":0}",
                       "vnibroker.threads must be an integer from 1 to 32");
     expect_conf_error("{\"url\":\"http://x\",\"vnis-per-job\":5}",
@@ -107,7 +110,9 @@ static void test_conf_errors(void **state)
                       "timeout-ms must be an integer");
 }
 
-static int opts(const char *jobspec_opts, struct fjt_jobopts *o, vnib_error_t *e)
+static int opts(const char *jobspec_opts,
+                struct fjt_jobopts *o,
+                vnib_error_t *e)
 {
     char text[512];
     json_t *j;
@@ -144,16 +149,19 @@ static void test_jobopts(void **state)
     assert_int_equal(opts("{\"vnibroker\":{\"hwcoll\":\"on\"}}", &o, &e), 0);
     assert_string_equal(o.hwcoll, "on");
 
-    assert_int_equal(opts("{\"cray-slingshot\":{\"vnicount\":42}}", &o, &e), -1);
+    assert_int_equal(opts("{\"cray-slingshot\":{\"vnicount\":42}}", &o, &e),
+                     -1);
     assert_string_equal(e.text, "cray-slingshot.vnicount must be within 0-4");
     assert_int_equal(opts("{\"cray-slingshot\":{\"vnicount\":\"2\"}}", &o, &e),
                      -1);
     assert_int_equal(opts("{\"cray-slingshot\":\"on\"}", &o, &e), -1);
     assert_int_equal(opts("{\"cray-slingshot\":7}", &o, &e), -1);
-    assert_int_equal(opts("{\"vnibroker\":{\"hwcoll\":\"bogus\"}}", &o, &e), -1);
+    assert_int_equal(opts("{\"vnibroker\":{\"hwcoll\":\"bogus\"}}", &o, &e),
+                     -1);
     assert_string_equal(e.text, "vnibroker.hwcoll must be on, off or auto");
     assert_int_equal(opts("{\"vnibroker\":{\"vnis\":1}}", &o, &e), -1);
-    assert_string_equal(e.text, "vnibroker: unknown option 'vnis' (want hwcoll)");
+    assert_string_equal(e.text,
+                        "vnibroker: unknown option 'vnis' (want hwcoll)");
     assert_int_equal(opts("{\"vnibroker\":\"on\"}", &o, &e), -1);
 }
 
