@@ -234,10 +234,23 @@ $(BUILD)/libvnibagent_pic.a: $(AGENT_PIC_OBJS)
 # cannot be loaded into the unsanitized Slurm binaries.
 SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
-$(SLURM_OUT)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c
+# It reads the job's env file with lib/envfile.c (which the Flux shell
+# plugin shares), linked from a small archive of lib/'s -fPIC objects
+# (the agent's archive's, $(BUILD)/pic/) and hidden inside the plugin
+# (--exclude-libs): slurmstepd also loads switch_vnib.so, which has its
+# own copy of lib/.
+SPANK_LIB_OBJS := $(BUILD)/pic/lib/envfile.o $(BUILD)/pic/lib/error.o
+
+$(BUILD)/libvnibspank_pic.a: $(SPANK_LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(SLURM_OUT)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c \
+                            $(BUILD)/libvnibspank_pic.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
-	    $(LDFLAGS) -MMD -MP -o $@ $<
+	    $(LDFLAGS) -MMD -MP -o $@ $< $(BUILD)/libvnibspank_pic.a \
+	    -Wl,--exclude-libs,ALL
 
 # ---- switch/vnib, the Slurm switch plugin ----------------------------------
 # A switch plugin reads slurmctld's and slurmstepd's structures, so it is
@@ -337,7 +350,7 @@ $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
 SLURM_EXTRA := $(if $(filter $(BUILD),$(SLURM_OUT)),$(shell sh deploy/tools/slurm-build.sh --dirs 2>/dev/null))
 
 .PHONY: slurm-versions deps-slurm
-slurm-versions: $(BUILD)/libvnibagent_pic.a
+slurm-versions: $(BUILD)/libvnibagent_pic.a $(BUILD)/libvnibspank_pic.a
 	@for d in $(SLURM_EXTRA); do \
 	    v=$${d##*/slurm-}; \
 	    $(MAKE) --no-print-directory SLURM_SRC=$$d/src \
@@ -479,6 +492,8 @@ $(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
 $(BUILD)/tests/unit/switch/test_swv: $(wildcard plugins/slurm/switch/swv_*)
 $(BUILD)/tests/fuzz/replay_switch: $(FUZZ_SWITCH_SRCS) \
     $(wildcard plugins/slurm/switch/swv_*.h)
+# replay_spank_env compiles the SPANK plugin into itself.
+$(BUILD)/tests/fuzz/replay_spank_env: $(wildcard plugins/slurm/spank/*.[ch])
 
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	@mkdir -p $(@D)
