@@ -404,10 +404,17 @@ $(FLUX_OUT)/vnib-jobtap.so: $(FLUX_JOBTAP_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
 	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -o $@ $^ $(FLUX_LIBS) \
 	    $(PKG_LIBS) -lpthread
 
+# The shell's own API (flux_shell_*) is exported by the flux-shell program,
+# not by a library, so this one is linked without --no-undefined
+# (0710-flux-shell-flux.sh checks that flux-shell and the libraries define
+# every symbol it needs).  lib/'s symbols are hidden inside it
+# (--exclude-libs): flux-shell exports functions of the same names
+# (errprintf, hostlist_create, ...) that would otherwise be called in
+# their place.
 $(FLUX_OUT)/vnib-shell.so: $(FLUX_SHELL_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
                            $(BUILD)/libvnibagent_pic.a
-	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -o $@ $^ $(FLUX_LIBS) \
-	    $(PKG_LIBS) -lpthread
+	$(CC) -shared $(LDFLAGS) -o $@ $^ -Wl,--exclude-libs,ALL \
+	    -Wl,--as-needed $(FLUX_LIBS) $(PKG_LIBS) -lpthread
 
 .PHONY: flux flux-skipped deps-flux
 flux: $(FLUX_TARGETS)
