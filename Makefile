@@ -234,10 +234,23 @@ $(BUILD)/libvnibagent_pic.a: $(AGENT_PIC_OBJS)
 # cannot be loaded into the unsanitized Slurm binaries.
 SPANK_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
-$(SLURM_OUT)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c
+# It reads the job's env file with lib/envfile.c (which the Flux shell
+# plugin shares), linked from a small archive of lib/'s -fPIC objects
+# (the agent's archive's, $(BUILD)/pic/) and hidden inside the plugin
+# (--exclude-libs): slurmstepd also loads switch_vnib.so, which has its
+# own copy of lib/.
+SPANK_LIB_OBJS := $(BUILD)/pic/lib/envfile.o $(BUILD)/pic/lib/error.o
+
+$(BUILD)/libvnibspank_pic.a: $(SPANK_LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(SLURM_OUT)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c \
+                            $(BUILD)/libvnibspank_pic.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared \
-	    $(LDFLAGS) -MMD -MP -o $@ $<
+	    $(LDFLAGS) -MMD -MP -o $@ $< $(BUILD)/libvnibspank_pic.a \
+	    -Wl,--exclude-libs,ALL
 
 # ---- switch/vnib, the Slurm switch plugin ----------------------------------
 # A switch plugin reads slurmctld's and slurmstepd's structures, so it is
@@ -337,7 +350,7 @@ $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
 SLURM_EXTRA := $(if $(filter $(BUILD),$(SLURM_OUT)),$(shell sh deploy/tools/slurm-build.sh --dirs 2>/dev/null))
 
 .PHONY: slurm-versions deps-slurm
-slurm-versions: $(BUILD)/libvnibagent_pic.a
+slurm-versions: $(BUILD)/libvnibagent_pic.a $(BUILD)/libvnibspank_pic.a
 	@for d in $(SLURM_EXTRA); do \
 	    v=$${d##*/slurm-}; \
 	    $(MAKE) --no-print-directory SLURM_SRC=$$d/src \
@@ -385,17 +398,26 @@ $(FLUX_OUT)/pic/%.o: %.c
 	    -c $< -o $@
 
 # The jobtap plugin calls the broker with lib/'s client (libcurl) from its
-# own threads; the shell plugin needs only lib/.  flux_jobtap_* and
-# flux_shell_* are the job-manager's and flux-shell's own, resolved at load.
+# own threads.  flux_jobtap_* are the job-manager's own, resolved at load.
+# lib/'s symbols are hidden inside it (--exclude-libs), as in the shell
+# plugin below: flux-core's libraries export hostlist_* and others of the
+# same names.
 $(FLUX_OUT)/vnib-jobtap.so: $(FLUX_JOBTAP_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
                             $(BUILD)/libvnibagent_pic.a
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(FLUX_LIBS) \
-	    $(PKG_LIBS) -lpthread
+	$(CC) -shared $(LDFLAGS) -o $@ $^ -Wl,--exclude-libs,ALL \
+	    -Wl,--as-needed $(FLUX_LIBS) $(PKG_LIBS) -lpthread
 
+# The shell's own API (flux_shell_*) is exported by the flux-shell program,
+# not by a library, so this one is linked without --no-undefined
+# (0710-flux-shell-flux.sh checks that flux-shell and the libraries define
+# every symbol it needs).  lib/'s symbols are hidden inside it
+# (--exclude-libs): flux-shell exports functions of the same names
+# (errprintf, hostlist_create, ...) that would otherwise be called in
+# their place.
 $(FLUX_OUT)/vnib-shell.so: $(FLUX_SHELL_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
                            $(BUILD)/libvnibagent_pic.a
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(FLUX_LIBS) \
-	    $(PKG_LIBS) -lpthread
+	$(CC) -shared $(LDFLAGS) -o $@ $^ -Wl,--exclude-libs,ALL \
+	    -Wl,--as-needed $(FLUX_LIBS) $(PKG_LIBS) -lpthread
 
 .PHONY: flux flux-skipped deps-flux
 flux: $(FLUX_TARGETS)
@@ -482,6 +504,8 @@ $(BUILD)/tests/unit/switch/test_swv: $(wildcard plugins/slurm/switch/swv_*)
 $(BUILD)/tests/unit/flux/test_fjt: $(wildcard plugins/flux/jobtap/fjt_*)
 $(BUILD)/tests/fuzz/replay_switch: $(FUZZ_SWITCH_SRCS) \
     $(wildcard plugins/slurm/switch/swv_*.h)
+# replay_spank_env compiles the SPANK plugin into itself.
+$(BUILD)/tests/fuzz/replay_spank_env: $(wildcard plugins/slurm/spank/*.[ch])
 
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBVNIB)
 	@mkdir -p $(@D)

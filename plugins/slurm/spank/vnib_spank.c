@@ -18,14 +18,15 @@
  *    TaskProlog format, one "export NAME=value" or "unset NAME" per line.
  *    STATE_DIR is /run/vnibroker unless plugstack.conf passes
  *    state_dir=PATH; "%n" in PATH stands for the node's name (several
- *    slurmd on one host, each with its own agent).  Before applying the file
- * the plugin unsets the reserved names (reserved_names below), so values from
- * the submitting shell never leak into a job, with or without a file. Only
- * names starting SLINGSHOT_ or FI_CXI_ are honoured; other names are logged and
- * skipped.  When FI_CXI_COLL_JOB_ID ends up set, FI_CXI_COLL_JOB_STEP_ID is set
- * to the step as Slurm names it: the step number, or "batch", "extern" or
- * "interactive"; the plugin's value wins over one in the file, which is per
- * job.
+ *    slurmd on one host, each with its own agent).  Before applying the
+ *    file the plugin unsets the reserved names (envfile_reserved_names),
+ *    so values from the submitting shell never leak into a job, with or
+ *    without a file.  Only names starting SLINGSHOT_ or FI_CXI_ are
+ *    honoured; other names are logged and skipped.  When
+ *    FI_CXI_COLL_JOB_ID ends up set, FI_CXI_COLL_JOB_STEP_ID is set to the
+ *    step as Slurm names it: the step number, or "batch", "extern" or
+ *    "interactive"; the plugin's value wins over one in the file, which
+ *    is per job.
  *
  * The plugin fails closed.  The task is refused (Slurm ends it with exit
  * status 1 before it runs) when the jobs directory or the file is not
@@ -42,23 +43,24 @@
  * unset and the task runs.  The file is checked whole before anything is
  * applied.
  *
+ * The file's rules, its reader and the reserved names are lib/envfile.c's,
+ * shared with the Flux shell plugin; this file logs what it refuses, with
+ * the job's id first ("vnib: job 12: ...").
+ *
  * The option callback (spank_opt_cb_f) receives no handle, so the values
  * the user chose wait in option_values until slurm_spank_init_post_opt;
  * that, the option descriptors Slurm keeps pointers to, and the symbols
  * SPANK_PLUGIN defines are the only globals.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "vnib_spank_slurm.h"
 
+#include "vnib/envfile.h"
 #include "vnib/tclass.h"
 
 SPANK_PLUGIN(vnib, 1)
@@ -69,28 +71,11 @@ int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
 #endif
 
 #define DEFAULT_STATE_DIR "/run/vnibroker"
-#define ENV_FILE_MAX (64 * 1024) /* bytes in one job's env file */
-#define NAME_MAX_LEN 128         /* characters in a variable name */
-#define STEP_ID_LEN 16           /* "interactive" or a uint32_t */
+#define STEP_ID_LEN 16 /* "interactive" or a uint32_t */
 
 enum option_id {
     OPT_NETWORK_VNIS = 1,
     OPT_HWCOLL = 2,
-};
-
-/* The names the agent may set.  Each is unset before the file is read,
- * so a job never inherits one from the submitting shell. */
-static const char *const reserved_names[] = {
-    "SLINGSHOT_VNIS",
-    "SLINGSHOT_DEVICES",
-    "SLINGSHOT_SVC_IDS",
-    "SLINGSHOT_TCS",
-    "FI_CXI_COLL_JOB_ID",
-    "FI_CXI_COLL_JOB_STEP_ID",
-    "FI_CXI_COLL_MCAST_TOKEN",
-    "FI_CXI_COLL_FABRIC_MGR_URL",
-    "FI_CXI_HWCOLL_ADDRS_PER_JOB",
-    "FI_CXI_HWCOLL_MIN_NODES",
 };
 
 /* What the user chose, from option_cb to slurm_spank_init_post_opt (in
@@ -120,12 +105,6 @@ static struct spank_option hwcoll_option = {
     1,
     OPT_HWCOLL,
     option_cb,
-};
-
-/* One line of the env file, pointing into the file's buffer. */
-struct env_line {
-    const char *name;  /* NUL-terminated */
-    const char *value; /* NUL-terminated; NULL for "unset" */
 };
 
 static int option_cb(int val, const char *value, int remote)
@@ -173,10 +152,11 @@ static int parse_args(int ac, char **av, const char **state_dir)
     for (int i = 0; i < ac; i++) {
         if (strncmp(av[i], "state_dir=", 10) == 0) {
             const char *dir = av[i] + 10;
-            if (dir[0] != '/' || strlen(dir) > 1024) {
+            if (dir[0] != '/' || strlen(dir) > ENVFILE_DIR_MAX) {
                 slurm_error(
                     "vnib: state_dir must be an absolute path of at "
-                    "most 1024 characters, not '%s'",
+                    "most %d characters, not '%s'",
+                    ENVFILE_DIR_MAX,
                     dir);
                 return -1;
             }
@@ -236,248 +216,6 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         }
     }
     return 0;
-}
-
-static bool valid_name(const char *name)
-{
-    size_t n = strlen(name);
-
-    if (n == 0 || n > NAME_MAX_LEN)
-        return false;
-    if (!((name[0] >= 'A' && name[0] <= 'Z')
-          || (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'))
-        return false;
-    for (size_t i = 1; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-              || (c >= '0' && c <= '9') || c == '_'))
-            return false;
-    }
-    return true;
-}
-
-static bool honoured_name(const char *name)
-{
-    return strncmp(name, "SLINGSHOT_", 10) == 0
-           || strncmp(name, "FI_CXI_", 7) == 0;
-}
-
-/* parse_line: split one line (NUL-terminated, without its newline) in
- * place.  Returns 0, or -1 if the line is malformed. */
-static int parse_line(char *line, struct env_line *out)
-{
-    for (const char *p = line; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c < 0x20 || c == 0x7f)
-            return -1;
-    }
-    if (strncmp(line, "export ", 7) == 0) {
-        char *eq = strchr(line + 7, '=');
-        if (!eq)
-            return -1;
-        *eq = '\0';
-        out->name = line + 7;
-        out->value = eq + 1;
-    } else if (strncmp(line, "unset ", 6) == 0) {
-        out->name = line + 6;
-        out->value = NULL;
-    } else {
-        return -1;
-    }
-    return valid_name(out->name) ? 0 : -1;
-}
-
-/* read_env_file: open and check STATE_DIR/jobs/JOBID.env and read it
- * whole into *bufp (NUL-terminated; the caller frees it).  Returns 1 with
- * the contents, 0 if there is no file (or no jobs directory), or -1 after
- * logging why the file cannot be trusted or read. */
-static int read_env_file(const char *state_dir,
-                         uint32_t job_id,
-                         uid_t job_uid,
-                         char **bufp,
-                         size_t *lenp)
-{
-    char dir_path[1100];
-    char file_name[32];
-    struct stat st;
-    int dfd = -1;
-    int fd = -1;
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = -1;
-
-    *bufp = NULL;
-    snprintf(dir_path, sizeof(dir_path), "%s/jobs", state_dir);
-    snprintf(file_name, sizeof(file_name), "%u.env", (unsigned)job_id);
-
-    dfd = open(dir_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        if (errno == ENOENT) {
-            rc = 0;
-            goto cleanup;
-        }
-        slurm_error("vnib: job %u: cannot open %s: %s",
-                    (unsigned)job_id,
-                    dir_path,
-                    strerror(errno));
-        goto cleanup;
-    }
-    if (fstat(dfd, &st) < 0) {
-        slurm_error("vnib: job %u: cannot stat %s: %s",
-                    (unsigned)job_id,
-                    dir_path,
-                    strerror(errno));
-        goto cleanup;
-    }
-    if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        slurm_error(
-            "vnib: job %u: refusing %s: it must belong to root and "
-            "be writable by no one else (uid %u, mode %04o)",
-            (unsigned)job_id,
-            dir_path,
-            (unsigned)st.st_uid,
-            (unsigned)(st.st_mode & 07777));
-        goto cleanup;
-    }
-
-    /* O_NONBLOCK: a FIFO planted here must not hang the task; it is
-     * refused below as not a regular file. */
-    fd = openat(dfd, file_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            rc = 0;
-            goto cleanup;
-        }
-        slurm_error("vnib: job %u: cannot open %s/%s: %s",
-                    (unsigned)job_id,
-                    dir_path,
-                    file_name,
-                    strerror(errno));
-        goto cleanup;
-    }
-    if (fstat(fd, &st) < 0) {
-        slurm_error("vnib: job %u: cannot stat %s/%s: %s",
-                    (unsigned)job_id,
-                    dir_path,
-                    file_name,
-                    strerror(errno));
-        goto cleanup;
-    }
-    if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != job_uid)
-        || (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size > ENV_FILE_MAX) {
-        slurm_error(
-            "vnib: job %u: refusing %s/%s: it must be a regular file "
-            "of at most %d bytes, owned by root or uid %u, writable "
-            "by neither group nor others (uid %u, mode %06o, "
-            "%lld bytes)",
-            (unsigned)job_id,
-            dir_path,
-            file_name,
-            ENV_FILE_MAX,
-            (unsigned)job_uid,
-            (unsigned)st.st_uid,
-            (unsigned)st.st_mode,
-            (long long)st.st_size);
-        goto cleanup;
-    }
-
-    /* One byte more than allowed, to notice a file that grew. */
-    if (!(buf = malloc(ENV_FILE_MAX + 2))) {
-        slurm_error("vnib: job %u: out of memory", (unsigned)job_id);
-        goto cleanup;
-    }
-    for (;;) {
-        ssize_t n = read(fd, buf + len, ENV_FILE_MAX + 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            slurm_error("vnib: job %u: cannot read %s/%s: %s",
-                        (unsigned)job_id,
-                        dir_path,
-                        file_name,
-                        strerror(errno));
-            goto cleanup;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len > ENV_FILE_MAX) {
-            slurm_error("vnib: job %u: %s/%s is larger than %d bytes",
-                        (unsigned)job_id,
-                        dir_path,
-                        file_name,
-                        ENV_FILE_MAX);
-            goto cleanup;
-        }
-    }
-    buf[len] = '\0';
-    *bufp = buf;
-    *lenp = len;
-    buf = NULL;
-    rc = 1;
-cleanup:
-    free(buf);
-    if (fd >= 0)
-        close(fd);
-    if (dfd >= 0)
-        close(dfd);
-    return rc;
-}
-
-/* parse_env_file: split buf (len bytes) into lines, in place.  Returns
- * the number of lines stored in *linesp (the caller frees it), or -1
- * after logging the first malformed line. */
-static int parse_env_file(char *buf,
-                          size_t len,
-                          uint32_t job_id,
-                          struct env_line **linesp)
-{
-    struct env_line *lines = NULL;
-    size_t count = 0;
-    size_t max = 0;
-    int lineno = 0;
-    char *p = buf;
-    char *end = buf + len;
-
-    *linesp = NULL;
-    if (memchr(buf, '\0', len)) {
-        slurm_error("vnib: job %u: the env file holds a NUL byte",
-                    (unsigned)job_id);
-        return -1;
-    }
-    for (size_t i = 0; i < len; i++)
-        if (buf[i] == '\n')
-            max++;
-    if (len == 0 || buf[len - 1] != '\n') {
-        slurm_error(
-            "vnib: job %u: the env file is empty or its last line has no "
-            "newline (truncated?)",
-            (unsigned)job_id);
-        return -1;
-    }
-    /* max >= 1 here: the last byte is a newline. */
-    if (!(lines = calloc(max, sizeof(*lines)))) {
-        slurm_error("vnib: job %u: out of memory", (unsigned)job_id);
-        return -1;
-    }
-    while (p < end) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        *nl = '\0';
-        lineno++;
-        if (parse_line(p, &lines[count]) < 0) {
-            slurm_error(
-                "vnib: job %u: malformed line %d of the env file "
-                "(want \"export NAME=value\" or \"unset NAME\")",
-                (unsigned)job_id,
-                lineno);
-            free(lines);
-            return -1;
-        }
-        count++;
-        p = nl + 1;
-    }
-    *linesp = lines;
-    return (int)count;
 }
 
 /* step_name: the step as Slurm names it ("12", "batch", ...). */
@@ -562,22 +300,72 @@ done:
 static int expand_dir(spank_t sp, const char *in, char *out, size_t size)
 {
     char node[256] = "";
-    size_t used = 0;
+    vnib_error_t e = {0};
 
     if (strstr(in, "%n") && node_name(sp, node, sizeof(node)) < 0)
         return -1;
-    for (const char *p = in; *p; p++) {
-        const char *piece = p[0] == '%' && p[1] == 'n' ? node : NULL;
-        size_t n = piece ? strlen(piece) : 1;
-        if (used + n >= size) {
-            slurm_error("vnib: state_dir '%s' expands to a bad path", in);
-            return -1;
-        }
-        memcpy(out + used, piece ? piece : p, n);
-        used += n;
-        p += piece ? 1 : 0;
+    if (envfile_expand_dir(in, node, out, size, &e) < 0) {
+        slurm_error("vnib: %s", e.text);
+        return -1;
     }
-    out[used] = '\0';
+    return 0;
+}
+
+/* load_env: read and parse the job's env file into env.  Returns 1 with
+ * its lines, 0 without a file, or -1 after logging why it is refused. */
+static int load_env(const char *dir,
+                    uint32_t job_id,
+                    uid_t job_uid,
+                    struct envfile *env)
+{
+    char key[16];
+    vnib_error_t e = {0};
+    int rc;
+
+    snprintf(key, sizeof(key), "%u", (unsigned)job_id);
+    if ((rc = envfile_read(dir, key, job_uid, env, &e)) == 1
+        && envfile_parse(env, &e) < 0)
+        rc = -1;
+    if (rc < 0)
+        slurm_error("vnib: job %u: %s", (unsigned)job_id, e.text);
+    return rc;
+}
+
+/* apply_env: unset the reserved names, then set or unset each honoured
+ * line of env (others are logged and skipped), then the step's
+ * FI_CXI_COLL_JOB_STEP_ID when FI_CXI_COLL_JOB_ID ends up set.  Returns
+ * 0, or -1 after logging the change Slurm refused. */
+static int apply_env(spank_t sp,
+                     uint32_t job_id,
+                     uint32_t step_id,
+                     const struct envfile *env)
+{
+    bool coll_job_id = false;
+    char step[STEP_ID_LEN];
+
+    for (const char *const *r = envfile_reserved_names; *r; r++)
+        if (set_var(sp, job_id, *r, NULL) < 0)
+            return -1;
+    for (size_t i = 0; i < env->count; i++) {
+        const struct envfile_line *l = &env->lines[i];
+        if (!envfile_honoured_name(l->name)) {
+            slurm_error(
+                "vnib: job %u: ignoring %s from the env file: only "
+                "SLINGSHOT_* and FI_CXI_* are set",
+                (unsigned)job_id,
+                l->name);
+            continue;
+        }
+        if (set_var(sp, job_id, l->name, l->value) < 0)
+            return -1;
+        if (strcmp(l->name, "FI_CXI_COLL_JOB_ID") == 0)
+            coll_job_id = l->value != NULL;
+    }
+    if (coll_job_id) {
+        step_name(step_id, step, sizeof(step));
+        if (set_var(sp, job_id, "FI_CXI_COLL_JOB_STEP_ID", step) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -588,13 +376,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
     uint32_t job_id;
     uint32_t step_id;
     uid_t job_uid;
-    char *buf = NULL;
-    size_t len = 0;
-    struct env_line *lines = NULL;
-    int count = 0;
-    bool coll_job_id = false;
-    char step[STEP_ID_LEN];
-    char dir[1024];
+    struct envfile env = {0};
+    char dir[ENVFILE_DIR_MAX + 1];
     int rc = -1;
 
     if (!spank_remote(sp))
@@ -608,44 +391,12 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
         slurm_error("vnib: cannot get the job id, step id or uid");
         goto cleanup;
     }
-
-    switch (read_env_file(dir, job_id, job_uid, &buf, &len)) {
-        case 1:
-            if ((count = parse_env_file(buf, len, job_id, &lines)) < 0)
-                goto cleanup;
-            break;
-        case 0:
-            break;
-        default:
-            goto cleanup;
-    }
-
-    for (size_t i = 0; i < sizeof(reserved_names) / sizeof(*reserved_names);
-         i++)
-        if (set_var(sp, job_id, reserved_names[i], NULL) < 0)
-            goto cleanup;
-    for (int i = 0; i < count; i++) {
-        if (!honoured_name(lines[i].name)) {
-            slurm_error(
-                "vnib: job %u: ignoring %s from the env file: only "
-                "SLINGSHOT_* and FI_CXI_* are set",
-                (unsigned)job_id,
-                lines[i].name);
-            continue;
-        }
-        if (set_var(sp, job_id, lines[i].name, lines[i].value) < 0)
-            goto cleanup;
-        if (strcmp(lines[i].name, "FI_CXI_COLL_JOB_ID") == 0)
-            coll_job_id = lines[i].value != NULL;
-    }
-    if (coll_job_id) {
-        step_name(step_id, step, sizeof(step));
-        if (set_var(sp, job_id, "FI_CXI_COLL_JOB_STEP_ID", step) < 0)
-            goto cleanup;
-    }
+    /* The whole file is checked before anything is applied. */
+    if (load_env(dir, job_id, job_uid, &env) < 0
+        || apply_env(sp, job_id, step_id, &env) < 0)
+        goto cleanup;
     rc = 0;
 cleanup:
-    free(lines);
-    free(buf);
+    envfile_cleanup(&env);
     return rc;
 }
