@@ -89,22 +89,29 @@ source ("$FLUX_PREFIX/etc/flux/shell/initrc.lua")
 plugin.load { file = "$SHELL_SO", conf = { statedir = "$T/%n/state" } }
 EOF
 
-"$FLUX" start --test-size=2 --test-hosts='fx[0-1]' \
-    -Sconf.shell_initrc="$T/shellrc/initrc.lua" -Slog-filename="$T/flux.log" \
-    sh -c 'echo $$ >"$0.pid" && echo "$FLUX_URI" >"$0.tmp" &&
-           mv "$0.tmp" "$0" && exec sleep 100000' \
-    "$T/flux.uri" >"$T/flux-start.out" 2>&1 &
-FLUX_PID=$!
-track "$FLUX_PID"
-if ! wait_for 60 test -s "$T/flux.uri"; then
-    not_ok "flux starts"
-    sed 's/^/#   /' "$T/flux-start.out" | tail -n 20
-    finish
-fi
-FLUX_URI=$(cat "$T/flux.uri")
-export FLUX_URI
-wait_for 60 sh -c '[ "$("$0" resource list -no {nnodes} -s free 2>/dev/null)" = 2 ]' "$FLUX" ||
-    { not_ok "both ranks come up"; finish; }
+# start_instance: the two-node instance, in the background; its
+# environment is the caller's (a Flux started inside another scheduler's
+# job carries that job's values).
+start_instance () {
+    rm -f "$T/flux.uri"
+    "$FLUX" start --test-size=2 --test-hosts='fx[0-1]' \
+        -Sconf.shell_initrc="$T/shellrc/initrc.lua" -Slog-filename="$T/flux.log" \
+        sh -c 'echo $$ >"$0.pid" && echo "$FLUX_URI" >"$0.tmp" &&
+               mv "$0.tmp" "$0" && exec sleep 100000' \
+        "$T/flux.uri" >"$T/flux-start.out" 2>&1 &
+    FLUX_PID=$!
+    track "$FLUX_PID"
+    if ! wait_for 60 test -s "$T/flux.uri"; then
+        not_ok "flux starts"
+        sed 's/^/#   /' "$T/flux-start.out" | tail -n 20
+        finish
+    fi
+    FLUX_URI=$(cat "$T/flux.uri")
+    export FLUX_URI
+    wait_for 60 sh -c '[ "$("$0" resource list -no {nnodes} -s free 2>/dev/null)" = 2 ]' "$FLUX" ||
+        { not_ok "both ranks come up"; finish; }
+}
+start_instance
 ok "a two-node test instance runs (fx0, fx1)"
 
 # Each task (one per node, -N2 -n2: task i on the instance's rank i, and
@@ -211,8 +218,11 @@ expect_eq "a node without a file: the job runs (exit 0)" "$RC" 0
 expect_eq "fx0 has its file's one variable" "$(vars fx0)" "SLINGSHOT_VNIS=2048 "
 expect_eq "fx1, without a file, has none of the reserved names" "$(vars fx1)" ""
 expect_match "... and its task did run" "$(cat "$T/out")" '^fx1 ran$'
-expect_match "fx1's shell says mode none, naming the missing file" "$(cat "$T/err")" \
-    "flux-shell\[1\]: DEBUG: vnib: mode none: no $T/fx1/state/jobs/$DEC.env"
+expect_match "fx1's shell names the missing file" "$(cat "$T/err")" \
+    "flux-shell\[1\]: DEBUG: vnib: no $T/fx1/state/jobs/$DEC.env"
+expect_match "... then, with nothing to inherit either (the instance's own broker), says mode none" \
+    "$(cat "$T/err")" 'flux-shell\[1\]: DEBUG: vnib: mode none: the local broker has none of the names'
+
 
 # ---- a malformed file, a group-writable file: the job fails ---------------------
 
@@ -394,6 +404,19 @@ else
     not_ok "flux alloc's job is pending"
     sed 's/^/#   /' "$T/alloc.out" | tail -n 10
 fi
+
+# ---- Flux inside another scheduler's job: no file, the brokers' values ----------
+# An instance at level 0 started with the enclosing (Slurm) job's values in
+# its environment: a job of it without a file inherits them from its
+# node's broker, as a sub-instance's does.
+flux_stop
+SLINGSHOT_VNIS=4242 FI_CXI_COLL_JOB_ID=slurm-77 FI_CXI_COLL_JOB_STEP_ID=3 start_instance
+submit_held -o verbose=1 "${LEAK[@]}" sh -c "$REPORT"
+run_held
+expect_eq "Flux inside a Slurm job: the job runs" "$RC" 0
+expect_eq "fx0's task has the enclosing job's values, not the submitter's" "$(vars fx0)" \
+    "FI_CXI_COLL_JOB_ID=slurm-77 FI_CXI_COLL_JOB_STEP_ID=3/$DEC SLINGSHOT_VNIS=4242 "
+expect_match "... in mode inherit" "$(cat "$T/err")" 'flux-shell\[0\]: DEBUG: vnib: mode inherit'
 
 flux_stop
 finish

@@ -167,6 +167,26 @@ static int fail_job(struct plugin_ctx *ctx, uint64_t id, const char *why)
 {
     snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", why);
     if (ctx->conf.reserve_fatal) {
+        /* Ours first, so that the node side's wait ends now: perilog
+         * does not cancel a prolog whose processes have not started yet,
+         * which is the case when the exception comes in the job's RUN
+         * callback (a bad option). */
+        char job_id[24];
+        snprintf(job_id, sizeof(job_id), "%ju", (uintmax_t)id);
+        if (flux_jobtap_event_post_pack(ctx->p,
+                                        id,
+                                        EVENT_OURS,
+                                        "{s:s s:[] s:s}",
+                                        "job_id",
+                                        job_id,
+                                        "vnis",
+                                        "error",
+                                        why)
+            < 0)
+            flux_log_error(ctx->h,
+                           "vnibroker: job %ju: cannot post %s",
+                           (uintmax_t)id,
+                           EVENT_OURS);
         if (flux_jobtap_raise_exception(
                 ctx->p, id, EXCEPTION_TYPE, 0, "vnibroker: %s", why)
             < 0)

@@ -26,7 +26,9 @@
  *    brokers on one host, each with its own agent).  When
  *    FI_CXI_COLL_JOB_ID ends up set, FI_CXI_COLL_JOB_STEP_ID is the
  *    decimal job id.
- *  - inherit (a sub-instance: `flux batch`, `flux alloc`): the job runs
+ *  - inherit (a sub-instance: `flux batch`, `flux alloc`; or an instance
+ *    at level 0 with no file for the job, such as Flux started inside a
+ *    Slurm job, whose brokers hold the Slurm job's values): the job runs
  *    inside an enclosing job's reservation.  Each node's broker of the
  *    sub-instance was started by that job's shell on the node, so its
  *    environment holds the node's values: the plugin asks its local
@@ -36,9 +38,8 @@
  *    one, "/", this job's decimal id, unique within the reservation.  A
  *    broker that refuses the RPC (EPERM: it is not the user's; ENOSYS)
  *    means nothing to inherit.
- *  - none: system mode without a file (the node holds no reservation for
- *    the job), or inherit mode with nothing to inherit; the reserved
- *    names stay unset.
+ *  - none: no file (the node holds no reservation for the job) and
+ *    nothing to inherit; the reserved names stay unset.
  *
  * Like the SPANK plugin it fails closed: a jobs directory or file that is
  * not trustworthy or is malformed, or a broker.getenv that fails for
@@ -182,9 +183,9 @@ static int apply_file(flux_shell_t *shell,
     return applied;
 }
 
-/* system_mode: read this node's STATE_DIR/jobs/ID.env and apply it.  A
- * missing file sets nothing.  Returns 0, or dies (the job fails) when the
- * file is refused.
+/* system_mode: read this node's STATE_DIR/jobs/ID.env and apply it.
+ * Returns 0, 1 when there is no file (the caller tries inherit mode), or
+ * dies (the job fails) when the file is refused.
  */
 static int system_mode(flux_shell_t *shell, const struct vnib_shell *ctx)
 {
@@ -209,8 +210,8 @@ static int system_mode(flux_shell_t *shell, const struct vnib_shell *ctx)
 
     switch (envfile_read(dir, ctx->job_id, getuid(), &env, &e)) {
         case 0:
-            shell_debug("mode none: no %s (no reservation on this node)", path);
-            return 0;
+            shell_debug("no %s (no reservation on this node)", path);
+            return 1;
         case 1:
             break;
         default:
@@ -323,6 +324,7 @@ static int shell_init_cb(flux_plugin_t *p,
     flux_t *h = flux_shell_get_flux(shell);
     json_int_t id;
     int level;
+    int rc;
 
     (void)topic;
     (void)args;
@@ -343,8 +345,12 @@ static int shell_init_cb(flux_plugin_t *p,
              (uint64_t)(flux_jobid_t)id);
     if ((level = instance_level(h)) < 0)
         return -1;
-    if (level == 0)
-        return system_mode(shell, ctx);
+    /* An instance at level 0 without a file may still run inside another
+     * scheduler's job (Flux started under Slurm), whose values its
+     * brokers hold: inherit them.  A system instance's guests are refused
+     * broker.getenv (EPERM), and its own broker has none of the names. */
+    if (level == 0 && (rc = system_mode(shell, ctx)) != 1)
+        return rc;
     if (!(ctx->getenv_f = send_getenv(h)))
         return -1;
     return 0;
