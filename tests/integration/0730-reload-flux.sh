@@ -10,6 +10,8 @@
 #    SIGSTOP): the job stays held; loaded again, the plugin finds the hold
 #    in the job's eventlog, reserves again (the same reservation: the
 #    broker's reserve is idempotent per job) and lets the job start.
+#  - reconcile: a reservation of a job the instance does not have (a lost
+#    release) is released; a running job's and another token's are not.
 #  - the instance stopped with a job running (flux-core 0.88 cancels
 #    running jobs at shutdown; none survives a restart): the job's
 #    release is made, or spooled when the broker is down, and a spooled
@@ -21,7 +23,7 @@
 flux_require
 flux_cluster
 broker_pin_port "$T/b.toml"
-flux_setup
+flux_setup "reconcile-s = 2"
 flux_start || { not_ok "flux starts"; flux_dump_logs; finish; }
 ok "Flux is up with the plugin loaded"
 
@@ -69,6 +71,32 @@ expect_eq "... the hold was ended once" "$(fluxc job eventlog "$id" | grep -c 'p
 expect_eq "... the plugin counts one recovered job" "$(flux_query | jq -r .counts.recovered)" 1
 wait_for 20 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/$dec | jq -e '.state == \"released\"' >/dev/null"
 expect_eq "... and released at its end" "$(state_of "$dec")" released
+
+# ---- reconcile: a lost release is found and made ----------------------------
+# A reservation our token made for a job this instance does not have (its
+# release was lost: a job-manager killed with it in memory, a KVS that
+# lost the job) is released by the next pass (every 2 s here); a running
+# job's, and another token's, are left alone.
+expect_eq "the plugin learnt its token's name from a reserve" \
+    "$(flux_query | jq -r '.reconcile["token-name"]')" slurmctld
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"999999999999","uid":0,"user":"root","nodes":"fx0"}'
+expect_eq "a reservation of a job Flux does not have (lost release)" "$HTTP_STATUS" 201
+TOKEN=$ADMIN_TOKEN http POST /v1/reservations -d '{"job_id":"888","uid":0,"user":"root","nodes":"fx1"}'
+expect_eq "... and one an admin made" "$HTTP_STATUS" 201
+id=$(fluxc submit -N1 sleep 8)
+fluxc job wait-event -t 30s "$id" start >/dev/null
+dec=$(fluxc job id --to=dec "$id")
+wait_for 15 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/999999999999 | jq -e '.state != \"active\"' >/dev/null"
+resv 999999999999
+expect_match "reconcile released the lost one" "$(jq -r .state <<<"$HTTP_BODY")" '^(releasing|released)$'
+sleep 5
+resv "$dec"
+expect_eq "... not the running job's, after several passes" "$(jq -r .state <<<"$HTTP_BODY")" active
+resv 888
+expect_eq "... nor the admin's" "$(jq -r .state <<<"$HTTP_BODY")" active
+expect_eq "the plugin counts one reconciled release" "$(flux_query | jq -r .counts.reconciled)" 1
+expect_match "... and logs it" "$(cat "$T/flux.log")" 'reconcile: job 999999999999 is not active here but its reservation is; releasing it'
+fluxc job attach "$id" >/dev/null 2>&1
 
 # ---- the instance stopped with a job running, the broker up ---------------
 id=$(fluxc submit -N1 sleep 60)

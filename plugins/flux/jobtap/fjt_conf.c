@@ -113,6 +113,8 @@ static const char *const known_keys[] = {
     "reserve-fatal",
     "vnis-per-job",
     "hwcoll",
+    "reconcile-s",
+    "token-name",
     /* Read by the node side (vnib-flux-node), not by the plugin. */
     "agent",
     "agent-config",
@@ -160,6 +162,7 @@ int fjt_conf_parse(struct fjt_conf *c,
     c->threads = 4;
     c->reserve_fatal = true;
     c->vnis_per_job = -1;
+    c->reconcile_s = 300;
 
     if (check_keys(table, "[vnibroker]", errp) < 0
         || check_keys(load, "the plugin's arguments", errp) < 0
@@ -181,6 +184,15 @@ int fjt_conf_parse(struct fjt_conf *c,
                    errp)
                < 0
         || get_str(table, load, "hwcoll", c->hwcoll, sizeof(c->hwcoll), errp)
+               < 0
+        || get_str(table,
+                   load,
+                   "token-name",
+                   c->token_name,
+                   sizeof(c->token_name),
+                   errp)
+               < 0
+        || get_long(table, load, "reconcile-s", 0, 86400, &c->reconcile_s, errp)
                < 0
         || get_long(
                table, load, "timeout-ms", 100, 600000, &c->timeout_ms, errp)

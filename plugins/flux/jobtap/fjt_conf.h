@@ -35,6 +35,8 @@ struct fjt_conf {
     bool reserve_fatal;      /* a failed reserve raises an exception */
     int vnis_per_job;        /* -1: the broker's default */
     char hwcoll[8];          /* "": the broker's default */
+    long reconcile_s;        /* 0: never (default 300) */
+    char token_name[128];    /* the token's name at the broker; "": learnt */
 };
 
 /* Fill c from the [vnibroker] table (may be NULL) and the load arguments

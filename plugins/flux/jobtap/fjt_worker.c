@@ -74,6 +74,7 @@ void fjt_call_destroy(struct fjt_call *c)
     if (c) {
         int saved = errno;
         free(c->nodes);
+        free(c->created_by);
         json_decref(c->reply);
         free(c);
         errno = saved;
@@ -252,6 +253,62 @@ static void do_flush(struct fjt_worker *w,
     fjt_spool_list_free(list);
 }
 
+/* GET /v1/reservations?state=active, page by page: the job ids of those
+ * c->created_by made. */
+static void do_list(struct vnib_client *cl, struct fjt_call *c)
+{
+    char path[512];
+    char *after = NULL;
+    json_t *ids = json_array();
+
+    c->result = ids ? FJT_OK : FJT_FAILED;
+    for (int pages = 0; ids && pages < 1000; pages++) {
+        json_t *page = NULL;
+        json_t *r;
+        size_t i;
+        const char *next;
+
+        snprintf(path,
+                 sizeof(path),
+                 "/v1/reservations?state=active&limit=1000%s%s",
+                 after ? "&after=" : "",
+                 after ? after : "");
+        c->attempts++;
+        c->status =
+            vnib_client_request(cl, "GET", path, NULL, &page, &c->error);
+        if (c->status != 200) {
+            c->result = c->status > 0 && c->status < 500 ? FJT_REFUSED
+                                                         : FJT_UNREACHABLE;
+            json_decref(page);
+            break;
+        }
+        json_array_foreach (json_object_get(page, "reservations"), i, r) {
+            const char *by =
+                json_string_value(json_object_get(r, "created_by"));
+            json_t *job = json_object_get(r, "job_id");
+            if (by && !strcmp(by, c->created_by) && json_is_string(job)
+                && !json_object_get(r, "step_id"))
+                json_array_append(ids, job);
+        }
+        free(after);
+        after = NULL;
+        next = json_string_value(json_object_get(page, "next"));
+        if (next && !(after = vnib_client_escape(next))) {
+            c->result = FJT_FAILED;
+            json_decref(page);
+            break;
+        }
+        json_decref(page);
+        if (!after)
+            break;
+    }
+    free(after);
+    if (c->result == FJT_OK)
+        c->reply = ids;
+    else
+        json_decref(ids);
+}
+
 static void *thread_main(void *arg)
 {
     struct thread_arg *ta = arg;
@@ -287,6 +344,8 @@ static void *thread_main(void *arg)
             do_reserve(w, cl, c);
         } else if (c->op == FJT_RELEASE) {
             do_release(w, cl, c);
+        } else if (c->op == FJT_LIST) {
+            do_list(cl, c);
         } else {
             do_flush(w, cl, c);
         }

@@ -36,6 +36,7 @@ enum fjt_op {
     FJT_RESERVE,
     FJT_RELEASE,
     FJT_FLUSH, /* send the spooled releases again */
+    FJT_LIST,  /* the job ids of the active reservations a token made */
 };
 
 /* How a call ended, for the plugin's decision. */
@@ -49,16 +50,17 @@ enum fjt_result {
 
 struct fjt_call {
     enum fjt_op op;
-    uint64_t id;     /* the Flux job id; 0 for FJT_FLUSH */
-    char job_id[24]; /* its decimal form, the broker's job_id */
-    uint32_t uid;    /* reserve: the job's owner */
-    char *nodes;     /* reserve: a hostlist expression (owned) */
-    int vni_count;   /* reserve: -1 for the broker's default */
-    char hwcoll[8];  /* reserve: "", "on", "off" or "auto" */
+    uint64_t id;      /* the Flux job id; 0 for FJT_FLUSH and FJT_LIST */
+    char job_id[24];  /* its decimal form, the broker's job_id */
+    uint32_t uid;     /* reserve: the job's owner */
+    char *nodes;      /* reserve: a hostlist expression (owned) */
+    int vni_count;    /* reserve: -1 for the broker's default */
+    char hwcoll[8];   /* reserve: "", "on", "off" or "auto" */
+    char *created_by; /* list: the token's name (owned) */
     /* Filled in by the worker. */
     enum fjt_result result;
     int status;    /* the last HTTP status, or -1 */
-    json_t *reply; /* reserve: the reservation (owned) */
+    json_t *reply; /* reserve: the reservation; list: job ids (owned) */
     vnib_error_t error;
     int attempts;
     int64_t started_ms; /* monotonic, when a thread took it */

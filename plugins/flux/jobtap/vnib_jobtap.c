@@ -20,9 +20,12 @@
  * spooled on disk (fjt_spool.h) and sent again every retry-ms.
  *
  * The plugin keeps nothing a restart must remember: the reservations are
- * the broker's, the releases the spool's.  When it is loaded into a
- * running instance (flux jobtap load, a job-manager restart) it looks at
- * every job: one in RUN whose hold it had started, or that no prolog
+ * the broker's, the releases the spool's.  And every reconcile-s it lists
+ * the active reservations its token made and releases those whose job
+ * this instance does not have active (a release lost with a job-manager
+ * killed while it was in memory, or with a KVS that lost the job).  When it is
+ * loaded into a running instance (flux jobtap load, a job-manager restart) it
+ * looks at every job: one in RUN whose hold it had started, or that no prolog
  * holds yet, is reserved again (the broker's reserve is idempotent per
  * job) and its hold ended; one in CLEANUP is released.
  *
@@ -68,6 +71,7 @@ struct counters {
     unsigned long release_spooled;
     unsigned long release_failed;
     unsigned long recovered;
+    unsigned long reconciled;
 };
 
 struct plugin_ctx {
@@ -78,6 +82,8 @@ struct plugin_ctx {
     struct fjt_worker *worker;
     flux_watcher_t *done_w;
     flux_watcher_t *retry_w;
+    flux_watcher_t *reconcile_w;
+    char token_name[128]; /* the broker's name for our token, once known */
     struct pending *pending;
     struct counters n;
     char last_error[160];
@@ -274,10 +280,15 @@ static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
     int status = 0;
     char why[256];
 
-    if (c->result == FJT_OK)
+    if (c->result == FJT_OK) {
+        const char *by =
+            json_string_value(json_object_get(c->reply, "created_by"));
         ctx->n.reserved++;
-    else
+        if (!ctx->token_name[0] && by)
+            snprintf(ctx->token_name, sizeof(ctx->token_name), "%s", by);
+    } else {
         ctx->n.reserve_failed++;
+    }
     if (!q || q->ended) {
         /* The job ended meanwhile: its cleanup queued the release,
          * which runs after this reserve. */
@@ -341,6 +352,57 @@ static void release_done(struct plugin_ctx *ctx, struct fjt_call *c)
     }
 }
 
+static int queue_release(struct plugin_ctx *ctx, uint64_t id);
+
+/* The active reservations our token made: release those whose job this
+ * instance no longer has active (its release was lost: a job-manager
+ * killed with releases in memory, a KVS that lost the job). */
+static void list_done(struct plugin_ctx *ctx, struct fjt_call *c)
+{
+    size_t i;
+    json_t *v;
+
+    if (c->result != FJT_OK) {
+        flux_log(ctx->h,
+                 LOG_WARNING,
+                 "vnibroker: reconcile: cannot list the broker's "
+                 "reservations: %s",
+                 c->error.text);
+        return;
+    }
+    json_array_foreach (c->reply, i, v) {
+        const char *s = json_string_value(v);
+        char *end;
+        uint64_t id;
+        flux_plugin_arg_t *job;
+
+        errno = 0;
+        id = strtoull(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-')
+            continue; /* not a Flux job id: not ours */
+        /* The job-manager also knows inactive jobs it has not purged. */
+        if ((job = flux_jobtap_job_lookup(ctx->p, id))) {
+            int state = 0;
+            (void)flux_plugin_arg_unpack(
+                job, FLUX_PLUGIN_ARG_IN, "{s:i}", "state", &state);
+            flux_plugin_arg_destroy(job);
+            if (state != FLUX_JOB_STATE_INACTIVE)
+                continue;
+        } else if (errno != ENOENT) {
+            continue;
+        }
+        if (pending_find(ctx, id) || fjt_worker_busy(ctx->worker, id))
+            continue;
+        flux_log(ctx->h,
+                 LOG_WARNING,
+                 "vnibroker: reconcile: job %s is not active here but its "
+                 "reservation is; releasing it",
+                 s);
+        if (queue_release(ctx, id) == 0)
+            ctx->n.reconciled++;
+    }
+}
+
 static void done_cb(flux_reactor_t *r,
                     flux_watcher_t *w,
                     int revents,
@@ -359,6 +421,8 @@ static void done_cb(flux_reactor_t *r,
             reserve_done(ctx, c);
         else if (c->op == FJT_RELEASE)
             release_done(ctx, c);
+        else if (c->op == FJT_LIST)
+            list_done(ctx, c);
         else if (c->result != FJT_OK)
             flux_log(ctx->h,
                      LOG_WARNING,
@@ -382,6 +446,27 @@ static void retry_cb(flux_reactor_t *r,
     if (fjt_worker_busy(ctx->worker, 0)
         || !(c = fjt_call_create(FJT_FLUSH, 0, NULL)))
         return;
+    fjt_worker_queue(ctx->worker, c);
+}
+
+static void reconcile_cb(flux_reactor_t *r,
+                         flux_watcher_t *w,
+                         int revents,
+                         void *arg)
+{
+    struct plugin_ctx *ctx = arg;
+    struct fjt_call *c;
+
+    (void)r;
+    (void)w;
+    (void)revents;
+    if (!ctx->token_name[0] || fjt_worker_busy(ctx->worker, 0)
+        || !(c = fjt_call_create(FJT_LIST, 0, NULL)))
+        return;
+    if (!(c->created_by = strdup(ctx->token_name))) {
+        fjt_call_destroy(c);
+        return;
+    }
     fjt_worker_queue(ctx->worker, c);
 }
 
@@ -685,7 +770,8 @@ static void ctx_stop(struct plugin_ctx *ctx)
 {
     flux_watcher_destroy(ctx->done_w);
     flux_watcher_destroy(ctx->retry_w);
-    ctx->done_w = ctx->retry_w = NULL;
+    flux_watcher_destroy(ctx->reconcile_w);
+    ctx->done_w = ctx->retry_w = ctx->reconcile_w = NULL;
     fjt_worker_destroy(ctx->worker);
     ctx->worker = NULL;
     fjt_spool_destroy(ctx->spool);
@@ -736,6 +822,18 @@ static int ctx_start(struct plugin_ctx *ctx, vnib_error_t *errp)
     }
     flux_watcher_start(ctx->done_w);
     flux_watcher_start(ctx->retry_w);
+    /* The first pass soon after a load, then every reconcile-s. */
+    if (ctx->conf.reconcile_s > 0) {
+        double every = (double)ctx->conf.reconcile_s;
+        if (!(ctx->reconcile_w = flux_timer_watcher_create(
+                  r, every < 10. ? every : 10., every, reconcile_cb, ctx))) {
+            errprintf(errp, "cannot create watchers: %s", strerror(errno));
+            goto cleanup;
+        }
+        flux_watcher_start(ctx->reconcile_w);
+    }
+    snprintf(
+        ctx->token_name, sizeof(ctx->token_name), "%s", ctx->conf.token_name);
     rc = 0;
 cleanup:
     secfile_free(token, len);
@@ -790,12 +888,16 @@ static int conf_update_cb(flux_plugin_t *p,
             || c.threads != ctx->conf.threads
             || c.timeout_ms != ctx->conf.timeout_ms
             || c.reserve_timeout_ms != ctx->conf.reserve_timeout_ms
-            || c.retry_ms != ctx->conf.retry_ms)
+            || c.retry_ms != ctx->conf.retry_ms
+            || c.reconcile_s != ctx->conf.reconcile_s)
             flux_log(ctx->h,
                      LOG_WARNING,
-                     "vnibroker: url, token-file, cacert, spool-dir, threads "
-                     "and the timeouts change when the plugin is loaded "
-                     "again (flux jobtap remove/load)");
+                     "vnibroker: url, token-file, cacert, spool-dir, threads, "
+                     "reconcile-s and the timeouts change when the plugin "
+                     "is loaded again (flux jobtap remove/load)");
+        if (c.token_name[0])
+            snprintf(
+                ctx->token_name, sizeof(ctx->token_name), "%s", c.token_name);
         ctx->conf.reserve_fatal = c.reserve_fatal;
         ctx->conf.vnis_per_job = c.vnis_per_job;
         memcpy(ctx->conf.hwcoll, c.hwcoll, sizeof(c.hwcoll));
@@ -826,7 +928,7 @@ static int query_cb(flux_plugin_t *p,
             args,
             FLUX_PLUGIN_ARG_OUT,
             "{s:s s:s s:s s:i s:b s:i s:s s:{s:s s:i s:I} s:{s:i s:i s:o} "
-            "s:{s:I s:I s:I s:I s:I s:I} s:s}",
+            "s:{s:I s:I s:I s:I s:I s:I s:I} s:{s:I s:s} s:s}",
             "url",
             ctx->conf.url,
             "token-file",
@@ -868,6 +970,13 @@ static int query_cb(flux_plugin_t *p,
             (json_int_t)ctx->n.release_failed,
             "recovered",
             (json_int_t)ctx->n.recovered,
+            "reconciled",
+            (json_int_t)ctx->n.reconciled,
+            "reconcile",
+            "every-s",
+            (json_int_t)ctx->conf.reconcile_s,
+            "token-name",
+            ctx->token_name,
             "last-error",
             ctx->last_error)
         < 0)

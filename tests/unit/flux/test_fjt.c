@@ -51,6 +51,8 @@ static void test_conf_defaults(void **state)
     assert_int_equal(c.reserve_timeout_ms, 30000);
     assert_int_equal(c.retry_ms, 30000);
     assert_string_equal(c.hwcoll, "");
+    assert_int_equal(c.reconcile_s, 300);
+    assert_string_equal(c.token_name, "");
     json_decref(t);
 }
 
@@ -108,6 +110,8 @@ static void test_conf_errors(void **state)
                       "must be absolute");
     expect_conf_error("{\"url\":\"http://x\",\"timeout-ms\":\"10s\"}",
                       "timeout-ms must be an integer");
+    expect_conf_error("{\"url\":\"http://x\",\"reconcile-s\":-1}",
+                      "reconcile-s must be an integer from 0 to 86400");
 }
 
 static int opts(const char *jobspec_opts,
@@ -221,6 +225,7 @@ static void test_spool(void **state)
     assert_int_equal(fjt_spool_add(s, "12", &e), 0);
     usleep(20000);
     assert_int_equal(fjt_spool_add(s, "7", &e), 0);
+    usleep(20000); /* past the file system's timestamp granularity */
     assert_int_equal(fjt_spool_add(s, "12", &e), 0); /* again: one file */
     assert_int_equal(fjt_spool_count(s), 2);
     list = fjt_spool_list(s, &e);
