@@ -23,32 +23,11 @@
 # Jobs run as root, the test instance's owner: the file's owner rule is
 # lib/envfile.c's unit tests' (tests/unit/lib/test_envfile.c).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/flux.sh"
 
-FLUX_PREFIX=$(cat "$BUILD/flux/prefix" 2>/dev/null || true)
-FLUX=${FLUX_PREFIX:+$FLUX_PREFIX/bin/flux}
-SHELL_SO=$BUILD/flux/vnib-shell.so
-{ [ -n "$FLUX" ] && [ -x "$FLUX" ] && [ -f "$SHELL_SO" ]; } ||
-    skip_all "no flux-core built: make deps-flux FLUX_SRC=DIR"
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (the jobs directories are root's)"
-
-FLUX_PID=""
-fluxc () {
-    timeout 60 "$FLUX" "$@"
-}
-
-# The initial program ends, then the brokers.
-flux_stop () {
-    [ -n "$FLUX_PID" ] || return 0
-    kill "$(cat "$T/flux.uri.pid" 2>/dev/null)" 2>/dev/null
-    for _ in $(seq 1 300); do
-        kill -0 "$FLUX_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -9 "$FLUX_PID" 2>/dev/null
-    wait "$FLUX_PID" 2>/dev/null
-    FLUX_PID=""
-}
-trap 'flux_stop; cleanup' EXIT
+flux_require
+SHELL_SO=$VNIB_FLUX_SHELL
+FLUX_SIZE=2
 
 # ---- the plugin loads into flux-shell --------------------------------------
 
@@ -89,27 +68,13 @@ source ("$FLUX_PREFIX/etc/flux/shell/initrc.lua")
 plugin.load { file = "$SHELL_SO", conf = { statedir = "$T/%n/state" } }
 EOF
 
-# start_instance: the two-node instance, in the background; its
-# environment is the caller's (a Flux started inside another scheduler's
-# job carries that job's values).
+# start_instance: the two-node instance, no configuration, the shell rc
+# with the plugin.
 start_instance () {
-    rm -f "$T/flux.uri"
-    "$FLUX" start --test-size=2 --test-hosts='fx[0-1]' \
-        -Sconf.shell_initrc="$T/shellrc/initrc.lua" -Slog-filename="$T/flux.log" \
-        sh -c 'echo $$ >"$0.pid" && echo "$FLUX_URI" >"$0.tmp" &&
-               mv "$0.tmp" "$0" && exec sleep 100000' \
-        "$T/flux.uri" >"$T/flux-start.out" 2>&1 &
-    FLUX_PID=$!
-    track "$FLUX_PID"
-    if ! wait_for 60 test -s "$T/flux.uri"; then
+    flux_start "$T/empty.d" "$T/shellrc/initrc.lua" || {
         not_ok "flux starts"
-        sed 's/^/#   /' "$T/flux-start.out" | tail -n 20
         finish
-    fi
-    FLUX_URI=$(cat "$T/flux.uri")
-    export FLUX_URI
-    wait_for 60 sh -c '[ "$("$0" resource list -no {nnodes} -s free 2>/dev/null)" = 2 ]' "$FLUX" ||
-        { not_ok "both ranks come up"; finish; }
+    }
 }
 start_instance
 ok "a two-node test instance runs (fx0, fx1)"

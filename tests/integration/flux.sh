@@ -34,6 +34,7 @@ FLUX=${FLUX_PREFIX:+$FLUX_PREFIX/bin/flux}
 VNIB_FLUX_JOBTAP=$BUILD/flux/vnib-jobtap.so
 VNIB_FLUX_SHELL=$BUILD/flux/vnib-shell.so
 FLUX_PID=""
+FLUX_SIZE=${FLUX_SIZE:-3} # brokers (nodes fx0...) of flux_start
 
 # skip_flux REASON: as skip_slurm, for VNIB_REQUIRE_FLUX.
 skip_flux () {
@@ -126,11 +127,13 @@ EOF
         echo "plugin.load { file = \"$VNIB_FLUX_SHELL\", conf = { state_dir = \"$T/%n/state\" } }" >>"$T/initrc.lua"
 }
 
-# flux_start [CONFIG-DIR [INITRC]]: the instance, in the background, until
-# flux_stop (by default with flux_setup's $T/flux.d and $T/initrc.lua).
+# flux_start [CONFIG-DIR [INITRC]]: the instance of FLUX_SIZE brokers, in
+# the background, until flux_stop (by default with flux_setup's $T/flux.d
+# and $T/initrc.lua).  Its environment is the caller's.
 flux_start () {
     rm -f "$T/flux.uri"
-    "$FLUX" start --test-size=3 --test-hosts='fx[0-2]' \
+    mkdir -p "$T/flux-state" "${1:-$T/flux.d}"
+    "$FLUX" start --test-size="$FLUX_SIZE" --test-hosts="fx[0-$((FLUX_SIZE - 1))]" \
         --config-path="${1:-$T/flux.d}" -Sstatedir="$T/flux-state" \
         -Sconf.shell_initrc="${2:-$T/initrc.lua}" -Slog-filename="$T/flux.log" \
         -Slog-level=7 \
@@ -147,7 +150,8 @@ flux_start () {
     FLUX_URI=$(cat "$T/flux.uri")
     export FLUX_URI
     # Every rank up, its resources online.
-    wait_for 60 sh -c '[ "$("$0" resource list -no {nnodes} -s free 2>/dev/null)" = 3 ]' "$FLUX" || {
+    wait_for 60 sh -c '[ "$("$0" resource list -no {nnodes} -s free 2>/dev/null)" = "$1" ]' \
+        "$FLUX" "$FLUX_SIZE" || {
         echo "# flux resources never came up"
         return 1
     }

@@ -432,42 +432,49 @@ static void done_cb(flux_reactor_t *r,
     }
 }
 
+/* Queue a background call (FJT_FLUSH, FJT_LIST: "job" 0) unless one is
+ * queued or running already. */
+static void queue_background(struct plugin_ctx *ctx,
+                             enum fjt_op op,
+                             const char *created_by)
+{
+    struct fjt_call *c;
+
+    if (fjt_worker_busy(ctx->worker, 0) || !(c = fjt_call_create(op, 0, NULL)))
+        return;
+    if (created_by && !(c->created_by = strdup(created_by))) {
+        fjt_call_destroy(c);
+        return;
+    }
+    fjt_worker_queue(ctx->worker, c);
+}
+
+/* Every retry-ms: send the spooled releases again. */
 static void retry_cb(flux_reactor_t *r,
                      flux_watcher_t *w,
                      int revents,
                      void *arg)
 {
-    struct plugin_ctx *ctx = arg;
-    struct fjt_call *c;
-
     (void)r;
     (void)w;
     (void)revents;
-    if (fjt_worker_busy(ctx->worker, 0)
-        || !(c = fjt_call_create(FJT_FLUSH, 0, NULL)))
-        return;
-    fjt_worker_queue(ctx->worker, c);
+    queue_background(arg, FJT_FLUSH, NULL);
 }
 
+/* Every reconcile-s, once our token's name is known: list its active
+ * reservations (list_done releases the lost ones). */
 static void reconcile_cb(flux_reactor_t *r,
                          flux_watcher_t *w,
                          int revents,
                          void *arg)
 {
     struct plugin_ctx *ctx = arg;
-    struct fjt_call *c;
 
     (void)r;
     (void)w;
     (void)revents;
-    if (!ctx->token_name[0] || fjt_worker_busy(ctx->worker, 0)
-        || !(c = fjt_call_create(FJT_LIST, 0, NULL)))
-        return;
-    if (!(c->created_by = strdup(ctx->token_name))) {
-        fjt_call_destroy(c);
-        return;
-    }
-    fjt_worker_queue(ctx->worker, c);
+    if (ctx->token_name[0])
+        queue_background(ctx, FJT_LIST, ctx->token_name);
 }
 
 /* ---- queueing calls ------------------------------------------------ */
