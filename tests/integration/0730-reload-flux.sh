@@ -10,6 +10,9 @@
 #    SIGSTOP): the job stays held; loaded again, the plugin finds the hold
 #    in the job's eventlog, reserves again (the same reservation: the
 #    broker's reserve is idempotent per job) and lets the job start.
+#  - removed while a job is held and the job canceled meanwhile: loaded
+#    again, the plugin ends the hold the job's eventlog shows open, and
+#    the job's cleanup completes; nothing stays active at the broker.
 #  - reconcile: a reservation of a job the instance does not have (a lost
 #    release) is released; a running job's and another token's are not.
 #  - the instance stopped with a job running (flux-core 0.88 cancels
@@ -72,13 +75,31 @@ expect_eq "... the plugin counts one recovered job" "$(flux_query | jq -r .count
 wait_for 20 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/$dec | jq -e '.state == \"released\"' >/dev/null"
 expect_eq "... and released at its end" "$(state_of "$dec")" released
 
+# ---- removed while the job is held, the job canceled meanwhile -------------
+kill -STOP "$BROKER_PID"
+id=$(fluxc submit -N1 sleep 1)
+dec=$(fluxc job id --to=dec "$id")
+wait_for 10 sh -c "$FLUX job eventlog $id | grep -q 'prolog-start.*description=\"vnibroker\"'"
+fluxc jobtap remove vnib-jobtap.so
+kill -CONT "$BROKER_PID"
+fluxc cancel "$id"
+sleep 1
+expect_eq "canceled while the plugin was out, the job waits in CLEANUP for the plugin's hold" \
+    "$(fluxc jobs -no {state} "$id")" CLEANUP
+fluxc jobtap load "$VNIB_FLUX_JOBTAP" || not_ok "flux jobtap load"
+fluxc job wait-event -t 30s "$id" clean >/dev/null
+expect_eq "loaded again, the plugin ended the hold: the job is done" "$(fluxc jobs -no {state} "$id")" INACTIVE
+expect_eq "... the hold ended once" "$(fluxc job eventlog "$id" | grep -c 'prolog-finish description="vnibroker"')" 1
+wait_for 10 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/$dec | jq -e '.state != \"active\"' >/dev/null"
+resv "$dec"
+expect_match "... and nothing of it is left active at the broker ($HTTP_STATUS)" \
+    "$HTTP_STATUS $(jq -r '.state // empty' <<<"$HTTP_BODY")" '^(404 |200 (releasing|released))$'
+
 # ---- reconcile: a lost release is found and made ----------------------------
 # A reservation our token made for a job this instance does not have (its
 # release was lost: a job-manager killed with it in memory, a KVS that
 # lost the job) is released by the next pass (every 2 s here); a running
 # job's, and another token's, are left alone.
-expect_eq "the plugin learnt its token's name from a reserve" \
-    "$(flux_query | jq -r '.reconcile["token-name"]')" slurmctld
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"999999999999","uid":0,"user":"root","nodes":"fx0"}'
 expect_eq "a reservation of a job Flux does not have (lost release)" "$HTTP_STATUS" 201
 TOKEN=$ADMIN_TOKEN http POST /v1/reservations -d '{"job_id":"888","uid":0,"user":"root","nodes":"fx1"}'
@@ -86,6 +107,8 @@ expect_eq "... and one an admin made" "$HTTP_STATUS" 201
 id=$(fluxc submit -N1 sleep 8)
 fluxc job wait-event -t 30s "$id" start >/dev/null
 dec=$(fluxc job id --to=dec "$id")
+expect_eq "the plugin learnt its token's name from that job's reserve" \
+    "$(flux_query | jq -r '.reconcile["token-name"]')" slurmctld
 wait_for 15 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/999999999999 | jq -e '.state != \"active\"' >/dev/null"
 resv 999999999999
 expect_match "reconcile released the lost one" "$(jq -r .state <<<"$HTTP_BODY")" '^(releasing|released)$'
