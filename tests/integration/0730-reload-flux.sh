@@ -104,7 +104,7 @@ TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"999999999999","uid"
 expect_eq "a reservation of a job Flux does not have (lost release)" "$HTTP_STATUS" 201
 TOKEN=$ADMIN_TOKEN http POST /v1/reservations -d '{"job_id":"888","uid":0,"user":"root","nodes":"fx1"}'
 expect_eq "... and one an admin made" "$HTTP_STATUS" 201
-id=$(fluxc submit -N1 sleep 8)
+id=$(fluxc submit -N1 sleep 60)
 fluxc job wait-event -t 30s "$id" start >/dev/null
 dec=$(fluxc job id --to=dec "$id")
 expect_eq "the plugin learnt its token's name from that job's reserve" \
@@ -119,6 +119,8 @@ resv 888
 expect_eq "... nor the admin's" "$(jq -r .state <<<"$HTTP_BODY")" active
 expect_eq "the plugin counts one reconciled release" "$(flux_query | jq -r .counts.reconciled)" 1
 expect_match "... and logs it" "$(cat "$T/flux.log")" 'reconcile: job 999999999999 is not active here but its reservation is; releasing it'
+expect_eq "... and the running job is still running" "$(fluxc jobs -no {state} "$id")" RUN
+fluxc cancel "$id"
 fluxc job attach "$id" >/dev/null 2>&1
 
 # ---- the instance stopped with a job running, the broker up ---------------

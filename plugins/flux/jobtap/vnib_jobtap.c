@@ -85,6 +85,7 @@ struct plugin_ctx {
     flux_watcher_t *reconcile_w;
     char token_name[128]; /* the broker's name for our token, once known */
     struct pending *pending;
+    struct recover *recovering; /* eventlog lookups outstanding */
     struct counters n;
     char last_error[160];
 };
@@ -641,9 +642,40 @@ static int cleanup_cb(flux_plugin_t *p,
 struct recover {
     struct plugin_ctx *ctx;
     flux_plugin_arg_t *args;
+    flux_future_t *f;
     uint64_t id;
-    int state;
+    struct recover *next;
 };
+
+/* Unlink rc from ctx->recovering and free it with its lookup. */
+static void recover_destroy(struct plugin_ctx *ctx, struct recover *rc)
+{
+    for (struct recover **pp = &ctx->recovering; *pp; pp = &(*pp)->next) {
+        if (*pp == rc) {
+            *pp = rc->next;
+            break;
+        }
+    }
+    flux_future_destroy(rc->f);
+    flux_plugin_arg_destroy(rc->args);
+    free(rc);
+}
+
+/* The job's state now, or -1 when the job-manager no longer has it. */
+static int job_state(struct plugin_ctx *ctx, uint64_t id)
+{
+    flux_plugin_arg_t *job = flux_jobtap_job_lookup(ctx->p, id);
+    int state = -1;
+
+    if (job) {
+        if (flux_plugin_arg_unpack(
+                job, FLUX_PLUGIN_ARG_IN, "{s:i}", "state", &state)
+            < 0)
+            state = -1;
+        flux_plugin_arg_destroy(job);
+    }
+    return state;
+}
 
 /* The number of our holds the job's eventlog shows still open. */
 static int open_holds(const char *eventlog)
@@ -684,8 +716,9 @@ static void recover_cb(flux_future_t *f, void *arg)
                        (uintmax_t)rc->id);
     else
         opens = open_holds(eventlog);
-    flux_future_destroy(f);
-    if (rc->state == FLUX_JOB_STATE_RUN
+    /* The job may have moved on during the lookup: what it is now counts
+     * (in CLEANUP its release is queued already, by cleanup_cb). */
+    if (job_state(ctx, rc->id) == FLUX_JOB_STATE_RUN
         && !flux_jobtap_job_event_posted(ctx->p, rc->id, EVENT_CORAL2)) {
         if ((q = pending_add(ctx, rc->id))) {
             q->holds += opens;
@@ -696,38 +729,36 @@ static void recover_cb(flux_future_t *f, void *arg)
         struct pending tmp = {.id = rc->id, .holds = opens};
         end_holds(ctx, &tmp, 1);
     }
-    flux_plugin_arg_destroy(rc->args);
-    free(rc);
+    recover_destroy(ctx, rc);
 }
 
-/* Read the job's eventlog, then recover it (recover_cb). */
+/* Read the job's eventlog, then recover it (recover_cb).  The lookup is
+ * kept in ctx->recovering, so that a plugin unloaded meanwhile cancels
+ * it rather than be called back. */
 static void recover_lookup(struct plugin_ctx *ctx,
                            flux_plugin_arg_t *args,
-                           uint64_t id,
-                           int state)
+                           uint64_t id)
 {
     char key[128];
     struct recover *rc = calloc(1, sizeof(*rc));
-    flux_future_t *f = NULL;
     json_t *in = NULL;
 
     if (!rc)
         return;
     rc->ctx = ctx;
     rc->id = id;
-    rc->state = state;
+    rc->next = ctx->recovering;
+    ctx->recovering = rc;
     /* A copy of the job's arguments: the callback's are gone by then. */
     if (flux_plugin_arg_unpack(args, FLUX_PLUGIN_ARG_IN, "o", &in) < 0
         || !(rc->args = flux_plugin_arg_create())
         || flux_plugin_arg_pack(rc->args, FLUX_PLUGIN_ARG_IN, "O", in) < 0
         || flux_job_kvs_key(key, sizeof(key), id, "eventlog") < 0
-        || !(f = flux_kvs_lookup(ctx->h, NULL, 0, key))
-        || flux_future_then(f, -1., recover_cb, rc) < 0) {
+        || !(rc->f = flux_kvs_lookup(ctx->h, NULL, 0, key))
+        || flux_future_then(rc->f, -1., recover_cb, rc) < 0) {
         flux_log_error(
             ctx->h, "vnibroker: job %ju: cannot recover it", (uintmax_t)id);
-        flux_future_destroy(f);
-        flux_plugin_arg_destroy(rc->args);
-        free(rc);
+        recover_destroy(ctx, rc);
     }
 }
 
@@ -760,11 +791,11 @@ static int new_cb(flux_plugin_t *p,
             queue_reserve(ctx, q, args);
             return 0;
         }
-        recover_lookup(ctx, args, id, state);
+        recover_lookup(ctx, args, id);
     } else if (state == FLUX_JOB_STATE_CLEANUP) {
         if (flux_jobtap_job_event_posted(p, id, EVENT_CORAL2) <= 0
             && flux_jobtap_job_event_posted(p, id, "prolog-start") > 0)
-            recover_lookup(ctx, args, id, state);
+            recover_lookup(ctx, args, id);
         if (had_resources(args) && !released_off(args))
             (void)queue_release(ctx, id);
     }
@@ -791,6 +822,8 @@ static void ctx_destroy(void *arg)
 
     if (ctx) {
         ctx_stop(ctx);
+        while (ctx->recovering)
+            recover_destroy(ctx, ctx->recovering);
         while (ctx->pending)
             pending_remove(ctx, ctx->pending->id);
         free(ctx);
