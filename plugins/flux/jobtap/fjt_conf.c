@@ -307,6 +307,53 @@ int fjt_jobopts_parse(struct fjt_jobopts *o,
     return 0;
 }
 
+/* The number of ids in an RFC 22 idset string ("0-3,8"), or -1. */
+static long idset_count_str(const char *s)
+{
+    long n = 0;
+
+    while (s && *s) {
+        char *end;
+        unsigned long lo = strtoul(s, &end, 10);
+        unsigned long hi = lo;
+        if (end == s || lo > 1000000)
+            return -1;
+        s = end;
+        if (*s == '-') {
+            hi = strtoul(++s, &end, 10);
+            if (end == s || hi < lo || hi > 1000000)
+                return -1;
+            s = end;
+        }
+        n += (long)(hi - lo + 1);
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return n;
+}
+
+int fjt_R_ncores(json_t *R)
+{
+    json_t *lite = json_object_get(json_object_get(R, "execution"), "R_lite");
+    size_t i;
+    json_t *e;
+    long n = 0;
+
+    if (!json_is_array(lite) || json_array_size(lite) == 0)
+        return 0;
+    json_array_foreach (lite, i, e) {
+        const char *cores = json_string_value(
+            json_object_get(json_object_get(e, "children"), "core"));
+        long c = idset_count_str(cores);
+        if (!cores || c <= 0 || (n && c != n))
+            return 0;
+        n = c;
+    }
+    return n <= 65535 ? (int)n : 0;
+}
+
 char *fjt_R_nodes(json_t *R, vnib_error_t *errp)
 {
     json_t *list = json_object_get(json_object_get(R, "execution"), "nodelist");

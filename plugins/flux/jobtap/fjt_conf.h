@@ -67,4 +67,10 @@ int fjt_jobopts_parse(struct fjt_jobopts *o,
  */
 char *fjt_R_nodes(json_t *R, vnib_error_t *errp);
 
+/* The cores each node of a job's R has (R_lite's children.core), when
+ * every node has as many; else (or for an R it cannot read) 0.  The node
+ * side sizes the CXI services by it without reading R itself.
+ */
+int fjt_R_ncores(json_t *R);
+
 #endif /* !FJT_CONF_H */

@@ -56,6 +56,7 @@ struct fjt_call {
     char *nodes;      /* reserve: a hostlist expression (owned) */
     int vni_count;    /* reserve: -1 for the broker's default */
     char hwcoll[8];   /* reserve: "", "on", "off" or "auto" */
+    int ncores;       /* reserve: the nodes\' cores (0: they differ) */
     char *created_by; /* list: the token's name (owned) */
     /* Filled in by the worker. */
     enum fjt_result result;

@@ -212,7 +212,10 @@ static int fail_job(struct plugin_ctx *ctx, uint64_t id, const char *why)
 }
 
 /* The reservation's VNIs as the cray-slingshot event, and ours. */
-static int post_reserved(struct plugin_ctx *ctx, uint64_t id, json_t *resv)
+static int post_reserved(struct plugin_ctx *ctx,
+                         uint64_t id,
+                         json_t *resv,
+                         int ncores)
 {
     json_t *vnis = json_object_get(resv, "vnis");
     json_t *hw = json_object_get(resv, "hwcoll");
@@ -253,6 +256,9 @@ static int post_reserved(struct plugin_ctx *ctx, uint64_t id, json_t *resv)
                            "vnis",
                            vnis)))
         return 0;
+    /* The node side sizes the services by it without reading R. */
+    if (ncores > 0)
+        json_object_set_new(ours, "ncores", json_integer(ncores));
     if (json_is_object(hw)) {
         json_t *h = json_object();
         const char *keys[] = {"state", "mode", "reason", "fm_job_id"};
@@ -298,7 +304,7 @@ static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
         return;
     }
     if (c->result == FJT_OK) {
-        status = post_reserved(ctx, c->id, c->reply);
+        status = post_reserved(ctx, c->id, c->reply, c->ncores);
         flux_log(ctx->h,
                  LOG_DEBUG,
                  "vnibroker: job %ju reserved in %" PRId64 " ms (%d attempts)",
@@ -543,6 +549,7 @@ static void queue_reserve(struct plugin_ctx *ctx,
     }
     free(nodes);
     c->uid = (uint32_t)userid;
+    c->ncores = fjt_R_ncores(R);
     c->vni_count = o.vni_count >= 0 ? o.vni_count : ctx->conf.vnis_per_job;
     snprintf(c->hwcoll,
              sizeof(c->hwcoll),

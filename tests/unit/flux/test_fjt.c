@@ -190,6 +190,41 @@ static void test_R_nodes(void **state)
     assert_null(fjt_R_nodes(NULL, &e));
 }
 
+static void test_R_ncores(void **state)
+{
+    json_t *R;
+
+    (void)state;
+    R =
+        js("{\"execution\":{\"R_lite\":[{\"rank\":\"0-2\","
+           "\"children\":{\"core\":\"0-1\"}}]}}");
+    assert_int_equal(fjt_R_ncores(R), 2);
+    json_decref(R);
+    R =
+        js("{\"execution\":{\"R_lite\":[{\"rank\":\"0\","
+           "\"children\":{\"core\":\"0-3,8,10\"}},{\"rank\":\"1\","
+           "\"children\":{\"core\":\"4-9\"}}]}}");
+    assert_int_equal(fjt_R_ncores(R), 6); /* 4+1+1 and 6: the same */
+    json_decref(R);
+    R =
+        js("{\"execution\":{\"R_lite\":[{\"rank\":\"0\","
+           "\"children\":{\"core\":\"0-3\"}},{\"rank\":\"1\","
+           "\"children\":{\"core\":\"0\"}}]}}");
+    assert_int_equal(fjt_R_ncores(R), 0); /* they differ: the node reads R */
+    json_decref(R);
+    R =
+        js("{\"execution\":{\"R_lite\":[{\"rank\":\"0\","
+           "\"children\":{\"core\":\"3-1\"}}]}}");
+    assert_int_equal(fjt_R_ncores(R), 0);
+    json_decref(R);
+    R =
+        js("{\"execution\":{\"R_lite\":[{\"rank\":\"0\","
+           "\"children\":{\"gpu\":\"0\"}}]}}");
+    assert_int_equal(fjt_R_ncores(R), 0);
+    json_decref(R);
+    assert_int_equal(fjt_R_ncores(NULL), 0);
+}
+
 /* A private directory for a spool, removed by the test. */
 static char *tmpdir(void)
 {
@@ -332,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_conf_errors),
         cmocka_unit_test(test_jobopts),
         cmocka_unit_test(test_R_nodes),
+        cmocka_unit_test(test_R_ncores),
         cmocka_unit_test(test_spool),
         cmocka_unit_test(test_worker_unreachable),
     };
