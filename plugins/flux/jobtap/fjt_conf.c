@@ -115,10 +115,6 @@ static const char *const known_keys[] = {
     "hwcoll",
     "reconcile-s",
     "token-name",
-    /* Read by the node side (vnib-flux-node), not by the plugin. */
-    "agent",
-    "agent-config",
-    "reserve-wait",
     NULL,
 };
 
