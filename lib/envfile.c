@@ -337,8 +337,9 @@ int envfile_parse(struct envfile *env, vnib_error_t *errp)
     for (size_t i = 0; i < len; i++)
         if (buf[i] == '\n')
             max++;
-    /* max >= 1 here: the last byte is a newline. */
-    if (!(lines = calloc(max, sizeof(*lines)))) {
+    /* max >= 1 here: the last byte is a newline (one more for the
+     * analyzer, which cannot see that). */
+    if (!(lines = calloc(max + 1, sizeof(*lines)))) {
         errno = ENOMEM;
         return errprintf(errp, "out of memory");
     }

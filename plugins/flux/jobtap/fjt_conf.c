@@ -371,7 +371,7 @@ char *fjt_R_nodes(json_t *R, vnib_error_t *errp)
         }
         len += json_string_length(v) + 1;
     }
-    if (!(out = malloc(len))) {
+    if (!(out = malloc(len + 1))) {
         errno = ENOMEM;
         errprintf(errp, "out of memory");
         return NULL;
