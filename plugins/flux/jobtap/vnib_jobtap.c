@@ -220,6 +220,7 @@ static int post_reserved(struct plugin_ctx *ctx,
     json_t *vnis = json_object_get(resv, "vnis");
     json_t *hw = json_object_get(resv, "hwcoll");
     json_t *ours = NULL;
+    char job_id[24];
     int rc = -1;
 
     if (!json_is_array(vnis) || json_array_size(vnis) > 4) {
@@ -245,17 +246,24 @@ static int post_reserved(struct plugin_ctx *ctx,
                        "vnibroker: job %ju: cannot post %s",
                        (uintmax_t)id,
                        EVENT_CORAL2);
-    /* Ours: never the session token. */
-    if (!(ours = json_pack("{s:O s:O s:O}",
+    /* Ours: never the session token.  The job id is the one asked for
+     * (the node side needs it whatever the reply holds). */
+    snprintf(job_id, sizeof(job_id), "%ju", (uintmax_t)id);
+    if (!(ours = json_pack("{s:O s:s s:O}",
                            "reservation",
                            json_object_get(resv, "id")
                                ? json_object_get(resv, "id")
                                : json_null(),
                            "job_id",
-                           json_object_get(resv, "job_id"),
+                           job_id,
                            "vnis",
-                           vnis)))
-        return 0;
+                           vnis))) {
+        flux_log(ctx->h,
+                 LOG_ERR,
+                 "vnibroker: job %ju: out of memory for its event",
+                 (uintmax_t)id);
+        return fail_job(ctx, id, "out of memory");
+    }
     /* The node side sizes the services by it without reading R. */
     if (ncores > 0)
         json_object_set_new(ours, "ncores", json_integer(ncores));
