@@ -45,6 +45,12 @@ FLUX_BUILD_PKGS="autoconf automake libtool libzmq3-dev liblz4-dev
                  libhwloc-dev libsqlite3-dev uuid-dev libarchive-dev
                  libncurses-dev python3-dev python3-cffi python3-ply lua5.1
                  liblua5.1-0-dev lua-posix libsodium-dev"
+# What the high-availability tests start themselves, as unprivileged
+# processes on loopback ports they pick: three PostgreSQL members managed
+# by Patroni, with etcd as its store.  Like postgresql and prometheus,
+# etcd-server may start a system service on install where systemd runs;
+# the tests never use it nor its ports.
+HA_PKGS="patroni python3-etcd etcd-server etcd-client"
 RUN_PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev
           libjansson-dev libpq-dev libssl-dev postgresql curl openssl
           util-linux"
@@ -52,8 +58,8 @@ PKGS="$RUN_PKGS libcmocka-dev postgresql-contrib jq procps iproute2 python3
       python3-yaml
       slurmctld slurmd slurm-client libslurm-dev dpkg-dev libmunge-dev
       debian-archive-keyring
-      chromium prometheus debhelper fakeroot lintian
-      $FLUX_BUILD_PKGS"
+      chromium prometheus prometheus-alertmanager debhelper fakeroot lintian
+      $HA_PKGS $FLUX_BUILD_PKGS"
 fetch_slurm=1
 case "${1:-}" in
     "") ;;
