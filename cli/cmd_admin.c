@@ -31,7 +31,7 @@ static const char help_vni[] =
 static const char help_node[] =
     "Usage: vnibctl node NAME [--undrain]\n"
     "Show a node: whether it is drained and the reservations it still has\n"
-    "to clean up (roles: admin, the node itself).\n"
+    "to clean up (roles: admin, scheduler, monitor, the node itself).\n"
     "  --undrain  clear the node's drained mark after it was cleaned up\n"
     "             (admin)\n"
     "  --json     print the node as JSON\n";

@@ -94,6 +94,13 @@ int inventory_check(const struct inventory *inv,
                      verdict->nodes);
 }
 
+int inventory_lists(const struct inventory *inv, const char *node)
+{
+    if (!inv || !inv->topo)
+        return -1;
+    return topology_has_node(inv->topo, node) ? 1 : 0;
+}
+
 void inventory_warn(struct logger *log,
                     const char *request_id,
                     const char *job_id,

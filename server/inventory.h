@@ -54,6 +54,11 @@ int inventory_check(const struct inventory *inv,
                     struct inventory_verdict *verdict,
                     vnib_error_t *errp);
 
+/* Whether the inventory lists node: 1 yes, 0 no, -1 when there is no
+ * inventory to ask (cluster.topology_file is "", or inv is NULL).
+ */
+int inventory_lists(const struct inventory *inv, const char *node);
+
 /* After a new reservation of job_id was committed: the warning of a
  * verdict with unknown nodes (nothing otherwise), once per reservation,
  * on the log line of request request_id.

@@ -256,6 +256,20 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
     return 200;
 }
 
+int reservations_nodes(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const char *job_id = route_param(&req->params, "job_id");
+    long long limit = 1000;
+
+    if (params_job_id(req, job_id, errp) < 0
+        || params_query_ll(req, "limit", 1, 10000, &limit, errp) < 0)
+        return -1;
+    if (store_job_nodes(req->broker->store, job_id, (size_t)limit, out, errp)
+        < 0)
+        return request_code_if(req, ENOENT, ERRCODE_RESERVATION_NOT_FOUND);
+    return 200;
+}
+
 int reservations_list(struct request *req, json_t **out, vnib_error_t *errp)
 {
     struct store_list q = {.uid = -1, .after = 0, .limit = 100};

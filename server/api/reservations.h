@@ -18,6 +18,12 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp);
 /* GET /v1/reservations: a page, filtered by state, node and uid. */
 int reservations_list(struct request *req, json_t **out, vnib_error_t *errp);
 
+/* GET /v1/reservations/{job_id}/nodes: the job's nodes by their last
+ * report (pending, creating, created, destroyed, failed), and the reports,
+ * failed first, at most ?limit= (1-10000, default 1000) of them.
+ */
+int reservations_nodes(struct request *req, json_t **out, vnib_error_t *errp);
+
 /* DELETE /v1/reservations/{job_id}: 202 quarantined, 200 released. */
 int reservations_release(struct request *req, json_t **out, vnib_error_t *errp);
 

@@ -14,6 +14,7 @@
 #include "server/api/pool.h"
 #include "server/api/reservations.h"
 #include "server/api/routes.h"
+#include "server/api/search.h"
 #include "server/api/status.h"
 #include "server/api/steps.h"
 #include "server/api/ui.h"
@@ -51,9 +52,11 @@ static const struct route rows[] = {
       ROLE_ADMIN | ROLE_SCHEDULER | ROLE_JOB, 0, ROUTE_WORKER },
     { "PUT", "/v1/reservations/{job_id}/steps/{step_id}/nodes/{node}",
       reservations_report, ROLE_ADMIN | ROLE_NODE, 16 * KiB, ROUTE_WORKER },
+    { "GET", "/v1/reservations/{job_id}/nodes", reservations_nodes,
+      ANY_READER, 0, ROUTE_WORKER },
     { "PUT", "/v1/reservations/{job_id}/nodes/{node}", reservations_report,
       ROLE_ADMIN | ROLE_NODE, 16 * KiB, ROUTE_WORKER },
-    { "GET", "/v1/nodes/{node}", nodes_get, ROLE_ADMIN | ROLE_NODE, 0,
+    { "GET", "/v1/nodes/{node}", nodes_get, ANY_READER | ROLE_NODE, 0,
       ROUTE_WORKER },
     { "DELETE", "/v1/nodes/{node}/drain", nodes_undrain, ROLE_ADMIN, 0,
       ROUTE_WORKER },
@@ -62,6 +65,7 @@ static const struct route rows[] = {
     { "GET", "/v1/events", events_list, ANY_READER, 0, ROUTE_WORKER },
     { "GET", "/v1/fabric-manager", fabric_get, ANY_READER, 0, ROUTE_WORKER },
     { "GET", "/v1/status", status_get, ANY_READER, 0, ROUTE_WORKER },
+    { "GET", "/v1/search", search_get, ANY_READER, 0, ROUTE_WORKER },
     /* The status page: constant files, public (the page asks for a token
      * and sends it to the API only).
      */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "vnib/fmclient.h"
+#include "vnib/hostlist.h"
 #include "vnib/idset.h"
 #include "vnib/tclass.h"
 #include "server/store/render.h"
@@ -312,6 +313,143 @@ nomem:
     json_decref(list);
     errno = ENOMEM;
     return NULL;
+}
+
+/* The states of GET /v1/reservations/{job_id}/nodes, "pending" first. */
+static const char *const report_states[] = {
+    "pending", "creating", "created", "destroyed", "failed"};
+#define NSTATES (sizeof(report_states) / sizeof(report_states[0]))
+
+static size_t report_state(const char *cxi)
+{
+    for (size_t i = 1; i < NSTATES; i++)
+        if (!strcmp(cxi, report_states[i]))
+            return i;
+    return 0;
+}
+
+/* {"pending": {"count": N, "nodes": "hostlist"}, ...} of the lists. */
+static json_t *render_states(struct hostlist *const by[NSTATES])
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; o && i < NSTATES; i++) {
+        char *expr = hostlist_encode(by[i]);
+        json_t *one = expr ? json_pack("{s:I, s:s}",
+                                       "count",
+                                       (json_int_t)hostlist_count(by[i]),
+                                       "nodes",
+                                       expr)
+                           : NULL;
+        free(expr);
+        if (!one || json_object_set_new(o, report_states[i], one) < 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
+static json_t *render_report_list(const struct render_report *r,
+                                  size_t n,
+                                  size_t limit)
+{
+    json_t *list = json_array();
+
+    for (size_t i = 0; list && i < n && i < limit; i++) {
+        json_t *services = json_loads(r[i].services, 0, NULL);
+        json_t *one = json_pack("{s:s, s:s, s:o, s:o, s:o}",
+                                "node",
+                                r[i].node,
+                                "cxi",
+                                r[i].cxi,
+                                "services",
+                                services ? services : json_array(),
+                                "message",
+                                str_or_null(r[i].message),
+                                "updated_at",
+                                str_or_null(r[i].updated_at));
+        if (!one || json_array_append_new(list, one) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    return list;
+}
+
+json_t *render_job_nodes(const char *job_id,
+                         long long reservation_id,
+                         const char *state,
+                         const char *nodes,
+                         const struct render_report *r,
+                         size_t n,
+                         size_t limit,
+                         size_t max_names)
+{
+    struct hostlist *all = hostlist_decode(nodes, max_names, NULL);
+    struct hostlist *reported = hostlist_create();
+    struct hostlist *by[NSTATES] = {0};
+    json_t *o = NULL, *states = NULL, *list = NULL;
+    int saved;
+
+    if (!all) {
+        errno = errno == ENOMEM ? ENOMEM : EINVAL;
+        goto cleanup;
+    }
+    if (!reported)
+        goto nomem;
+    for (size_t i = 0; i < NSTATES; i++)
+        if (!(by[i] = hostlist_create()))
+            goto nomem;
+    for (size_t i = 0; i < n; i++)
+        if (hostlist_append(reported, r[i].node) < 0
+            || hostlist_append(by[report_state(r[i].cxi)], r[i].node) < 0)
+            goto nomem;
+    hostlist_uniq(reported);
+    for (size_t i = 0; i < hostlist_count(all); i++) {
+        const char *name = hostlist_nth(all, i);
+        if (!hostlist_contains(reported, name)
+            && hostlist_append(by[0], name) < 0)
+            goto nomem;
+    }
+    if (!(states = render_states(by))
+        || !(list = render_report_list(r, n, limit)))
+        goto nomem;
+    o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:o, s:o, s:I}",
+                  "job_id",
+                  job_id,
+                  "reservation_id",
+                  (json_int_t)reservation_id,
+                  "state",
+                  state,
+                  "nodes",
+                  nodes,
+                  "node_count",
+                  (json_int_t)hostlist_count(all),
+                  "states",
+                  states,
+                  "reports",
+                  list,
+                  "reports_total",
+                  (json_int_t)n);
+    /* json_pack()'s "o" took them, even on failure */
+    states = NULL;
+    list = NULL;
+    if (!o)
+        goto nomem;
+    goto cleanup;
+nomem:
+    errno = ENOMEM;
+cleanup:
+    saved = errno;
+    json_decref(states);
+    json_decref(list);
+    for (size_t i = 0; i < NSTATES; i++)
+        hostlist_destroy(by[i]);
+    hostlist_destroy(reported);
+    hostlist_destroy(all);
+    errno = saved;
+    return o;
 }
 
 json_t *render_pool(const struct idset *pool,

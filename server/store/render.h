@@ -85,6 +85,31 @@ json_t *render_node_view(const struct config *cfg,
                          const char *drained_reason,
                          const char *drained_at);
 
+/* One node's last report on a reservation, every field text. */
+struct render_report {
+    const char *node;
+    const char *cxi;        /* creating, created, destroyed, failed */
+    const char *services;   /* JSON array text */
+    const char *message;    /* may be NULL */
+    const char *updated_at; /* ISO 8601 */
+};
+
+/* GET /v1/reservations/{job_id}/nodes: the reservation's node list (the
+ * hostlist `nodes`, decoded with at most max_names names) split by each
+ * node's last report, "pending" for a node that has sent none, as a
+ * hostlist and a count per state; and the reports r[0..n-1] themselves,
+ * at most `limit` of them, in the order given, with "reports_total" n.
+ * Returns NULL with errno ENOMEM, or EINVAL when nodes does not decode.
+ */
+json_t *render_job_nodes(const char *job_id,
+                         long long reservation_id,
+                         const char *state,
+                         const char *nodes,
+                         const struct render_report *r,
+                         size_t n,
+                         size_t limit,
+                         size_t max_names);
+
 /* GET /v1/pool: occupancy against the configured pool; cursor is the last
  * VNI handed out (NULL: none yet).
  */

@@ -94,6 +94,7 @@ enum stmt_id {
     STMT_QUARANTINE_ITEMS,
     STMT_DRAINED,
     STMT_JOB_ACTIVE_IS,
+    STMT_JOB_REPORTS,
     STMT_COUNT
 };
 

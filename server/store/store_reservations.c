@@ -329,6 +329,63 @@ int store_get(struct store *s,
     return rc;
 }
 
+int store_job_nodes(struct store *s,
+                    const char *job_id,
+                    size_t limit,
+                    json_t **resp,
+                    vnib_error_t *errp)
+{
+    const char *params[1] = {job_id};
+    struct render_report *rep = NULL;
+    size_t n = 0;
+    int rc = -1;
+    PGresult *r = store_run(s, STMT_JOB_REPORTS, params, errp);
+
+    if (!r)
+        return -1;
+    int rows = PQntuples(r);
+    if (rows == 0) {
+        errno = ENOENT;
+        errprintf(errp, "no reservation for job %s", job_id);
+        goto cleanup;
+    }
+    if (!(rep = calloc((size_t)rows, sizeof(*rep)))) {
+        errprintf(errp, "out of memory");
+        goto cleanup;
+    }
+    for (int i = 0; i < rows; i++) {
+        if (PQgetisnull(r, i, 3))
+            continue;
+        rep[n].node = store_col(r, i, 3);
+        rep[n].cxi = store_col(r, i, 4);
+        rep[n].services = store_col(r, i, 5);
+        rep[n].message = store_col(r, i, 6);
+        rep[n].updated_at = store_col(r, i, 7);
+        n++;
+    }
+    if (!(*resp =
+              render_job_nodes(job_id,
+                               store_col_ll(r, 0, 0),
+                               store_col(r, 0, 1),
+                               store_col(r, 0, 2),
+                               rep,
+                               n,
+                               limit,
+                               (size_t)s->cfg->limits.hostlist_max_names))) {
+        errprintf(errp,
+                  errno == ENOMEM ? "out of memory"
+                                  : "job %s's stored node list does not decode",
+                  job_id);
+        errno = errno == ENOMEM ? ENOMEM : EIO;
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(rep);
+    PQclear(r);
+    return rc;
+}
+
 int store_job_active_is(struct store *s,
                         const char *job_id,
                         long long resv_id,

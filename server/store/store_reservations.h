@@ -106,4 +106,14 @@ int store_release(struct store *s,
                   bool *donep,
                   vnib_error_t *errp) VNIB_MUST_CHECK;
 
+/* GET /v1/reservations/{job_id}/nodes: the job's current reservation's
+ * nodes by their last report, and at most `limit` of the reports
+ * (render_job_nodes).  -1 with errno ENOENT when the job has none.
+ */
+int store_job_nodes(struct store *s,
+                    const char *job_id,
+                    size_t limit,
+                    json_t **resp,
+                    vnib_error_t *errp) VNIB_MUST_CHECK;
+
 #endif /* !VNIB_SERVER_STORE_RESERVATIONS_H */

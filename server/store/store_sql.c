@@ -358,6 +358,20 @@ static const char sql_step_get[] =
 static const char sql_step_free[] =
     "SELECT * FROM vnib_step_free($1, $2, $3, $4::boolean, $5::bigint)";
 
+/* The job's current reservation (as sql_res_get picks it) with each
+ * node's last report, the reports that need an admin first: failed, then
+ * creating, created, destroyed; one row with NULL reports when there is
+ * none.
+ */
+static const char sql_job_reports[] =
+    "SELECT r.id, r.state, r.nodes, nr.node, nr.cxi, nr.services::text, "
+    "nr.message, vnib_ts(nr.updated_at) "
+    "FROM (SELECT id, state, nodes FROM reservations WHERE job_id = $1 "
+    "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
+    "LEFT JOIN node_reports nr ON nr.reservation_id = r.id "
+    "ORDER BY array_position(ARRAY['failed', 'creating', 'created', "
+    "'destroyed'], nr.cxi), nr.node";
+
 /* Whether reservation $2 is job $1's active one (a job token's check):
  * the primary key's row, and its job and state.
  */
@@ -424,4 +438,5 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_QUARANTINE_ITEMS] = {"quarantine_items", sql_quarantine_items, 1},
     [STMT_DRAINED] = {"drained", sql_drained, 1},
     [STMT_JOB_ACTIVE_IS] = {"job_active_is", sql_job_active_is, 2},
+    [STMT_JOB_REPORTS] = {"job_reports", sql_job_reports, 1},
 };

@@ -66,12 +66,19 @@ check other-node "$N9_TOKEN" PUT /v1/reservations/r1/nodes/n1 403 '{"cxi":"creat
 check admin "$ADMIN_TOKEN" PUT /v1/reservations/r1/nodes/n2 200 '{"cxi":"creating"}'
 check scheduler "$SCHED_TOKEN" PUT /v1/reservations/r1/nodes/n2 403 '{"cxi":"created"}'
 check monitor "$MONITOR_TOKEN" PUT /v1/reservations/r1/nodes/n2 403 '{"cxi":"created"}'
-# GET /v1/nodes/{node}: the node itself, admin.
+# GET /v1/reservations/{job}/nodes: readers (the status page's job
+# search), not nodes, even of the job.
+check admin "$ADMIN_TOKEN" GET /v1/reservations/r1/nodes 200
+check scheduler "$SCHED_TOKEN" GET /v1/reservations/r1/nodes 200
+check monitor "$MONITOR_TOKEN" GET /v1/reservations/r1/nodes 200
+check node-in-job "$N1_TOKEN" GET /v1/reservations/r1/nodes 403
+# GET /v1/nodes/{node}: the node itself and readers (the status page's
+# node search), not another node.
 check node-itself "$N1_TOKEN" GET /v1/nodes/n1 200
 check other-node "$N9_TOKEN" GET /v1/nodes/n1 403
 check admin "$ADMIN_TOKEN" GET /v1/nodes/n1 200
-check scheduler "$SCHED_TOKEN" GET /v1/nodes/n1 403
-check monitor "$MONITOR_TOKEN" GET /v1/nodes/n1 403
+check scheduler "$SCHED_TOKEN" GET /v1/nodes/n1 200
+check monitor "$MONITOR_TOKEN" GET /v1/nodes/n1 200
 # DELETE /v1/nodes/{node}/drain: admin.
 check admin "$ADMIN_TOKEN" DELETE /v1/nodes/n1/drain 200
 check node-itself "$N1_TOKEN" DELETE /v1/nodes/n1/drain 403

@@ -66,6 +66,19 @@ TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/4250
 expect_json "4250 is released into quarantine" .quarantined true
 XSS='<img src=x onerror=alert(1)> EBUSY'
 report 4244 nid099 failed "\"message\":\"$XSS\""
+# For the search: a job id with characters a URL must escape ('+' is a
+# space in a query string, '@' and ':' are delimiters), with hardware
+# collectives (a session token the page must never show), three nodes
+# of which one created its services, one is creating, one silent.
+ODD='4711.0+het@a:b'
+TOKEN=$SCHED_TOKEN http POST /v1/reservations \
+    -d "{\"job_id\":\"$ODD\",\"uid\":1002,\"user\":\"bob\",\"nodes\":\"nid[201-203]\",\"vni_count\":1,\"hwcoll\":\"on\"}"
+expect_status "reserve $ODD on nid[201-203], hardware collectives on" 201
+ODD_SESSION=$(jq -r '.hwcoll.session_token // empty' "$T/http.body")
+expect_match "... which got a session token" "$ODD_SESSION" '^vnib1\.'
+ODD_PATH=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$ODD")
+report "$ODD_PATH" nid201 created '"services":[{"device":"cxi0","svc_id":21}]'
+report "$ODD_PATH" nid202 creating
 
 TOKEN=$MONITOR_TOKEN http GET /v1/status
 expect_status "GET /v1/status answers the monitor" 200
@@ -159,7 +172,7 @@ for pair in pool-free:.pool.free pool-active:.pool.active \
     expect_eq "#$id shows GET /v1/status $(printf '%s' "${pair#*:}")" \
         "$(value ".ids[\"$id\"]")" "$(jq -r "${pair#*:}" "$S")"
 done
-expect_eq "... the seed: 4 VNIs active" "$(value '.ids["pool-active"]')" 4
+expect_eq "... the seed: 5 VNIs active" "$(value '.ids["pool-active"]')" 5
 expect_eq "... 2 quarantined" "$(value '.ids["pool-quarantined"]')" 2
 expect_eq "... 1 drained node" "$(value '.ids["drained-count"]')" 1
 
@@ -196,6 +209,119 @@ expect_match "the chart is drawn on its canvas" "$(value .chartInk)" '^[1-9][0-9
 expect_match "a screenshot is saved ($BUILD/ui/status.png)" \
     "$(file "$BUILD/ui/status.png" 2>&1)" 'PNG image data, 1280 x 900'
 echo "# render time of one refresh: $(value .renderMs) ms"
+
+# ---- the search box -------------------------------------------------------------
+# Each lookup is typed and submitted as a user does; the page's fetches
+# are recorded.  A job id, a node with a drain and a job's services, a
+# node holding a quarantined job's services, a node nobody knows, and a
+# string that is neither.
+SEARCH='(async () => {
+  const t = (id) => document.getElementById(id).textContent;
+  const rows = (id) => [...document.querySelectorAll("#" + id + " tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent));
+  const find = async (q) => {
+    const n = window.vnibStatusPage.searches();
+    document.getElementById("search-input").value = q;
+    document.getElementById("search-form").requestSubmit();
+    for (let i = 0; i < 100 && window.vnibStatusPage.searches() < n + 1; i++)
+      await new Promise((res) => setTimeout(res, 100));
+    const r = { note: t("search-note"), jobShown: !document.getElementById("search-job").hidden,
+      nodeShown: !document.getElementById("search-node").hidden, hash: location.hash };
+    if (r.jobShown) {
+      r.job = {};
+      for (const id of ["job-id", "job-state", "job-reservation", "job-user", "job-nodes", "job-vnis",
+        "job-hwcoll", "job-fm-job", "job-hwcoll-reason", "job-released", "job-events-note"]) r.job[id] = t(id);
+      r.states = rows("job-states-table");
+      r.reports = rows("job-reports-table");
+      r.events = rows("job-events");
+    }
+    if (r.nodeShown) {
+      r.node = {};
+      for (const id of ["node-name", "node-drained", "node-reason", "node-inventory", "node-holding"]) r.node[id] = t(id);
+      r.nodeJobs = rows("node-jobs-table");
+      r.nodeEvents = rows("node-events");
+    }
+    r.text = document.body.innerText;
+    r.imgs = document.querySelectorAll("main img").length;
+    return r;
+  };
+  const out = {};
+  out.odd = await find(ODD);
+  out.drained = await find("nid099");
+  out.holding = await find("nid101");
+  out.nobody = await find("nid999");
+  out.neither = await find("<b>x</b>");
+  out.urls = window.__urls;
+  return out;
+})()'
+SEARCH=${SEARCH//ODD/\"$ODD\"}
+browse "$BROKER_URL/ui/#token=$MONITOR_TOKEN" --before "$RECORD" --wait "$WAIT" \
+    --eval "$SEARCH" --screenshot "$BUILD/ui/status-search.png"
+expect_eq "search: the page runs the lookups with no error" "$(jq -c .errors "$T/browser.json")" "[]"
+TOKEN=$MONITOR_TOKEN http GET "/v1/reservations/$ODD_PATH"
+J=$T/odd.json
+cp "$T/http.body" "$J"
+TOKEN=$MONITOR_TOKEN http GET "/v1/reservations/$ODD_PATH/nodes"
+JN=$T/odd-nodes.json
+cp "$T/http.body" "$JN"
+expect_eq "search $ODD: the job is shown" "$(value .odd.jobShown)" true
+expect_eq "... not a node (it is no node name)" "$(value .odd.nodeShown)" false
+expect_eq "... its id, as typed" "$(value '.odd.job["job-id"]')" "$ODD"
+expect_eq "... its state" "$(value '.odd.job["job-state"]')" active
+expect_eq "... its reservation" "$(value '.odd.job["job-reservation"]')" "#$(jq -r .id "$J")"
+expect_eq "... its nodes as a hostlist" "$(value '.odd.job["job-nodes"]')" "nid[201-203] (3)"
+expect_eq "... its VNIs" "$(value '.odd.job["job-vnis"]')" "$(jq -r '.vnis | join(", ")' "$J")"
+expect_eq "... its hardware collectives' state" "$(value '.odd.job["job-hwcoll"]')" \
+    "$(jq -r '.hwcoll.state + " (mode " + .hwcoll.mode + ")"' "$J")"
+expect_eq "... the FM job id" "$(value '.odd.job["job-fm-job"]')" "$(jq -r .hwcoll.fm_job_id "$J")"
+expect_eq "... the collectives' reason (none when reserved)" "$(value '.odd.job["job-hwcoll-reason"]')" \
+    "$(jq -r '.hwcoll.reason // "none"' "$J")"
+expect_eq "... each node's report, by state, as GET .../nodes says" \
+    "$(value ' | [.odd.states[] | .[0] + "=" + .[1] + ":" + .[2]] | join(" ")')" \
+    "failed=0:– creating=1:nid202 created=1:nid201 destroyed=0:– no report=1:nid203"
+expect_eq "... the API agrees" "$(jq -r '[.states | to_entries[] | .key + "=" + (.value.count | tostring)] | join(" ")' "$JN")" \
+    "pending=1 creating=1 created=1 destroyed=0 failed=0"
+expect_eq "... the reports, creating first, with services" \
+    "$(value ' | [.odd.reports[] | .[0] + ":" + .[1] + ":" + .[2]] | join(" ")')" "nid202:creating:– nid201:created:cxi0:21"
+expect_eq "... its events (reserve, hwcoll, two reports)" \
+    "$(value ' | [.odd.events[] | .[1]] | sort | join(",")')" "hwcoll,report,report,reserve"
+expect_eq "... each naming the job" "$(value ' | [.odd.events[] | .[2]] | unique | join(",")')" "$ODD"
+expect_no_match "... and never the session token" "$(value .odd.text)" "$ODD_SESSION"
+ODD_RE=$(printf '%s' "$ODD_PATH" | sed 's/[.+]/\\&/g')
+expect_match "... one lookup, the id escaped" "$(value '.urls | join(" ")')" "/v1/search\\?q=$ODD_RE&limit="
+expect_match "... and in the events' query" "$(value '.urls | join(" ")')" "job_id=$ODD_RE( |$)"
+expect_no_match "... no node events asked for a name no node can have" "$(value '.urls | join(" ")')" "node=$ODD_RE"
+expect_match "... and the address bar links to it" "$(value .odd.hash)" "^#find=$ODD_RE$"
+
+expect_eq "search nid099: the node is shown" "$(value .drained.nodeShown)" true
+expect_eq "... drained" "$(value '.drained.node["node-drained"]')" drained
+expect_eq "... with its reason as text, markup and all" "$(value '.drained.node["node-reason"]')" "$XSS"
+expect_eq "... which made no element" "$(value .drained.imgs)" 0
+expect_eq "... no inventory here" "$(value '.drained.node["node-inventory"]')" "no inventory configured"
+expect_eq "... the job whose services it may hold: 4244, failed" \
+    "$(value ' | [.drained.nodeJobs[] | .[0] + ":" + .[2] + ":" + .[4] + ":" + .[6]] | join(" ")')" "4244:active:failed:yes"
+expect_match "... its events: the report and the drain" \
+    "$(value ' | [.drained.nodeEvents[] | .[1]] | join(",")')" '^drain,report$|^report,drain$'
+expect_eq "search nid101: it still holds quarantined 4250's services" \
+    "$(value ' | [.holding.nodeJobs[] | .[0] + ":" + .[2] + ":" + .[4] + ":" + .[6]] | join(" ")')" "4250:releasing:created:yes"
+expect_eq "... one job to clean up" "$(value '.holding.node["node-holding"]')" 1
+expect_eq "search nid999 (no such node): nothing shown" \
+    "$(value ' | [.nobody.jobShown, .nobody.nodeShown] | map(tostring) | join(",")')" "false,false"
+expect_match "... and the page says so" "$(value .nobody.note)" '^No job or node named “nid999”'
+expect_eq "search <b>x</b>: nothing shown" \
+    "$(value ' | [.neither.jobShown, .neither.nodeShown] | map(tostring) | join(",")')" "false,false"
+expect_match "... the page says it is neither, and what each must be" "$(value .neither.note)" \
+    '^“<b>x</b>” is neither a job id \(1-128 characters from \[A-Za-z0-9._:@\+-\], .*\) nor a node name'
+expect_eq "... which made no element" "$(value .neither.imgs)" 0
+
+# A link with #find= opens on the job, here with an admin token (to
+# which the API does give the session token): the page still never
+# shows it.
+browse "$BROKER_URL/ui/#token=$ADMIN_TOKEN&find=$ODD_PATH" \
+    --wait 'window.vnibStatusPage && window.vnibStatusPage.searches() >= 1' \
+    --screenshot "$BUILD/ui/status-job.png" --eval '({ shown: !document.getElementById("search-job").hidden, input: document.getElementById("search-input").value, text: document.body.innerText, hash: location.hash })'
+expect_eq "a #find= link looks the job up at once" "$(value ' | [.shown, .input] | map(tostring) | join(",")')" "true,$ODD"
+expect_no_match "... an admin's page shows no session token either" "$(value .text)" "$ODD_SESSION"
+expect_eq "... the token left the address bar, the search stayed" "$(value .hash)" "#find=$ODD_PATH"
 
 # A narrow window: the page reflows, nothing wider than the window.
 browse "$BROKER_URL/ui/#token=$MONITOR_TOKEN" --width 420 --height 900 --wait "$WAIT" \

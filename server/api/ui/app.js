@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // vnibroker status page: reads GET /v1/status and GET /v1/events with the
-// token pasted into this tab, and shows them.  No framework and no
+// token pasted into this tab, and shows them; its search box looks up one
+// job (GET /v1/reservations/{job_id}, .../nodes, its events) or one node
+// (GET /v1/nodes/{node}, its events).  No framework and no
 // innerHTML: every figure and cell is set with textContent, so job ids,
 // node names and event details from the broker are shown as text, never
 // parsed as markup.  The page's Content-Security-Policy forbids inline
@@ -14,6 +16,8 @@
   const STALE_MS = 3 * REFRESH_MS;
   const EVENTS_LIMIT = 100;
   const MAX_ROWS = 1000; // per table and refresh, whatever the API sends
+  const SEARCH_EVENTS = 50; // events shown for a job or node found
+  const SEARCH_REPORTS = 200; // node reports shown for a job found
 
   const $ = (id) => document.getElementById(id);
 
@@ -30,6 +34,8 @@
     refreshes: 0,      // completed refreshes (the browser test waits on it)
     renderMs: 0,       // the last refresh's render time
     filters: { action: '', node: '', job_id: '' },
+    searchSeq: 0,      // the newest search asked for; older answers are dropped
+    searches: 0,       // completed searches (the browser test waits on it)
   };
 
   // ---- token ---------------------------------------------------------------
@@ -43,6 +49,19 @@
     const t = params.get('token').trim();
     if (t) sessionStorage.setItem(TOKEN_KEY, t);
     params.delete('token');
+    const rest = params.toString();
+    history.replaceState(null, '', location.pathname + location.search + (rest ? '#' + rest : ''));
+  }
+
+  // #find=... (a link to a job or node) fills the search box at start.
+  function fragmentFind() {
+    if (!location.hash || location.hash.length < 2) return '';
+    return (new URLSearchParams(location.hash.slice(1)).get('find') || '').trim();
+  }
+
+  function setFragmentFind(q) {
+    const params = new URLSearchParams(location.hash.slice(1));
+    if (q) params.set('find', q); else params.delete('find');
     const rest = params.toString();
     history.replaceState(null, '', location.pathname + location.search + (rest ? '#' + rest : ''));
   }
@@ -258,23 +277,26 @@
     setText('database', s);
   }
 
+  // One row of an events table: time, action, job, node, actor, detail.
+  function eventRow(e) {
+    const tr = el('tr');
+    timeCell(tr, e.time);
+    const td = el('td');
+    td.appendChild(el('span', 'action ' + String(e.action).replace(/[^a-z_]/g, ''), e.action));
+    tr.appendChild(td);
+    cell(tr, 'mono', jobText(e));
+    cell(tr, 'mono', e.node === null || e.node === undefined ? '\u2013' : e.node);
+    cell(tr, '', plain(e.actor));
+    let detail = e.detail === undefined || e.detail === null ? '' : JSON.stringify(e.detail);
+    const full = detail.length > 2000 ? detail.slice(0, 2000) + '\u2026' : detail;
+    if (detail.length > 160) detail = detail.slice(0, 160) + '\u2026';
+    cell(tr, 'detail', detail, full !== detail ? full : '');
+    return tr;
+  }
+
   function renderEvents(ev) {
     const list = (ev && ev.events) || [];
-    fillTable('events', list, (e) => {
-      const tr = el('tr');
-      timeCell(tr, e.time);
-      const td = el('td');
-      td.appendChild(el('span', 'action ' + String(e.action).replace(/[^a-z_]/g, ''), e.action));
-      tr.appendChild(td);
-      cell(tr, 'mono', jobText(e));
-      cell(tr, 'mono', e.node === null || e.node === undefined ? '\u2013' : e.node);
-      cell(tr, '', plain(e.actor));
-      let detail = e.detail === undefined || e.detail === null ? '' : JSON.stringify(e.detail);
-      const full = detail.length > 2000 ? detail.slice(0, 2000) + '\u2026' : detail;
-      if (detail.length > 160) detail = detail.slice(0, 160) + '\u2026';
-      cell(tr, 'detail', detail, full !== detail ? full : '');
-      return tr;
-    }, null); // one row per event: the note says when there is none
+    fillTable('events', list, eventRow, null); // the note says when there is none
     const f = ui.filters;
     const active = [f.action && 'action ' + f.action, f.node && 'node ' + f.node, f.job_id && 'job ' + f.job_id].filter(Boolean);
     setText('events-note', (active.length ? 'Filtered by ' + active.join(', ') + ': ' : '') +
@@ -526,6 +548,190 @@
     if (ui.again) { ui.again = false; refresh(); } else { schedule(); }
   }
 
+  // ---- search: one job or one node ---------------------------------------------
+
+  function badge(id, text, cls) {
+    setText(id, text);
+    $(id).className = 'badge ' + String(cls).replace(/[^a-z_]/g, '');
+  }
+
+  // A report state as a coloured label; "pending" (no report) reads so.
+  function cxiBadge(tr, state) {
+    const td = el('td');
+    const label = state === 'pending' || state === 'none' ? 'no report' : state;
+    td.appendChild(el('span', 'cxi ' + String(state).replace(/[^a-z_]/g, ''), label));
+    tr.appendChild(td);
+  }
+
+  function servicesText(list) {
+    if (!Array.isArray(list) || !list.length) return '\u2013';
+    return list.map((sv) => (sv && typeof sv === 'object')
+      ? plain(sv.device) + ':' + plain(sv.svc_id) : String(sv)).join(', ');
+  }
+
+  function whenBy(iso, by) {
+    return iso ? fmtTime(iso) + ' (' + fmtAge(ageOf(iso)) + ' ago)' + (by ? ' by ' + by : '') : '';
+  }
+
+  function eventsNote(id, settled, what) {
+    if (settled.status !== 'fulfilled') {
+      setText(id, 'Events: ' + settled.reason.message);
+      return;
+    }
+    const n = (settled.value.events || []).length;
+    setText(id, n ? 'The ' + n + ' newest event' + (n === 1 ? '' : 's') + ' naming this ' + what +
+      (settled.value.next ? '; older ones are in the API (GET /v1/events).' : '.')
+      : 'No event names this ' + what + '.');
+  }
+
+  // The rows of the job's report table, those that need an admin first.
+  const REPORT_STATES = ['failed', 'creating', 'created', 'destroyed', 'pending'];
+
+  // The job found (j: its reservation or null; n: its nodes by report or
+  // null) and its events (a settled promise).
+  function renderJob(q, j, n, events) {
+    setText('job-id', j ? j.job_id : q);
+    if (j) {
+      badge('job-state', j.state + (j.quarantined ? ', quarantined' : ''), j.state);
+    } else {
+      badge('job-state', 'no reservation', 'unknown');
+    }
+    const h = j && j.hwcoll;
+    setText('job-reservation', j ? '#' + plain(j.id) : 'none kept for this job id');
+    setText('job-user', j ? plain(j.user) + ' (uid ' + plain(j.uid) + ')' : '\u2013');
+    setText('job-nodes', j ? plain(j.nodes) + ' (' + plain(j.node_count) + ')' : '\u2013');
+    setText('job-vnis', j && j.vnis && j.vnis.length ? j.vnis.join(', ') : '\u2013');
+    setText('job-tcs', j && j.traffic_classes ? j.traffic_classes.join(', ') + ' (' + plain(j.tcs_mask) + ')' : '\u2013');
+    setText('job-created', j ? whenBy(j.created_at, j.created_by) : '\u2013');
+    let released = '\u2013';
+    if (j && j.released_at) released = whenBy(j.released_at, j.released_by) + (j.forced ? ', forced' : '');
+    else if (j && j.release_requested_at) released = 'asked ' + whenBy(j.release_requested_at, '') + '; quarantined until its nodes confirm';
+    else if (j) released = 'not yet';
+    setText('job-released', released);
+    setText('job-hwcoll', h ? plain(h.state) + ' (mode ' + plain(h.mode) + ')' : (j ? 'not asked for' : '\u2013'));
+    setText('job-fm-job', h && h.fm_job_id ? h.fm_job_id : '\u2013');
+    setText('job-hwcoll-reason', h && h.reason ? h.reason : 'none');
+
+    const states = n && n.states ? REPORT_STATES.map((k) => ({ k, s: n.states[k] || {} })) : [];
+    fillTable('job-states-table', states, (it) => {
+      const tr = el('tr');
+      cxiBadge(tr, it.k);
+      cell(tr, 'num', plain(it.s.count));
+      cell(tr, 'hostlist', it.s.nodes || '\u2013');
+      return tr;
+    }, 'No reservation is kept for this job id: it was never reserved, or its history was purged. Its events are below.');
+    const reports = (n && n.reports) || [];
+    fillTable('job-reports-table', reports, (r) => {
+      const tr = el('tr');
+      cell(tr, 'mono', r.node);
+      cxiBadge(tr, r.cxi);
+      cell(tr, 'mono', servicesText(r.services));
+      cell(tr, '', r.message === null || r.message === undefined ? '\u2013' : r.message);
+      timeCell(tr, r.updated_at);
+      return tr;
+    }, 'No node has reported.');
+    setText('job-reports-more', n && n.reports_total > reports.length
+      ? 'Showing ' + reports.length + ' of ' + n.reports_total + ' reports, failed first.'
+      : '');
+
+    fillTable('job-events', events.status === 'fulfilled' ? events.value.events : [], eventRow, null);
+    eventsNote('job-events-note', events, 'job');
+    $('search-job').hidden = false;
+  }
+
+  function renderNode(nd, events) {
+    setText('node-name', nd.node);
+    badge('node-drained', nd.drained ? 'drained' : 'not drained', nd.drained ? 'drained' : 'no');
+    setText('node-reason', nd.drained ? plain(nd.drained_reason) : '\u2013');
+    setText('node-since', nd.drained ? whenBy(nd.drained_at, '') : '\u2013');
+    setText('node-inventory', nd.in_inventory === true ? 'listed in topology.conf'
+      : nd.in_inventory === false ? 'not in topology.conf' : 'no inventory configured');
+    setText('node-holding', plain(nd.cleanup_needed));
+    fillTable('node-jobs-table', nd.reservations || [], (r) => {
+      const tr = el('tr');
+      cell(tr, 'mono', jobText(r));
+      cell(tr, 'num', plain(r.id));
+      cell(tr, '', plain(r.state));
+      cell(tr, 'mono', (r.vnis || []).join(', ') || '\u2013');
+      cxiBadge(tr, r.cxi);
+      cell(tr, 'mono', servicesText(r.services));
+      cell(tr, '', r.cleanup_needed ? 'yes' : 'no');
+      return tr;
+    }, 'No live reservation includes this node.');
+    fillTable('node-events', events.status === 'fulfilled' ? events.value.events : [], eventRow, null);
+    eventsNote('node-events-note', events, 'node');
+    $('search-node').hidden = false;
+  }
+
+  function searchNote(text, isError) {
+    setText('search-note', text);
+    $('search-note').className = 'note' + (isError ? ' error' : '');
+  }
+
+  function eventsOf(key, q) {
+    const p = new URLSearchParams({ order: 'desc', limit: String(SEARCH_EVENTS) });
+    p.set(key, q);
+    return '/v1/events?' + p.toString();
+  }
+
+  // Look q up as a job id and as a node name (GET /v1/search, one call
+  // that answers 200 whether q names a job, a node, both or nothing), then
+  // the events of whichever it may be; show what exists.
+  async function search(q) {
+    const seq = ++ui.searchSeq;
+    q = q.trim();
+    $('search-job').hidden = true;
+    $('search-node').hidden = true;
+    setFragmentFind(q);
+    if (!q) { searchNote('', false); ui.searches++; return; }
+    if (!token()) { searchNote('Paste a token first.', true); ui.searches++; return; }
+    searchNote('Looking up \u201c' + q + '\u201d\u2026', false);
+    const none = Promise.resolve({ events: [] });
+    let found;
+    try {
+      found = await api('/v1/search?' + new URLSearchParams({ q: q, limit: String(SEARCH_REPORTS) }).toString());
+    } catch (e) {
+      if (seq !== ui.searchSeq) return;
+      ui.searches++;
+      searchNote((e.status === 401 || e.status === 403 ? 'Token refused: ' : 'The lookup failed: ') + e.message + '.', true);
+      return;
+    }
+    if (!found.job_id_valid && !found.node_name_valid) {
+      ui.searches++;
+      searchNote('\u201c' + q + '\u201d is neither a job id (1-128 characters from [A-Za-z0-9._:@+-], not starting ' +
+        'with \u2018-\u2019) nor a node name (letters, digits, \u2018-\u2019, \u2018_\u2019 and \u2018.\u2019).', true);
+      return;
+    }
+    const [jobEv, nodeEv] = await Promise.allSettled([
+      found.job_id_valid ? api(eventsOf('job_id', q)) : none,
+      found.node_name_valid ? api(eventsOf('node', q)) : none,
+    ]);
+    if (seq !== ui.searchSeq) return; // a newer search replaced this one
+    ui.searches++;
+    const count = (r) => (r.status === 'fulfilled' ? (r.value.events || []).length : 0);
+    const nd = found.node;
+    const jobShown = !!found.job || count(jobEv) > 0;
+    const nodeShown = !!nd && (nd.drained || (nd.reservations || []).length > 0 ||
+      count(nodeEv) > 0 || nd.in_inventory === true);
+    if (jobShown) renderJob(q, found.job, found.job_nodes, jobEv);
+    if (nodeShown) renderNode(nd, nodeEv);
+    if (jobShown || nodeShown) {
+      searchNote((jobShown && nodeShown ? 'A job and a node named \u201c' + q + '\u201d'
+        : (jobShown ? 'Job' : 'Node') + ' \u201c' + q + '\u201d') + ', as of ' + fmtClock(Date.now()) +
+        ' (Find again to refresh).', false);
+      return;
+    }
+    const failed = [jobEv, nodeEv].find((r) => r.status === 'rejected');
+    if (failed) {
+      searchNote('The lookup failed: ' + failed.reason.message + '.', true);
+      return;
+    }
+    searchNote('No job or node named \u201c' + q + '\u201d: ' +
+      (found.job_id_valid ? 'no reservation has that job id and no event names it' : 'it is no job id') + '; ' +
+      (found.node_name_valid ? 'no reservation, drain or event names such a node' +
+        (nd && nd.in_inventory === false ? ', and topology.conf does not list it' : '') : 'it is no node name') + '.', true);
+  }
+
   // ---- wiring ----------------------------------------------------------------
 
   function readFilters() {
@@ -569,6 +775,14 @@
       readFilters();
       refresh();
     });
+    $('search-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      search($('search-input').value);
+    });
+    $('search-clear').addEventListener('click', () => {
+      $('search-input').value = '';
+      search('');
+    });
     $('chart-free').addEventListener('change', queueDraw);
     if (window.ResizeObserver) new ResizeObserver(queueDraw).observe($('pool-chart').parentElement);
     window.addEventListener('resize', queueDraw);
@@ -591,10 +805,16 @@
         renderMs: () => ui.renderMs,
         error: () => (ui.error ? ui.error.message : null),
         refresh: refresh,
+        searches: () => ui.searches,
       }),
     });
     updateStatusLine();
     refresh();
+    const find = fragmentFind();
+    if (find) {
+      $('search-input').value = find;
+      search(find);
+    }
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
