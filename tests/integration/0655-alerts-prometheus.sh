@@ -26,7 +26,9 @@
 # is active and every query of the Grafana dashboard (panels and template
 # variables, with $job, $instance as "All" and as both replicas selected,
 # $__rate_interval and the like substituted as Grafana does) returns a
-# series, as an instant and as a range query.
+# series, as an instant and as a range query, every rule evaluates without
+# error, and the check deploy/monitoring/README.md gives admins for their
+# own Prometheus, run as printed there, passes.
 #
 # Knobs: VNIB_BUILD, KEEP_TEST_DIR (lib.sh).  Without prometheus,
 # prometheus-alertmanager or python3-yaml it skips, unless CI=true, where
@@ -197,7 +199,27 @@ pc_ok "no shipped alert is active on the healthy cluster" prom-quiet "$PROM_ship
 inst_all='.*'
 inst_both="(127\\\\.0\\\\.0\\\\.1:$PORT_A|127\\\\.0\\\\.0\\\\.1:$PORT_B)"
 pc_ok "every dashboard query returns series, for \$instance All and both replicas" \
-    dashboard "$DASH" "$PROM_shipped" "$T0" "$inst_all" "$inst_both"
+    dashboard "$DASH" "$PROM_shipped" "$T0" vnibroker "$inst_all" "$inst_both"
+# ... and the same check finds no series for a job nobody scrapes.
+out=$(pc dashboard "$DASH" "$PROM_shipped" "$T0" nosuchjob "$inst_all" 2>&1)
+expect_match "... a control: for a job with no series it reports the panels with no data" \
+    "$out" "^panel 'Free VNIs' A \[\.\*\]: instant .* -> no series"
+# The check deploy/monitoring/README.md gives admins for their own
+# Prometheus, as printed there, against the shipped one.
+awk '/^\*\*The same check on your own Prometheus/ { f = 1 }
+     f && /^```sh$/ { c = 1; next } c && /^```$/ { exit } c' "$MON/README.md" |
+    sed "s|^PROM=.*|PROM=$PROM_shipped|" >"$T/readme-check.sh"
+readme_out=$(cd "$TOP" && bash "$T/readme-check.sh" 2>&1)
+# Its two commands, each printing one "ok" line and nothing else.
+expect_eq "the README's check for an admin's own Prometheus passes here (commands, ok lines, other lines)" \
+    "$(grep -c promcheck.py "$T/readme-check.sh") $(printf '%s\n' "$readme_out" | grep -c '^ok ') $(printf '%s\n' "$readme_out" | grep -vc '^ok ')" \
+    "2 2 0"
+printf '%s\n' "$readme_out" | sed 's/^/#   /'
+for p in shipped short; do
+    eval "url=\$PROM_$p"
+    pc_ok "every rule of the $p rules evaluates without error (GET /api/v1/rules)" \
+        rules-health "$url"
+done
 
 # ---- the alerts --------------------------------------------------------------
 CL='"job":"vnibroker"'

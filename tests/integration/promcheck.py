@@ -25,11 +25,18 @@ exits 1, so that the test can both poll it (wait_for) and show it:
                                (firing, resolved), exactly LABELS and
                                rendered annotations
   am-names FILE                the alert names the webhook received
-  dashboard DASH URL START INSTANCE-VALUE...
+  rules-health URL             every rule of group vnibroker is loaded and
+                               its last evaluation had no error
+  dashboard DASH URL START JOB INSTANCE-VALUE... [--scrape-interval S]
                                every query of the Grafana dashboard, with
                                its variables as Grafana substitutes them
-                               for each INSTANCE-VALUE, returns a series
-                               (instant and range queries from START)
+                               ($job JOB, $instance each INSTANCE-VALUE,
+                               the scrape interval S seconds, default 1),
+                               returns a series (instant, and range from
+                               START, a Unix time, to now)
+
+An admin can run the last two against their own Prometheus (see
+deploy/monitoring/README.md); they need python3 and python3-yaml only.
 """
 import json
 import math
@@ -204,19 +211,39 @@ def substitute(expr, values):
     return expr
 
 
-def cmd_dashboard(dash, url, start, instances):
+def cmd_rules_health(url):
+    groups = get(url + "/api/v1/rules")["data"]["groups"]
+    rules = [r for g in groups if g["name"] == "vnibroker" for r in g["rules"]]
+    if not rules:
+        print("no rule group vnibroker loaded")
+        return 1
+    bad = [f"{r['name']}: {r.get('health')} {r.get('lastError', '')}"
+           for r in rules if r.get("health") != "ok" or r.get("lastError")]
+    if bad:
+        print("\n".join(bad))
+        return 1
+    print(f"ok {len(rules)} rules, each evaluated without error")
+    return 0
+
+
+def cmd_dashboard(dash, url, start, job, instances):
+    scrape = 1
+    if "--scrape-interval" in instances:
+        i = instances.index("--scrape-interval")
+        scrape = int(instances[i + 1])
+        instances = instances[:i] + instances[i + 2:]
     d = json.load(open(dash))
     now = time.time()
     start = float(start)
     span = max(now - start, 10.0)
     # Grafana: $__interval is the range over the panel's points (at least
-    # the data source's scrape interval, 1 s here), $__rate_interval
+    # the data source's scrape interval), $__rate_interval
     # max($__interval + scrape interval, 4 * scrape interval).
-    step = max(1, math.ceil(span / 1000))
+    step = max(scrape, math.ceil(span / 1000))
     base = {"__interval": f"{step}s", "__interval_ms": str(step * 1000),
-            "__rate_interval": f"{max(step + 1, 4)}s",
+            "__rate_interval": f"{max(step + scrape, 4 * scrape)}s",
             "__range": f"{int(span)}s", "__range_s": str(int(span)),
-            "__range_ms": str(int(span * 1000)), "job": "vnibroker"}
+            "__range_ms": str(int(span * 1000)), "job": job}
     queries = []  # (what, expr, kind)
     variables = {v["name"]: v for v in d["templating"]["list"]}
     for v in variables.values():
@@ -281,7 +308,9 @@ def main(argv):
         if cmd == "am-names":
             return cmd_am_names(*args)
         if cmd == "dashboard":
-            return cmd_dashboard(args[0], args[1], args[2], args[3:])
+            return cmd_dashboard(args[0], args[1], args[2], args[3], args[4:])
+        if cmd == "rules-health":
+            return cmd_rules_health(*args)
     except (OSError, ValueError, KeyError) as e:
         print(f"{cmd}: {e!r}")
         return 1
