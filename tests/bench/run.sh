@@ -1858,6 +1858,9 @@ scenario history steal
 #   - GET /v1/events?order=desc&limit=100 with a node filter, and with an
 #     action filter (drain, quarantine_end, report, release in turn):
 #     p50 <= 50 ms;
+#   - GET /v1/search (the page's search box): the job on all 11,136 nodes
+#     (300 of them failed), its nodes split by their last report, p50 <=
+#     100 ms; a node, p50 <= 50 ms;
 #   - the page: navigation to the first frame after its first complete
 #     refresh (reference: no target of its own), one refresh's render (the
 #     page's "rendered in" figure plus the style and layout it costs) <= 100
@@ -1876,6 +1879,8 @@ UI_ST_ROW="GET /v1/status uncached p50, at scale"
 UI_STC_ROW="GET /v1/status cached p50, at scale"
 UI_EVN_ROW="GET /v1/events desc, node filter p50, at scale"
 UI_EVA_ROW="GET /v1/events desc, action filter p50, at scale"
+UI_SJ_ROW="GET /v1/search, job a0 (whole machine) p50, at scale"
+UI_SN_ROW="GET /v1/search, a node p50, at scale"
 UI_FIRST_ROW="page: load to first complete render, at scale"
 UI_RENDER_ROW="page: one refresh, render+layout p50, at scale"
 UI_LONG_ROW="page: longest main-thread task, at scale"
@@ -1885,6 +1890,8 @@ uiscale_not_run () {
     row_not_run "$UI_STC_ROW" ms "<=" 2 "$1"
     row_not_run "$UI_EVN_ROW" ms "<=" 50 "$1"
     row_not_run "$UI_EVA_ROW" ms "<=" 50 "$1"
+    row_not_run "$UI_SJ_ROW" ms "<=" 100 "$1"
+    row_not_run "$UI_SN_ROW" ms "<=" 50 "$1"
     row_not_run "$UI_RENDER_ROW" ms "<=" 100 "$1"
     row_not_run "$UI_LONG_ROW" ms "<=" 200 "$1"
 }
@@ -1975,9 +1982,9 @@ uiscale_scenario () {
             "$(hq "$db" "SELECT count(*) FROM nodes WHERE drained") drained," \
             "$(hq "$db" "SELECT count(*) FROM events") events"
     done
-    empty_files "$T/ui.small" st_unc st_cached ev_node ev_action ev_all page_first \
+    empty_files "$T/ui.small" st_unc st_cached ev_node ev_action ev_all search_job search_node page_first \
         page_render page_total page_long
-    empty_files "$T/ui.big" st_unc st_cached ev_node ev_action ev_all page_first \
+    empty_files "$T/ui.big" st_unc st_cached ev_node ev_action ev_all search_job search_node page_first \
         page_render page_total page_long
     rounds uiscale_run uiscale_note small big
     uiscale_pair "$UI_ST_ROW" ms "<=" 100 st_unc
@@ -1985,6 +1992,8 @@ uiscale_scenario () {
     uiscale_pair "GET /v1/events desc, no filter p50, at scale" ms "" - ev_all
     uiscale_pair "$UI_EVN_ROW" ms "<=" 50 ev_node
     uiscale_pair "$UI_EVA_ROW" ms "<=" 50 ev_action
+    uiscale_pair "$UI_SJ_ROW" ms "<=" 100 search_job
+    uiscale_pair "$UI_SN_ROW" ms "<=" 50 search_node
     uiscale_pair "$UI_FIRST_ROW" ms "" - page_first
     uiscale_pair "page: one refresh incl. fetches p50, at scale" ms "" - page_total
     uiscale_pair "$UI_RENDER_ROW" ms "<=" 100 page_render

@@ -32,6 +32,10 @@ ranges over the rounds):
   ev_node     GET /v1/events?order=desc&limit=100&node=<a node>
   ev_action   ... &action=<drain, quarantine_end, report, release in turn>
   ev_all      ... without a filter (reference)
+  search_job  GET /v1/search?q=a0: the status page's job search, job a0
+              (all 11,136 nodes with --whole, 300 of them failed), its
+              nodes split by their last report
+  search_node GET /v1/search?q=<a node>: the node search
   page_first  the page opened with #token=: navigation start to the first
               frame after the first complete refresh (status line
               "Updated ...")
@@ -264,6 +268,9 @@ def measure_http(a, token, fig):
         get("/v1/status?history_s=%d" % (base + 900 + i))
     for i in range(40):
         get(events(i, ("ev_node", "ev_action", "ev_all")[i % 3]))
+    for i in range(5):
+        get("/v1/search?q=a0")
+        get("/v1/search?q=" + node(i * 13 + 1))
     per_action = {x: [] for x in ACTIONS}
     for i in range(a.calls):
         path = "/v1/status?history_s=%d" % (base + i)
@@ -274,6 +281,8 @@ def measure_http(a, token, fig):
             fig[kind].append(ms)
             if kind == "ev_action":
                 per_action[ACTIONS[i % len(ACTIONS)]].append(ms)
+        fig["search_job"].append(get("/v1/search?q=a0"))
+        fig["search_node"].append(get("/v1/search?q=" + node((i * 997) % NODES + 1)))
     return per_action
 
 
@@ -336,7 +345,7 @@ def measure_page(a, token, fig):
 def measure(a):
     token = open(a.token).read().strip()
     names = ("st_unc", "st_cached", "ev_node", "ev_action", "ev_all",
-             "page_first", "page_render", "page_total", "page_long")
+             "search_job", "search_node", "page_first", "page_render", "page_total", "page_long")
     fig = {k: [] for k in names}
     per_action = measure_http(a, token, fig)
     note = measure_page(a, token, fig)
@@ -349,12 +358,13 @@ def measure(a):
         return "%.1f" % statistics.median(v) if v else "?"
 
     print("#   round %d %s: status %s ms, cached %s; events node %s, action %s (%s),"
-          " all %s; page first %s, refresh render %s, longest task %s ms"
+          " all %s; search job %s, node %s; page first %s, refresh render %s, longest task %s ms"
           " (%d long tasks%s); rows quarantine/drained/events %s, drained list %d chars"
           % (a.round, a.label, med(fig["st_unc"]), med(fig["st_cached"]),
              med(fig["ev_node"]), med(fig["ev_action"]),
              ", ".join("%s %s" % (k, med(v)) for k, v in per_action.items()),
-             med(fig["ev_all"]), med(fig["page_first"]), med(fig["page_render"]),
+             med(fig["ev_all"]), med(fig["search_job"]), med(fig["search_node"]),
+             med(fig["page_first"]), med(fig["page_render"]),
              med(fig["page_long"]), note["longtasks"],
              "" if note["observer"] == "longtask" else "; no observer: " + note["observer"],
              "/".join(map(str, note["rows"][:3])), note["rows"][3]))
