@@ -55,11 +55,20 @@ static int add_inventory(struct request *req,
     return 0;
 }
 
+int nodes_view(struct request *req,
+               const char *node,
+               json_t **out,
+               vnib_error_t *errp)
+{
+    if (store_node(req->broker->store, node, out, errp) < 0)
+        return -1;
+    return add_inventory(req, node, out, errp);
+}
+
 int nodes_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const char *node = path_node(req, errp);
-    if (!node || store_node(req->broker->store, node, out, errp) < 0
-        || add_inventory(req, node, out, errp) < 0)
+    if (!node || nodes_view(req, node, out, errp) < 0)
         return -1;
     return 200;
 }

@@ -12,6 +12,14 @@ struct request;
 /* GET /v1/nodes/{node}: the node's live reservations and drain state. */
 int nodes_get(struct request *req, json_t **out, vnib_error_t *errp);
 
+/* The view GET /v1/nodes/{node} answers, of a valid node name, for
+ * GET /v1/search too.  0, or -1 with errno and errp set.
+ */
+int nodes_view(struct request *req,
+               const char *node,
+               json_t **out,
+               vnib_error_t *errp);
+
 /* DELETE /v1/nodes/{node}/drain: clear the drained mark (admin). */
 int nodes_undrain(struct request *req, json_t **out, vnib_error_t *errp);
 

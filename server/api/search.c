@@ -14,9 +14,8 @@
 #include "server/http/http.h"
 #include "server/http/params.h"
 #include "server/hwcoll/hwcoll.h"
-#include "server/inventory.h"
+#include "server/api/nodes.h"
 #include "server/api/search.h"
-#include "server/store/store_nodes.h"
 #include "server/store/store_reservations.h"
 
 /* params_job_id()'s rule, as a question. */
@@ -35,35 +34,13 @@ static int find_job(struct request *req,
 {
     bool member = false;
 
-    if (store_get(req->broker->store, q, NULL, true, jobp, &member, errp)
-        < 0)
+    if (store_get(req->broker->store, q, NULL, true, jobp, &member, errp) < 0)
         return errno == ENOENT ? 0 : -1;
     /* Not even an admin's search shows a session token. */
     hwcoll_reveal(req->broker->hwcoll, *jobp, false);
-    if (store_job_nodes(req->broker->store, q, (size_t)limit, nodesp, errp)
-            < 0
+    if (store_job_nodes(req->broker->store, q, (size_t)limit, nodesp, errp) < 0
         && errno != ENOENT)
         return -1;
-    return 0;
-}
-
-/* The node's view, with whether the inventory lists it. */
-static int find_node(struct request *req,
-                     const char *q,
-                     json_t **nodep,
-                     vnib_error_t *errp)
-{
-    int listed = inventory_lists(req->broker->inv, q);
-
-    if (store_node(req->broker->store, q, nodep, errp) < 0)
-        return -1;
-    if (json_object_set_new(*nodep,
-                            "in_inventory",
-                            listed < 0 ? json_null() : json_boolean(listed))
-        < 0) {
-        errno = ENOMEM;
-        return errprintf(errp, "out of memory");
-    }
     return 0;
 }
 
@@ -85,7 +62,7 @@ int search_get(struct request *req, json_t **out, vnib_error_t *errp)
     bool as_job = job_id_ok(q);
     bool as_node = token_node_name_valid(q);
     if ((as_job && find_job(req, q, limit, &job, &nodes, errp) < 0)
-        || (as_node && find_node(req, q, &node, errp) < 0))
+        || (as_node && nodes_view(req, q, &node, errp) < 0))
         goto cleanup;
     *out = json_pack("{s:s, s:b, s:b, s:o, s:o, s:o}",
                      "q",
