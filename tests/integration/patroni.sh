@@ -10,7 +10,7 @@
 # generated from the shipped deploy/patroni/patroni.example.yml: names,
 # addresses, ports, paths and passwords substituted, the watchdog off (a
 # test must not reset its machine) and the timings shortened
-# (PATRONI_TTL, PATRONI_LOOP_WAIT, PATRONI_RETRY_TIMEOUT: 10, 1, 4 here;
+# (PATRONI_TTL, PATRONI_LOOP_WAIT, PATRONI_RETRY_TIMEOUT: 8, 1, 3 here;
 # the example's are 30, 10, 10).  Each generated file passes
 # `patroni --validate-config` before it is used, and a key the generation
 # expects but the example lacks fails the generation: the example is what
@@ -28,9 +28,9 @@
 # patroni_cluster_stop.  PATRONI_MEMBERS names the members of the current
 # cluster; PATRONI_CFG is the first member's config (for patronictl).
 
-PATRONI_TTL=${PATRONI_TTL:-10}
+PATRONI_TTL=${PATRONI_TTL:-8}
 PATRONI_LOOP_WAIT=${PATRONI_LOOP_WAIT:-1}
-PATRONI_RETRY_TIMEOUT=${PATRONI_RETRY_TIMEOUT:-4}
+PATRONI_RETRY_TIMEOUT=${PATRONI_RETRY_TIMEOUT:-3}
 # The members' address: on loopback, but not 127.0.0.1, which 3.0.2's
 # --validate-config refuses in connect_address (it is not reachable from
 # another host).
@@ -49,14 +49,16 @@ patroni_tools () {
     python3 -c 'import yaml' 2>/dev/null || { PATRONI_MISSING=python3-yaml; return 1; }
 }
 
-# as_pg_exec CMD...: CMD as the PostgreSQL user, exec'd (no runuser
-# parent in between), so that $! is CMD's own PID and a signal reaches it.
+# as_pg_exec CMD... &: CMD as the PostgreSQL user, exec'd in place of
+# the background subshell (no runuser or shell parent in between), so
+# that $! is CMD's own PID and a signal reaches it.  Only ever run in the
+# background or in a subshell: it execs.
 as_pg_exec () {
+    export HOME=$T/patroni
     if [ "$(id -u)" -eq 0 ]; then
-        HOME=$T/patroni setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
-    else
-        HOME=$T/patroni "$@"
+        exec setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
     fi
+    exec "$@"
 }
 
 # patroni_gen_config NAME PGPORT APIPORT OUT: OUT from the example.
@@ -200,7 +202,7 @@ patroni_cluster_start () {
         patroni_gen_config "$n" "$pp" "$ap" "$T/patroni/$n.yml" || return 1
         chmod 644 "$T/patroni/$n.yml"
         eval "PATRONI_PORT_$n=$pp PATRONI_API_$n=$ap"
-        if ! as_pg_exec patroni --validate-config "$T/patroni/$n.yml" >"$T/patroni/$n.validate" 2>&1; then
+        if ! (as_pg_exec patroni --validate-config "$T/patroni/$n.yml") >"$T/patroni/$n.validate" 2>&1; then
             echo "# patroni --validate-config $n.yml:"
             sed 's/^/#   /' "$T/patroni/$n.validate"
             return 1
