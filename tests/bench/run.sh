@@ -2070,8 +2070,13 @@ patroni_scenario () {
             ;;
         esac
         if [ -n "$fig" ]; then
+            if [ "$m" = switchover ]; then
+                ref="no planned switchover in 0420; the failover rows are the reference"
+            else
+                ref="ref 0420 hand promotion ${ref:+$ref s }(row failover, from the promote)"
+            fi
             row_cmp "$PATRONI_ROW ($m): p50" "$fig" s "<=" "$tgt" \
-                "min max $(sed -n "s/^# $m: [0-9.]* \(.*\)/\1/p" "$out"); ref 0420 hand promotion ${ref:+$ref s }(row failover, from the promote)"
+                "min max $(sed -n "s/^# $m: [0-9.]* \(.*\)/\1/p" "$out"); $ref"
         else
             why=$(grep -m1 -E '^# (not run|  )' "$out" | sed 's/^# *//' | cut -c1-100)
             row_not_run "$PATRONI_ROW ($m): p50" s "<=" "$tgt" "${why:-no figures}"
