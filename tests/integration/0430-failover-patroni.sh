@@ -37,13 +37,20 @@
 # with one leader and two replicas streaming, one synchronous, and the
 # leader holds every reservation the brokers acknowledged.  For the
 # switchover, the reserves that failed (any attempt not 2xx) are counted
-# and printed; the guide's claim is checked (see the switchover run).
+# and printed: a scheduler that does not retry would have seen them.
+# Then the guide's claim, "Planned maintenance: patronictl switchover",
+# is checked as written: job starts held (nothing reaches the brokers,
+# whose pools of 32 hold connections to the old leader), a second
+# switchover, a wait until a synchronous standby follows the new leader,
+# and then the first reserve on each broker and 24 at once must each be
+# acknowledged at their first attempt.
 #
 # PATRONI_RUNS can also name freeze-nowatchdog: the freeze without the
 # emulated reset, the frozen processes resumed (SIGCONT) at the end.
 # With Patroni 3.0.2 and etcd3 that run fails: the resumed member takes
 # the leader key back and the new leader is rewound, losing what it
-# acknowledged (deploy/README.md says why; fixed in Patroni 3.0.3).
+# acknowledged (deploy/README.md, "Fencing a hung leader"; fixed
+# upstream after 3.0.2).
 #
 # Knobs: PATRONI_RUNS ("kill freeze switchover"), PATRONI_AT (5, seconds
 # of load before the fault), PATRONI_AFTER (8, seconds of load planned
