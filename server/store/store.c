@@ -724,10 +724,6 @@ int store_conn_exec_script(struct store *s,
     return 0;
 }
 
-/* Run a one-row, one-integer query.  A connection that had been idle
- * while the server restarted fails on first use: that is retried once on
- * a fresh connection, since these queries are read-only.
- */
 /* Statements whose success shows that the database takes writes again. */
 static bool stmt_writes(enum stmt_id id)
 {
@@ -735,12 +731,20 @@ static bool stmt_writes(enum stmt_id id)
            || id == STMT_HWCOLL_SET_MANY || id == STMT_WRITE_PROBE;
 }
 
+/* Pooled connections whose server went away (a restart, a Patroni
+ * switchover or failover: all of them at once) fail on first use, each
+ * then dropped.  The statement is run again until it fails on a
+ * connection opened for it, not on one more of those: each retry removes
+ * an open connection from the pool, so there are at most nconns of them.
+ * Every store operation is idempotent, so a retry is safe even if an
+ * attempt committed before its connection died.
+ */
 PGresult *store_run(struct store *s,
                     enum stmt_id id,
                     const char *const *params,
                     vnib_error_t *errp)
 {
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (size_t attempt = 0; attempt <= s->nconns; attempt++) {
         struct conn *c = store_conn_acquire(s, errp);
         if (!c)
             return NULL;
@@ -748,12 +752,10 @@ PGresult *store_run(struct store *s,
         PGresult *r = store_conn_exec(
             s, c, id, params, s->cfg->database.query_timeout_ms, errp);
         int e = errno;
-        /* A pooled connection whose server restarted fails on first use
-         * (EAGAIN, connection dropped): try once more on a fresh one.
-         * Every store operation is idempotent, so a retry is safe even
-         * if the first attempt committed before the connection died.
+        /* A pooled connection found dead (EAGAIN, connection dropped):
+         * try again, on the next open one or a fresh one.
          */
-        bool retry = !r && e == EAGAIN && was_open && !c->pg && attempt == 0;
+        bool retry = !r && e == EAGAIN && was_open && !c->pg;
         store_conn_release(s, c);
         errno = e;
         if (retry)

@@ -217,9 +217,10 @@ int store_conn_set_timeout(struct store *s,
                            int64_t ms,
                            vnib_error_t *errp);
 
-/* Run statement id on a pooled connection, retried once on a fresh one
- * when a pooled connection had lost its server.  The result (caller
- * clears), or NULL with errno and errp.
+/* Run statement id on a pooled connection, run again whenever the pooled
+ * connection it got had lost its server (each such one dropped), until it
+ * runs on a live or fresh one.  The result (caller clears), or NULL with
+ * errno and errp.
  */
 PGresult *store_run(struct store *s,
                     enum stmt_id id,

@@ -32,7 +32,7 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (healthz compare openloop bigjob populate nodeview rss storm frag
 # stepstorm drain agent fmslow hwcoll slowclients contention history
-# uiscale failover slurmstart fluxstart; pairs is compare), the rounds of the alternated comparisons
+# uiscale failover patroni slurmstart fluxstart; pairs is compare), the rounds of the alternated comparisons
 # (compare, history, frag), and the drain scenario's Fabric Manager
 # release-queue workers.
 SECS=${BENCH_SECONDS:-10}
@@ -2043,6 +2043,60 @@ if wanted failover; then
     else
         failover_scenario
     fi
+fi
+
+# ---- patroni: the leader's failure to the first successful reserve --------
+#
+# tests/bench/patroni-failover.sh: one Patroni cluster of
+# tests/integration/patroni.sh (members generated from
+# deploy/patroni/patroni.example.yml with the test's timings: ttl 8,
+# loop_wait 1, retry_timeout 3) and one broker listing the three members;
+# BENCH_PATRONI_ROUNDS (3) rounds alternating three faults, each timed
+# from the fault to the first reserve acknowledged.  Targets: 15 s for
+# the two failures, the bound tests/integration/0430-failover-patroni.sh
+# asserts (a frozen leader costs ttl before a replica may take over, then
+# the broker's query and connect timeouts; a killed postmaster costs
+# Patroni's crash recovery and restart).  8 s for a planned switchover:
+# patronictl's start (about 1 s), the old leader's shutdown checkpoint,
+# the promotion, and with synchronous_mode_strict the wait for a standby
+# to follow the new leader (wal_retrieve_retry_interval 1s) are each a
+# second or two.  The reference is 0420's hand promotion (row failover),
+# timed from the promote, not from the failure: it leaves out the
+# detection that Patroni adds.
+PATRONI_ROW="patroni: failure to first reserve"
+
+patroni_scenario () {
+    local out=$T/patroni.out ref m fig tgt
+    VNIB_BUILD=$BUILD timeout -k 5 600 bash "$TOP/tests/bench/patroni-failover.sh" >"$out" 2>&1
+    for m in kill freeze switchover; do
+        tgt=15
+        [ "$m" = switchover ] && tgt=8
+        fig=$(sed -n "s/^# $m: \([0-9.]*\) .*/\1/p" "$out")
+        ref=""
+        case "$m" in kill | freeze)
+            ref=$(sed -n "s/^# $m: promote to first successful reserve: \([0-9.]*\) s$/\1/p" \
+                "$T/failover.out" 2>/dev/null | head -n 1)
+            ;;
+        esac
+        if [ -n "$fig" ]; then
+            if [ "$m" = switchover ]; then
+                ref="no planned switchover in 0420; the failover rows are the reference"
+            else
+                ref="ref 0420 hand promotion ${ref:+$ref s }(row failover, from the promote)"
+            fi
+            row_cmp "$PATRONI_ROW ($m): p50" "$fig" s "<=" "$tgt" \
+                "min max $(sed -n "s/^# $m: [0-9.]* \(.*\)/\1/p" "$out"); $ref"
+        else
+            why=$(grep -m1 -E '^# (not run|  )' "$out" | sed 's/^# *//' | cut -c1-100)
+            row_not_run "$PATRONI_ROW ($m): p50" s "<=" "$tgt" "${why:-no figures}"
+        fi
+    done
+}
+
+if wanted patroni; then
+    steal_mark
+    patroni_scenario
+    steal_note "patroni"
 fi
 
 # ---- job start: isolation's cost on srun, per Slurm release -------------
