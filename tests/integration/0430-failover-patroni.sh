@@ -194,6 +194,12 @@ one_run () {
         fi
         ;;
     switchover)
+        # The example's restapi.authentication: a switchover asked without
+        # it (anyone who reaches the port) is refused; patronictl sends it.
+        code=$(curl -s --max-time 5 -o "$T/switchover-noauth.out" -w '%{http_code}' -X POST \
+            -d "{\"leader\":\"$old\",\"candidate\":\"$sync\"}" \
+            "http://$PATRONI_ADDR:$(patroni_api "$old")/switchover")
+        expect_eq "$mode: the REST API refuses a switchover without the password" "$code" 401
         patronictl -c "$PATRONI_CFG" switchover --leader "$old" --candidate "$sync" \
             --force >"$T/switchover.out" 2>&1 &
         swpid=$!

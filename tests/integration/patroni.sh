@@ -66,7 +66,7 @@ patroni_gen_config () {
     PG_NAME=$1 PG_PORT=$2 API_PORT=$3 PG_DIR=$T/patroni/$1 PG_BINDIR=$PG_BIN \
         ETCD_HOSTS=127.0.0.1:$ETCD_CLIENT_PORT SCOPE=$PATRONI_SCOPE \
         TLS_DIR=$T/patroni SUPER_PW=$PATRONI_SUPER_PW REPL_PW=$PATRONI_REPL_PW \
-        REWIND_PW=$PATRONI_REWIND_PW TTL=$PATRONI_TTL LOOP_WAIT=$PATRONI_LOOP_WAIT \
+        REWIND_PW=$PATRONI_REWIND_PW API_PW=$PATRONI_API_PW TTL=$PATRONI_TTL LOOP_WAIT=$PATRONI_LOOP_WAIT \
         RETRY_TIMEOUT=$PATRONI_RETRY_TIMEOUT ADDR=$PATRONI_ADDR \
         python3 - "$PATRONI_EXAMPLE" "$4" <<'EOF'
 import os, sys, yaml
@@ -112,6 +112,7 @@ put(["postgresql", "pgpass"], e["PG_DIR"] + "/pgpass")
 put(["postgresql", "authentication", "superuser", "password"], e["SUPER_PW"])
 put(["postgresql", "authentication", "replication", "password"], e["REPL_PW"])
 put(["postgresql", "authentication", "rewind", "password"], e["REWIND_PW"])
+put(["restapi", "authentication", "password"], e["API_PW"])
 put(["postgresql", "parameters", "unix_socket_directories"], e["PG_DIR"] + "/sock")
 put(["postgresql", "parameters", "ssl_cert_file"], e["TLS_DIR"] + "/pg-tls.pem")
 put(["postgresql", "parameters", "ssl_key_file"], e["TLS_DIR"] + "/pg-tls.key")
@@ -165,6 +166,7 @@ patroni_setup_once () {
     PATRONI_SUPER_PW=$(openssl rand -hex 12)
     PATRONI_REPL_PW=$(openssl rand -hex 12)
     PATRONI_REWIND_PW=$(openssl rand -hex 12)
+    PATRONI_API_PW=$(openssl rand -hex 12)
     PATRONI_BROKER_PW=$(openssl rand -hex 12)
     # The brokers' passfile (deploy/README.md 2.2): mode 0600, its owner.
     umask 077
