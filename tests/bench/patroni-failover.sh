@@ -35,16 +35,10 @@ SAFETY=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["
 RESET_AFTER=$((PATRONI_TTL - SAFETY))
 [ "$RESET_AFTER" -gt "$PATRONI_LOOP_WAIT" ] || RESET_AFTER=$((PATRONI_LOOP_WAIT + 1))
 
-now_ms () {
-    echo $(($(date +%s%N) / 1000000))
-}
-
 N=0
 probe () {
     N=$((N + 1))
-    TOKEN=$SCHED_TOKEN http POST /v1/reservations --max-time 3 \
-        -d "{\"job_id\":\"bench-$N\",\"uid\":1000,\"user\":\"bench\",\"nodes\":\"b$N\",\"vni_count\":1}"
-    [ "$HTTP_STATUS" = 201 ]
+    probe_reserve "$BROKER_URL" "bench-$N"
 }
 
 # one MODE: the fault, then reserves every 0.05 s until one is

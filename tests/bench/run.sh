@@ -837,10 +837,6 @@ drain_broker_stop () {
     stop_pids "$DRAIN_PID"
 }
 
-now_ms () {
-    echo $(($(date +%s%N) / 1000000))
-}
-
 # sim_start NAME: start fmsim on free ports, its output in $T/NAME.out
 # and $T/NAME.log; sets SIM_PID, SIM_URL and SIM_ADMIN, or why.
 sim_start () {

@@ -63,7 +63,6 @@ elapsed_ms () {
     echo $((($(date +%s%N) - s) / 1000000))
 }
 
-now_ms () { echo $(($(date +%s%N) / 1000000)); }
 
 # ---- refusals at start ----------------------------------------------------------
 "$FMSIM" --admin-listen 10.1.2.3:0 >/dev/null 2>"$T/refuse.err"

@@ -38,24 +38,12 @@ printf '%s' "$SCHED_TOKEN" >"$T/sched.token"
 printf '%s' "$ADMIN_TOKEN" >"$T/admin.token"
 umask 022
 
-now_ms () {
-    echo $(($(date +%s%N) / 1000000))
-}
-
 # replica_config NAME HOSTS: lib.sh's config with a multi-host conninfo.
 replica_config () {
     broker_config "$T/$1.toml" 'report_rate = 0'
     sed -i -e "s|^conninfo = .*|conninfo = \"host=$2 dbname=vnibroker user=vnib target_session_attrs=read-write\"|" \
         -e 's/^level = .*/level = "notice"/' "$T/$1.toml"
     printf '\n[vni]\npool = "%s"\n' "$POOL" >>"$T/$1.toml"
-}
-
-# probe URL N: one reserve of a fresh job (1 VNI on node prN) at URL,
-# within 3 s; true when it was acknowledged.
-probe () {
-    BROKER_URL=$1 TOKEN=$SCHED_TOKEN http POST /v1/reservations --max-time 3 \
-        -d "{\"job_id\":\"probe-$2\",\"uid\":1000,\"user\":\"probe\",\"nodes\":\"pr$2\",\"vni_count\":1}"
-    [ "$HTTP_STATUS" = 201 ] || [ "$HTTP_STATUS" = 200 ]
 }
 
 # one_run kill|freeze
@@ -99,7 +87,7 @@ one_run () {
     while [ "$(($(now_ms) - t0))" -lt 30000 ]; do
         n=$((n + 1))
         if [ $((n % 2)) = 1 ]; then u=$url_a; else u=$url_b; fi
-        if probe "$u" "$mode-$n"; then
+        if probe_reserve "$u" "$mode-$n"; then
             first=$(($(now_ms) - t0))
             break
         fi
@@ -113,7 +101,7 @@ one_run () {
     fi
     # Each replica, not just the first to answer, found the new primary.
     n2=$((n + 1))
-    if wait_for 15 probe "$url_a" "$mode-a$n2" && wait_for 15 probe "$url_b" "$mode-b$n2"; then
+    if wait_for 15 probe_reserve "$url_a" "$mode-a$n2" && wait_for 15 probe_reserve "$url_b" "$mode-b$n2"; then
         ok "$mode: both replicas reserve on the new primary"
     else
         not_ok "$mode: both replicas reserve on the new primary"

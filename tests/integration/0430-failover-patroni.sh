@@ -81,10 +81,6 @@ printf '%s' "$SCHED_TOKEN" >"$T/sched.token"
 printf '%s' "$ADMIN_TOKEN" >"$T/admin.token"
 umask 022
 
-now_ms () {
-    echo $(($(date +%s%N) / 1000000))
-}
-
 secs () {
     awk "BEGIN { printf \"%.3f\", $1 / 1000 }"
 }
@@ -106,14 +102,6 @@ replica_config () {
     printf '\n[vni]\npool = "%s"\n' "$POOL" >>"$T/$1.toml"
 }
 
-# probe URL ID: one reserve of a fresh job at URL, within 3 s; true when
-# it was acknowledged.
-probe () {
-    BROKER_URL=$1 TOKEN=$SCHED_TOKEN http POST /v1/reservations --max-time 3 \
-        -d "{\"job_id\":\"probe-$2\",\"uid\":1000,\"user\":\"probe\",\"nodes\":\"pr$2\",\"vni_count\":1}"
-    [ "$HTTP_STATUS" = 201 ] || [ "$HTTP_STATUS" = 200 ]
-}
-
 # probe_until_done: probe broker A and B in turn from the fault ($t0)
 # until the history client's load ends ($hend; its final checks, which
 # read the pool and the live reservations, must see no other client's
@@ -125,13 +113,13 @@ probe_until_done () {
     ok_a="" ok_b="" FAILS_A=0 FAILS_B=0
     while kill -0 "$hpid" 2>/dev/null && [ "$(now_ms)" -lt "$hend" ]; do
         n=$((n + 1))
-        if probe "$url_a" "$mode-a$n"; then
+        if probe_reserve "$url_a" "$mode-a$n"; then
             [ -n "$ok_a" ] || ok_a=$(($(now_ms) - t0))
         else
             FAILS_A=$((FAILS_A + 1))
             ok_a=""
         fi
-        if probe "$url_b" "$mode-b$n"; then
+        if probe_reserve "$url_b" "$mode-b$n"; then
             [ -n "$ok_b" ] || ok_b=$(($(now_ms) - t0))
         else
             FAILS_B=$((FAILS_B + 1))

@@ -182,6 +182,19 @@ cleanup () {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# now_ms: the wall clock in milliseconds, for the figures tests print.
+now_ms () {
+    echo $(($(date +%s%N) / 1000000))
+}
+
+# probe_reserve URL ID: one reserve of a fresh job (probe-ID, 1 VNI on
+# node prID) at broker URL, within 3 s; true when it was acknowledged.
+probe_reserve () {
+    BROKER_URL=$1 TOKEN=$SCHED_TOKEN http POST /v1/reservations --max-time 3 \
+        -d "{\"job_id\":\"probe-$2\",\"uid\":1000,\"user\":\"probe\",\"nodes\":\"pr$2\",\"vni_count\":1}"
+    [ "$HTTP_STATUS" = 201 ] || [ "$HTTP_STATUS" = 200 ]
+}
+
 # wait_for SECONDS COMMAND...: poll until COMMAND succeeds, for at most
 # SECONDS of wall-clock time however long each try of COMMAND takes (a
 # count of tries would not bound it), and one last try at the deadline.
