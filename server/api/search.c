@@ -48,7 +48,7 @@ int search_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const char *q = request_query(req, "q");
     long long limit = 200;
-    json_t *job = NULL, *nodes = NULL, *node = NULL;
+    json_t *qs = NULL, *job = NULL, *nodes = NULL, *node = NULL;
     int status = -1;
 
     if (params_query_ll(req, "limit", 1, 10000, &limit, errp) < 0)
@@ -59,14 +59,23 @@ int search_get(struct request *req, json_t **out, vnib_error_t *errp)
                             ERRCODE_INVALID_FIELD,
                             errp,
                             "q is required: a job id or a node name");
+    /* Echoed in the reply, so it must be text JSON can carry (%ff is not);
+     * neither a job id nor a node name can be anything but ASCII.
+     */
+    if (!(qs = json_string(q)))
+        return request_fail(req,
+                            EINVAL,
+                            ERRCODE_INVALID_FIELD,
+                            errp,
+                            "q must be UTF-8 text: a job id or a node name");
     bool as_job = job_id_ok(q);
     bool as_node = token_node_name_valid(q);
     if ((as_job && find_job(req, q, limit, &job, &nodes, errp) < 0)
         || (as_node && nodes_view(req, q, &node, errp) < 0))
         goto cleanup;
-    *out = json_pack("{s:s, s:b, s:b, s:o, s:o, s:o}",
+    *out = json_pack("{s:o, s:b, s:b, s:o, s:o, s:o}",
                      "q",
-                     q,
+                     qs,
                      "job_id_valid",
                      as_job,
                      "node_name_valid",
@@ -78,6 +87,7 @@ int search_get(struct request *req, json_t **out, vnib_error_t *errp)
                      "node",
                      node ? node : json_null());
     /* json_pack()'s "o" took them, even on failure */
+    qs = NULL;
     job = NULL;
     nodes = NULL;
     node = NULL;
@@ -88,6 +98,7 @@ int search_get(struct request *req, json_t **out, vnib_error_t *errp)
     }
     status = 200;
 cleanup:
+    json_decref(qs);
     json_decref(job);
     json_decref(nodes);
     json_decref(node);

@@ -95,7 +95,8 @@ struct render_report {
 };
 
 /* GET /v1/reservations/{job_id}/nodes: the reservation's node list (the
- * hostlist `nodes`, decoded with at most max_names names) split by each
+ * hostlist `nodes`, decoded with at most max_names names: its stored
+ * node count) split by each
  * node's last report, "pending" for a node that has sent none, as a
  * hostlist and a count per state; and the reports r[0..n-1] themselves,
  * at most `limit` of them, in the order given, with "reports_total" n.

@@ -354,24 +354,26 @@ int store_job_nodes(struct store *s,
         goto cleanup;
     }
     for (int i = 0; i < rows; i++) {
-        if (PQgetisnull(r, i, 3))
+        if (PQgetisnull(r, i, 4))
             continue;
-        rep[n].node = store_col(r, i, 3);
-        rep[n].cxi = store_col(r, i, 4);
-        rep[n].services = store_col(r, i, 5);
-        rep[n].message = store_col(r, i, 6);
-        rep[n].updated_at = store_col(r, i, 7);
+        rep[n].node = store_col(r, i, 4);
+        rep[n].cxi = store_col(r, i, 5);
+        rep[n].services = store_col(r, i, 6);
+        rep[n].message = store_col(r, i, 7);
+        rep[n].updated_at = store_col(r, i, 8);
         n++;
     }
-    if (!(*resp =
-              render_job_nodes(job_id,
-                               store_col_ll(r, 0, 0),
-                               store_col(r, 0, 1),
-                               store_col(r, 0, 2),
-                               rep,
-                               n,
-                               limit,
-                               (size_t)s->cfg->limits.hostlist_max_names))) {
+    /* The stored list expands to its stored count, whatever
+     * limits.hostlist_max_names says now.
+     */
+    if (!(*resp = render_job_nodes(job_id,
+                                   store_col_ll(r, 0, 0),
+                                   store_col(r, 0, 1),
+                                   store_col(r, 0, 2),
+                                   rep,
+                                   n,
+                                   limit,
+                                   (size_t)store_col_ll(r, 0, 3)))) {
         errprintf(errp,
                   errno == ENOMEM ? "out of memory"
                                   : "job %s's stored node list does not decode",

@@ -364,9 +364,10 @@ static const char sql_step_free[] =
  * none.
  */
 static const char sql_job_reports[] =
-    "SELECT r.id, r.state, r.nodes, nr.node, nr.cxi, nr.services::text, "
-    "nr.message, vnib_ts(nr.updated_at) "
-    "FROM (SELECT id, state, nodes FROM reservations WHERE job_id = $1 "
+    "SELECT r.id, r.state, r.nodes, r.node_count, nr.node, nr.cxi, "
+    "nr.services::text, nr.message, vnib_ts(nr.updated_at) "
+    "FROM (SELECT id, state, nodes, node_count FROM reservations "
+    "WHERE job_id = $1 "
     "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
     "LEFT JOIN node_reports nr ON nr.reservation_id = r.id "
     "ORDER BY array_position(ARRAY['failed', 'creating', 'created', "

@@ -143,7 +143,7 @@ expect_eq "a 300-character name: neither (too long for both)" \
     "$(jq -c '[.job_id_valid, .node_name_valid]' "$T/http.body")" '[false,false]'
 search '-rf'
 expect_eq "-rf (it would read as an option): neither" "$(jq -c '[.job_id_valid, .node_name_valid]' "$T/http.body")" '[false,false]'
-for bad in "" "q=" "q=nid001&limit=0" "q=nid001&limit=10001"; do
+for bad in "" "q=" "q=%ff%fe" "q=nid001&limit=0" "q=nid001&limit=10001"; do
     TOKEN=$MONITOR_TOKEN http GET "/v1/search?$bad"
     expect_status "search ?$bad: 400" 400
     expect_json "... invalid_field" .error.code invalid_field
