@@ -36,6 +36,46 @@ esac
 BUILD=${1:-build}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 case "$BUILD" in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+
+# As root, the integration tests start daemons and jobs as other users
+# (PostgreSQL and Patroni as postgres, the Slurm daemons, jobs as
+# nobody), and a checkout may be one they cannot enter (a clone under
+# /root, or under a mode-0700 directory).  So that every run finds what
+# would fail there, even from a checkout others can enter (as CI's is),
+# root runs them from a private view: in a mount namespace of its own,
+# the checkout is bound under a mode-0700 directory and everything runs
+# from that path.  Nothing outside the namespace sees the mount; the
+# directory is removed afterwards.  VNIB_PRIVATE_VIEW is the view's path
+# (0590-private-checkout checks that others cannot enter it);
+# VNIB_PRIVATE_VIEW=none runs in place.
+if [ "$(id -u)" -eq 0 ] && [ "$mode" != unit ] && [ -z "${VNIB_PRIVATE_VIEW:-}" ]; then
+    view=$(mktemp -d "${TMPDIR:-/tmp}/vnib-private.XXXXXX")
+    chmod 700 "$view"
+    mkdir "$view/vnibroker"
+    case "$BUILD" in
+        "$TOP"/*) vbuild=$view/vnibroker/${BUILD#"$TOP"/} ;;
+        *) vbuild=$BUILD ;;
+    esac
+    modearg=""
+    [ "$mode" = integration ] && modearg=--integration-only
+    # Whether a namespace and the mount can be made here (a container may
+    # refuse them), then the run itself.
+    if unshare --mount --propagation private \
+        mount --bind "$TOP" "$view/vnibroker" 2>/dev/null; then
+        unshare --mount --propagation private sh -c '
+            mount --bind "$1" "$2/vnibroker" && cd "$2/vnibroker" &&
+                VNIB_PRIVATE_VIEW=$2/vnibroker exec sh tests/run-all.sh $3 "$4"
+        ' sh "$TOP" "$view" "$modearg" "$vbuild"
+        rc=$?
+        rmdir "$view/vnibroker" "$view"
+        exit "$rc"
+    fi
+    rmdir "$view/vnibroker" "$view"
+    echo "run-all: cannot bind the checkout in a mount namespace of its own" \
+        "(unshare --mount); the tests run in place"
+    VNIB_PRIVATE_VIEW=none
+fi
+export VNIB_PRIVATE_VIEW=${VNIB_PRIVATE_VIEW:-none}
 export VNIB_BUILD=$BUILD
 export VNIB_OPENAPI=$TOP/server/api/openapi.yaml
 # Leaks are errors; libmicrohttpd and libpq keep a few process-lifetime

@@ -7,12 +7,27 @@
 # 0500-slurm-harness (sbatch, as nobody, loads the SPANK plugin; Slurm
 # runs hooks and a batch script) from there.  Both must pass as they do
 # here: what another user must read is copied into the test's own
-# directory (lib.sh's share), never read from the checkout.
+# directory (lib.sh's share), never read from the checkout.  It also
+# checks that this run's other tests ran from tests/run-all.sh's private
+# view of the checkout, where any such read fails as it would here.
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
     # It runs 0500-slurm-harness, so it is a Slurm test too.
     skip_slurm "only root's tests run anything as another user"
+fi
+
+# tests/run-all.sh, as root, runs every test from a view of the checkout
+# under a mode-0700 directory, so that whatever another user would need of
+# the checkout fails in every run, not only from a private clone.
+if [ "${VNIB_PRIVATE_VIEW:-none}" = none ]; then
+    skip "not run from tests/run-all.sh's private view (VNIB_PRIVATE_VIEW=none): this run's other tests could enter the checkout"
+else
+    expect_eq "this run's tests run from the private view" "$TOP" "$VNIB_PRIVATE_VIEW"
+    expect_eq "... which nobody cannot enter" \
+        "$(runuser -u nobody -- sh -c "cd '$TOP'" 2>/dev/null || echo refused)" refused
+    expect_eq "... nor postgres" \
+        "$(runuser -u postgres -- ls "$TOP/schema" >/dev/null 2>&1 || echo refused)" refused
 fi
 
 C=$T/private/vnibroker

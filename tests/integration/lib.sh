@@ -12,8 +12,10 @@
 # The checkout may be private (a clone under /root, mode 0700): whatever
 # another user must read (PostgreSQL as postgres, the Slurm daemons, a
 # job's user) is copied into $T with `share`, or made there, and never read
-# from the checkout.  Files the tests make are world-readable (umask 022)
-# for the same reason, whatever umask the caller has.
+# from the checkout; and the test runs in $T, so that what it starts as
+# another user never inherits a working directory in the checkout.  Files
+# the tests make are world-readable (umask 022) for the same reason,
+# whatever umask the caller has.
 #
 # Each script ends with `finish`, which prints "# counts: PASSED FAILED
 # SKIPPED" for tests/run-all.sh and exits non-zero when anything failed.
@@ -36,6 +38,12 @@ TEST_NAME=$(basename "$0" .sh)
 umask 022
 T=$(mktemp -d "${TMPDIR:-/tmp}/vnib-$TEST_NAME.XXXXXX")
 chmod 755 "$T"
+# Everything the test starts inherits this working directory: a daemon or
+# job run as another user (PostgreSQL, Patroni's workers, slurmd's jobs)
+# must be able to enter it, and the checkout may be closed to them.  $0
+# is made absolute first (bash), for the scripts' "$(dirname "$0")".
+case "$0" in /*) ;; */*) BASH_ARGV0=$PWD/$0 ;; esac
+cd "$T" || exit 1
 PASSED=0
 FAILED=0
 SKIPPED=0
@@ -176,7 +184,7 @@ cleanup () {
     if [ "${KEEP_TEST_DIR:-0}" = 1 ]; then
         echo "# kept $T"
     else
-        rm -rf "$T"
+        cd / && rm -rf "$T"
     fi
 }
 trap cleanup EXIT
