@@ -235,6 +235,15 @@ out=$(timeout 60 srun -N1 -w n2 sh -c 'echo TASK-RAN' 2>&1)
 expect_no_match "with n2 cut off from the broker, the step's task does not run on n2" "$out" TASK-RAN
 expect_match "... Slurm says the interconnect failed" "$out" 'Error configuring interconnect'
 expect_eq "... no service was made on n2" "$(sim_count n2 cxi0)" 0
+# slurmstepd opens the SPANK stack after making the step's process
+# container and before job_init, where switch/vnib refuses a step: a step
+# refused in preinit would have no container, and a later signal to it
+# would go to "container 0" (plugins/slurm/README.md, ProctrackType).
+refused=$(last_job)
+expect_eq "... refused once its process container existed (in job_init, after the SPANK stack opened)" \
+    "$(grep -F "[$refused.0]" "$VNIB_SLURM_LOGS/slurmd.n2.log" | awk '
+        /spank: opening plugin stack/ { opened = 1 }
+        /switch\/vnib: JobId=.*broker unreachable/ { print (opened ? "after" : "before"); exit }')" after
 sleep 1
 expect_eq "... and n2 is not drained" "$(slurm_node_state n2)" idle
 cp "$T/n2/agent.toml.good" "$T/n2/agent.toml"

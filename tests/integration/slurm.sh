@@ -284,10 +284,12 @@ SlurmdDebug=debug
 MailProg=/bin/true
 # Nodes may claim more CPUs than the host has.
 SlurmdParameters=config_overrides
-# Not proctrack/pgid: with it, slurmstepd waits 3 s after a batch script
-# that ran srun (its process group lingers; proctrack_p_wait sleeps 1 s,
-# then 2 s).  linuxproc follows the process tree and does not wait.
-ProctrackType=proctrack/linuxproc
+# Never proctrack/linuxproc: it takes a signal to "container 0" (a step
+# that failed before its container was made, then cancelled or requeued)
+# for one to every process on the host, the tests' shells and daemons
+# included.  pgid refuses container 0 (plugins/slurm/README.md,
+# "Failures and limits").
+ProctrackType=proctrack/pgid
 $([ "$VNIB_SLURM_RELEASE" -lt 2405 ] && echo "TaskPlugin=task/none")
 SwitchType=switch/$s_switch
 ${s_switch_params:+SwitchParameters=$s_switch_params}

@@ -20,18 +20,23 @@ int switch_p_job_attach(struct swv_step *stepinfo,
                         uint32_t rank);
 int switch_p_job_step_complete(struct swv_step *stepinfo, char *nodelist);
 
-/* Before the tasks start, as root: create the step's services and set
- * its environment. */
+/* Nothing before the step's process container exists.  slurmstepd calls
+ * preinit before proctrack creates the container, and a step refused
+ * here has none: a signal to that step (a cancel, a requeue) then goes to
+ * "container 0", which proctrack/linuxproc takes for every process on
+ * the host.  So the step is set up, and may be refused, in job_init. */
 int switch_p_job_preinit(stepd_step_rec_t *step)
-{
-    return swv_stepd_preinit(step);
-}
-
-/* Nothing between preinit and the tasks. */
-int switch_p_job_init(stepd_step_rec_t *step)
 {
     (void)step;
     return SLURM_SUCCESS;
+}
+
+/* After the container exists, before the tasks start, as root: create
+ * the step's services and set its environment.  A refusal here ends the
+ * step through postfini, which tears down whatever was made. */
+int switch_p_job_init(stepd_step_rec_t *step)
+{
+    return swv_stepd_init(step);
 }
 
 /* After the step's processes are gone: destroy its services. */

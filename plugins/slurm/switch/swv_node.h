@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_node: switch/vnib's node side, in slurmstepd.
  *
- * Before a step's tasks start (switch_p_job_preinit, as root) the node
+ * Before a step's tasks start (switch_p_job_init, as root) the node
  * creates the step's CXI services and gets the task environment; after
  * they are gone (switch_p_job_postfini) it destroys the services and
  * reports, or spools the report when the broker is unreachable.  Both

@@ -547,7 +547,7 @@ static int env_apply(char ***env, char **add)
     return SLURM_SUCCESS;
 }
 
-int swv_stepd_preinit(stepd_step_rec_t *job)
+int swv_stepd_init(stepd_step_rec_t *job)
 {
     const struct swv_jobinfo *info = step_info(job);
     vnib_error_t err = {0};

@@ -59,9 +59,10 @@ void swv_jobdata_pack(const void *jd, buf_t *buffer);
 int swv_jobdata_unpack(void **jd, buf_t *buffer);
 void swv_jobdata_free(void *jd);
 
-/* slurmstepd: create the step's services and set its environment;
- * destroy them after its processes are gone. */
-int swv_stepd_preinit(stepd_step_rec_t *step);
+/* slurmstepd: create the step's services and set its environment (at
+ * job_init, once the step's process container exists); destroy them
+ * after its processes are gone. */
+int swv_stepd_init(stepd_step_rec_t *step);
 int swv_stepd_postfini(stepd_step_rec_t *step);
 
 #endif /* !SWV_PLUGIN_H */
