@@ -152,11 +152,15 @@ expect_json "scancel released it" .state released
 
 # ---- a job ends while the broker is down: no node drained, reports spooled ------
 spooled () { ls "$T/$1/spool" 2>/dev/null | grep -c '\.json$'; }
-timeout 90 srun -N2 -w n1,n3 sleep 6 >"$T/outage.out" 2>&1 &
+# The job says its own id (squeue's newest running job might be another).
+timeout 90 srun -N2 -w n1,n3 sh -c 'echo "job $SLURM_JOB_ID"; sleep 6' \
+    >"$T/outage.out" 2>&1 &
 outage_srun=$!
 _running_on () { [ "$(sim_count "$1" cxi0)" = 1 ]; }
 wait_for 30 _running_on n1 && wait_for 30 _running_on n3
-outage_job=$(timeout 5 squeue -h -t running -o '%i' | sort -n | tail -n 1)
+_outage_job () { grep -q '^job [0-9]' "$T/outage.out"; }
+wait_for 10 _outage_job
+outage_job=$(sed -n 's/^job \([0-9]*\)$/\1/p' "$T/outage.out" | head -n 1)
 broker_stop
 wait "$outage_srun"
 expect_eq "a job whose end falls in a broker outage completes" "$?" 0
@@ -170,6 +174,12 @@ expect_match "the hook's log says the report was spooled" "$(cat "$VNIB_HOOK_LOG
 broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
 TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$outage_job"
 expect_json "the reservation is still active (EpilogSlurmctld spooled the release)" .state active
+if [ "$(jq -r .state "$T/http.body")" != active ]; then
+    # Who released it, and when, against what the hook did.
+    TOKEN=$SCHED_TOKEN http GET "/v1/events?job_id=$outage_job"
+    jq -c '.events[] | [.time, .actor, .action, .node]' "$T/http.body" | sed 's/^/#   /'
+    sed 's/^/#   hook: /' "$VNIB_HOOK_LOG"
+fi
 for n in n1 n3; do # what vnib-agent-flush.timer runs
     "$BUILD/vnib-agent" --config "$T/$n/agent.toml" flush >"$T/flush.out" 2>&1
     expect_match "vnib-agent flush on $n sends its report" "$(cat "$T/flush.out")" "flush: 1 sent, 0 dropped, 0 left"
