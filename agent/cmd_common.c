@@ -113,12 +113,17 @@ static int load_identity(struct cmd_ctx *a)
     return CMD_DONE;
 }
 
+int cmd_identify(struct cmd_ctx *a)
+{
+    return a->node[0] ? CMD_DONE : load_identity(a);
+}
+
 int cmd_connect(struct cmd_ctx *a)
 {
     vnib_error_t error = {0};
     if (a->broker.get)
         return CMD_DONE;
-    int rc = load_identity(a);
+    int rc = cmd_identify(a);
     if (rc != CMD_DONE)
         return rc;
     if (!(a->client = vnib_client_create(a->cfg->url, a->token, &error)))
@@ -264,6 +269,33 @@ json_t *cmd_service_vnis(json_t *res)
     return all;
 }
 
+int cmd_step_view(json_t **resp, const char *step_id, vnib_error_t *errp)
+{
+    json_t *copy, *vnis;
+
+    /* A copy: the reply may be shared. */
+    if (!(copy = json_deep_copy(*resp))
+        || (!json_object_get(copy, "step_id")
+            && json_object_set_new(copy, "step_id", json_string(step_id)) < 0)
+        || (json_object_get(copy, "vnis")
+            && json_object_set(copy, "step_vnis", json_object_get(copy, "vnis"))
+                   < 0)) {
+        json_decref(copy);
+        json_decref(*resp);
+        *resp = NULL;
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    vnis = cmd_service_vnis(copy);
+    if (vnis)
+        json_object_set_new(copy, "vnis", vnis);
+    else
+        json_object_del(copy, "vnis");
+    json_decref(*resp);
+    *resp = copy;
+    return 0;
+}
+
 int cmd_fetch(struct cmd_ctx *a,
               const char *job_id,
               const char *step_id,
@@ -272,7 +304,6 @@ int cmd_fetch(struct cmd_ctx *a,
               vnib_error_t *errp)
 {
     char path[BROKER_PATH_MAX];
-    json_t *copy, *vnis;
     int status;
 
     *replyp = NULL;
@@ -282,30 +313,8 @@ int cmd_fetch(struct cmd_ctx *a,
     if (status != 200 || !step_id)
         return status;
     /* A step's services hold its VNIs, then the job's: from here on
-     * "vnis" says so, in a copy (the reply may be shared); the step's own
-     * stay as "step_vnis".  Malformed VNIs leave no "vnis" at all, so
-     * cmd_job_from refuses the reservation. */
-    if (!(copy = json_deep_copy(*replyp))
-        || (!json_object_get(copy, "step_id")
-            && json_object_set_new(copy, "step_id", json_string(step_id)) < 0)
-        || (json_object_get(copy, "vnis")
-            && json_object_set(copy, "step_vnis", json_object_get(copy, "vnis"))
-                   < 0)) {
-        json_decref(copy);
-        errno = ENOMEM;
-        errprintf(errp, "out of memory");
-        json_decref(*replyp);
-        *replyp = NULL;
-        return -1;
-    }
-    vnis = cmd_service_vnis(copy);
-    if (vnis)
-        json_object_set_new(copy, "vnis", vnis);
-    else
-        json_object_del(copy, "vnis");
-    json_decref(*replyp);
-    *replyp = copy;
-    return status;
+     * "vnis" says so; the step's own stay as "step_vnis". */
+    return cmd_step_view(replyp, step_id, errp) < 0 ? -1 : status;
 }
 
 int cmd_report(struct cmd_ctx *a, struct vnib_report r, vnib_error_t *errp)
