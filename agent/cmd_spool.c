@@ -373,7 +373,7 @@ static int sweep(struct cmd_ctx *a, long retry, json_t *swept)
     vnib_error_t error = {0};
     json_t *view = NULL, *r;
     char path[TOKEN_NODE_MAX + 32];
-    char *esc = vnib_client_escape(a->node);
+    char *esc = cmd_escape(a->node);
     int status, left = 0;
     bool broken = false, lost = false;
     size_t i;

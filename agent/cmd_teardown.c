@@ -410,7 +410,7 @@ int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
     }
     if ((rc = cmd_connect(a)) != CMD_DONE)
         goto out;
-    char *esc = vnib_client_escape(a->node);
+    char *esc = cmd_escape(a->node);
     if (!esc) {
         rc = cmd_fail(a, CMD_FAILED, "out of memory");
         goto out;

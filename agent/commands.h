@@ -36,6 +36,7 @@
 #include "vnib/error.h"
 #include "vnib/token.h"
 #include "agent/agentcfg.h"
+#include "agent/broker.h"
 #include "agent/jobenv.h"
 #include "agent/nic.h"
 
@@ -98,7 +99,10 @@ struct cmd_ctx {
                              * environment it made here */
     char *token;            /* owned: the node token */
     size_t token_len;
-    struct vnib_client *client; /* owned: the HTTP broker's */
+    broker_open_fn *open_broker; /* how cmd_connect opens the broker:
+                                  * broker_open, or brokerso_open (the
+                                  * vnib-agent program) */
+    struct broker_conn conn;     /* owned: what it opened */
 };
 
 /* Options of a command. */
@@ -152,8 +156,12 @@ void cmd_warn(struct cmd_ctx *a, const char *fmt, ...)
 int cmd_identify(struct cmd_ctx *a);
 
 /* Settle this node's name and the broker (unless one is set already):
- * the node token, then the HTTP client.  Returns an exit status. */
+ * the node token, then the HTTP client (a->open_broker).  Returns an exit
+ * status. */
 int cmd_connect(struct cmd_ctx *a);
+
+/* s percent-encoded for a URL path (a new string, or NULL with errno). */
+char *cmd_escape(const char *s);
 
 /* Open the NIC backend (unless one is set) and list its NICs. */
 int cmd_open_nics(struct cmd_ctx *a);

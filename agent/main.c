@@ -19,6 +19,7 @@
 
 #include "vnib/token.h"
 #include "agent/agentcfg.h"
+#include "agent/brokerso.h"
 #include "agent/commands.h"
 #include "agent/jobstate.h"
 #include "vnib/version.h"
@@ -326,7 +327,8 @@ static int parse_command(struct cmd_ctx *a,
 
 int main(int argc, char **argv)
 {
-    struct cmd_ctx a = {.out = stdout, .err = stderr};
+    struct cmd_ctx a = {
+        .out = stdout, .err = stderr, .open_broker = brokerso_open};
     struct args args = {
         .o = {.uid = -1, .retry_ms = -1, .format = "export", .nics = -1}};
     const struct command *cmd = commands;

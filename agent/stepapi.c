@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "agent/agentcfg.h"
+#include "agent/broker.h"
 #include "agent/commands.h"
 #include "agent/jobenv.h"
 #include "agent/jobstate.h"
@@ -142,6 +143,7 @@ static int ctx_open(struct cmd_ctx *a, const char *config, vnib_error_t *errp)
 {
     memset(a, 0, sizeof(*a));
     a->err = stderr;
+    a->open_broker = broker_open; /* linked in: no libcurl to spare */
     if (!(a->cfg = agentcfg_load(
               config ? config : AGENTCFG_DEFAULT_PATH, config != NULL, errp))) {
         errno = EINVAL;

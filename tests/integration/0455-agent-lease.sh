@@ -9,7 +9,8 @@
 # record keeps the VNIs quarantined until the node's housekeeping, or
 # after a reboot its `flush`, finds the services by owner and VNIs,
 # destroys them and reports; a node that never ran the job ends its
-# quarantine with `flush` (or an epilog without a record).
+# quarantine with `flush` (or an epilog without a record).  The program
+# does not load libcurl: a lease start runs without its broker client.
 #
 # Leases are the broker's when it issues them (config.example.toml has a
 # [lease] table); before that they are signed here with the same key, from
@@ -240,6 +241,28 @@ expect_eq "the step's end destroys its services" "$AGENT_RC:$(sim_count n1 cxi1)
 TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/l6/steps/0
 TOKEN=$SCHED_TOKEN http GET /v1/reservations/l6/steps/0
 expect_json "... and reports on the step's route: the step is released at once" .state released
+
+# ---- nothing loaded where nothing is called ------------------------------------------
+expect_eq "vnib-agent does not link libcurl" "$(ldd "$VNIB_AGENT" | grep -c libcurl)" 0
+mkdir "$T/bin"
+cp "$VNIB_AGENT" "$T/bin/"
+reserve_leased l7 n1 n1 || not_ok "l7 reserved"
+agent_bin () { "$T/bin/vnib-agent" --config "$T/n1/agent.toml" "$@" >"$T/out" 2>"$T/err"; }
+agent_bin prolog --job l7 --uid 1000 --lease "@$T/l7.lease"
+expect_eq "a lease start needs no client of the broker at all (none beside the program)" "$?" 0
+agent_bin epilog --job l7
+expect_eq "... a command that asks the broker does (2)" "$?" 2
+expect_match "... saying where it looked" "$(cat "$T/err")" "vnib-agent-broker.so: not in $T/bin nor in $T/bin/../lib/vnibroker"
+cp "$BUILD/vnib-agent-broker.so" "$T/bin/"
+chmod 664 "$T/bin/vnib-agent-broker.so"
+agent_bin epilog --job l7
+expect_eq "a client that its group may write is refused (2)" "$?" 2
+expect_match "... saying why" "$(cat "$T/err")" "vnib-agent-broker.so: refused: owned by uid 0, mode 0664"
+chmod 644 "$T/bin/vnib-agent-broker.so"
+agent_bin epilog --job l7
+expect_eq "with it, the epilog exits 0" "$?" 0
+TOKEN=$SCHED_TOKEN http GET /v1/reservations/l7
+expect_json "... and the broker has n1's report" .cleanup.destroyed 1
 
 # ---- hwcoll_fetch: the one request a lease start may make ----------------------------
 lease_sign "$(lease_payload "$(cat "$T/l6.lease")" | jq -c 'del(.v, .kid, .iat, .exp) + {hwcoll_fetch: true}')" >"$T/l6.hw.lease"
