@@ -44,7 +44,8 @@ int store_pool(struct store *s,
     long long releasing = store_col_ll(r, 0, 1);
     long long outside = store_col_ll(r, 0, 2);
     const char *cursor = store_col(r, 0, 3);
-    *resp = render_pool(pool, active, releasing, outside, cursor);
+    long long cooling = store_col_ll(r, 0, 4);
+    *resp = render_pool(pool, active, releasing, outside, cooling, cursor);
     PQclear(r);
     if (!*resp)
         return errprintf(errp, "out of memory");
