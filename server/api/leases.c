@@ -40,7 +40,7 @@ int leases_ask(struct request *req,
                             ERRCODE_LEASE_DISABLED,
                             errp,
                             "this broker signs no leases: set lease.key_file "
-                            "(deploy/README.md, section 2.6)");
+                            "(deploy/README.md, section 2.4)");
     ask->want = true;
     ask->now = time(NULL);
     ask->until = (long long)ask->now + cfg->lease.ttl_s;

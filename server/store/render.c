@@ -538,9 +538,10 @@ json_t *render_vni(int vni,
                    bool in_pool,
                    const char *state,
                    json_t *res,
-                   const char *last_released_at)
+                   const char *last_released_at,
+                   const char *usable_at)
 {
-    json_t *o = json_pack("{s:i, s:b, s:s, s:o, s:o}",
+    json_t *o = json_pack("{s:i, s:b, s:s, s:o, s:o, s:o}",
                           "vni",
                           vni,
                           "in_pool",
@@ -550,7 +551,9 @@ json_t *render_vni(int vni,
                           "reservation",
                           res ? res : json_null(),
                           "last_released_at",
-                          str_or_null(last_released_at));
+                          str_or_null(last_released_at),
+                          "usable_at",
+                          str_or_null(usable_at));
     if (!o)
         errno = ENOMEM;
     return o;

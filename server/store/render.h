@@ -133,14 +133,16 @@ json_t *render_pool(const struct idset *pool,
                     long long cooling,
                     const char *cursor);
 
-/* GET /v1/vnis/{vni}: state free, active or quarantined; res ("o") the
- * reservation that holds or held it, or NULL.
+/* GET /v1/vnis/{vni}: state free, active, quarantined or cooling; res
+ * ("o") the reservation that holds or held it, or NULL; usable_at, a
+ * cooling VNI's, when a reserve may take it (NULL: null).
  */
 json_t *render_vni(int vni,
                    bool in_pool,
                    const char *state,
                    json_t *res,
-                   const char *last_released_at);
+                   const char *last_released_at,
+                   const char *usable_at);
 
 /* One audit event; detail is JSON object text.  A step's event (job_id
  * "<job>#<step>") shows "job_id" and "step_id" apart.

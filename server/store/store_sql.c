@@ -271,11 +271,14 @@ static const char sql_pool_sync[] =
 
 /* The reservation holding VNI $1, or the last one that did (see
  * vnib_vni_reservation in schema/0007); whether it still holds it
- * (ROW_NCOLS).
+ * (ROW_NCOLS); when it is free but cooling down, until when (usable_at,
+ * schema/0021).
  */
 static const char sql_vni[] =
     "SELECT v.*, EXISTS (SELECT 1 FROM vni_holds WHERE vni = $1::integer "
-    "AND reservation_id = r.id), q.presumed, " PARENT_COLS
+    "AND reservation_id = r.id), q.presumed, (SELECT vnib_ts(f.usable_at) "
+    "FROM vni_free f WHERE f.vni = $1::integer AND f.usable_at > now()) "
+    "AS usable_at, " PARENT_COLS
     "FROM (SELECT vnib_vni_reservation($1::integer) AS id OFFSET 0) r "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v "
     "LEFT JOIN LATERAL (SELECT parent_id, presumed FROM reservations "

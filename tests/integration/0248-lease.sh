@@ -169,21 +169,6 @@ TOKEN=$SCHED_TOKEN http POST /v1/reservations \
 expect_status "a lease that is not a boolean is 400" 400
 expect_json "... invalid_field" .error.code invalid_field
 
-# A step's lease names its VNIs and its job's.
-TOKEN=$SCHED_TOKEN http PUT /v1/reservations/h1/steps/0 -d '{"nodes":"tux[1-2]","lease":true}'
-expect_status "a step reserve with a lease is 201" 201
-show "$(jq -r .lease "$T/http.body")"
-expect_eq "... its lease verifies and is the step's" \
-    "$SHOW_RC $(lease_json '[.job_id, .step_id, .presumed, (.job_vnis | join(",")), .hwcoll_fetch] | join(" ")')" \
-    "0 h1 0 true $H1_VNI true"
-expect_eq "... with no session token in its environment" \
-    "$(lease_json '.environment | keys | join(",")')" "SLINGSHOT_TCS,SLINGSHOT_VNIS"
-H1_EXP=$(lease_json .exp)
-expect_eq "... and the job's lease_until follows it (its VNIs are in it)" \
-    "$(psql_q "SELECT extract(epoch FROM lease_until)::bigint FROM reservations WHERE id = $H1_ID")" "$H1_EXP"
-TOKEN=$SCHED_TOKEN http PUT /v1/reservations/h1/steps/0 -d '{"nodes":"tux[1-2]"}'
-expect_json "a step retry without the lease is 409 reservation_conflict" .error.code reservation_conflict
-
 # A broker without lease.key_file, on the same database.
 broker_config "$T/plain.toml" "$(vni_pool 3000-3001)"
 broker_start "$T/plain.toml" || { not_ok "a broker without leases starts"; finish; }
@@ -200,6 +185,21 @@ expect_json "... not presumed" .presumed false
 BROKER_URL=$PLAIN TOKEN=$SCHED_TOKEN http PUT /v1/reservations/p1/steps/0 -d '{"nodes":"tux1","lease":true}'
 expect_json "a step's lease there is lease_disabled too" .error.code lease_disabled
 BROKER_URL=$URL
+
+# A step's lease names its VNIs and its job's.
+TOKEN=$SCHED_TOKEN http PUT /v1/reservations/h1/steps/0 -d '{"nodes":"tux[1-2]","lease":true}'
+expect_status "a step reserve with a lease is 201" 201
+show "$(jq -r .lease "$T/http.body")"
+expect_eq "... its lease verifies and is the step's" \
+    "$SHOW_RC $(lease_json '[.job_id, .step_id, .presumed, (.job_vnis | join(",")), .hwcoll_fetch] | join(" ")')" \
+    "0 h1 0 true $H1_VNI true"
+expect_eq "... with no session token in its environment" \
+    "$(lease_json '.environment | keys | join(",")')" "SLINGSHOT_TCS,SLINGSHOT_VNIS"
+H1_EXP=$(lease_json .exp)
+expect_eq "... and the job's lease_until follows it (its VNIs are in it)" \
+    "$(psql_q "SELECT extract(epoch FROM lease_until)::bigint FROM reservations WHERE id = $H1_ID")" "$H1_EXP"
+TOKEN=$SCHED_TOKEN http PUT /v1/reservations/h1/steps/0 -d '{"nodes":"tux[1-2]"}'
+expect_json "a step retry without the lease is 409 reservation_conflict" .error.code reservation_conflict
 
 # The forced end of h1: its VNI cools down all the same.
 TOKEN=$ADMIN_TOKEN http DELETE '/v1/reservations/h1?force=true'
@@ -263,6 +263,9 @@ expect_eq "... every node counted once" "$(destroyed_count)" 3
 TOKEN=$(node_token n2) http GET /v1/nodes/n2
 expect_json "n2 has nothing left to clean" .cleanup_needed 0
 Q1_USABLE=$((Q1_EXP + SKEW))
+TOKEN=$ADMIN_TOKEN http GET "/v1/vnis/$Q1_VNI"
+expect_json "q1's VNI: cooling, until its lease's exp + max_skew_s" \
+    '[.state, (.usable_at | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601)] | tostring' "[\"cooling\",$Q1_USABLE]"
 
 # ---- cool-down --------------------------------------------------------------
 # (h1's lease ran from its step's reserve, a few seconds ago: a run slower
@@ -290,9 +293,11 @@ expect_eq "/metrics counts the cooling VNIs" "$?" 0
 
 # reserve_until JOB DEADLINE: reserve JOB (1 VNI, no lease) every 0.2 s
 # until it is made or the clock passes DEADLINE (Unix seconds); sets
-# GOT_AT (the clock, with a fraction) and REFUSED (503s before).
+# FIRST_AT and GOT_AT (the clock, with a fraction, at the first try and at
+# the one that made it) and REFUSED (503s before).
 reserve_until () {
     REFUSED=0
+    FIRST_AT=$(date +%s.%N)
     while :; do
         TOKEN=$SCHED_TOKEN http POST /v1/reservations \
             -d "{\"job_id\":\"$1\",\"uid\":1001,\"user\":\"alice\",\"nodes\":\"n1\",\"vni_count\":1}"
@@ -312,7 +317,11 @@ expect_status "h1's VNI is handed out again once its lease expired" 201
 expect_json "... it is h1's" '.vnis[0]' "$H1_VNI"
 at_or_after "$GOT_AT" "$H1_USABLE"
 expect_eq "... not before its last lease's exp + max_skew_s" "$?" 0
-expect_eq "... refused until then" "$((REFUSED > 0))" 1
+if at_or_after "$FIRST_AT" "$((H1_USABLE - 1))"; then
+    skip "h1's lease had expired at the first try (a slow run)"
+else
+    expect_eq "... refused until then" "$((REFUSED > 0))" 1
+fi
 TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/c1
 expect_json "c1 (no lease, no report) released at once" .state released
 TOKEN=$SCHED_TOKEN http POST /v1/reservations \
