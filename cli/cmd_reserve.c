@@ -39,8 +39,9 @@ static int reservation_reply(const struct ctl *ctl,
 static const char help_reserve[] =
     "Usage: vnibctl reserve JOB_ID --uid N --user NAME --nodes HOSTLIST "
     "[--vnis N]\n"
-    "                      [--hwcoll on|off|auto]\n"
+    "                      [--hwcoll on|off|auto] [--lease]\n"
     "       vnibctl reserve JOB_ID --step STEP --nodes HOSTLIST [--vnis N]\n"
+    "                      [--lease]\n"
     "Reserve VNIs for a job (roles: scheduler, admin).  Repeating the same\n"
     "reservation is harmless and prints it again; different parameters for\n"
     "an active job are refused (reservation_conflict).\n"
@@ -54,6 +55,11 @@ static const char help_reserve[] =
     "                    nodes of the job, --vnis (default 0) of its own,\n"
     "                    with the job's at most 4; uid, user and traffic\n"
     "                    classes are the job's\n"
+    "  --lease           ask for a lease (the broker's lease.key_file): the\n"
+    "                    reservation is presumed (every node holds until it\n"
+    "                    reports destroyed), and a last line \"lease LEASE\"\n"
+    "                    prints it (--json: the \"lease\" key); a repeat must\n"
+    "                    ask for one too ('vnibctl lease show' decodes it)\n"
     "  --json            print the reservation as JSON\n";
 
 struct reserve_args {
@@ -63,6 +69,7 @@ struct reserve_args {
     struct opts_uint vnis;
     const char *hwcoll;
     const char *step;
+    bool lease;
 };
 
 /* A job step id: 1-64 of letters, digits and ._- (as the broker's). */
@@ -93,6 +100,7 @@ static int run_reserve_step(struct ctl *ctl,
         .step_id = a->step,
         .nodes = a->nodes,
         .vni_count = a->vnis.text ? (int)a->vnis.value : -1,
+        .lease = a->lease,
     };
     vnib_error_t error = {0};
     json_t *reply = NULL;
@@ -133,6 +141,7 @@ static int run_reserve(struct ctl *ctl, void *args, char **pos)
         .nodes = a->nodes,
         .vni_count = a->vnis.text ? (int)a->vnis.value : -1,
         .hwcoll = a->hwcoll,
+        .lease = a->lease,
     };
     vnib_error_t error = {0};
     json_t *reply = NULL;
@@ -150,6 +159,7 @@ static const struct opts_option reserve_options[] = {
     OPTS_ROW_UINT("vnis", 'v', struct reserve_args, vnis, 0, "N", 0, VNIB_SERVICE_VNIS_MAX),
     OPTS_ROW_CHOICE("hwcoll", 'H', struct reserve_args, hwcoll, 0, "MODE", hwcoll_modes, "on, off or auto"),
     OPTS_ROW_STRING("step", 'S', struct reserve_args, step, OPTS_LATE, "STEP", check_step),
+    OPTS_ROW_FLAG("lease", 'L', struct reserve_args, lease),
     OPTS_ROW_END,
 };
 /* clang-format on */

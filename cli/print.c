@@ -190,12 +190,28 @@ static const char *const reservation_order[] = {
     "tcs_mask",    "quarantined",  "cleanup",
     "created_at",  "created_by",   "release_requested_at",
     "released_at", "released_by",  "forced",
-    NULL,
+    "presumed",    NULL,
 };
 
 int print_reservation_kv(json_t *r)
 {
-    return print_kv(r, reservation_order, NULL);
+    static const char *const skip[] = {"lease", NULL};
+    const char *lease = print_str(r, "lease");
+    int rc = print_kv(r, reservation_order, skip);
+
+    /* A lease is one word on a line of its own, for scripts to take; it is
+     * base64url and dots, nothing that could drive a terminal.
+     */
+    if (rc != CTL_EXIT_OK || !lease)
+        return rc;
+    if (strspn(lease,
+               "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+               "0123456789-_.")
+        != strlen(lease))
+        return ctl_fail(CTL_EXIT_UNREACHABLE,
+                        "the broker's reply has a lease that is not one");
+    printf("lease %s\n", lease);
+    return rc;
 }
 
 int print_reservation(const struct ctl *ctl, json_t *r)

@@ -30,7 +30,8 @@ int print_table(json_t *rows,
 /* A reservation as "key: value" lines, its main keys first. */
 int print_reservation_kv(json_t *r);
 
-/* The reply of reserve, release, show and report: print_reservation_kv,
+/* The reply of reserve, release, show and report: print_reservation_kv
+ * (whose lease, a reserve's with --lease, is a last line "lease LEASE"),
  * or the JSON with --json.  Returns an exit status.
  */
 int print_reservation(const struct ctl *ctl, json_t *r);

@@ -197,16 +197,21 @@ static void line_broker(const struct out *o, json_t *st)
 
 static void line_pool(const struct out *o, json_t *pool)
 {
-    char fr[24], ac[24], qu[24], ou[24], to[24];
+    char fr[24], ac[24], qu[24], co[24], ou[24], to[24];
     json_t *nfree = json_object_get(pool, "free");
     json_t *total = json_object_get(pool, "total");
 
     key(o, "pool");
     fprintf(o->f,
-            "%s free, %s active, %s quarantined, %s outside, %s total",
+            "%s free, %s active, %s quarantined, ",
             num(pool, "free", fr, sizeof(fr)),
             num(pool, "active", ac, sizeof(ac)),
-            num(pool, "quarantined", qu, sizeof(qu)),
+            num(pool, "quarantined", qu, sizeof(qu)));
+    /* VNIs that wait for leases to expire, when there are any. */
+    if (json_integer_value(json_object_get(pool, "cooling")) > 0)
+        fprintf(o->f, "%s cooling, ", num(pool, "cooling", co, sizeof(co)));
+    fprintf(o->f,
+            "%s outside, %s total",
             num(pool, "outside_pool", ou, sizeof(ou)),
             num(pool, "total", to, sizeof(to)));
     if (json_is_integer(nfree) && json_is_integer(total))

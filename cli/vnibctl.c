@@ -11,7 +11,7 @@
  * command is a table for cli/opts.c in its group's file: cmd_reserve.c
  * (reserve, release, show, report), cmd_list.c (list, events) and
  * cmd_admin.c (pool, vni, node), cmd_topo.c (topology), cmd_status.c
- * (status, printed by statusfmt.c).
+ * (status, printed by statusfmt.c), cmd_lease.c (lease show).
  *
  * Exit statuses, which scripts rely on:
  *   0  success, including idempotent repeats (HTTP 200, 201, 202)
@@ -32,6 +32,7 @@
 
 #include "vnib/client.h"
 #include "cli/cmd_admin.h"
+#include "cli/cmd_lease.h"
 #include "cli/cmd_list.h"
 #include "cli/cmd_reserve.h"
 #include "cli/cmd_status.h"
@@ -49,6 +50,7 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  reserve JOB_ID --uid N --user NAME --nodes HOSTLIST [--vnis N]\n"
+    "          [--lease]\n"
     "  release JOB_ID [--force]\n"
     "  show JOB_ID\n"
     "  list [--state active|releasing|released] [--node NAME] [--uid N]\n"
@@ -62,6 +64,7 @@ static const char usage_text[] =
     "  report JOB_ID NODE --cxi creating|created|destroyed|failed\n"
     "         [--service DEV:SVCID]... [--message TEXT]\n"
     "  topology [--file PATH] [--check] [JOB_ID]   (topology.conf)\n"
+    "  lease show [--key PUBFILE]... LEASE   (local; no broker needed)\n"
     "  token new ROLE NAME | token node NAME --key-file FILE |\n"
     "  token key --out FILE          (local; no broker needed)\n"
     "'vnibctl COMMAND --help' describes each command.\n"
@@ -147,6 +150,7 @@ static const struct opts_command *command_find(const char *name)
         cmd_admin_commands,
         cmd_topo_commands,
         cmd_status_commands,
+        cmd_lease_commands,
     };
 
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {

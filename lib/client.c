@@ -435,8 +435,8 @@ int vnib_client_reserve(struct vnib_client *c,
          && json_object_set_new(body, "vni_count", json_integer(r->vni_count))
                 < 0)
         || (r->hwcoll
-            && json_object_set_new(body, "hwcoll", json_string(r->hwcoll))
-                   < 0)) {
+            && json_object_set_new(body, "hwcoll", json_string(r->hwcoll)) < 0)
+        || (r->lease && json_object_set_new(body, "lease", json_true()) < 0)) {
         errno = ENOMEM;
         errprintf(errp, "out of memory");
         goto done;
@@ -620,9 +620,10 @@ int vnib_client_step_reserve(struct vnib_client *c,
         errno = EINVAL;
         return errprintf(errp, "step reserve: nodes are not valid UTF-8");
     }
-    if (r->vni_count >= 0
-        && json_object_set_new(body, "vni_count", json_integer(r->vni_count))
-               < 0) {
+    if ((r->vni_count >= 0
+         && json_object_set_new(body, "vni_count", json_integer(r->vni_count))
+                < 0)
+        || (r->lease && json_object_set_new(body, "lease", json_true()) < 0)) {
         json_decref(body);
         errno = ENOMEM;
         return errprintf(errp, "out of memory");

@@ -323,23 +323,23 @@ static int fail(vnib_error_t *errp, int err, const char *what)
     return errprintf(errp, "lease: %s", what);
 }
 
-int lease_verify(const struct lease_keyring *r,
-                 const char *lease,
-                 time_t now,
-                 long skew_s,
+/* Split lease into its payload (*payloadp, a new reference, with its
+ * "v", "iat", "exp" and "kid" checked), its signature (*sigp, SIG_LEN
+ * bytes, caller frees) and the length of its signed part (*signedp).
+ * Returns 0, or -1 with errno EINVAL and errp.
+ */
+static int parse(const char *lease,
                  json_t **payloadp,
+                 unsigned char **sigp,
+                 size_t *signedp,
                  vnib_error_t *errp)
 {
-    EVP_MD_CTX *ctx = NULL;
     unsigned char *body = NULL, *sig = NULL;
-    size_t len, bodylen = 0, siglen = 0, i;
-    const char *dot, *kid;
+    size_t len, bodylen = 0, siglen = 0;
+    const char *dot;
     json_t *p = NULL;
-    json_int_t iat, exp;
-    EVP_PKEY *key = NULL;
     int rc = -1;
 
-    *payloadp = NULL;
     len = lease ? strnlen(lease, LEASE_MAX_LEN + 1) : 0;
     if (len > LEASE_MAX_LEN)
         return fail(errp, EINVAL, "longer than the longest lease accepted");
@@ -362,10 +362,55 @@ int lease_verify(const struct lease_keyring *r,
         || json_integer_value(json_object_get(p, "v")) != 1
         || !json_is_integer(json_object_get(p, "iat"))
         || !json_is_integer(json_object_get(p, "exp"))
-        || !(kid = json_string_value(json_object_get(p, "kid")))) {
+        || !json_is_string(json_object_get(p, "kid"))) {
         fail(errp, EINVAL, "malformed payload");
         goto done;
     }
+    *payloadp = p;
+    *sigp = sig;
+    *signedp = (size_t)(dot - lease);
+    p = NULL;
+    sig = NULL;
+    rc = 0;
+done:
+    json_decref(p);
+    free(body);
+    free(sig);
+    return rc;
+}
+
+int lease_decode(const char *lease, json_t **payloadp, vnib_error_t *errp)
+{
+    unsigned char *sig = NULL;
+    size_t signed_len;
+
+    *payloadp = NULL;
+    if (parse(lease, payloadp, &sig, &signed_len, errp) < 0)
+        return -1;
+    free(sig);
+    return 0;
+}
+
+int lease_verify(const struct lease_keyring *r,
+                 const char *lease,
+                 time_t now,
+                 long skew_s,
+                 json_t **payloadp,
+                 vnib_error_t *errp)
+{
+    EVP_MD_CTX *ctx = NULL;
+    unsigned char *sig = NULL;
+    size_t signed_len = 0, i;
+    const char *kid;
+    json_t *p = NULL;
+    json_int_t iat, exp;
+    EVP_PKEY *key = NULL;
+    int rc = -1;
+
+    *payloadp = NULL;
+    if (parse(lease, &p, &sig, &signed_len, errp) < 0)
+        return -1;
+    kid = json_string_value(json_object_get(p, "kid"));
     for (i = 0; i < r->n && !key; i++)
         if (strcmp(r->kid[i], kid) == 0)
             key = r->key[i];
@@ -378,11 +423,8 @@ int lease_verify(const struct lease_keyring *r,
     }
     if (!(ctx = EVP_MD_CTX_new())
         || EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) != 1
-        || EVP_DigestVerify(ctx,
-                            sig,
-                            siglen,
-                            (const unsigned char *)lease,
-                            (size_t)(dot - lease))
+        || EVP_DigestVerify(
+               ctx, sig, SIG_LEN, (const unsigned char *)lease, signed_len)
                != 1) {
         fail(errp, EBADMSG, "the signature does not verify");
         goto done;
@@ -409,7 +451,6 @@ int lease_verify(const struct lease_keyring *r,
 done:
     EVP_MD_CTX_free(ctx);
     json_decref(p);
-    free(body);
     free(sig);
     return rc;
 }

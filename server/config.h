@@ -130,6 +130,12 @@ struct config {
     } hwcoll;
 
     struct {
+        char *key_file;  /* Ed25519 private key (PEM); "" = no leases */
+        long ttl_s;      /* a lease's life */
+        long max_skew_s; /* clock difference allowed with the nodes */
+    } lease;
+
+    struct {
         char *on_reservation_lost; /* argv, CONFIG_LIST_SEP-joined; "" none */
         long timeout_s;            /* hook run-time bound */
     } hooks;

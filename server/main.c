@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "vnib/idset.h"
+#include "vnib/lease.h"
 #include "vnib/logger.h"
 #include "vnib/sigstop.h"
 #include "server/http/auth.h"
@@ -111,18 +112,43 @@ static int parse_options(int argc, char **argv, struct options *opt)
     return 0;
 }
 
+/* The lease signer of lease.key_file into *signerp (NULL when it is "":
+ * no leases).  Returns 0, or -1 with errno and errp naming the key and
+ * the file.
+ */
+static int load_lease(const struct config *cfg,
+                      struct lease_signer **signerp,
+                      vnib_error_t *errp)
+{
+    vnib_error_t why = {0};
+
+    *signerp = NULL;
+    if (!cfg->lease.key_file[0])
+        return 0;
+    if (!(*signerp = lease_signer_load(cfg->lease.key_file, &why)))
+        return errprintf(errp, "lease.key_file: %s", why.text);
+    return 0;
+}
+
 static int check_config(const char *path)
 {
     vnib_error_t error = {0};
     struct inventory *inv = NULL;
+    struct lease_signer *lease = NULL;
     struct config *cfg = config_load(path, &error);
-    if (!cfg || !(inv = inventory_create(cfg, &error))) {
+    if (!cfg || !(inv = inventory_create(cfg, &error))
+        || load_lease(cfg, &lease, &error) < 0) {
         fprintf(stderr, "vnibrokerd: %s\n", error.text);
+        inventory_destroy(inv);
         config_destroy(cfg);
         return EXIT_USAGE;
     }
     config_print(cfg, stdout);
     inventory_print(inv, cfg, stdout);
+    if (lease)
+        printf("# lease.key_file: an Ed25519 key, key id %s\n",
+               lease_signer_kid(lease));
+    lease_signer_destroy(lease);
     inventory_destroy(inv);
     config_destroy(cfg);
     return 0;
@@ -295,6 +321,21 @@ int main(int argc, char **argv)
         rc = errno == EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
         goto done;
     }
+    if (load_lease(cfg, &b.lease, &error) < 0) {
+        logger_printf(b.log, LOG_ERR, NULL, "cannot start: %s", error.text);
+        rc = errno == EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+        goto done;
+    }
+    if (b.lease)
+        logger_printf(b.log,
+                      LOG_NOTICE,
+                      NULL,
+                      "leases: signed with key id %s (lease.key_file %s), "
+                      "%ld s each, %ld s of clock skew allowed",
+                      lease_signer_kid(b.lease),
+                      cfg->lease.key_file,
+                      cfg->lease.ttl_s,
+                      cfg->lease.max_skew_s);
     if (auth_token_count(b.auth) == 0 && !auth_nodes_enabled(b.auth))
         logger_printf(b.log,
                       LOG_WARNING,
@@ -395,6 +436,7 @@ done:
     hwcoll_destroy(b.hwcoll);
     store_destroy(b.store);
     auth_destroy(b.auth);
+    lease_signer_destroy(b.lease);
     if (rc == 0 && !opt.migrate)
         logger_printf(b.log, LOG_NOTICE, NULL, "stopped");
     logger_destroy(b.log);

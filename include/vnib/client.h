@@ -141,6 +141,7 @@ struct vnib_reserve {
     const char *nodes;  /* a hostlist expression */
     int vni_count;      /* < 0 leaves the count to the broker's default */
     const char *hwcoll; /* "on", "off", "auto"; NULL: the broker's default */
+    bool lease;         /* "lease": true: presumed, the reply has a lease */
 };
 
 /* POST /v1/reservations: reserve VNIs for a job.  201 created, 200 the
@@ -199,6 +200,7 @@ struct vnib_step_reserve {
     const char *step_id;
     const char *nodes; /* a hostlist expression */
     int vni_count;     /* < 0 leaves it to the broker's default, 0 */
+    bool lease;        /* "lease": true, as vnib_reserve's */
 };
 
 /* PUT /v1/reservations/JOB_ID/steps/STEP_ID: reserve for a step of an

@@ -91,4 +91,11 @@ int lease_verify(const struct lease_keyring *r,
                  json_t **payloadp,
                  vnib_error_t *errp);
 
+/* Decode a lease's payload without verifying it (vnibctl lease show with
+ * no key): well formed as lease_verify wants it, or -1 with errno EINVAL
+ * and errp.  Nothing in the payload is to be trusted.  On success
+ * *payloadp is a new reference.
+ */
+int lease_decode(const char *lease, json_t **payloadp, vnib_error_t *errp);
+
 #endif /* !VNIB_LEASE_H */

@@ -12,6 +12,8 @@
 -- its last digits) must be in the reservation's ranges, probed backwards
 -- from its number through reservation_ranges_member (schema/0019).  An
 -- event is recorded only when the report changes something (schema/0006).
+-- A node's first destroyed adds one to the reservation's destroyed_count,
+-- which ends a presumed reservation's quarantine (schema/0021).
 -- outcome: ok | not_found | not_member | stale_reservation |
 -- invalid_transition (previous state in counts) | job_not_active.
 CREATE OR REPLACE FUNCTION vnib_report(
@@ -92,6 +94,13 @@ BEGIN
     ON CONFLICT (reservation_id, node) DO UPDATE
        SET cxi = excluded.cxi, services = excluded.services,
            message = excluded.message, updated_at = now();
+    -- destroyed is final, so a node counts once (schema/0021); its row is
+    -- locked (FOR UPDATE above), so two reports of one node take turns
+    -- and the second reads the first's.
+    IF p_cxi = 'destroyed' AND prev IS DISTINCT FROM 'destroyed' THEN
+        UPDATE reservations SET destroyed_count = destroyed_count + 1
+         WHERE id = v_id;
+    END IF;
     changed := prev IS NULL OR prev IS DISTINCT FROM p_cxi
                OR prev_services IS DISTINCT FROM p_services
                OR prev_message IS DISTINCT FROM p_message;

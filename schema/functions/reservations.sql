@@ -14,9 +14,15 @@
 -- created | exists (the job's active reservation, same parameters) |
 -- conflict (different ones) | superseded (a newer reservation of the job
 -- was made while this request waited) | exhausted (detail "<wanted>
--- <free> <being taken>", nothing made for that job) | busy (its lock is
--- held elsewhere and not p_wait: nothing done; detail is its ticket, to
--- pass again as p_ticket[k], which may be NULL for a new one).
+-- <free> <being taken> <cooling>", nothing made for that job) | busy (its
+-- lock is held elsewhere and not p_wait: nothing done; detail is its
+-- ticket, to pass again as p_ticket[k], which may be NULL for a new one).
+-- p_presumed[k]: the reservation is presumed (schema/0021), which is one
+-- of the parameters a retry must repeat; p_lease_until[k] (NULL: none)
+-- and p_lease_skew[k]: the expiry of the lease the broker signs for it
+-- and the clock skew it allows, kept as the latest for an existing one.
+-- Queued VNIs whose usable_at is to come are passed over (and counted as
+-- cooling).
 CREATE OR REPLACE FUNCTION vnib_reserve_batch(
     p_job text[], p_uid bigint[], p_user text[], p_nodes text[],
     p_node_count integer[], p_vni_count integer[], p_tcs smallint[],
@@ -24,7 +30,8 @@ CREATE OR REPLACE FUNCTION vnib_reserve_batch(
     p_pool_hi integer[], p_ritem integer[], p_rprefix text[], p_rsuffix text[],
     p_rwidth smallint[], p_rlo bigint[], p_rhi bigint[], p_hwcoll_mode text[],
     p_hwcoll_state text[], p_hwcoll_reason text[], p_fm_job_id text[],
-    p_addrs integer[], p_ticket bigint[], p_wait boolean)
+    p_addrs integer[], p_ticket bigint[], p_wait boolean,
+    p_presumed boolean[], p_lease_until timestamptz[], p_lease_skew integer[])
 RETURNS SETOF vnib_batch_row LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
 SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
@@ -45,6 +52,7 @@ DECLARE
     vitem integer[] := '{}';  -- the item of each VNI handed out
     vnum integer[] := '{}';   -- and the VNI
     busy bigint;
+    cooling bigint;
     made bigint;
 BEGIN
     got := vnib_jobs_lock(p_job, p_wait);
@@ -54,6 +62,7 @@ BEGIN
                                         AND a.nodes = x.nodes
                                         AND a.vni_count = x.vc
                                         AND a.hwcoll_mode = x.hm
+                                        AND a.presumed = coalesce(x.pr, false)
                                    THEN 'exists' ELSE 'conflict' END
                           WHEN s.id IS NOT NULL THEN 'superseded'
                           ELSE 'created' END ORDER BY x.k),
@@ -62,8 +71,8 @@ BEGIN
            array_agg(CASE WHEN NOT x.got THEN x.t::text END ORDER BY x.k)
       INTO outcome, rid, detail
       FROM unnest(p_job, p_uid, p_user, p_nodes, p_vni_count, p_hwcoll_mode,
-                  ticket, got)
-           WITH ORDINALITY x(job, uid, usr, nodes, vc, hm, t, got, k)
+                  ticket, got, p_presumed)
+           WITH ORDINALITY x(job, uid, usr, nodes, vc, hm, t, got, pr, k)
       LEFT JOIN LATERAL (SELECT * FROM reservations
                           WHERE x.got AND job_id = x.job
                             AND state = 'active' LIMIT 1) a ON true
@@ -80,6 +89,7 @@ BEGIN
           FROM (SELECT f.vni, f.seq FROM vni_free f
                  WHERE EXISTS (SELECT 1 FROM unnest(p_pool_lo, p_pool_hi) p(lo, hi)
                                 WHERE f.vni BETWEEN p.lo AND p.hi)
+                   AND f.usable_at <= now()
                  ORDER BY f.seq LIMIT want
                    FOR UPDATE SKIP LOCKED) q;
         avail := coalesce(cardinality(cand), 0);
@@ -95,16 +105,18 @@ BEGIN
             END IF;
         END LOOP;
         IF avail < want THEN
-            -- What is queued and not ours was skipped: other reserves are
-            -- taking it.
-            SELECT count(*) INTO busy FROM vni_free f
+            -- What is queued, usable and not ours was skipped: other
+            -- reserves are taking it.  What is cooling waits for leases.
+            SELECT count(*) FILTER (WHERE f.usable_at <= now()
+                                      AND f.vni <> ALL (coalesce(cand, '{}'))),
+                   count(*) FILTER (WHERE f.usable_at > now())
+              INTO busy, cooling FROM vni_free f
              WHERE EXISTS (SELECT 1 FROM unnest(p_pool_lo, p_pool_hi) p(lo, hi)
-                            WHERE f.vni BETWEEN p.lo AND p.hi)
-               AND f.vni <> ALL (coalesce(cand, '{}'));
+                            WHERE f.vni BETWEEN p.lo AND p.hi);
             FOR k IN 1 .. n LOOP
                 CONTINUE WHEN outcome[k] <> 'exhausted';
                 detail[k] := p_vni_count[k] || ' ' || busy + avail - used
-                             || ' ' || busy;
+                             || ' ' || busy || ' ' || cooling;
             END LOOP;
         END IF;
         DELETE FROM vni_free WHERE vni = ANY (vnum);
@@ -115,23 +127,27 @@ BEGIN
                                   node_count, vni_count, vnis, tcs_mask,
                                   empty_reason, created_by, hwcoll_mode,
                                   hwcoll_state, hwcoll_reason, fm_job_id,
-                                  addrs_per_job, hwcoll_updated_at)
+                                  addrs_per_job, hwcoll_updated_at, presumed,
+                                  lease_until, lease_skew_s)
              SELECT x.t, x.job, x.uid, x.usr, x.nodes, x.nc, x.vc,
                     coalesce((SELECT array_agg(v.num ORDER BY v.i)
                                 FROM unnest(vitem, vnum) WITH ORDINALITY v(item, num, i)
                                WHERE v.item = x.k), '{}'),
                     x.tcs, x.er, x.actor, x.hm, x.hs, x.hr,
-                    x.fm || '-r' || x.t, x.ad, now()
+                    x.fm || '-r' || x.t, x.ad, now(), coalesce(x.pr, false),
+                    x.lu, coalesce(x.ls, 0)
                FROM unnest(p_job, p_uid, p_user, p_nodes, p_node_count,
                            p_vni_count, p_tcs, p_empty_reason, p_actor,
                            p_hwcoll_mode, p_hwcoll_state, p_hwcoll_reason,
-                           p_fm_job_id, p_addrs, ticket, outcome)
+                           p_fm_job_id, p_addrs, ticket, outcome, p_presumed,
+                           p_lease_until, p_lease_skew)
                     WITH ORDINALITY x(job, uid, usr, nodes, nc, vc, tcs, er,
-                                      actor, hm, hs, hr, fm, ad, t, o, k)
+                                      actor, hm, hs, hr, fm, ad, t, o, pr,
+                                      lu, ls, k)
               WHERE x.o = 'created'
               ORDER BY x.k
         ON CONFLICT (job_id) WHERE state = 'active' DO NOTHING
-        RETURNING id, job_id, vnis, nodes, uid, created_by),
+        RETURNING id, job_id, vnis, nodes, uid, created_by, presumed),
     holds AS (
         INSERT INTO vni_holds (vni, reservation_id)
              SELECT v.num, ticket[v.item] FROM unnest(vitem, vnum) v(item, num)),
@@ -147,6 +163,8 @@ BEGIN
              SELECT ins.id, ins.job_id, ins.created_by, 'reserve',
                     jsonb_build_object('vnis', ins.vnis, 'nodes', ins.nodes,
                                        'uid', ins.uid)
+                    || CASE WHEN ins.presumed THEN '{"presumed": true}'::jsonb
+                            ELSE '{}'::jsonb END
                FROM ins ORDER BY ins.id)
     SELECT count(*) INTO made FROM ins;
     IF made <> (SELECT count(*) FROM unnest(outcome) o WHERE o = 'created') THEN
@@ -155,7 +173,38 @@ BEGIN
         RAISE EXCEPTION 'a job gained an active reservation while reserving'
             USING ERRCODE = '40001';
     END IF;
+    -- A retry signs a lease of its own: the VNIs cool down until the
+    -- latest one expired.
+    UPDATE reservations r
+       SET lease_until = greatest(r.lease_until, x.lu),
+           lease_skew_s = greatest(r.lease_skew_s, x.ls)
+      FROM unnest(outcome, rid, p_lease_until, p_lease_skew) x(o, id, lu, ls)
+     WHERE x.o = 'exists' AND x.lu IS NOT NULL AND r.id = x.id
+       AND (r.lease_until IS NULL OR r.lease_until < x.lu
+            OR r.lease_skew_s < x.ls);
     RETURN QUERY SELECT * FROM vnib_batch_rows(outcome, rid, detail);
+END $$;
+
+-- The group reserve of brokers of schema 20 and older: no lease, nothing
+-- presumed.
+CREATE OR REPLACE FUNCTION vnib_reserve_batch(
+    p_job text[], p_uid bigint[], p_user text[], p_nodes text[],
+    p_node_count integer[], p_vni_count integer[], p_tcs smallint[],
+    p_empty_reason text[], p_actor text[], p_pool_lo integer[],
+    p_pool_hi integer[], p_ritem integer[], p_rprefix text[], p_rsuffix text[],
+    p_rwidth smallint[], p_rlo bigint[], p_rhi bigint[], p_hwcoll_mode text[],
+    p_hwcoll_state text[], p_hwcoll_reason text[], p_fm_job_id text[],
+    p_addrs integer[], p_ticket bigint[], p_wait boolean)
+RETURNS SETOF vnib_batch_row LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY SELECT * FROM vnib_reserve_batch(
+        p_job, p_uid, p_user, p_nodes, p_node_count, p_vni_count, p_tcs,
+        p_empty_reason, p_actor, p_pool_lo, p_pool_hi, p_ritem, p_rprefix,
+        p_rsuffix, p_rwidth, p_rlo, p_rhi, p_hwcoll_mode, p_hwcoll_state,
+        p_hwcoll_reason, p_fm_job_id, p_addrs, p_ticket, p_wait,
+        array_fill(false, ARRAY[cardinality(p_job)]),
+        array_fill(NULL::timestamptz, ARRAY[cardinality(p_job)]),
+        array_fill(0, ARRAY[cardinality(p_job)]));
 END $$;
 
 -- One job's reserve, as a group of one; pool exhaustion raises VN001.
@@ -186,12 +235,18 @@ BEGIN
     RETURN vnib_batch_single(b);
 END $$;
 
--- Reservation p_id is held while a node may still have services of it,
--- and a job's also while one of its steps is not released.
+-- Reservation p_id is held while a node may still have services of it:
+-- a node whose last report is not destroyed, and for a presumed one
+-- (schema/0021) any node of its list that has not reported destroyed
+-- (its row's count, not a count of its reports); a job's also while one
+-- of its steps is not released.
 CREATE OR REPLACE FUNCTION vnib_nodes_holding(p_id bigint)
 RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    RETURN EXISTS (SELECT 1 FROM node_reports
+    RETURN EXISTS (SELECT 1 FROM reservations
+                    WHERE id = p_id AND presumed
+                      AND destroyed_count < node_count)
+        OR EXISTS (SELECT 1 FROM node_reports
                     WHERE reservation_id = p_id AND cxi <> 'destroyed')
         OR EXISTS (SELECT 1 FROM reservations
                     WHERE parent_id = p_id AND state <> 'released');
@@ -199,8 +254,10 @@ END $$;
 
 -- End the quarantine of reservations p_id[k] (of job p_job[k]) at once:
 -- their VNIs leave vni_holds and join the tail of the free queue (those
--- of the pool in force), lowest first within each, in item order; each
--- is released, with event p_action[k].  p_requested[k]: the release was
+-- of the pool in force), lowest first within each, in item order, each
+-- usable once the reservation's last lease expired, plus the clock skew
+-- it allowed (schema/0021; at once without a lease); each is released,
+-- with event p_action[k].  p_requested[k]: the release was
 -- requested now (the reservation was active).  p_hw_release[k]: its
 -- multicast reservation is released with it, in the same row version.
 -- vnib_end_quarantines adds what this ends for the jobs of steps.
@@ -212,9 +269,14 @@ BEGIN
     WITH freed AS (DELETE FROM vni_holds WHERE reservation_id = ANY (p_id)
                    RETURNING vni, reservation_id),
     queued AS (
-        INSERT INTO vni_free (vni, seq)
-             SELECT f.vni, nextval('vni_free_seq')
-               FROM (SELECT freed.vni, array_position(p_id, freed.reservation_id) AS k
+        INSERT INTO vni_free (vni, seq, usable_at)
+             SELECT f.vni, nextval('vni_free_seq'), f.usable_at
+               FROM (SELECT freed.vni, array_position(p_id, freed.reservation_id) AS k,
+                            coalesce((SELECT r.lease_until
+                                             + make_interval(secs => r.lease_skew_s)
+                                        FROM reservations r
+                                       WHERE r.id = freed.reservation_id),
+                                     '-infinity') AS usable_at
                        FROM freed
                       WHERE NOT EXISTS (SELECT 1 FROM vni_pool)
                          OR EXISTS (SELECT 1 FROM vni_pool p
@@ -357,9 +419,12 @@ BEGIN
                    WHERE got[k] AND st[k] = 'active'),
             p_actor, false);
     END IF;
-    SELECT array_agg(EXISTS (SELECT 1 FROM node_reports nr
-                              WHERE nr.reservation_id = x.id
-                                AND nr.cxi <> 'destroyed')
+    SELECT array_agg(EXISTS (SELECT 1 FROM reservations c
+                              WHERE c.id = x.id AND c.presumed
+                                AND c.destroyed_count < c.node_count)
+                     OR EXISTS (SELECT 1 FROM node_reports nr
+                                 WHERE nr.reservation_id = x.id
+                                   AND nr.cxi <> 'destroyed')
                      OR EXISTS (SELECT 1 FROM reservations s
                                  WHERE s.parent_id = x.id
                                    AND s.state <> 'released') ORDER BY x.k)
@@ -383,8 +448,9 @@ BEGIN
         IF hw_rel[k] THEN
             PERFORM vnib_fm_enqueue(rid[k], p_job[k], 'delete_job', NULL);
         END IF;
-        -- Nodes that never reported hold nothing: with no holder left the
-        -- quarantine has nothing to wait for.
+        -- Nodes that never reported hold nothing, unless the reservation
+        -- is presumed: with no holder left the quarantine has nothing to
+        -- wait for.
         IF p_force OR NOT holding[k] THEN
             outcome[k] := 'released';
             end_k := end_k || k;
@@ -448,8 +514,9 @@ BEGIN
 END $$;
 
 -- Close every quarantine that nothing holds any more (no node's services,
--- no live step), in one vnib_end_quarantines call; the broker runs this
--- periodically as a safety net.  Reservations a running transaction has
+-- no presumed node short of destroyed, no live step), in one
+-- vnib_end_quarantines call; the broker runs this periodically as a
+-- safety net.  Reservations a running transaction has
 -- locked are skipped and caught next time.  Returns how many ended.
 CREATE OR REPLACE FUNCTION vnib_sweep(p_actor text)
 RETURNS integer LANGUAGE plpgsql AS $$
@@ -461,6 +528,7 @@ BEGIN
       INTO ids, jobs
       FROM (SELECT r.id, r.job_id FROM reservations r
              WHERE r.state = 'releasing'
+               AND NOT (r.presumed AND r.destroyed_count < r.node_count)
                AND NOT EXISTS (SELECT 1 FROM node_reports n
                                 WHERE n.reservation_id = r.id
                                   AND n.cxi <> 'destroyed')

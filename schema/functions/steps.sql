@@ -49,9 +49,10 @@ BEGIN
         RETURN;
     END IF;
     FOR s IN SELECT r.id, r.job_id, r.state,
-                    EXISTS (SELECT 1 FROM node_reports n
-                             WHERE n.reservation_id = r.id
-                               AND n.cxi <> 'destroyed') AS holding
+                    (r.presumed AND r.destroyed_count < r.node_count)
+                    OR EXISTS (SELECT 1 FROM node_reports n
+                                WHERE n.reservation_id = r.id
+                                  AND n.cxi <> 'destroyed') AS holding
                FROM reservations r
               WHERE r.parent_id = ANY (p_parents) AND r.state <> 'released'
                 AND (p_force OR r.state = 'active')
@@ -92,12 +93,16 @@ END $$;
 -- request waited) | not_found (the job has no reservation) |
 -- job_not_active (the job's newest is not active) | parent_changed (the
 -- job's active reservation is no longer p_parent: check again).  Pool
--- exhaustion raises VN001.
+-- exhaustion raises VN001.  p_presumed, p_lease_until and p_lease_skew
+-- as vnib_reserve_batch's (a retry must repeat p_presumed); the step's
+-- lease names its job's VNIs too, so the job's lease_until moves on with
+-- it.
 CREATE OR REPLACE FUNCTION vnib_step_reserve(
     p_job text, p_step text, p_parent bigint, p_nodes text,
     p_node_count integer, p_vni_count integer, p_empty_reason text,
     p_actor text, p_pool_lo integer[], p_pool_hi integer[], p_rprefix text[],
-    p_rsuffix text[], p_rwidth smallint[], p_rlo bigint[], p_rhi bigint[])
+    p_rsuffix text[], p_rwidth smallint[], p_rlo bigint[], p_rhi bigint[],
+    p_presumed boolean, p_lease_until timestamptz, p_lease_skew integer)
 RETURNS vnib_step_row LANGUAGE plpgsql AS $$
 DECLARE
     key text := p_job || '#' || p_step;
@@ -121,14 +126,18 @@ BEGIN
     IF par.id <> p_parent THEN
         RETURN vnib_step_row('parent_changed', NULL, NULL);
     END IF;
-    SELECT id, nodes, vni_count, parent_id INTO r FROM reservations
+    SELECT id, nodes, vni_count, parent_id, presumed INTO r FROM reservations
      WHERE job_id = key AND state = 'active';
-    IF FOUND THEN
-        RETURN vnib_step_row(CASE WHEN r.nodes = p_nodes
-                                       AND r.vni_count = p_vni_count
-                                       AND r.parent_id = par.id
-                                  THEN 'exists' ELSE 'conflict' END,
-                             r.id, NULL);
+    IF FOUND AND r.nodes = p_nodes AND r.vni_count = p_vni_count
+       AND r.parent_id = par.id AND r.presumed = coalesce(p_presumed, false) THEN
+        IF p_lease_until IS NOT NULL THEN
+            -- The job's row before the step's (see the top of this file).
+            PERFORM vnib_lease_extend(par.id, p_lease_until, p_lease_skew);
+            PERFORM vnib_lease_extend(r.id, p_lease_until, p_lease_skew);
+        END IF;
+        RETURN vnib_step_row('exists', r.id, NULL);
+    ELSIF FOUND THEN
+        RETURN vnib_step_row('conflict', r.id, NULL);
     END IF;
     SELECT id INTO got FROM reservations
      WHERE job_id = key AND id > new_id AND parent_id = par.id
@@ -139,13 +148,19 @@ BEGIN
     IF p_vni_count > 0 THEN
         v := vnib_alloc(new_id, p_vni_count, p_pool_lo, p_pool_hi);
     END IF;
+    IF p_lease_until IS NOT NULL THEN
+        PERFORM vnib_lease_extend(par.id, p_lease_until, p_lease_skew);
+    END IF;
     INSERT INTO reservations (id, job_id, uid, username, nodes, node_count,
                               vni_count, vnis, tcs_mask, empty_reason,
                               created_by, hwcoll_mode, hwcoll_state,
-                              parent_id, step_id)
+                              parent_id, step_id, presumed, lease_until,
+                              lease_skew_s)
          VALUES (new_id, key, par.uid, par.username, p_nodes, p_node_count,
                  p_vni_count, v, par.tcs_mask, p_empty_reason, p_actor,
-                 'off', 'disabled', par.id, p_step)
+                 'off', 'disabled', par.id, p_step,
+                 coalesce(p_presumed, false), p_lease_until,
+                 coalesce(p_lease_skew, 0))
     ON CONFLICT (job_id) WHERE state = 'active' DO NOTHING
     RETURNING id INTO got;
     IF got IS NULL THEN
@@ -157,8 +172,25 @@ BEGIN
     INSERT INTO events (reservation_id, job_id, actor, action, detail)
          VALUES (got, key, p_actor, 'reserve',
                  jsonb_build_object('vnis', v, 'nodes', p_nodes,
-                                    'uid', par.uid, 'parent_id', par.id));
+                                    'uid', par.uid, 'parent_id', par.id)
+                 || CASE WHEN p_presumed THEN '{"presumed": true}'::jsonb
+                         ELSE '{}'::jsonb END);
     RETURN vnib_step_row('created', got, NULL);
+END $$;
+
+-- The step reserve of brokers of schema 20 and older: no lease, nothing
+-- presumed.
+CREATE OR REPLACE FUNCTION vnib_step_reserve(
+    p_job text, p_step text, p_parent bigint, p_nodes text,
+    p_node_count integer, p_vni_count integer, p_empty_reason text,
+    p_actor text, p_pool_lo integer[], p_pool_hi integer[], p_rprefix text[],
+    p_rsuffix text[], p_rwidth smallint[], p_rlo bigint[], p_rhi bigint[])
+RETURNS vnib_step_row LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN vnib_step_reserve(p_job, p_step, p_parent, p_nodes, p_node_count,
+                             p_vni_count, p_empty_reason, p_actor, p_pool_lo,
+                             p_pool_hi, p_rprefix, p_rsuffix, p_rwidth, p_rlo,
+                             p_rhi, false, NULL::timestamptz, 0);
 END $$;
 
 -- Queue the release of one job step's multicast trees, of the job's

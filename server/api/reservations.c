@@ -20,6 +20,7 @@
 #include "vnib/monotime.h"
 #include "vnib/hostlist.h"
 #include "server/api/cache.h"
+#include "server/api/leases.h"
 #include "server/config.h"
 #include "server/http/auth.h"
 #include "server/http/http.h"
@@ -49,7 +50,7 @@ static int parse_reserve(struct request *req,
                          vnib_error_t *errp)
 {
     static const char *const allowed[] = {
-        "job_id", "uid", "user", "nodes", "vni_count", "hwcoll", NULL};
+        "job_id", "uid", "user", "nodes", "vni_count", "hwcoll", "lease", NULL};
     json_t *v;
 
     if (params_known_fields(req, body, allowed, errp) < 0)
@@ -133,6 +134,7 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const struct config *cfg = req->broker->cfg;
     struct store_reserve a = {0};
+    struct leases_ask lease;
     struct inventory_verdict known;
     struct hostlist *hosts = NULL;
     json_t *body = NULL;
@@ -142,7 +144,8 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
 
     if (request_json(req, &body, errp) < 0)
         return -1;
-    if (parse_reserve(req, body, &a, errp) < 0)
+    if (parse_reserve(req, body, &a, errp) < 0
+        || leases_ask(req, body, &lease, errp) < 0)
         goto done;
     if (params_nodes(req, a.nodes, &hosts, &nodes, errp) < 0)
         goto done;
@@ -159,6 +162,12 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     a.actor = req->who.name;
     a.pool = cfg->vni_pool;
     a.deadline_ns = req->deadline_ns;
+    /* The lease's expiry is written with the reservation, before the
+     * lease is signed: its VNIs never leave the cool-down before it.
+     */
+    a.presumed = lease.want;
+    a.lease_until = lease.until;
+    a.lease_skew_s = lease.skew_s;
     char fm_job_id[300];
     hwcoll_plan(
         req->broker->hwcoll, a.hwcoll_mode, &a, fm_job_id, sizeof(fm_job_id));
@@ -183,9 +192,12 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
         hwcoll_reserve(req->broker->hwcoll, req->who.name, out);
     hwcoll_reveal(req->broker->hwcoll, *out, true);
     /* The reservation is committed: a failure here (out of memory) is a
-     * 500, and the scheduler's retry finds the same reservation.
+     * 500, and the scheduler's retry finds the same reservation (and
+     * signs another lease).  The lease is made from the reply as the
+     * Fabric Manager left it, before the job token joins it.
      */
-    if (add_job_token(req, *out, a.job_id, errp) < 0) {
+    if (leases_add(req, *out, &lease, errp) < 0
+        || add_job_token(req, *out, a.job_id, errp) < 0) {
         json_decref(*out);
         *out = NULL;
         status = -1;

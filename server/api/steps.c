@@ -25,6 +25,7 @@
 #include "vnib/hostset.h"
 #include "vnib/tclass.h"
 #include "server/api/cache.h"
+#include "server/api/leases.h"
 #include "server/config.h"
 #include "server/http/http.h"
 #include "server/hwcoll/hwcoll.h"
@@ -187,7 +188,7 @@ static int parse_step_reserve(struct request *req,
                               struct store_step_reserve *a,
                               vnib_error_t *errp)
 {
-    static const char *const allowed[] = {"nodes", "vni_count", NULL};
+    static const char *const allowed[] = {"nodes", "vni_count", "lease", NULL};
 
     a->vni_count = 0;
     if (params_known_fields(req, body, allowed, errp) < 0
@@ -211,6 +212,7 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const struct config *cfg = req->broker->cfg;
     struct store_step_reserve a = {0};
+    struct leases_ask lease;
     enum store_step_refusal refusal = STORE_STEP_ACCEPTED;
     struct hostlist *hosts = NULL;
     json_t *body = NULL;
@@ -221,7 +223,8 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
     if (step_ids(req, &a.job_id, &a.step_id, errp) < 0
         || request_json(req, &body, errp) < 0)
         return -1;
-    if (parse_step_reserve(req, body, &a, errp) < 0)
+    if (parse_step_reserve(req, body, &a, errp) < 0
+        || leases_ask(req, body, &lease, errp) < 0)
         goto done;
     if (params_nodes(req, a.nodes, &hosts, &nodes, errp) < 0)
         goto done;
@@ -232,6 +235,9 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
         a.vni_count == 0 ? "vni_count is 0: no VNI requested" : NULL;
     a.actor = req->who.name;
     a.pool = cfg->vni_pool;
+    a.presumed = lease.want;
+    a.lease_until = lease.until;
+    a.lease_skew_s = lease.skew_s;
     for (int tries = 1;; tries++) {
         if (step_check_job(
                 req, a.job_id, hosts, a.vni_count, &a.parent_id, errp)
@@ -257,9 +263,14 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
     status = created ? 201 : 200;
     cache_forget(req->broker->cache, a.job_id, a.step_id);
     /* Only schedulers, admins and the job's own job token reserve: they
-     * may see the job's session token.
+     * may see the job's session token (never in the lease, made after).
      */
     hwcoll_reveal(req->broker->hwcoll, *out, true);
+    if (leases_add(req, *out, &lease, errp) < 0) {
+        json_decref(*out);
+        *out = NULL;
+        status = -1;
+    }
 done:
     free(nodes);
     hostlist_destroy(hosts);

@@ -35,7 +35,7 @@
 
 /* One reading of GET /v1/pool. */
 struct pool_figures {
-    long long total, free, active, quarantined, outside;
+    long long total, free, active, quarantined, cooling, outside;
 };
 
 struct gauges {
@@ -110,6 +110,7 @@ static int read_pool(struct gauges *g, vnib_error_t *errp)
         .free = field(pool, "free"),
         .active = field(pool, "active"),
         .quarantined = field(pool, "quarantined"),
+        .cooling = field(pool, "cooling"),
         .outside = field(pool, "outside_pool"),
     };
     json_decref(pool);
@@ -308,17 +309,21 @@ void gauges_write_metrics(struct gauges *g, FILE *f)
                 "# TYPE vnib_vni_pool_size gauge\n"
                 "vnib_vni_pool_size %lld\n"
                 "# HELP vnib_vni_pool_vnis VNIs by state, as GET /v1/pool "
-                "reports them (outside_pool: active or quarantined VNIs "
+                "reports them (cooling: free but not handed out before the "
+                "leases that named them expired; outside_pool: active or "
+                "quarantined VNIs "
                 "outside vni.pool, counted in those states too).\n"
                 "# TYPE vnib_vni_pool_vnis gauge\n"
                 "vnib_vni_pool_vnis{state=\"free\"} %lld\n"
                 "vnib_vni_pool_vnis{state=\"active\"} %lld\n"
                 "vnib_vni_pool_vnis{state=\"quarantined\"} %lld\n"
+                "vnib_vni_pool_vnis{state=\"cooling\"} %lld\n"
                 "vnib_vni_pool_vnis{state=\"outside_pool\"} %lld\n",
                 g->pool.total,
                 g->pool.free,
                 g->pool.active,
                 g->pool.quarantined,
+                g->pool.cooling,
                 g->pool.outside);
     if (g->fm_at)
         fprintf(f,

@@ -33,6 +33,7 @@ static const struct {
     [ERRCODE_UNKNOWN_FIELD]           = {"unknown_field",           400, 0,  {0}},
     [ERRCODE_INVALID_FIELD]           = {"invalid_field",           400, 0,  {0}},
     [ERRCODE_INVALID_HEADER]          = {"invalid_header",          400, 0,  {0}},
+    [ERRCODE_LEASE_DISABLED]          = {"lease_disabled",          400, 0,  {0}},
     [ERRCODE_UNAUTHORIZED]            = {"unauthorized",            401, 0,  {EACCES}},
     [ERRCODE_FORBIDDEN]               = {"forbidden",               403, 0,  {EPERM}},
     [ERRCODE_NOT_FOUND]               = {"not_found",               404, 0,  {ENOENT}},

@@ -206,7 +206,10 @@ json_t *render_reservation(const struct config *cfg, const struct render_row *f)
         || json_object_set_new(o, "released_by",
                                str_or_null(f->released_by)) < 0
         || json_object_set_new(o, "forced",
-                               json_boolean(*f->forced == 't')) < 0)
+                               json_boolean(*f->forced == 't')) < 0
+        || json_object_set_new(o, "presumed",
+                               json_boolean(f->presumed
+                                            && *f->presumed == 't')) < 0)
         goto nomem;
     /* clang-format on */
     if (json_array_size(vnis) == 0
@@ -273,7 +276,10 @@ json_t *render_node_view(const struct config *cfg,
         json_t *res = render_reservation(cfg, &e[i].res);
         const char *cxi = e[i].cxi;
         json_t *services = json_loads(e[i].services, 0, NULL);
-        /* Anything but a confirmed destroy may leave a service behind. */
+        /* Anything but a confirmed destroy may leave a service behind,
+         * and so may a presumed reservation's node that has not reported
+         * (cxi pending).
+         */
         bool needed = strcmp(cxi, "destroyed") != 0 && strcmp(cxi, "none") != 0;
         if (!res) {
             json_decref(services);
@@ -377,9 +383,41 @@ static json_t *render_report_list(const struct render_report *r,
     return list;
 }
 
+/* The nodes that may hold services: {"count": N, "nodes": hostlist} of
+ * the lists of creating, created and failed, and pending when presumed.
+ */
+static json_t *render_holding(struct hostlist *const by[NSTATES], bool presumed)
+{
+    struct hostlist *all = hostlist_create();
+    json_t *o = NULL;
+    char *expr = NULL;
+
+    for (size_t i = 0; all && i < NSTATES; i++) {
+        if (!strcmp(report_states[i], "destroyed") || (i == 0 && !presumed))
+            continue;
+        for (size_t k = 0; k < hostlist_count(by[i]); k++)
+            if (hostlist_append(all, hostlist_nth(by[i], k)) < 0)
+                goto cleanup;
+    }
+    if (!all)
+        goto cleanup;
+    hostlist_uniq(all);
+    if ((expr = hostlist_encode(all)))
+        o = json_pack("{s:I, s:s}",
+                      "count",
+                      (json_int_t)hostlist_count(all),
+                      "nodes",
+                      expr);
+cleanup:
+    free(expr);
+    hostlist_destroy(all);
+    return o;
+}
+
 json_t *render_job_nodes(const char *job_id,
                          long long reservation_id,
                          const char *state,
+                         bool presumed,
                          const char *nodes,
                          const struct render_report *r,
                          size_t n,
@@ -389,7 +427,7 @@ json_t *render_job_nodes(const char *job_id,
     struct hostlist *all = hostlist_decode(nodes, max_names, NULL);
     struct hostlist *reported = hostlist_create();
     struct hostlist *by[NSTATES] = {0};
-    json_t *o = NULL, *states = NULL, *list = NULL;
+    json_t *o = NULL, *states = NULL, *list = NULL, *holding = NULL;
     int saved;
 
     if (!all) {
@@ -413,27 +451,33 @@ json_t *render_job_nodes(const char *job_id,
             goto nomem;
     }
     if (!(states = render_states(by))
+        || !(holding = render_holding(by, presumed))
         || !(list = render_report_list(r, n, limit)))
         goto nomem;
-    o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:o, s:o, s:I}",
+    o = json_pack("{s:s, s:I, s:s, s:b, s:s, s:I, s:o, s:o, s:o, s:I}",
                   "job_id",
                   job_id,
                   "reservation_id",
                   (json_int_t)reservation_id,
                   "state",
                   state,
+                  "presumed",
+                  (int)presumed,
                   "nodes",
                   nodes,
                   "node_count",
                   (json_int_t)hostlist_count(all),
                   "states",
                   states,
+                  "holding",
+                  holding,
                   "reports",
                   list,
                   "reports_total",
                   (json_int_t)n);
     /* json_pack()'s "o" took them, even on failure */
     states = NULL;
+    holding = NULL;
     list = NULL;
     if (!o)
         goto nomem;
@@ -443,6 +487,7 @@ nomem:
 cleanup:
     saved = errno;
     json_decref(states);
+    json_decref(holding);
     json_decref(list);
     for (size_t i = 0; i < NSTATES; i++)
         hostlist_destroy(by[i]);
@@ -456,6 +501,7 @@ json_t *render_pool(const struct idset *pool,
                     long long active,
                     long long releasing,
                     long long outside,
+                    long long cooling,
                     const char *cursor)
 {
     long long total = (long long)idset_count(pool);
@@ -465,17 +511,19 @@ json_t *render_pool(const struct idset *pool,
 
     if (ranges)
         o = json_pack(
-            "{s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
+            "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
             "ranges",
             ranges,
             "total",
             (json_int_t)total,
             "free",
-            (json_int_t)(total - in_pool),
+            (json_int_t)(total - in_pool - cooling),
             "active",
             (json_int_t)active,
             "quarantined",
             (json_int_t)releasing,
+            "cooling",
+            (json_int_t)cooling,
             "outside_pool",
             (json_int_t)outside,
             "cursor",
@@ -490,9 +538,10 @@ json_t *render_vni(int vni,
                    bool in_pool,
                    const char *state,
                    json_t *res,
-                   const char *last_released_at)
+                   const char *last_released_at,
+                   const char *usable_at)
 {
-    json_t *o = json_pack("{s:i, s:b, s:s, s:o, s:o}",
+    json_t *o = json_pack("{s:i, s:b, s:s, s:o, s:o, s:o}",
                           "vni",
                           vni,
                           "in_pool",
@@ -502,7 +551,9 @@ json_t *render_vni(int vni,
                           "reservation",
                           res ? res : json_null(),
                           "last_released_at",
-                          str_or_null(last_released_at));
+                          str_or_null(last_released_at),
+                          "usable_at",
+                          str_or_null(usable_at));
     if (!o)
         errno = ENOMEM;
     return o;

@@ -46,6 +46,10 @@ struct render_row {
     const char *hwcoll_reason;
     const char *fm_job_id;
     const char *addrs_per_job;
+    /* "t" when every node of the list holds services until it reports
+     * destroyed (schema/0021: a lease was asked for); "f" or NULL not.
+     */
+    const char *presumed;
     /* A step's row (job_id "<job>#<step>", schema/0017): its job's
      * reservation, NULL when unknown (and for a job's row).
      */
@@ -70,7 +74,11 @@ json_t *render_reservation(const struct config *cfg,
 /* One of a node's reservations, with the node's own report. */
 struct render_node_entry {
     struct render_row res;
-    const char *cxi;      /* creating, created, destroyed, failed or none */
+    /* creating, created, destroyed, failed; none when the node sent no
+     * report, pending when it sent none to a presumed reservation (which
+     * it holds until it reports destroyed)
+     */
+    const char *cxi;
     const char *services; /* JSON array text */
 };
 
@@ -98,13 +106,16 @@ struct render_report {
  * hostlist `nodes`, decoded with at most max_names names: its stored
  * node count) split by each
  * node's last report, "pending" for a node that has sent none, as a
- * hostlist and a count per state; and the reports r[0..n-1] themselves,
+ * hostlist and a count per state; "holding", the nodes that may still
+ * hold its services (creating, created, failed, and pending too when the
+ * reservation is presumed); and the reports r[0..n-1] themselves,
  * at most `limit` of them, in the order given, with "reports_total" n.
  * Returns NULL with errno ENOMEM, or EINVAL when nodes does not decode.
  */
 json_t *render_job_nodes(const char *job_id,
                          long long reservation_id,
                          const char *state,
+                         bool presumed,
                          const char *nodes,
                          const struct render_report *r,
                          size_t n,
@@ -112,22 +123,26 @@ json_t *render_job_nodes(const char *job_id,
                          size_t max_names);
 
 /* GET /v1/pool: occupancy against the configured pool; cursor is the last
- * VNI handed out (NULL: none yet).
+ * VNI handed out (NULL: none yet); cooling the VNIs of the pool neither
+ * held nor free yet, waiting for the leases that named them to expire.
  */
 json_t *render_pool(const struct idset *pool,
                     long long active,
                     long long releasing,
                     long long outside,
+                    long long cooling,
                     const char *cursor);
 
-/* GET /v1/vnis/{vni}: state free, active or quarantined; res ("o") the
- * reservation that holds or held it, or NULL.
+/* GET /v1/vnis/{vni}: state free, active, quarantined or cooling; res
+ * ("o") the reservation that holds or held it, or NULL; usable_at, a
+ * cooling VNI's, when a reserve may take it (NULL: null).
  */
 json_t *render_vni(int vni,
                    bool in_pool,
                    const char *state,
                    json_t *res,
-                   const char *last_released_at);
+                   const char *last_released_at,
+                   const char *usable_at);
 
 /* One audit event; detail is JSON object text.  A step's event (job_id
  * "<job>#<step>") shows "job_id" and "step_id" apart.

@@ -536,20 +536,37 @@ static int sqlstate_errno(const char *state)
 
 int store_exhausted_error(vnib_error_t *errp, const char *detail)
 {
-    long want = 0, avail = 0, busy = 0;
-    if (!detail || sscanf(detail, "%ld %ld %ld", &want, &avail, &busy) != 3)
+    long want = 0, avail = 0, busy = 0, cooling = 0;
+    char more[160] = "";
+    /* The cooling count is schema 21's; a detail of three numbers has none. */
+    int n = detail ? sscanf(
+                detail, "%ld %ld %ld %ld", &want, &avail, &busy, &cooling)
+                   : 0;
+    if (n < 3)
         want = avail = busy = -1;
+    if (n < 4)
+        cooling = 0;
+    if (cooling > 0)
+        snprintf(more,
+                 sizeof(more),
+                 "; %ld more are cooling down until the leases that named "
+                 "them expire",
+                 cooling);
     errno = ENOSPC;
     if (busy > 0)
         return errprintf(errp,
                          "VNI pool exhausted: %ld VNIs requested, %ld free, "
                          "of which %ld are being handed out to concurrent "
-                         "reserves",
+                         "reserves%s",
                          want,
                          avail,
-                         busy);
-    return errprintf(
-        errp, "VNI pool exhausted: %ld VNIs requested, %ld free", want, avail);
+                         busy,
+                         more);
+    return errprintf(errp,
+                     "VNI pool exhausted: %ld VNIs requested, %ld free%s",
+                     want,
+                     avail,
+                     more);
 }
 
 /* Collect the result of the query just sent, waiting until deadline.

@@ -93,6 +93,11 @@ void store_row_fields(const PGresult *r, int row, struct render_row *f)
     f->hwcoll_reason = store_col(r, row, ROW_HWCOLL_REASON);
     f->fm_job_id = store_col(r, row, ROW_FM_JOB_ID);
     f->addrs_per_job = store_col(r, row, ROW_ADDRS_PER_JOB);
+    /* Whether it is presumed (schema/0021), when the query reads it: the
+     * column of that name (store_sql.c).
+     */
+    int pr = PQfnumber(r, "presumed");
+    f->presumed = pr >= 0 ? store_col(r, row, pr) : NULL;
     /* A step's job (schema/0017), when the query reads it: the columns
      * from parent_id on, in PARENT_COLS' order (store_sql.c).
      */

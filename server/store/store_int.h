@@ -253,7 +253,8 @@ int store_db_error(vnib_error_t *errp, const char *what, const char *fmt, ...)
 #define store_db_error(...) vnib_error_ret(store_db_error(__VA_ARGS__))
 
 /* The message of an exhausted pool, from DETAIL "<wanted> <free> <being
- * taken by concurrent reserves>"; errno ENOSPC, returns -1.
+ * taken by concurrent reserves> [<cooling down>]" (the fourth from
+ * schema 21 on); errno ENOSPC, returns -1.
  */
 int store_exhausted_error(vnib_error_t *errp, const char *detail);
 

@@ -44,7 +44,8 @@ int store_pool(struct store *s,
     long long releasing = store_col_ll(r, 0, 1);
     long long outside = store_col_ll(r, 0, 2);
     const char *cursor = store_col(r, 0, 3);
-    *resp = render_pool(pool, active, releasing, outside, cursor);
+    long long cooling = store_col_ll(r, 0, 4);
+    *resp = render_pool(pool, active, releasing, outside, cooling, cursor);
     PQclear(r);
     if (!*resp)
         return errprintf(errp, "out of memory");
@@ -84,6 +85,7 @@ int store_vni(struct store *s,
     json_t *res = NULL;
     const char *state = "free";
     const char *last_released = NULL;
+    const char *usable_at = NULL;
     if (PQntuples(r) == 1) {
         if (!(res = store_row_json(s->cfg, r, 0))) {
             PQclear(r);
@@ -94,9 +96,15 @@ int store_vni(struct store *s,
                                                                  : "active";
         else
             last_released = store_col(r, 0, ROW_RELEASED_AT);
+        if ((usable_at = store_col(r, 0, PQfnumber(r, "usable_at"))))
+            state = "cooling";
     }
-    *resp = render_vni(
-        vni, idset_contains(pool, (uint32_t)vni), state, res, last_released);
+    *resp = render_vni(vni,
+                       idset_contains(pool, (uint32_t)vni),
+                       state,
+                       res,
+                       last_released,
+                       usable_at);
     PQclear(r);
     if (!*resp)
         return errprintf(errp, "out of memory");

@@ -125,7 +125,7 @@ static void reserve_finish(struct store *s,
         it->res.err = EEXIST;
         errprintf(errp,
                   "job %s already has an active reservation with different "
-                  "parameters (uid, user, nodes, vni_count or hwcoll)",
+                  "parameters (uid, user, nodes, vni_count, hwcoll or lease)",
                   a->job_id);
         return;
     }
@@ -144,7 +144,14 @@ static void reserve_finish(struct store *s,
         return;
     }
     it->created = !strcmp(outcome, "created");
+    /* Created as asked, or existing with the same parameters, presumed
+     * among them: the reservation's is the request's (the new row is not
+     * one this statement's snapshot could read back).
+     */
     if (store_result_row(s, r, row, &it->res.resp, errp) < 0
+        || json_object_set_new(
+               it->res.resp, "presumed", json_boolean(a->presumed))
+               < 0
         || store_add_sealed(r, row, it->res.resp, errp) < 0) {
         it->res.err = errno ? errno : EIO;
         json_decref(it->res.resp);
@@ -166,7 +173,8 @@ static void reserve_group(struct store *s,
     struct sbuf job = {0}, uid = {0}, user = {0}, nodes = {0}, ncount = {0},
                 vcount = {0}, tcs = {0}, empty = {0}, actor = {0}, hmode = {0},
                 hstate = {0}, hreason = {0}, fm = {0}, addrs = {0},
-                ticket = {0}, plo = {0}, phi = {0};
+                ticket = {0}, presumed = {0}, lease = {0}, skew = {0},
+                plo = {0}, phi = {0};
     struct sbuf *all[] = {&job,
                           &uid,
                           &user,
@@ -181,7 +189,10 @@ static void reserve_group(struct store *s,
                           &hreason,
                           &fm,
                           &addrs,
-                          &ticket};
+                          &ticket,
+                          &presumed,
+                          &lease,
+                          &skew};
     const size_t nall = sizeof(all) / sizeof(all[0]);
     struct store_ranges g;
     bool tickets = false;
@@ -214,13 +225,19 @@ static void reserve_group(struct store *s,
             tickets = true;
         } else
             store_sb_elem(&ticket, i, NULL);
+        store_sb_elem(&presumed, i, a->presumed ? "true" : "false");
+        if (a->lease_until > 0)
+            store_sb_elem_num(&lease, i, a->lease_until);
+        else
+            store_sb_elem(&lease, i, NULL);
+        store_sb_elem_num(&skew, i, a->lease_skew_s);
         store_ranges_add(&g, a->hosts, (int)i + 1);
     }
     bool failed = store_ranges_close(&g) < 0
                   || store_pool_arrays(items[0]->a->pool, &plo, &phi) < 0;
     if (!store_arrays_close(all, nall, failed, base, n))
         goto done;
-    const char *params[24] = {
+    const char *params[27] = {
         job.data,
         uid.data,
         user.data,
@@ -245,6 +262,9 @@ static void reserve_group(struct store *s,
         addrs.data,
         tickets ? ticket.data : NULL,
         wait ? "true" : "false",
+        presumed.data,
+        lease.data,
+        skew.data,
     };
     if (!(r = store_group_exec(
               s, STMT_RESERVE, params, base, n, wait, reserve_group)))
@@ -369,6 +389,7 @@ int store_job_nodes(struct store *s,
     if (!(*resp = render_job_nodes(job_id,
                                    store_col_ll(r, 0, 0),
                                    store_col(r, 0, 1),
+                                   *store_col(r, 0, 9) == 't',
                                    store_col(r, 0, 2),
                                    rep,
                                    n,

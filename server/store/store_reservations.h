@@ -38,11 +38,21 @@ struct store_reserve {
     const char *fm_job_id;        /* when pending */
     int addrs_per_job;            /* when pending */
     int64_t deadline_ns; /* not written after this (monotonic); 0: none */
+    /* A lease (schema/0021): the reservation is presumed, a parameter a
+     * retry must repeat; lease_until (Unix seconds, 0: no lease signed)
+     * the expiry of the lease the caller signs once this returns, and
+     * lease_skew_s the clock skew it allows: its VNIs cool down until
+     * then, after a retry's too.
+     */
+    bool presumed;
+    long long lease_until;
+    long lease_skew_s;
 };
 
 /* Reserve, or find the job's identical active reservation (*createdp
  * false); the reply carries STORE_SEALED_TOKEN like store_get's.  Fails with
- * EEXIST when the job has an active reservation with other parameters, ENOSPC
+ * EEXIST when the job has an active reservation with other parameters
+ * (presumed or not is one), ENOSPC
  * when the pool has too few free VNIs (errp says how many were asked for and
  * how many are free), ECANCELED when a->deadline_ns passed before the
  * reserve was written (nothing was).

@@ -59,7 +59,9 @@ static const char sql_set_timeout[] =
     "THEN set_config('client_connection_check_interval', '1000', false) END";
 
 /* Reserves and releases store_run in groups (schema/0008): one row per item, in
- * item order, a vnib_row with the item's detail at ROW_NCOLS.
+ * item order, a vnib_row with the item's detail at ROW_NCOLS.  A reserve's
+ * leases (schema/0021): whether each is presumed, its lease's expiry (Unix
+ * seconds, NULL: none) and the clock skew allowed.
  */
 static const char sql_reserve[] =
     "SELECT * FROM vnib_reserve_batch($1::text[], $2::bigint[], $3::text[], "
@@ -67,11 +69,20 @@ static const char sql_reserve[] =
     "$9::text[], $10::integer[], $11::integer[], $12::integer[], "
     "$13::text[], $14::text[], $15::smallint[], $16::bigint[], "
     "$17::bigint[], $18::text[], $19::text[], $20::text[], $21::text[], "
-    "$22::integer[], $23::bigint[], $24::boolean)";
+    "$22::integer[], $23::bigint[], $24::boolean, $25::boolean[], "
+    "ARRAY(SELECT to_timestamp(u) FROM unnest($26::bigint[]) "
+    "WITH ORDINALITY x(u, k) ORDER BY k), $27::integer[])";
+
+/* A reservation a transition answers with existed before it (it is not
+ * a reserve's new one), so this statement's snapshot reads whether it is
+ * presumed (schema/0021), which never changes: the column "presumed".
+ */
+#define PRESUMED_OF(v) \
+    "(SELECT presumed FROM reservations WHERE id = " v ".id) AS presumed "
 
 static const char sql_hwcoll_set_many[] =
-    "SELECT * FROM vnib_hwcoll_set_many($1::bigint[], $2::text[], "
-    "$3::text[], $4::text[], $5::text[], $6::text[])";
+    "SELECT b.*, " PRESUMED_OF("b") "FROM vnib_hwcoll_set_many($1::bigint[], "
+    "$2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) b";
 
 /* Fabric Manager work: releases to make, and reserves that timed out
  * (by their cause, schema/0016), which the Fabric Manager may have
@@ -88,7 +99,8 @@ static const char sql_hwcoll_work[] =
     "ORDER BY id LIMIT $1::integer";
 
 static const char sql_hwcoll_defer[] =
-    "SELECT * FROM vnib_hwcoll_defer($1::bigint, $2, $3)";
+    "SELECT v.*, " PRESUMED_OF("v") "FROM vnib_hwcoll_defer($1::bigint, $2, "
+    "$3) v";
 
 static const char sql_hwcoll_claim[] =
     "SELECT id, fm_job_id, active, attempts "
@@ -150,11 +162,13 @@ static const char sql_hwcoll_counts[] =
 
 /* The job's current reservation (its active one, else its newest: see
  * vnib_job_current in schema/0004); counts only when $6, and whether node
- * $2-$5 is in it (ROW_NCOLS).
+ * $2-$5 is in it (ROW_NCOLS).  Whether it is presumed (schema/0021) is the
+ * column "presumed", which store_row_fields() finds by its name, in every
+ * query that reads reservations.
  */
 static const char sql_res_get[] =
-    "SELECT v.*, $2::text IS NULL OR m.hit IS NOT NULL "
-    "FROM (SELECT id FROM reservations WHERE job_id = $1 "
+    "SELECT v.*, $2::text IS NULL OR m.hit IS NOT NULL, r.presumed "
+    "FROM (SELECT id, presumed FROM reservations WHERE job_id = $1 "
     "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, $6::boolean) v " MEMBER_JOIN(
         "$2", "$3", "$4", "$5");
@@ -181,8 +195,8 @@ static const char sql_res_get[] =
  * index once, not per reservation.
  */
 static const char sql_res_list[] =
-    "SELECT v.*, " PARENT_COLS
-    "FROM (SELECT id, parent_id FROM reservations r "
+    "SELECT v.*, r.presumed, " PARENT_COLS
+    "FROM (SELECT id, parent_id, presumed FROM reservations r "
     "WHERE ($1::text IS NULL OR r.state = $1) "
     "AND ($2::bigint IS NULL OR r.uid = $2) AND r.id > $3::bigint "
     "AND ($4::text IS NULL OR r.id IN (SELECT g.reservation_id "
@@ -194,19 +208,22 @@ static const char sql_res_list[] =
         "r") "ORDER BY v.id";
 
 static const char sql_release[] =
-    "SELECT * FROM vnib_release_batch($1::text[], $2::bigint[], $3, "
-    "$4::boolean, $5::boolean)";
+    "SELECT b.*, " PRESUMED_OF("b") "FROM vnib_release_batch($1::text[], "
+    "$2::bigint[], $3, $4::boolean, $5::boolean) b";
 
 static const char sql_report[] =
-    "SELECT * FROM vnib_report($1, $2, $3, $4::jsonb, $5, $6, $7, $8, "
-    "$9::smallint, $10::bigint, $11::bigint)";
+    "SELECT v.*, " PRESUMED_OF("v") "FROM vnib_report($1, $2, $3, $4::jsonb, "
+    "$5, $6, $7, $8, $9::smallint, $10::bigint, $11::bigint) v";
 
 /* The live reservations that include node $1 (key $2-$5), with the node's
- * own report (ROW_NCOLS, +1).
+ * own report (ROW_NCOLS, +1): none when it sent none, pending when it sent
+ * none to a presumed reservation, whose every node holds until it reports
+ * destroyed (schema/0021).
  */
 static const char sql_node_view[] =
-    "SELECT v.*, coalesce(nr.cxi, 'none'), "
-    "coalesce(nr.services::text, '[]'), " PARENT_COLS
+    "SELECT v.*, coalesce(nr.cxi, CASE WHEN r.presumed THEN 'pending' "
+    "ELSE 'none' END), coalesce(nr.services::text, '[]'), "
+    "r.presumed, " PARENT_COLS
     "FROM (SELECT DISTINCT g.reservation_id AS id FROM reservation_ranges g "
     "WHERE int8range(g.lo, g.hi, '[]') @> $5::bigint AND g.prefix = $2 "
     "AND g.suffix = $3 AND g.width = $4::smallint) m "
@@ -226,12 +243,14 @@ static const char sql_undrain[] =
     "SELECT name, $2, 'undrain' FROM u RETURNING id";
 
 /* The held VNIs by their reservation's state, those outside the pool (all
- * held less those in its ranges, which an idset keeps disjoint), and the
- * last VNI handed out.  Each hold finds its reservation by primary key
- * (the LIMIT keeps the planner from making it a join over the whole
- * table), so the cost follows the VNIs held, not the history kept: as a
- * hash join it read every reservation, a million of them in the bench's
- * history scenario, for every /metrics refresh and GET /v1/pool.
+ * held less those in its ranges, which an idset keeps disjoint), the last
+ * VNI handed out, and the free VNIs of the pool still cooling down until
+ * the leases that named them expire (schema/0021: through the partial
+ * index vni_free_cooling, which holds only VNIs a lease named).  Each hold
+ * finds its reservation by primary key (the LIMIT keeps the planner from making
+ * it a join over the whole table), so the cost follows the VNIs held, not the
+ * history kept: as a hash join it read every reservation, a million of them in
+ * the bench's history scenario, for every /metrics refresh and GET /v1/pool.
  */
 static const char sql_pool[] =
     "SELECT count(*) FILTER (WHERE r.state = 'active'), "
@@ -240,7 +259,10 @@ static const char sql_pool[] =
     "WHERE x.vni BETWEEN p.lo AND p.hi)), 0) "
     "FROM unnest($1::integer[], $2::integer[]) p(lo, hi)), "
     "(SELECT vnis[cardinality(vnis)] FROM reservations "
-    "WHERE cardinality(vnis) > 0 ORDER BY id DESC LIMIT 1) "
+    "WHERE cardinality(vnis) > 0 ORDER BY id DESC LIMIT 1), "
+    "(SELECT count(*) FROM vni_free f WHERE f.usable_at > '-infinity' "
+    "AND f.usable_at > now() AND EXISTS (SELECT 1 FROM unnest($1::integer[], "
+    "$2::integer[]) p(lo, hi) WHERE f.vni BETWEEN p.lo AND p.hi)) "
     "FROM vni_holds h JOIN LATERAL (SELECT state FROM reservations "
     "WHERE id = h.reservation_id LIMIT 1) r ON true";
 
@@ -249,14 +271,17 @@ static const char sql_pool_sync[] =
 
 /* The reservation holding VNI $1, or the last one that did (see
  * vnib_vni_reservation in schema/0007); whether it still holds it
- * (ROW_NCOLS).
+ * (ROW_NCOLS); when it is free but cooling down, until when (usable_at,
+ * schema/0021).
  */
 static const char sql_vni[] =
     "SELECT v.*, EXISTS (SELECT 1 FROM vni_holds WHERE vni = $1::integer "
-    "AND reservation_id = r.id), " PARENT_COLS
+    "AND reservation_id = r.id), q.presumed, (SELECT vnib_ts(f.usable_at) "
+    "FROM vni_free f WHERE f.vni = $1::integer AND f.usable_at > now()) "
+    "AS usable_at, " PARENT_COLS
     "FROM (SELECT vnib_vni_reservation($1::integer) AS id OFFSET 0) r "
     "CROSS JOIN LATERAL vnib_row(NULL, r.id, true) v "
-    "LEFT JOIN LATERAL (SELECT parent_id FROM reservations "
+    "LEFT JOIN LATERAL (SELECT parent_id, presumed FROM reservations "
     "WHERE id = r.id LIMIT 1) q ON true " PARENT_JOIN(
         "q") "WHERE r.id IS NOT NULL";
 
@@ -314,17 +339,26 @@ static const char sql_status_figures[] =
 
 /* The oldest $1 quarantined reservations: id, key, since, the VNIs held,
  * and the nodes whose last report says they hold CXI services (through
- * node_reports_holding).
+ * node_reports_holding).  A presumed one (schema/0021) waits for every
+ * node of its list that has not reported destroyed: its count, its node
+ * list and the nodes that did report destroyed, from which the caller
+ * makes the list of the others.
  */
 static const char sql_quarantine_items[] =
     "SELECT r.id, r.job_id, vnib_ts(r.release_requested_at), "
-    "array_to_json(h.vnis)::text, coalesce(w.n, 0), w.nodes "
+    "array_to_json(h.vnis)::text, "
+    "CASE WHEN r.presumed THEN greatest(r.node_count - r.destroyed_count, 0) "
+    "ELSE coalesce(w.n, 0) END, w.nodes, r.presumed, r.nodes, r.node_count, "
+    "d.nodes "
     "FROM reservations r "
     "CROSS JOIN LATERAL (SELECT array_agg(vni ORDER BY vni) AS vnis "
     "FROM vni_holds WHERE reservation_id = r.id) h "
     "LEFT JOIN LATERAL (SELECT count(*) AS n, string_agg(node, ',') AS nodes "
     "FROM node_reports WHERE reservation_id = r.id "
     "AND cxi IN ('creating', 'created', 'failed')) w ON true "
+    "LEFT JOIN LATERAL (SELECT string_agg(node, ',') AS nodes "
+    "FROM node_reports WHERE r.presumed AND reservation_id = r.id "
+    "AND cxi = 'destroyed') d ON true "
     "WHERE r.state = 'releasing' AND h.vnis IS NOT NULL "
     "ORDER BY r.release_requested_at, r.id LIMIT $1::integer";
 
@@ -345,28 +379,32 @@ static const char sql_drained[] =
 static const char sql_step_reserve[] =
     "SELECT * FROM vnib_step_reserve($1, $2, $3::bigint, $4, $5::integer, "
     "$6::integer, $7, $8, $9::integer[], $10::integer[], $11::text[], "
-    "$12::text[], $13::smallint[], $14::bigint[], $15::bigint[])";
+    "$12::text[], $13::smallint[], $14::bigint[], $15::bigint[], "
+    "$16::boolean, to_timestamp($17::bigint), $18::integer)";
 
 static const char sql_step_get[] =
-    "SELECT v.*, $3::text IS NULL OR m.hit IS NOT NULL AS member "
-    "FROM (SELECT id FROM reservations WHERE job_id = $1 || '#' || $2 "
+    "SELECT v.*, $3::text IS NULL OR m.hit IS NOT NULL AS member, "
+    "r.presumed "
+    "FROM (SELECT id, presumed FROM reservations WHERE job_id = $1 || '#' "
+    "|| $2 "
     "AND parent_id = vnib_job_current($1) "
     "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
     "CROSS JOIN LATERAL vnib_step_row(NULL, r.id, NULL) v " MEMBER_JOIN(
         "$3", "$4", "$5", "$6");
 
 static const char sql_step_free[] =
-    "SELECT * FROM vnib_step_free($1, $2, $3, $4::boolean, $5::bigint)";
+    "SELECT v.*, " PRESUMED_OF("v") "FROM vnib_step_free($1, $2, $3, "
+    "$4::boolean, $5::bigint) v";
 
 /* The job's current reservation (as sql_res_get picks it) with each
  * node's last report, the reports that need an admin first: failed, then
  * creating, created, destroyed; one row with NULL reports when there is
- * none.
+ * none.  Whether it is presumed last.
  */
 static const char sql_job_reports[] =
     "SELECT r.id, r.state, r.nodes, r.node_count, nr.node, nr.cxi, "
-    "nr.services::text, nr.message, vnib_ts(nr.updated_at) "
-    "FROM (SELECT id, state, nodes, node_count FROM reservations "
+    "nr.services::text, nr.message, vnib_ts(nr.updated_at), r.presumed "
+    "FROM (SELECT id, state, nodes, node_count, presumed FROM reservations "
     "WHERE job_id = $1 "
     "ORDER BY state = 'active' DESC, id DESC LIMIT 1) r "
     "LEFT JOIN node_reports nr ON nr.reservation_id = r.id "
@@ -381,8 +419,8 @@ static const char sql_job_active_is[] =
     "AND job_id = $1 AND state = 'active')";
 
 static const char sql_step_report[] =
-    "SELECT * FROM vnib_step_report($1, $2, $3, $4, $5::jsonb, $6, $7, $8, "
-    "$9, $10::smallint, $11::bigint, $12::bigint)";
+    "SELECT v.*, " PRESUMED_OF("v") "FROM vnib_step_report($1, $2, $3, $4, "
+    "$5::jsonb, $6, $7, $8, $9, $10::smallint, $11::bigint, $12::bigint) v";
 
 static const char sql_sweep[] = "SELECT vnib_sweep($1)";
 
@@ -400,7 +438,7 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_FUNCTIONS_STATE] = {"functions_state", sql_functions_state, 2},
     [STMT_FUNCTIONS_RECORD] = {"functions_record", sql_functions_record, 2},
     [STMT_SET_TIMEOUT] = {"set_timeout", sql_set_timeout, 1},
-    [STMT_RESERVE] = {"reserve", sql_reserve, 24},
+    [STMT_RESERVE] = {"reserve", sql_reserve, 27},
     [STMT_RES_GET] = {"res_get", sql_res_get, 6},
     [STMT_RES_LIST] = {"res_list", sql_res_list, 8},
     [STMT_RELEASE] = {"release", sql_release, 5},
@@ -431,7 +469,7 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_LEADER_GET] = {"leader_get", sql_leader_get, 0},
     [STMT_PING] = {"ping", sql_ping, 0},
     [STMT_WRITE_PROBE] = {"write_probe", sql_write_probe, 0},
-    [STMT_STEP_RESERVE] = {"step_reserve", sql_step_reserve, 15},
+    [STMT_STEP_RESERVE] = {"step_reserve", sql_step_reserve, 18},
     [STMT_STEP_GET] = {"step_get", sql_step_get, 6},
     [STMT_STEP_FREE] = {"step_free", sql_step_free, 5},
     [STMT_STEP_REPORT] = {"step_report", sql_step_report, 12},

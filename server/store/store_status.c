@@ -57,26 +57,70 @@ cleanup:
     return out;
 }
 
-/* A quarantine item of sql_quarantine_items (a store_row_fn). */
+/* The nodes of the hostlist `nodes` (of count names) that are not among
+ * the comma-joined names `done` (NULL: none), as a compressed hostlist
+ * string: a presumed reservation's nodes that have not reported
+ * destroyed.
+ */
+static json_t *all_but(const char *nodes, long long count, const char *done)
+{
+    struct hostlist *all = hostlist_decode(nodes, (size_t)count, NULL);
+    struct hostlist *gone = hostlist_create();
+    struct hostlist *left = hostlist_create();
+    char *copy = strdup(done ? done : ""), *save = NULL, *expr = NULL;
+    json_t *out = NULL;
+
+    if (!all || !gone || !left || !copy)
+        goto cleanup;
+    for (char *n = strtok_r(copy, ",", &save); n;
+         n = strtok_r(NULL, ",", &save))
+        if (hostlist_append(gone, n) < 0)
+            goto cleanup;
+    hostlist_uniq(gone);
+    for (size_t k = 0; k < hostlist_count(all); k++)
+        if (!hostlist_contains(gone, hostlist_nth(all, k))
+            && hostlist_append(left, hostlist_nth(all, k)) < 0)
+            goto cleanup;
+    if ((expr = hostlist_encode(left)))
+        out = json_string(expr);
+cleanup:
+    free(expr);
+    free(copy);
+    hostlist_destroy(left);
+    hostlist_destroy(gone);
+    hostlist_destroy(all);
+    return out;
+}
+
+/* A quarantine item of sql_quarantine_items (a store_row_fn): a presumed
+ * reservation waits for every node of its list that has not reported
+ * destroyed, another for those whose report says they hold services.
+ */
 static json_t *quarantine_row(const struct config *cfg,
                               const PGresult *r,
                               int i)
 {
     const char *key = store_col(r, i, 1);
     const char *hash = strchr(key, '#');
+    bool presumed = store_col(r, i, 6) && *store_col(r, i, 6) == 't';
     json_t *vnis = json_loads(store_col(r, i, 3), 0, NULL);
-    json_t *nodes = compressed(store_col(r, i, 5));
+    json_t *nodes =
+        presumed ? all_but(
+            store_col(r, i, 7), store_col_ll(r, i, 8), store_col(r, i, 9))
+                 : compressed(store_col(r, i, 5));
     json_t *item = NULL;
 
     (void)cfg;
     if (!vnis || !nodes)
         goto cleanup;
-    item = json_pack("{s:s%, s:I, s:O, s:s, s:{s:I, s:O}}",
+    item = json_pack("{s:s%, s:I, s:b, s:O, s:s, s:{s:I, s:O}}",
                      "job_id",
                      key,
                      hash ? (size_t)(hash - key) : strlen(key),
                      "reservation_id",
                      (json_int_t)store_col_ll(r, i, 0),
+                     "presumed",
+                     (int)presumed,
                      "vnis",
                      vnis,
                      "since",

@@ -91,7 +91,7 @@ static int step_refused(const struct store_step_reserve *a,
             return errprintf(
                 errp,
                 "step %s of job %s already has an active reservation "
-                "with different parameters (nodes or vni_count)",
+                "with different parameters (nodes, vni_count or lease)",
                 a->step_id,
                 a->job_id);
         case STORE_STEP_SUPERSEDED:
@@ -115,7 +115,7 @@ int store_step_reserve(struct store *s,
 {
     struct store_ranges g;
     struct sbuf plo = {0}, phi = {0};
-    struct store_num parent, ncount, vcount;
+    struct store_num parent, ncount, vcount, until, skew;
     PGresult *r = NULL;
     int rc = -1;
 
@@ -130,21 +130,25 @@ int store_step_reserve(struct store *s,
         errprintf(errp, "out of memory");
         goto done;
     }
-    const char *params[15] = {a->job_id,
-                              a->step_id,
-                              store_num(&parent, a->parent_id),
-                              a->nodes,
-                              store_num(&ncount, (long long)a->node_count),
-                              store_num(&vcount, a->vni_count),
-                              a->empty_reason,
-                              a->actor,
-                              plo.data,
-                              phi.data,
-                              g.prefix.data,
-                              g.suffix.data,
-                              g.width.data,
-                              g.lo.data,
-                              g.hi.data};
+    const char *params[18] = {
+        a->job_id,
+        a->step_id,
+        store_num(&parent, a->parent_id),
+        a->nodes,
+        store_num(&ncount, (long long)a->node_count),
+        store_num(&vcount, a->vni_count),
+        a->empty_reason,
+        a->actor,
+        plo.data,
+        phi.data,
+        g.prefix.data,
+        g.suffix.data,
+        g.width.data,
+        g.lo.data,
+        g.hi.data,
+        a->presumed ? "true" : "false",
+        a->lease_until > 0 ? store_num(&until, a->lease_until) : NULL,
+        store_num(&skew, a->lease_skew_s)};
     if (!(r = store_run_one(s, STMT_STEP_RESERVE, params, "no answer", errp)))
         goto done;
     const char *outcome = store_col(r, 0, ROW_OUTCOME);
@@ -166,6 +170,14 @@ int store_step_reserve(struct store *s,
     *createdp = !strcmp(outcome, "created");
     if (step_result(s, r, resp, errp) < 0)
         goto done;
+    /* As a job's reserve (store_reservations.c): the request's. */
+    if (json_object_set_new(*resp, "presumed", json_boolean(a->presumed)) < 0) {
+        json_decref(*resp);
+        *resp = NULL;
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        goto done;
+    }
     rc = 0;
 done:
     PQclear(r);

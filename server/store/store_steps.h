@@ -35,6 +35,13 @@ struct store_step_reserve {
     const char *empty_reason;     /* when vni_count is 0, else NULL */
     const char *actor;
     const struct idset *pool;
+    /* As store_reserve's (store_reservations.h): presumed, the expiry of
+     * the lease the caller signs (0: none) and the skew it allows; the
+     * step's lease names its job's VNIs too, which cool down with it.
+     */
+    bool presumed;
+    long long lease_until;
+    long lease_skew_s;
 };
 
 /* Why a step request was refused. */
@@ -43,7 +50,8 @@ enum store_step_refusal {
     STORE_STEP_JOB_NOT_FOUND,  /* the job has no reservation (ENOENT) */
     STORE_STEP_JOB_NOT_ACTIVE, /* the job's newest is released(ing) */
     STORE_STEP_PARENT_CHANGED, /* the job's active one is another now */
-    STORE_STEP_CONFLICT,       /* active with other parameters (EEXIST) */
+    STORE_STEP_CONFLICT,       /* active with other parameters, presumed
+                                  or not among them (EEXIST) */
     STORE_STEP_SUPERSEDED,     /* a retry was answered first (EALREADY) */
 };
 

@@ -39,6 +39,11 @@ port = 2' '3: .*duplicate'
 bad_config top-level-key 'port = 1' '1: port: unknown key'
 bad_config bad-priority '[server]
 priority_addresses = ["10.0.0.1", "slurmctld"]' "2: server.priority_addresses: 'slurmctld' is not a numeric address"
+bad_config lease-ttl '[lease]
+ttl_s = 5' '2: lease.ttl_s: 5 is out of range 10-86400'
+bad_config lease-skew '[lease]
+key_file = ""
+max_skew_s = 3601' '3: lease.max_skew_s: 3601 is out of range 0-3600'
 bad_config priority-host-bits '[server]
 priority_addresses = ["10.1.2.3/16"]' "2: server.priority_addresses: '10.1.2.3/16' has bits set past its /16 prefix"
 

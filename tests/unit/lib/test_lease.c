@@ -2,7 +2,8 @@
 /* Unit tests for leases (lib/lease.c): a round trip through keys written
  * as openssl writes them; refusal of any altered byte, an unknown key, an
  * expired lease or one from the future, and malformed text; key rotation
- * (a ring of two), and the file checks of a private key.
+ * (a ring of two), the file checks of a private key, and decoding
+ * without a key.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -236,6 +237,30 @@ static void test_malformed(void **state)
     lease_keyring_destroy(r);
 }
 
+/* lease_decode reads a payload with no key and whatever its time, and
+ * refuses what lease_verify refuses as malformed. */
+static void test_decode(void **state)
+{
+    char *lease = sign_one(key2, 1000, 60);
+    json_t *p = NULL;
+    vnib_error_t e = {0};
+    (void)state;
+
+    assert_int_equal(lease_decode(lease, &p, &e), 0);
+    assert_string_equal(json_string_value(json_object_get(p, "job_id")),
+                        "4711");
+    assert_int_equal(json_integer_value(json_object_get(p, "exp")), 1060);
+    json_decref(p);
+    p = NULL;
+    lease[strlen(lease) - 1] = '!';
+    assert_int_equal(lease_decode(lease, &p, &e), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_null(p);
+    assert_int_equal(lease_decode("vnib1.e30.AAAA", &p, &e), -1);
+    assert_int_equal(errno, EINVAL);
+    free(lease);
+}
+
 /* The broker's key is a credential: group- or world-readable is refused;
  * a public key needs no particular mode; a key of another type is not
  * taken. */
@@ -275,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_files),
+        cmocka_unit_test(test_decode),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
