@@ -209,10 +209,28 @@ $(BUILD)/vnibrokerd: $(BUILD)/server/main.o $(LIBSERVER) $(LIBFMCLIENT) $(LIBVNI
 $(BUILD)/vnibctl: $(CLI_OBJS) $(LIBVNIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE)
 
-# The node agent: the client library plus its NIC backends.  libcxi is
-# loaded at run time (dlopen), so it is not a build dependency.
-$(BUILD)/vnib-agent: $(BUILD)/agent/main.o $(LIBAGENT) $(LIBVNIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS_BASE) -ldl
+# The node agent: its commands plus its NIC backends.  libcxi is loaded
+# at run time (dlopen), so it is not a build dependency; nor is libcurl:
+# the agent's client of the broker is vnib-agent-broker.so (below), which
+# it loads beside itself when a command first needs the broker, so that a
+# job's start from a lease loads none of libcurl's libraries
+# (agent/broker.h).  --as-needed drops what the program does not call.
+$(BUILD)/vnib-agent: $(BUILD)/agent/main.o $(LIBAGENT) $(LIBVNIB) \
+                     | $(BUILD)/vnib-agent-broker.so
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $(filter %.o %.a,$^) \
+	    $(LIBS_BASE) -ldl
+
+# agent/broker.c and lib/'s client, -fPIC and without the sanitizers (a
+# sanitized program loads it as it is), with only broker.o's own symbols
+# exported.
+LIBVNIB_PIC := $(BUILD)/libvnib_pic.a
+$(LIBVNIB_PIC): $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/vnib-agent-broker.so: $(BUILD)/pic/agent/broker.o $(LIBVNIB_PIC)
+	$(CC) -shared $(LDFLAGS) -Wl,--exclude-libs,ALL -Wl,--as-needed \
+	    -o $@ $^ $(LIBS_BASE)
 
 # The agent as a library for the Slurm switch plugin (agent/stepapi.h):
 # the agent's modules (without main.c) and lib/, compiled -fPIC into
@@ -442,6 +460,13 @@ $(BUILD)/tests/bench/%: tests/bench/%.c $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBVNIB) $(LIBS_BASE)
 
+# A job's start on one node from a lease, against its services alone
+# (tests/bench/run.sh, scenario nodeprolog): the agent's modules too.
+$(BUILD)/tests/bench/bench_node: tests/bench/bench_node.c $(LIBAGENT) $(LIBVNIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBAGENT) \
+	    $(LIBVNIB) $(LIBS_BASE) -ldl
+
 # The API benchmarks drive a running broker with the load generator.
 BENCH_API_SRCS := tests/bench/bench_api.c tests/bench/bench_output.c \
                   tests/bench/bench_requests.c tests/bench/loadgen.c \
@@ -584,6 +609,7 @@ fuzz: deps-fuzz
 # script passes BUILD as an absolute path, and a file target it spelled
 # itself would have to match this Makefile's spelling of $(BUILD)/...
 BENCH_BINS := $(BUILD)/tests/bench/bench_lib $(BUILD)/tests/bench/bench_api \
+              $(BUILD)/tests/bench/bench_node \
               $(BUILD)/tests/stress/history
 bench-bins: $(BINS) $(BENCH_BINS)
 
@@ -667,6 +693,8 @@ install: all
 	install -m 0755 $(BUILD)/vnibctl $(DESTDIR)$(BINDIR)/vnibctl
 	install -m 0755 $(BUILD)/vnibrokerd $(DESTDIR)$(SBINDIR)/vnibrokerd
 	install -m 0755 $(BUILD)/vnib-agent $(DESTDIR)$(SBINDIR)/vnib-agent
+	install -m 0755 $(BUILD)/vnib-agent-broker.so \
+	    $(DESTDIR)$(PKGLIBDIR)/vnib-agent-broker.so
 	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PKGLIBDIR)/)
 	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
 	install -d $(DESTDIR)$(PKGLIBDIR)/flux $(DESTDIR)$(DOCDIR)/plugins/flux/node

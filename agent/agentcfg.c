@@ -20,6 +20,8 @@
 /* clang-format off */
 #define S(k, f, d) \
     { k, CFGTABLE_STRING, offsetof (struct agentcfg, f), 0, 0, d, 0, 0, NULL }
+#define L(k, f, d) \
+    { k, CFGTABLE_STRINGS, offsetof (struct agentcfg, f), 0, 0, d, 0, 0, NULL }
 #define I(k, f, lo, hi, d) \
     { k, CFGTABLE_INT, offsetof (struct agentcfg, f), lo, hi, NULL, d, 0, NULL }
 static const struct cfgtable_row rows[] = {
@@ -39,6 +41,8 @@ static const struct cfgtable_row rows[] = {
     I("nic.epilog_retry_busy_ms", epilog_retry_busy_ms, 0, 3600000, 5000),
     I("nic.housekeeping_retry_busy_ms", housekeeping_retry_busy_ms, 0,
       86400000, 300000),
+    L("lease.public_keys", lease_public_keys, "/etc/vnibroker/lease.pub"),
+    I("lease.max_skew_s", lease_max_skew_s, 0, 3600, 30),
 };
 /* clang-format on */
 

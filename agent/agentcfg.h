@@ -35,6 +35,10 @@ struct agentcfg {
     long floor_percent;              /* scale-back floor, % of the request */
     long epilog_retry_busy_ms;       /* epilog's EBUSY window */
     long housekeeping_retry_busy_ms; /* housekeeping's */
+    /* [lease] */
+    char *lease_public_keys; /* PEM files, joined by CFGTABLE_LIST_SEP;
+                              * read only when a lease is verified */
+    long lease_max_skew_s;   /* clock difference allowed with the broker */
 };
 
 /* Load path.  A missing file is fine when !must_exist (the defaults

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Broker calls with retries under a deadline (see broker.h). */
+/* Broker calls with retries under a deadline, and the connection that
+ * vnib-agent-broker.so hands the agent (see broker.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,31 +90,6 @@ int broker_get(struct vnib_client *c,
     return retry(c, get_attempt, path, deadline_ms, replyp, errp);
 }
 
-int broker_res_path(const char *job_id,
-                    const char *step_id,
-                    char *buf,
-                    size_t size,
-                    vnib_error_t *errp)
-{
-    char *esc = vnib_client_escape(job_id);
-    char *step = step_id ? vnib_client_escape(step_id) : NULL;
-    int rc = 0;
-
-    if (!esc || (step_id && !step)) {
-        errno = ENOMEM;
-        rc = errprintf(errp, "out of memory");
-    } else
-        snprintf(buf,
-                 size,
-                 "/v1/reservations/%s%s%s",
-                 esc,
-                 step ? "/steps/" : "",
-                 step ? step : "");
-    free(esc);
-    free(step);
-    return rc;
-}
-
 static int report_attempt(struct vnib_client *c,
                           const void *arg,
                           json_t **replyp,
@@ -130,4 +107,53 @@ int broker_report(struct vnib_client *c,
     int status = retry(c, report_attempt, r, deadline_ms, &reply, errp);
     json_decref(reply);
     return status;
+}
+
+static int conn_get(void *arg,
+                    const char *path,
+                    long deadline_ms,
+                    json_t **replyp,
+                    vnib_error_t *errp)
+{
+    return broker_get(arg, path, deadline_ms, replyp, errp);
+}
+
+static int conn_report(void *arg,
+                       const struct vnib_report *r,
+                       long deadline_ms,
+                       vnib_error_t *errp)
+{
+    return broker_report(arg, r, deadline_ms, errp);
+}
+
+int broker_open(const char *url,
+                const char *token,
+                const char *cacert,
+                struct broker_conn *c,
+                vnib_error_t *errp)
+{
+    vnib_error_t error = {0};
+    struct vnib_client *client = vnib_client_create(url, token, &error);
+
+    *c = (struct broker_conn){NULL, NULL, NULL, NULL};
+    if (!client) {
+        int e = errno;
+        errprintf(errp, "broker.url: %s", error.text);
+        errno = e;
+        return -1;
+    }
+    if (cacert && *cacert && vnib_client_set_cacert(client, cacert) < 0) {
+        int e = errno;
+        vnib_client_destroy(client);
+        errno = e;
+        return errprintf(errp, "broker.cacert: %s", strerror(e));
+    }
+    *c = (struct broker_conn){conn_get, conn_report, broker_close, client};
+    return 0;
+}
+
+void broker_close(struct broker_conn *c)
+{
+    vnib_client_destroy(c->arg);
+    c->arg = NULL;
 }

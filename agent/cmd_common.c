@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the agent's commands share (see commands.h): the context's
  * messages, its connection to the broker and its NICs, and the pieces of
- * a reservation and of a report that several commands build.
+ * a reservation and of a report that several commands build.  Nothing
+ * here calls libcurl: the connection comes from a->open_broker.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +17,6 @@
 #include "vnib/secfile.h"
 #include "vnib/tclass.h"
 #include "vnib/token.h"
-#include "agent/broker.h"
 #include "agent/commands.h"
 #include "agent/services.h"
 
@@ -45,27 +46,10 @@ void cmd_warn(struct cmd_ctx *a, const char *fmt, ...)
         json_array_append_new(a->warnings, json_string(buf));
 }
 
-/* The HTTP broker, for struct cmd_broker. */
-static int http_get(void *client,
-                    const char *path,
-                    long deadline_ms,
-                    json_t **replyp,
-                    vnib_error_t *errp)
-{
-    return broker_get(client, path, deadline_ms, replyp, errp);
-}
-
-static int http_report(void *client,
-                       const struct vnib_report *r,
-                       long deadline_ms,
-                       vnib_error_t *errp)
-{
-    return broker_report(client, r, deadline_ms, errp);
-}
-
 void cmd_ctx_fini(struct cmd_ctx *a)
 {
-    vnib_client_destroy(a->client);
+    if (a->conn.close)
+        a->conn.close(&a->conn);
     nic_destroy(a->nb);
     free(a->devs);
     if (a->token)
@@ -113,21 +97,80 @@ static int load_identity(struct cmd_ctx *a)
     return CMD_DONE;
 }
 
+int cmd_identify(struct cmd_ctx *a)
+{
+    return a->node[0] ? CMD_DONE : load_identity(a);
+}
+
 int cmd_connect(struct cmd_ctx *a)
 {
     vnib_error_t error = {0};
     if (a->broker.get)
         return CMD_DONE;
-    int rc = load_identity(a);
+    int rc = cmd_identify(a);
     if (rc != CMD_DONE)
         return rc;
-    if (!(a->client = vnib_client_create(a->cfg->url, a->token, &error)))
-        return cmd_fail(a, CMD_USAGE, "broker.url: %s", error.text);
-    if (*a->cfg->cacert
-        && vnib_client_set_cacert(a->client, a->cfg->cacert) < 0)
-        return cmd_fail(a, CMD_USAGE, "broker.cacert: %s", strerror(errno));
-    a->broker = (struct cmd_broker){http_get, http_report, a->client};
+    if (!a->open_broker)
+        return cmd_fail(
+            a, CMD_USAGE, "no client of the broker in this program");
+    if (a->open_broker(a->cfg->url, a->token, a->cfg->cacert, &a->conn, &error)
+        < 0)
+        return cmd_fail(a, CMD_USAGE, "%s", error.text);
+    a->broker = (struct cmd_broker){a->conn.get, a->conn.report, a->conn.arg};
     return CMD_DONE;
+}
+
+char *cmd_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    bool dots = !strcmp(s, ".") || !strcmp(s, "..");
+    char *out = malloc(3 * strlen(s) + 1);
+    size_t o = 0;
+
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (!dots && (isalnum(*p) || strchr("-._~", *p))) {
+            out[o++] = (char)*p;
+            continue;
+        }
+        out[o++] = '%';
+        out[o++] = hex[*p >> 4];
+        out[o++] = hex[*p & 15];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* The path of a job's newest reservation, "/v1/reservations/JOB", or of
+ * one of its steps', "/v1/reservations/JOB/steps/STEP", escaped, into
+ * buf. */
+static int res_path(const char *job_id,
+                    const char *step_id,
+                    char *buf,
+                    size_t size,
+                    vnib_error_t *errp)
+{
+    char *esc = cmd_escape(job_id);
+    char *step = step_id ? cmd_escape(step_id) : NULL;
+    int rc = 0;
+
+    if (!esc || (step_id && !step)) {
+        errno = ENOMEM;
+        rc = errprintf(errp, "out of memory");
+    } else if ((size_t)snprintf(buf,
+                                size,
+                                "/v1/reservations/%s%s%s",
+                                esc,
+                                step ? "/steps/" : "",
+                                step ? step : "")
+               >= size) {
+        errno = ENAMETOOLONG;
+        rc = errprintf(errp, "job or step id too long");
+    }
+    free(esc);
+    free(step);
+    return rc;
 }
 
 int cmd_open_nics(struct cmd_ctx *a)
@@ -264,6 +307,33 @@ json_t *cmd_service_vnis(json_t *res)
     return all;
 }
 
+int cmd_step_view(json_t **resp, const char *step_id, vnib_error_t *errp)
+{
+    json_t *copy, *vnis;
+
+    /* A copy: the reply may be shared. */
+    if (!(copy = json_deep_copy(*resp))
+        || (!json_object_get(copy, "step_id")
+            && json_object_set_new(copy, "step_id", json_string(step_id)) < 0)
+        || (json_object_get(copy, "vnis")
+            && json_object_set(copy, "step_vnis", json_object_get(copy, "vnis"))
+                   < 0)) {
+        json_decref(copy);
+        json_decref(*resp);
+        *resp = NULL;
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    vnis = cmd_service_vnis(copy);
+    if (vnis)
+        json_object_set_new(copy, "vnis", vnis);
+    else
+        json_object_del(copy, "vnis");
+    json_decref(*resp);
+    *resp = copy;
+    return 0;
+}
+
 int cmd_fetch(struct cmd_ctx *a,
               const char *job_id,
               const char *step_id,
@@ -271,41 +341,18 @@ int cmd_fetch(struct cmd_ctx *a,
               json_t **replyp,
               vnib_error_t *errp)
 {
-    char path[BROKER_PATH_MAX];
-    json_t *copy, *vnis;
+    char path[1024];
     int status;
 
     *replyp = NULL;
-    if (broker_res_path(job_id, step_id, path, sizeof(path), errp) < 0)
+    if (res_path(job_id, step_id, path, sizeof(path), errp) < 0)
         return -1;
     status = a->broker.get(a->broker.arg, path, deadline_ms, replyp, errp);
     if (status != 200 || !step_id)
         return status;
     /* A step's services hold its VNIs, then the job's: from here on
-     * "vnis" says so, in a copy (the reply may be shared); the step's own
-     * stay as "step_vnis".  Malformed VNIs leave no "vnis" at all, so
-     * cmd_job_from refuses the reservation. */
-    if (!(copy = json_deep_copy(*replyp))
-        || (!json_object_get(copy, "step_id")
-            && json_object_set_new(copy, "step_id", json_string(step_id)) < 0)
-        || (json_object_get(copy, "vnis")
-            && json_object_set(copy, "step_vnis", json_object_get(copy, "vnis"))
-                   < 0)) {
-        json_decref(copy);
-        errno = ENOMEM;
-        errprintf(errp, "out of memory");
-        json_decref(*replyp);
-        *replyp = NULL;
-        return -1;
-    }
-    vnis = cmd_service_vnis(copy);
-    if (vnis)
-        json_object_set_new(copy, "vnis", vnis);
-    else
-        json_object_del(copy, "vnis");
-    json_decref(*replyp);
-    *replyp = copy;
-    return status;
+     * "vnis" says so; the step's own stay as "step_vnis". */
+    return cmd_step_view(replyp, step_id, errp) < 0 ? -1 : status;
 }
 
 int cmd_report(struct cmd_ctx *a, struct vnib_report r, vnib_error_t *errp)

@@ -2,11 +2,14 @@
 /* A job's start on this node, and its environment: `vnib-agent prolog`
  * and `vnib-agent env`; with --step, one step's.
  *
- * The prolog takes the job's VNIs only from the broker, turns them into one
- * CXI service per NIC for the job's owner, and leaves the job environment
- * (for the task hooks) and its own record (for the epilog) in the state
- * directory, reporting every step so that the broker keeps the VNIs
- * quarantined until the services are really gone.  A step's services hold
+ * The prolog takes the job's VNIs only from the broker, or from a lease
+ * the broker signed (cmd_lease.c), turns them into one CXI service per NIC
+ * for the job's owner, and leaves the job environment (for the task
+ * hooks) and its own record (for the epilog) in the state directory.
+ * Without a lease it reports every step, so that the broker keeps the VNIs
+ * quarantined until the services are really gone; a lease's reservation
+ * presumes every node of it holds services until it reports them
+ * destroyed, so a start from a lease reports nothing.  A step's services hold
  * the step's VNIs, then the job's (commands.h), under its own record.
  */
 #include <errno.h>
@@ -149,14 +152,18 @@ static int prolog_failed(struct cmd_ctx *a,
     vnib_error_t rerr = {0};
     char msg[sizeof(error->text) + 32];
     snprintf(msg, sizeof(msg), "prolog: %s", error->text);
-    if (cmd_report(a,
-                   (struct vnib_report){.job_id = o->job,
-                                        .step_id = o->step,
-                                        .reservation = res_id,
-                                        .cxi = "failed",
-                                        .message = msg},
-                   &rerr)
-        != 200)
+    /* A start from a lease reports nothing: the reservation counts this
+     * node as holding services until it reports them destroyed, which its
+     * epilog does from the record. */
+    if (!o->lease
+        && cmd_report(a,
+                      (struct vnib_report){.job_id = o->job,
+                                           .step_id = o->step,
+                                           .reservation = res_id,
+                                           .cxi = "failed",
+                                           .message = msg},
+                      &rerr)
+               != 200)
         cmd_warn(a,
                  "job %s: the broker did not take the failure report: %s",
                  who,
@@ -171,17 +178,24 @@ static json_t *job_json(const struct cmd_opts *o,
                         const struct services_job *job,
                         json_t *res)
 {
-    return json_pack("{s:s, s:s*, s:I, s:I, s:O}",
-                     "job_id",
-                     o->job,
-                     "step_id",
-                     o->step,
-                     "reservation_id",
-                     (json_int_t)res_id,
-                     "uid",
-                     (json_int_t)job->uid,
-                     "vnis",
-                     json_object_get(res, "vnis"));
+    json_t *j = json_pack("{s:s, s:s*, s:I, s:I, s:O}",
+                          "job_id",
+                          o->job,
+                          "step_id",
+                          o->step,
+                          "reservation_id",
+                          (json_int_t)res_id,
+                          "uid",
+                          (json_int_t)job->uid,
+                          "vnis",
+                          json_object_get(res, "vnis"));
+    /* Started from a lease: the reservation presumes this node holds
+     * services until it reports them destroyed, even with none. */
+    if (j && o->lease && json_object_set_new(j, "presumed", json_true()) < 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
 }
 
 /* A step's service could not be made because a VNI of the job is in
@@ -231,11 +245,22 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
 
     if (jobstate_key(key, sizeof(key), o->job, o->step, &error) < 0)
         return cmd_fail(a, CMD_USAGE, "prolog: %s", error.text);
+    if (o->lease && o->report_only)
+        return cmd_fail(a,
+                        CMD_USAGE,
+                        "prolog: --lease and --report-only exclude each other");
     cmd_who(o, who, sizeof(who)); /* "42", or "42 step 0" */
-    if ((rc = cmd_connect(a)) != CMD_DONE)
-        return rc;
-    status =
-        cmd_fetch(a, o->job, o->step, a->cfg->fetch_timeout_ms, &res, &error);
+    if (o->lease) {
+        /* The reservation came with the launch: no broker request. */
+        if ((rc = cmd_lease_reservation(a, o, &res)) != CMD_DONE)
+            return rc;
+        status = 200;
+    } else {
+        if ((rc = cmd_connect(a)) != CMD_DONE)
+            return rc;
+        status = cmd_fetch(
+            a, o->job, o->step, a->cfg->fetch_timeout_ms, &res, &error);
+    }
     if (status != 200 && o->allow_missing && (status < 0 || status == 404)) {
         /* The site lets jobs run without isolation when the broker cannot
          * be asked (the scheduler's prolog said so in the job's record):
@@ -264,10 +289,14 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     const char *state = json_string_value(json_object_get(res, "state"));
     if (prior_vnis(a, o, key, res) < 0
         || cmd_job_from(res, &job, a->cfg->floor_percent) < 0) {
+        if (o->lease)
+            a->errnum = EINVAL;
         rc = cmd_fail(a,
                       CMD_FAILED,
-                      "job %s: the broker's reservation is malformed",
-                      who);
+                      "job %s: the %s reservation is malformed; no services "
+                      "created",
+                      who,
+                      o->lease ? "lease's" : "broker's");
         goto done;
     }
     if (!state || strcmp(state, "active") != 0) {
@@ -328,7 +357,20 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     }
     if (job.nvnis == 0 || a->ndev == 0) {
         /* Nothing to isolate: leave a cleared environment so nothing from
-         * the submitting shell leaks in. */
+         * the submitting shell leaks in.  From a lease, a record too, so
+         * that the epilog reports this node clean without asking the
+         * broker what it holds. */
+        if (!a->dry_run && o->lease
+            && (!(record = job_json(o, res_id, &job, res))
+                || json_object_set_new(record, "services", json_array()) < 0
+                || jobstate_save(a->cfg->state_dir, key, record, &error) < 0)) {
+            rc = cmd_fail(a,
+                          CMD_FAILED,
+                          "job %s: %s",
+                          who,
+                          record ? error.text : "out of memory");
+            goto done;
+        }
         if (!a->dry_run
             && jobstate_write_env(a->cfg->state_dir, key, job.uid, &env, &error)
                    < 0) {
@@ -358,13 +400,15 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
         goto output;
     }
     /* The broker learns before any NIC is touched, so a crash from here
-     * on leaves the node marked as holding something. */
-    status = cmd_report(a,
-                        (struct vnib_report){.job_id = o->job,
-                                             .step_id = o->step,
-                                             .reservation = res_id,
-                                             .cxi = "creating"},
-                        &error);
+     * on leaves the node marked as holding something.  A lease's
+     * reservation counts this node so from its reserve on. */
+    status = o->lease ? 200
+                      : cmd_report(a,
+                                   (struct vnib_report){.job_id = o->job,
+                                                        .step_id = o->step,
+                                                        .reservation = res_id,
+                                                        .cxi = "creating"},
+                                   &error);
     if (status != 200) {
         rc = cmd_broker_failure(a, "prolog: report creating", status, &error);
         goto done;
@@ -422,14 +466,15 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
                                left,
                                &rerr);
         json_t *held = cmd_report_services(left);
-        (void)cmd_report(a,
-                         (struct vnib_report){.job_id = o->job,
-                                              .step_id = o->step,
-                                              .reservation = res_id,
-                                              .cxi = "failed",
-                                              .services = held,
-                                              .message = error.text},
-                         &rerr);
+        if (!o->lease)
+            (void)cmd_report(a,
+                             (struct vnib_report){.job_id = o->job,
+                                                  .step_id = o->step,
+                                                  .reservation = res_id,
+                                                  .cxi = "failed",
+                                                  .services = held,
+                                                  .message = error.text},
+                             &rerr);
         json_decref(held);
         json_decref(left);
         json_decref(gone);
@@ -438,20 +483,22 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     }
     jobstate_unlock(lock);
     lock = -1;
-    status = cmd_report(a,
-                        (struct vnib_report){.job_id = o->job,
-                                             .step_id = o->step,
-                                             .reservation = res_id,
-                                             .cxi = "created",
-                                             .services = svcs},
-                        &error);
-    if (status != 200)
+    /* From a lease, nothing to tell the broker (nor to flush). */
+    if (!o->lease
+        && cmd_report(a,
+                      (struct vnib_report){.job_id = o->job,
+                                           .step_id = o->step,
+                                           .reservation = res_id,
+                                           .cxi = "created",
+                                           .services = svcs},
+                      &error)
+               != 200)
         cmd_warn(a,
                  "job %s: services made but the broker did not take the "
                  "report (%s); it still counts this node as holding them",
                  who,
                  error.text);
-    else
+    else if (!o->lease)
         cmd_flush_quietly(a);
     if (!a->json) {
         char line[512] = "";

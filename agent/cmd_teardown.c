@@ -96,7 +96,12 @@ static bool shared(struct cmd_ctx *a,
  *
  * What to destroy comes from this node's record of what its prolog made;
  * the broker is asked only when there is none (a prolog that died between
- * its "creating" report and its record).  The report goes to the broker
+ * its "creating" report and its record, or a node of a lease's
+ * reservation where the job's prolog never ran): then whatever services
+ * match the reservation's owner and VNIs are destroyed, and the node
+ * reports "destroyed" even when there were none, since a reservation
+ * made with a lease counts every node of it as holding services until it
+ * says so.  The report goes to the broker
  * within broker.spool_after_ms, or into the spool: a broker outage at job
  * end neither drains the node nor holds the job back.
  *
@@ -140,7 +145,8 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
                 cmd_warn(
                     a,
                     "job %s: no record on this node, so its prolog made no "
-                    "service; the broker could not confirm (%s)",
+                    "service; the broker could not confirm (%s), and "
+                    "'vnib-agent flush' reports the node clean once it can",
                     who,
                     error.text);
             else if (!a->json)
@@ -159,7 +165,10 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
         rc = cmd_fail(a, CMD_FAILED, "job %s: malformed reservation", who);
         goto out;
     }
-    if (job.nvnis == 0) {
+    /* A lease's reservation (presumed) waits for every node's report,
+     * even of a node that holds nothing. */
+    bool presumed = json_is_true(json_object_get(src, "presumed"));
+    if (job.nvnis == 0 && !presumed) {
         if (!a->dry_run)
             jobstate_remove(a->cfg->state_dir, key, true);
         if (!a->json)
@@ -174,14 +183,16 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
         rc = cmd_fail(a, CMD_FAILED, "%s: %s", label, error.text);
         goto out;
     }
-    if (o->step && shared(a, o, key, src)) {
+    if (job.nvnis > 0 && o->step && shared(a, o, key, src)) {
         if (!a->json)
             fprintf(a->out,
                     "job %s: its service is the job's, still in use; left "
                     "in place\n",
                     who);
-    } else if ((n = destroy(a, services_match, &job, retry, done, left, label))
-               < 0) {
+    } else if (job.nvnis > 0
+               && (n = destroy(
+                       a, services_match, &job, retry, done, left, label))
+                      < 0) {
         rc = CMD_FAILED;
         goto out;
     }
@@ -399,7 +410,7 @@ int cmd_clean(struct cmd_ctx *a, const struct cmd_opts *o)
     }
     if ((rc = cmd_connect(a)) != CMD_DONE)
         goto out;
-    char *esc = vnib_client_escape(a->node);
+    char *esc = cmd_escape(a->node);
     if (!esc) {
         rc = cmd_fail(a, CMD_FAILED, "out of memory");
         goto out;

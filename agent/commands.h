@@ -7,8 +7,10 @@
  *
  *   cmd_common.c    the context: broker connection, NICs, messages
  *   cmd_job.c       a job's start and its environment: prolog, env
+ *   cmd_lease.c     a job's start from a lease (prolog --lease)
  *   cmd_teardown.c  destroying services: epilog, housekeeping, clean
- *   cmd_spool.c     job-end reports the broker could not take: flush
+ *   cmd_spool.c     job-end reports the broker could not take, and the
+ *                   sweep of reservations that wait on this node: flush
  *   cmd_node.c      the node's NICs: list, sim-init
  *
  * With a step (struct cmd_opts.step, `--step`), prolog, env, epilog and
@@ -34,6 +36,7 @@
 #include "vnib/error.h"
 #include "vnib/token.h"
 #include "agent/agentcfg.h"
+#include "agent/broker.h"
 #include "agent/jobenv.h"
 #include "agent/nic.h"
 
@@ -89,11 +92,17 @@ struct cmd_ctx {
     vnib_error_t error; /* the message of the last failure */
     int status;         /* the broker's answer behind the last failure: its HTTP
                          * status, -1 unreachable, 0 none (not the broker's) */
+    int errnum;         /* errno of the last failure for stepapi.h, when
+                         * status does not say it: EACCES for a lease
+                         * refused, EINVAL for a malformed one; 0 none */
     struct jobenv *env_out; /* not owned; when set, prolog leaves the
                              * environment it made here */
     char *token;            /* owned: the node token */
     size_t token_len;
-    struct vnib_client *client; /* owned: the HTTP broker's */
+    broker_open_fn *open_broker; /* how cmd_connect opens the broker:
+                                  * broker_open, or brokerso_open (the
+                                  * vnib-agent program) */
+    struct broker_conn conn;     /* owned: what it opened */
 };
 
 /* Options of a command. */
@@ -107,6 +116,10 @@ struct cmd_opts {
     bool all;
     bool allow_missing; /* prolog: no reservation is not an error */
     bool report_only;   /* prolog: report "creating", make nothing */
+    const char *lease;  /* prolog: the lease to start from (NULL: ask the
+                         * broker), as text */
+    bool lease_arg;     /* lease is --lease's argument: "-" reads it from
+                         * stdin and "@FILE" from FILE */
     long nics;
 };
 
@@ -116,12 +129,12 @@ struct cmd_opts {
  */
 typedef int cmd_fn(struct cmd_ctx *a, const struct cmd_opts *o);
 cmd_fn cmd_prolog;       /* --job [--step] [--uid] [--ncores] [--allow-missing]
-                            [--report-only] */
+                            [--report-only] [--lease] */
 cmd_fn cmd_epilog;       /* --job [--step] [--retry-busy] */
 cmd_fn cmd_housekeeping; /* --job [--step] [--retry-busy] */
 cmd_fn cmd_clean;        /* --all [--retry-busy] */
-cmd_fn cmd_flush;
-cmd_fn cmd_env; /* --job [--step] [--format] */
+cmd_fn cmd_flush;        /* [--retry-busy] */
+cmd_fn cmd_env;          /* --job [--step] [--format] */
 cmd_fn cmd_list;
 cmd_fn cmd_sim_init; /* --nics */
 
@@ -138,9 +151,17 @@ int cmd_fail(struct cmd_ctx *a, int code, const char *fmt, ...)
 void cmd_warn(struct cmd_ctx *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Settle this node's name (unless it is set already) from node.name and
+ * the node token, without the broker.  Returns an exit status. */
+int cmd_identify(struct cmd_ctx *a);
+
 /* Settle this node's name and the broker (unless one is set already):
- * the node token, then the HTTP client.  Returns an exit status. */
+ * the node token, then the HTTP client (a->open_broker).  Returns an exit
+ * status. */
 int cmd_connect(struct cmd_ctx *a);
+
+/* s percent-encoded for a URL path (a new string, or NULL with errno). */
+char *cmd_escape(const char *s);
 
 /* Open the NIC backend (unless one is set) and list its NICs. */
 int cmd_open_nics(struct cmd_ctx *a);
@@ -163,6 +184,14 @@ int cmd_fetch(struct cmd_ctx *a,
               long deadline_ms,
               json_t **replyp,
               vnib_error_t *errp);
+
+/* Turn a step reservation as the broker renders it (*resp, replaced) into
+ * the one its services hold: "vnis" the step's VNIs then the job's
+ * ("job_vnis"), "step_vnis" the step's own, "step_id" step_id when
+ * absent.  Malformed VNIs leave no "vnis", so that cmd_job_from refuses
+ * it.  Returns 0, or -1 with errno ENOMEM (*resp is then NULL).
+ */
+int cmd_step_view(json_t **resp, const char *step_id, vnib_error_t *errp);
 
 /* What messages call a job or step: "42", or "42 step 0", into buf
  * (CMD_WHO_MAX bytes hold any). */
@@ -197,6 +226,24 @@ void cmd_print_json(struct cmd_ctx *a, json_t *o);
 /* The same for a command's --json result, adding its "warnings" and
  * "dry_run". */
 void cmd_print_result(struct cmd_ctx *a, json_t *o);
+
+/* ---- leases (cmd_lease.c) ------------------------------------------------ */
+
+/* The reservation a prolog with a lease (o->lease) starts from, into
+ * *resp: the lease read (o->lease_arg: "-" or "@FILE"), verified with the
+ * keys of lease.public_keys and lease.max_skew_s, and checked to be for
+ * o->job and o->step (or no step), owner o->uid, this node, and an active
+ * reservation; for a step, its VNIs arranged as cmd_fetch arranges them.
+ * A lease that says "hwcoll_fetch" gets the hardware collectives'
+ * variables from the broker (GET within broker.fetch_timeout_ms); when
+ * that fails the job starts without them, with a warning.  Nothing else
+ * asks the broker.  Returns an exit status: CMD_FAILED for a lease refused
+ * (a->errnum EACCES) or malformed (EINVAL), CMD_USAGE for an unreadable
+ * lease or key file.
+ */
+int cmd_lease_reservation(struct cmd_ctx *a,
+                          const struct cmd_opts *o,
+                          json_t **resp);
 
 /* ---- the report spool (cmd_spool.c) ------------------------------------- */
 

@@ -19,6 +19,7 @@
 
 #include "vnib/token.h"
 #include "agent/agentcfg.h"
+#include "agent/brokerso.h"
 #include "agent/commands.h"
 #include "agent/jobstate.h"
 #include "vnib/version.h"
@@ -30,6 +31,9 @@ static const char usage_text[] =
     "Commands:\n"
     "  prolog --job ID [--step STEP] [--uid U] [--ncores N] [--allow-missing]\n"
     "                                           create the job's services\n"
+    "  prolog --job ID [--step STEP] --uid U --lease TEXT|@FILE|-\n"
+    "                                           the same from the broker's\n"
+    "                                           lease, without asking it\n"
     "  prolog --job ID --report-only [--uid U]  only tell the broker this\n"
     "                                           node will hold them (another\n"
     "                                           tool creates them)\n"
@@ -39,8 +43,10 @@ static const char usage_text[] =
     "  clean --all [--retry-busy D]             destroy every job service in\n"
     "                                           the broker's pool (after a\n"
     "                                           crash or reboot)\n"
-    "  flush                                    send the reports spooled\n"
-    "                                           while the broker was down\n"
+    "  flush [--retry-busy D]                   send the reports spooled\n"
+    "                                           while the broker was down;\n"
+    "                                           end what waits on this node\n"
+    "                                           of jobs it has no record of\n"
     "  env --job ID [--format export|json|slurm-taskprolog]\n"
     "                                           print the job environment\n"
     "  list                                     services on this node\n"
@@ -156,6 +162,7 @@ static const struct opt_def command_opts[] = {
     {"all", OPT_FLAG, ARG(o.all), 0, 0, NULL},
     {"allow-missing", OPT_FLAG, ARG(o.allow_missing), 0, 0, NULL},
     {"report-only", OPT_FLAG, ARG(o.report_only), 0, 0, NULL},
+    {"lease", OPT_STRING, ARG(o.lease), 0, 0, NULL},
     {"nics", OPT_LONG, ARG(o.nics), 0, 64, "is not 0-64"},
     {"json", OPT_FLAG, ARG(json), 0, 0, NULL},
     {"dry-run", OPT_FLAG, ARG(dry_run), 0, 0, NULL},
@@ -293,6 +300,21 @@ static int parse_command(struct cmd_ctx *a,
     if (args->o.step && !cmd->needs_job)
         return cmd_fail(
             a, CMD_USAGE, "%s: --step applies to a job's command", cmd->name);
+    if (args->o.lease && strcmp(cmd->name, "prolog") != 0)
+        return cmd_fail(
+            a, CMD_USAGE, "%s: --lease applies to prolog", cmd->name);
+    if (args->o.lease && args->o.uid < 0)
+        return cmd_fail(a,
+                        CMD_USAGE,
+                        "%s: --lease needs --uid (the job's owner, as the "
+                        "scheduler knows it)",
+                        cmd->name);
+    if (args->o.lease && args->o.report_only)
+        return cmd_fail(a,
+                        CMD_USAGE,
+                        "%s: --lease and --report-only exclude each other",
+                        cmd->name);
+    args->o.lease_arg = args->o.lease != NULL;
     if (args->o.step && !jobstate_step_id_valid(args->o.step))
         return cmd_fail(a,
                         CMD_USAGE,
@@ -305,7 +327,8 @@ static int parse_command(struct cmd_ctx *a,
 
 int main(int argc, char **argv)
 {
-    struct cmd_ctx a = {.out = stdout, .err = stderr};
+    struct cmd_ctx a = {
+        .out = stdout, .err = stderr, .open_broker = brokerso_open};
     struct args args = {
         .o = {.uid = -1, .retry_ms = -1, .format = "export", .nics = -1}};
     const struct command *cmd = commands;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -325,6 +326,7 @@ int nic_sim_svc_alloc(void *impl,
     const struct nic_sim *sim = impl;
     struct nic_svc svc, *svcs;
     struct simfile_open so;
+    bool stop = false;
     int rc = -1;
 
     if (simfile_open(sim->dir, dev->dev_id, LOCK_EX, &so, errp) < 0)
@@ -351,12 +353,19 @@ int nic_sim_svc_alloc(void *impl,
     svc.svc_id = so.nic.next_svc_id++;
     /* Ids only grow, so the array stays sorted. */
     so.nic.svcs[so.nic.nsvcs++] = svc;
+    stop = so.nic.stop_after_alloc == 1;
+    if (so.nic.stop_after_alloc > 0)
+        so.nic.stop_after_alloc--;
     if (simfile_store(sim->dir, &so.nic, false, errp) < 0)
         goto done;
     *svc_idp = svc.svc_id;
     rc = 0;
 done:
     simfile_close(&so);
+    /* The fault stop_after_alloc: the service exists, its maker has not
+     * yet said so anywhere; a test kills the process here. */
+    if (rc == 0 && stop)
+        raise(SIGSTOP);
     return rc;
 }
 

@@ -16,7 +16,8 @@
  *       "resource_limits": false, "lnis": 0,
  *       "max": {...}, "res": {...}, "use": {...}}, ...],
  *    "faults": {"destroy_ebusy": 0, "alloc_error": null,
- *               "alloc_error_count": 0, "open_fail": false}}
+ *               "alloc_error_count": 0, "open_fail": false,
+ *               "stop_after_alloc": 0}}
  *
  * Resource objects have the keys of nic_rsrc_name().  Every key may be
  * left out so that tests can write short files: name and dev_id follow the
@@ -360,8 +361,12 @@ static int parse_faults(const struct sim_parse *p,
                         json_t *root,
                         struct simfile_nic *nic)
 {
-    static const char *const keys[] = {
-        "destroy_ebusy", "alloc_error", "alloc_error_count", "open_fail", NULL};
+    static const char *const keys[] = {"destroy_ebusy",
+                                       "alloc_error",
+                                       "alloc_error_count",
+                                       "open_fail",
+                                       "stop_after_alloc",
+                                       NULL};
     json_t *f = json_object_get(root, "faults");
     json_t *e = json_object_get(f, "alloc_error");
     json_int_t n;
@@ -376,6 +381,9 @@ static int parse_faults(const struct sim_parse *p,
     if (get_uint(p, f, "faults", "open_fail", -1, 0, &n) < 0)
         return -1;
     nic->open_fail = n != 0;
+    if (get_uint(p, f, "faults", "stop_after_alloc", INT_MAX, 0, &n) < 0)
+        return -1;
+    nic->stop_after_alloc = (unsigned)n;
     nic->alloc_error = 0;
     if (e && !json_is_null(e)) {
         const char *s = json_string_value(e);
@@ -538,7 +546,7 @@ static json_t *nic_json(const struct simfile_nic *nic)
     }
     o = json_pack(
         "{s:s, s:I, s:o, s:I, s:O,"
-        " s:{s:I, s:s?, s:I, s:b}}",
+        " s:{s:I, s:s?, s:I, s:b, s:I}}",
         "name",
         nic->name,
         "dev_id",
@@ -557,7 +565,9 @@ static json_t *nic_json(const struct simfile_nic *nic)
         "alloc_error_count",
         (json_int_t)nic->alloc_error_count,
         "open_fail",
-        nic->open_fail);
+        nic->open_fail,
+        "stop_after_alloc",
+        (json_int_t)nic->stop_after_alloc);
 done:
     json_decref(svcs);
     return o;

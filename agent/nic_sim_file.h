@@ -33,7 +33,11 @@ struct simfile_nic {
     unsigned destroy_ebusy; /* answer EBUSY to this many destroys */
     int alloc_error;        /* 0, or the errno of injected alloc failures */
     unsigned alloc_error_count;
-    bool open_fail; /* the NIC cannot be opened (ENODEV) */
+    bool open_fail;            /* the NIC cannot be opened (ENODEV) */
+    unsigned stop_after_alloc; /* stop the process (SIGSTOP) after this
+                                * many more allocs succeed: a test kills
+                                * it there, between a service and its
+                                * record */
 };
 
 /* A NIC opened for one operation: its lock held, its file read. */

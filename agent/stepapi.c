@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "agent/agentcfg.h"
+#include "agent/broker.h"
 #include "agent/commands.h"
 #include "agent/jobenv.h"
 #include "agent/jobstate.h"
@@ -56,6 +57,8 @@ static int failed(struct cmd_ctx *a, int rc, vnib_error_t *errp)
         err = EHOSTUNREACH;
     else if (rc == CMD_USAGE)
         err = EINVAL;
+    else if (a->errnum)
+        err = a->errnum;
     else if (a->status == 404)
         err = ENOENT;
     else if (a->status > 0)
@@ -95,6 +98,7 @@ static int run(struct cmd_ctx *a,
     if (!a->err)
         a->err = stderr;
     a->status = 0;
+    a->errnum = 0;
     a->error.text[0] = '\0';
     a->env_out = env;
     rc = fn(a, o);
@@ -139,6 +143,7 @@ static int ctx_open(struct cmd_ctx *a, const char *config, vnib_error_t *errp)
 {
     memset(a, 0, sizeof(*a));
     a->err = stderr;
+    a->open_broker = broker_open; /* linked in: no libcurl to spare */
     if (!(a->cfg = agentcfg_load(
               config ? config : AGENTCFG_DEFAULT_PATH, config != NULL, errp))) {
         errno = EINVAL;
@@ -181,6 +186,39 @@ int vnib_step_setup(const char *agent_config,
     if (uid > 4294967294L) {
         errno = EINVAL;
         return errprintf(errp, "uid %ld is not a uid", uid);
+    }
+    if (ctx_open(&a, agent_config, errp) < 0)
+        return ctx_close(&a, -1);
+    return ctx_close(&a, vnib_step_setup_opts(&a, &o, envp, errp));
+}
+
+int vnib_step_setup_lease(const char *agent_config,
+                          const char *job,
+                          const char *step,
+                          long uid,
+                          long ncores,
+                          const char *lease,
+                          char ***envp,
+                          vnib_error_t *errp)
+{
+    struct cmd_opts o = {.job = job,
+                         .step = step,
+                         .uid = uid,
+                         .ncores = ncores > 0 ? ncores : 0,
+                         .retry_ms = -1,
+                         .format = "export",
+                         .lease = lease,
+                         .nics = -1};
+    struct cmd_ctx a;
+
+    *envp = NULL;
+    if (uid < 0 || uid > 4294967294L) {
+        errno = EINVAL;
+        return errprintf(errp, "uid %ld is not a uid", uid);
+    }
+    if (!lease) {
+        errno = EINVAL;
+        return errprintf(errp, "no lease");
     }
     if (ctx_open(&a, agent_config, errp) < 0)
         return ctx_close(&a, -1);

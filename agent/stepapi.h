@@ -4,9 +4,10 @@
  *
  * These are `vnib-agent prolog --step` and `epilog --step` (see
  * agent/commands.h), run in the caller's process: the step's reservation
- * comes from the broker with the node's own token, never from the job's
- * credential; the step's services hold the step's VNIs, then the job's;
- * the record is the step's own (STATE_DIR/jobs/JOB+STEP.json), so steps
+ * comes from the broker with the node's own token, or from a lease the
+ * broker signed (vnib_step_setup_lease), never from anything else the
+ * job's credential carries; the step's services hold the step's VNIs, then the
+ * job's; the record is the step's own (STATE_DIR/jobs/JOB+STEP.json), so steps
  * of one job may run at once in separate processes; reports go to the
  * step's route, or into the spool at step end.
  *
@@ -20,9 +21,10 @@
  *                 plugin's outage policy decides); at teardown only when
  *                 the report could not be spooled either
  *   ENOENT        no reservation for the step (the broker said 404)
- *   EACCES        the broker refused (any other 4xx or 5xx answer)
- *   EINVAL        bad arguments, or agent.toml or the node token is
- *                 unusable
+ *   EACCES        the broker refused (any other 4xx or 5xx answer), or
+ *                 the lease was refused
+ *   EINVAL        bad arguments, a malformed lease, or agent.toml, the
+ *                 node token or a lease key file is unusable
  *   EIO           the NICs: a CXI operation failed (drain the node)
  */
 #ifndef VNIB_AGENT_STEPAPI_H
@@ -52,6 +54,30 @@ int vnib_step_setup(const char *agent_config,
                     char ***envp,
                     vnib_error_t *errp);
 
+/* vnib_step_setup from a lease (the text "vnib1...." the broker signed,
+ * carried by the step's launch) instead of the broker's reservation: the
+ * lease must verify with a key of lease.public_keys (agent.toml) within
+ * lease.max_skew_s, and name this job, this step, owner uid (required:
+ * the scheduler's, never the job's environment) and this node, for an
+ * active reservation.  Then the services, the record and the environment
+ * are made as vnib_step_setup makes them, with no broker request and no
+ * report, except for a lease saying "hwcoll_fetch": the hardware
+ * collectives' variables are then fetched from the broker, and when that
+ * fails the step starts without them (a warning, not a failure).
+ * Failures are as vnib_step_setup's, and: EACCES for a lease refused
+ * (expired, bad signature, unknown key, another job, step, owner or node,
+ * a reservation not active), EINVAL for a malformed lease, a missing uid,
+ * or a key file that cannot be read (the message names it).
+ */
+int vnib_step_setup_lease(const char *agent_config,
+                          const char *job,
+                          const char *step,
+                          long uid,
+                          long ncores,
+                          const char *lease,
+                          char ***envp,
+                          vnib_error_t *errp);
+
 /* Tear the step down: destroy its services (retrying busy ones for
  * retry_busy_ms; -1: nic.epilog_retry_busy_ms), report "destroyed" (or
  * "failed" naming what is left, which the job's epilog or housekeeping
@@ -72,9 +98,9 @@ const char *vnib_step_env_name(int i);
 
 /* The same two calls on a context the caller prepared (its cfg and, when
  * set, its broker and NIC backend are used; see agent/commands.h) with the
- * command's options (o->job and o->step are required; setup reads uid and
- * ncores, teardown retry_ms), for tests and for callers that keep their
- * own context.  The context is not finished (cmd_ctx_fini is the
+ * command's options (o->job and o->step are required; setup reads uid,
+ * ncores and lease, teardown retry_ms), for tests and for callers that keep
+ * their own context.  The context is not finished (cmd_ctx_fini is the
  * caller's).
  */
 struct cmd_opts;

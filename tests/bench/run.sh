@@ -30,9 +30,10 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
-# run (healthz compare openloop bigjob populate nodeview rss storm frag
-# stepstorm drain agent fmslow hwcoll slowclients contention history
-# uiscale failover patroni slurmstart fluxstart; pairs is compare), the rounds of the alternated comparisons
+# run (nodeprolog healthz compare openloop bigjob populate nodeview rss
+# storm frag stepstorm drain agent fmslow hwcoll slowclients contention
+# history uiscale failover patroni slurmstart fluxstart; pairs is
+# compare), the rounds of the alternated comparisons
 # (compare, history, frag), and the drain scenario's Fabric Manager
 # release-queue workers.
 SECS=${BENCH_SECONDS:-10}
@@ -134,6 +135,23 @@ fail_setup () {
     echo "bench: $*" >&2
     exit 1
 }
+
+# ---- the node: a job's start from a lease -----------------------------------
+#
+# Issue 43's per-node target: `vnib-agent prolog --lease` on a node of 4
+# simulated NICs, run as a scheduler runs it (a process), at most 20 ms
+# more than creating the 4 services alone, alternated, BENCH_NODE_ROUNDS
+# (30) rounds (tests/bench/bench_node.c).  No broker takes part: it runs
+# before the API part.
+if wanted nodeprolog; then
+    echo "== node ($(nproc) cores)"
+    printf '%-52s %12s %-6s %2s %10s  %s\n' scenario figure unit "" target result
+    steal_mark
+    "$BUILD/tests/bench/bench_node" "$BUILD/vnib-agent" "${BENCH_NODE_ROUNDS:-30}" ||
+        row_not_run "node: prolog --lease minus the services alone" ms "<=" 20 \
+            "bench_node failed"
+    steal_note nodeprolog
+fi
 
 # ---- credentials ----------------------------------------------------------
 

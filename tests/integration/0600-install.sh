@@ -44,6 +44,7 @@ expect_eq "fmsim is not installed" "$(find "$ROOT" -name fmsim)" ""
 DOC=$ROOT/usr/share/doc/vnibroker
 UNITS=$ROOT/usr/lib/systemd/system
 for f in usr/lib/vnibroker/vnib_spank.so \
+         usr/lib/vnibroker/vnib-agent-broker.so \
          usr/lib/systemd/system/vnibrokerd.service \
          usr/lib/systemd/system/vnib-slurm-reconcile.service \
          usr/lib/systemd/system/vnib-slurm-reconcile.timer \
@@ -63,6 +64,15 @@ for pair in README.md:README.md deploy/README.md:deploy/README.md \
         not_ok "${pair%%:*} is installed as doc/vnibroker/${pair#*:}"
     fi
 done
+
+# The installed agent finds its client of the broker: with no broker to
+# reach, flush gets as far as trying (3), not "not found" (2).
+printf '[broker]\nurl = "http://127.0.0.1:1"\ntoken_file = "%s"\nfetch_timeout_ms = 200\n[node]\nname = "n1"\nspool_dir = "%s"\n' \
+    "$T/node.token" "$T/spool" >"$T/agent.toml"
+(umask 077 && printf 'vnibnode.n1.x\n' >"$T/node.token")
+"$ROOT/usr/sbin/vnib-agent" --config "$T/agent.toml" flush >/dev/null 2>"$T/flush.err"
+expect_eq "the installed vnib-agent loads PREFIX/lib/vnibroker/vnib-agent-broker.so" \
+    "$?:$(grep -c 'vnib-agent-broker.so' "$T/flush.err")" 3:0
 
 left=$(grep -rIEn '@[A-Za-z_]+@' "$ROOT" "$T/readme")
 expect_eq "no @PLACEHOLDER@ is left in an installed file" "$left" ""

@@ -90,7 +90,8 @@ has vnibroker usr/sbin/vnibrokerd lib/systemd/system/vnibrokerd.service \
     usr/share/doc/vnibroker/deploy/README.md usr/share/doc/vnibroker/server/api/openapi.yaml \
     usr/share/doc/vnibroker/copyright usr/share/man/man8/vnibrokerd.8.gz
 has vnibctl usr/bin/vnibctl usr/share/doc/vnibctl/copyright usr/share/man/man1/vnibctl.1.gz
-has vnib-agent usr/sbin/vnib-agent lib/systemd/system/vnib-agent-flush.service \
+has vnib-agent usr/sbin/vnib-agent usr/lib/vnibroker/vnib-agent-broker.so \
+    lib/systemd/system/vnib-agent-flush.service \
     lib/systemd/system/vnib-agent-flush.timer etc/vnibroker/agent.toml.example \
     usr/share/doc/vnibroker/agent/README.md usr/share/doc/vnibroker/agent/agent.example.toml \
     usr/share/man/man8/vnib-agent.8.gz

@@ -62,3 +62,48 @@ sim_count () {
     jq '[.services[] | select(.system != true and .svc_id != 1)] | length' \
         "$T/$1/sim/$2.json"
 }
+
+# lease_keys: the broker's lease key, $T/lease.key (0600), and its public
+# half, $T/lease.pub, as the guide has them made.
+lease_keys () {
+    (umask 077 && openssl genpkey -algorithm ed25519 -out "$T/lease.key" 2>/dev/null)
+    openssl pkey -in "$T/lease.key" -pubout -out "$T/lease.pub"
+}
+
+# lease_sign PAYLOAD [TTL] [IAT]: a lease of the JSON object PAYLOAD signed
+# with $LEASE_KEY (default $T/lease.key), issued at IAT (default now) for
+# TTL seconds (default 120), made with openssl and basenc as
+# include/vnib/lease.h describes the format, independently of lib/lease.c.
+lease_sign () {
+    ls_key=${LEASE_KEY:-$T/lease.key}
+    ls_kid=$(openssl pkey -in "$ls_key" -pubout -outform DER | tail -c 32 |
+        sha256sum | cut -c1-16)
+    ls_iat=${3:-$(date +%s)}
+    ls_body=$(jq -c --arg kid "$ls_kid" --argjson iat "$ls_iat" \
+        --argjson exp "$((ls_iat + ${2:-120}))" \
+        '. + {v: 1, kid: $kid, iat: $iat, exp: $exp}' <<<"$1")
+    ls_b64=$(printf %s "$ls_body" | basenc --base64url -w0 | tr -d '=')
+    printf 'vnib1.%s' "$ls_b64" >"$T/lease.signed"
+    ls_sig=$(openssl pkeyutl -sign -inkey "$ls_key" -rawin \
+        -in "$T/lease.signed" | basenc --base64url -w0 | tr -d '=')
+    printf 'vnib1.%s.%s' "$ls_b64" "$ls_sig"
+}
+
+# lease_payload LEASE: its payload, decoded.
+lease_payload () {
+    lp_b64=$(printf %s "$1" | cut -d. -f2 | tr -- '-_' '+/')
+    while [ $((${#lp_b64} % 4)) -ne 0 ]; do lp_b64="$lp_b64="; done
+    printf %s "$lp_b64" | base64 -d
+}
+
+# broker_requests: the requests the broker has answered, /metrics's own
+# scrapes left out.
+broker_requests () {
+    curl -sS --max-time 10 "$BROKER_URL/metrics" |
+        awk '/^vnib_http_requests_total\{/ && !/route="\/metrics"/ { n += $NF } END { print n + 0 }'
+}
+
+# stopped PID: the process is stopped (a SIGSTOP it sent itself).
+stopped () {
+    [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = T ]
+}

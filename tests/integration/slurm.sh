@@ -527,6 +527,8 @@ slurm_hook_setup () {
     VNIB_HOOK_LOG=$T/hook.log
     {
         echo "VNIBCTL=$(share "$BUILD/vnibctl")"
+        # The agent loads its client of the broker from beside itself.
+        share "$BUILD/vnib-agent-broker.so" >/dev/null || return 1
         echo "VNIB_AGENT=$(share "$BUILD/vnib-agent")"
         echo "SCONTROL=$(command -v scontrol)"
         echo "SQUEUE=$(command -v squeue)"
