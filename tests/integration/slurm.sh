@@ -438,7 +438,9 @@ slurm_ctld_kill () {
 }
 
 # slurm_switch_setup [NAME=VALUE...]: the switch plugin: a copy of the
-# built switch_vnib.so in $T/plugins (VNIB_PLUGIN_DIR), the agent settings
+# built switch_vnib.so in $T/plugins (VNIB_PLUGIN_DIR), of its helper
+# vnib-switch-helper.so and the agent's vnib-agent-broker.so in $T/helper
+# (VNIB_HELPER_DIR; vnib_helper names it), the agent settings
 # $T/NODE/agent.toml of n1-n3 (the broker at $BROKER_URL, node.name set,
 # four simulated NICs each; tokens from node_token), slurmctld's token in
 # $T/sched.token, and VNIB_SWITCH_PARAMS: SwitchParameters for them, the
@@ -475,6 +477,13 @@ slurm_switch_setup () {
     mkdir -p "$VNIB_PLUGIN_DIR" && chmod 755 "$VNIB_PLUGIN_DIR" || return 1
     cp "$VNIB_SLURM_OUT/switch_vnib.so" "$VNIB_PLUGIN_DIR/" || return 1
     chmod 755 "$VNIB_PLUGIN_DIR/switch_vnib.so"
+    # The plugin's helper, and the agent's client of the broker beside it
+    # (vnib_helper below), as make install puts them in PREFIX/lib/vnibroker.
+    VNIB_HELPER_DIR=$T/helper
+    mkdir -p "$VNIB_HELPER_DIR" && chmod 755 "$VNIB_HELPER_DIR" || return 1
+    cp "$BUILD/vnib-switch-helper.so" "$BUILD/vnib-agent-broker.so" \
+        "$VNIB_HELPER_DIR/" || return 1
+    chmod 755 "$VNIB_HELPER_DIR"/*.so
     (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
     for n in n1 n2 n3; do
         mkdir -p "$T/$n"
@@ -503,6 +512,7 @@ EOF
     VNIB_SWITCH_PARAMS="vnib_url=$BROKER_URL,vnib_token_file=$T/sched.token"
     VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_agent_config=$T/%n/agent.toml"
     VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_release_spool=$VNIB_SPOOL"
+    VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_helper=$VNIB_HELPER_DIR/vnib-switch-helper.so"
     VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_timeout_ms=2000,vnib_retry_busy_ms=2000"
     for arg in "$@"; do
         VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,$arg"

@@ -22,43 +22,59 @@
 
 #include <jansson.h>
 
+#include "swv_broker.h"
 #include "vnib/client.h"
 #include "vnib/secfile.h"
 
-/* A client for cfg's broker with slurmctld's token (job_token NULL) or
- * a job's token (the stepmgr), or NULL with errno and errp set. */
-static struct vnib_client *ctld_client(const struct swv_config *cfg,
-                                       const char *job_token,
-                                       vnib_error_t *errp)
+/* A client of the broker and the calls to make with it. */
+struct ctld_conn {
+    const struct swv_client_api *api;
+    struct vnib_client *c;
+};
+
+static void ctld_close(struct ctld_conn *cc)
 {
-    struct vnib_client *c = NULL;
+    if (cc->c)
+        cc->api->destroy(cc->c);
+    cc->c = NULL;
+}
+
+/* Connect *cc to cfg's broker with slurmctld's token (job_token NULL) or
+ * a job's token (the stepmgr); 0, or -1 with errno and errp set. */
+static int ctld_client(const struct swv_config *cfg,
+                       const char *job_token,
+                       struct ctld_conn *cc,
+                       vnib_error_t *errp)
+{
     char *buf = NULL;
     size_t len = 0;
 
+    cc->c = NULL;
     if (cfg->url[0] == '\0') {
         errno = EINVAL;
-        errprintf(errp, "SwitchParameters has no vnib_url");
-        return NULL;
+        return errprintf(errp, "SwitchParameters has no vnib_url");
     }
+    if (!(cc->api = swv_broker_client(errp)))
+        return -1;
     if (job_token != NULL) {
-        c = vnib_client_create(cfg->url, job_token, errp);
+        cc->c = cc->api->create(cfg->url, job_token, errp);
     } else {
         if (secfile_read(cfg->token_file, &buf, &len, errp) < 0)
-            return NULL;
+            return -1;
         while (len > 0 && strchr(" \t\r\n", buf[len - 1]) != NULL)
             buf[--len] = '\0';
-        c = vnib_client_create(cfg->url, buf, errp);
+        cc->c = cc->api->create(cfg->url, buf, errp);
         secfile_free(buf, len);
     }
-    if (c == NULL)
-        return NULL;
-    if ((cfg->cacert[0] != '\0' && vnib_client_set_cacert(c, cfg->cacert) < 0)
-        || vnib_client_set_timeout_ms(c, cfg->timeout_ms) < 0) {
+    if (cc->c == NULL)
+        return -1;
+    if ((cfg->cacert[0] != '\0' && cc->api->set_cacert(cc->c, cfg->cacert) < 0)
+        || cc->api->set_timeout_ms(cc->c, cfg->timeout_ms) < 0) {
         errprintf(errp, "%s: client settings: %s", cfg->url, strerror(errno));
-        vnib_client_destroy(c);
-        return NULL;
+        ctld_close(cc);
+        return -1;
     }
-    return c;
+    return 0;
 }
 
 /* The broker's error code in a reply ({"error": {"code": ...}}), or "". */
@@ -102,7 +118,7 @@ static int reserved_id(int status,
     return 0;
 }
 
-static int reserve_job(struct vnib_client *c,
+static int reserve_job(struct ctld_conn *cc,
                        const struct swv_step_req *req,
                        const struct swv_network *net,
                        long long *idp,
@@ -134,7 +150,7 @@ static int reserve_job(struct vnib_client *c,
         r.user = name;
     }
     snprintf(what, sizeof(what), "job %s", req->job_id);
-    status = vnib_client_reserve(c, &r, &reply, errp);
+    status = cc->api->reserve(cc->c, &r, &reply, errp);
     if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
         goto cleanup;
     if (jd != NULL) {
@@ -156,7 +172,7 @@ cleanup:
     return rc;
 }
 
-static int reserve_step(struct vnib_client *c,
+static int reserve_step(struct ctld_conn *cc,
                         const struct swv_step_req *req,
                         const struct swv_network *net,
                         long long *idp,
@@ -173,7 +189,7 @@ static int reserve_step(struct vnib_client *c,
     int status, rc = -1;
 
     snprintf(what, sizeof(what), "step %s.%s", req->job_id, req->step_id);
-    status = vnib_client_step_reserve(c, &r, &reply, errp);
+    status = cc->api->step_reserve(cc->c, &r, &reply, errp);
     if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
         goto cleanup;
     rc = 0;
@@ -209,18 +225,18 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
                         struct swv_step_resv *out,
                         vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
+    struct ctld_conn cc = {0};
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
-    if ((c = ctld_client(cfg, req->job_token, errp)) == NULL)
+    if (ctld_client(cfg, req->job_token, &cc, errp) < 0)
         goto cleanup;
     errno = 0;
     if (req->job_token != NULL)
         out->job_resv = req->job_resv;
     if ((req->job_token == NULL
-         && reserve_job(c, req, net, &out->job_resv, NULL, errp) < 0)
-        || reserve_step(c, req, net, &out->step_resv, errp) < 0) {
+         && reserve_job(&cc, req, net, &out->job_resv, NULL, errp) < 0)
+        || reserve_step(&cc, req, net, &out->step_resv, errp) < 0) {
         if (outage(cfg, &out->unisolated) == 0) {
             out->job_resv = out->step_resv = 0;
             rc = 0;
@@ -229,7 +245,7 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
     }
     rc = 0;
 cleanup:
-    vnib_client_destroy(c);
+    ctld_close(&cc);
     return rc;
 }
 
@@ -240,23 +256,23 @@ int swv_ctld_job_begin(const struct swv_config *cfg,
                        int *unisolatedp,
                        vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
+    struct ctld_conn cc = {0};
     long long id = 0;
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
     *unisolatedp = 0;
-    if ((c = ctld_client(cfg, NULL, errp)) == NULL)
+    if (ctld_client(cfg, NULL, &cc, errp) < 0)
         goto cleanup;
     errno = 0;
-    if (reserve_job(c, req, net, &id, out, errp) < 0) {
+    if (reserve_job(&cc, req, net, &id, out, errp) < 0) {
         memset(out, 0, sizeof(*out));
         rc = outage(cfg, unisolatedp);
         goto cleanup;
     }
     rc = 0;
 cleanup:
-    vnib_client_destroy(c);
+    ctld_close(&cc);
     return rc;
 }
 
@@ -266,13 +282,13 @@ int swv_ctld_step_end(const struct swv_config *cfg,
                       const char *step_id,
                       vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
+    struct ctld_conn cc = {0};
     json_t *reply = NULL;
     int status, rc = -1;
 
-    if ((c = ctld_client(cfg, job_token, errp)) == NULL)
+    if (ctld_client(cfg, job_token, &cc, errp) < 0)
         goto cleanup;
-    status = vnib_client_step_release(c, job_id, step_id, false, &reply, errp);
+    status = cc.api->step_release(cc.c, job_id, step_id, false, &reply, errp);
     if (status < 0)
         goto cleanup;
     if (status != 200 && status != 202 && status != 404) {
@@ -288,7 +304,7 @@ int swv_ctld_step_end(const struct swv_config *cfg,
     rc = 0;
 cleanup:
     json_decref(reply);
-    vnib_client_destroy(c);
+    ctld_close(&cc);
     return rc;
 }
 
@@ -297,13 +313,13 @@ int swv_ctld_pool_free(const struct swv_config *cfg,
                        long *per_job_defaultp,
                        vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
+    struct ctld_conn cc = {0};
     json_t *reply = NULL, *f, *d;
     int status, rc = -1;
 
-    if ((c = ctld_client(cfg, NULL, errp)) == NULL)
+    if (ctld_client(cfg, NULL, &cc, errp) < 0)
         goto cleanup;
-    status = vnib_client_request(c, "GET", "/v1/pool", NULL, &reply, errp);
+    status = cc.api->request(cc.c, "GET", "/v1/pool", NULL, &reply, errp);
     if (status < 0)
         goto cleanup;
     f = json_object_get(reply, "free");
@@ -318,7 +334,7 @@ int swv_ctld_pool_free(const struct swv_config *cfg,
     rc = 0;
 cleanup:
     json_decref(reply);
-    vnib_client_destroy(c);
+    ctld_close(&cc);
     return rc;
 }
 
@@ -326,13 +342,13 @@ int swv_ctld_job_end(const struct swv_config *cfg,
                      const char *job_id,
                      vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
+    struct ctld_conn cc = {0};
     vnib_error_t why = {0}, serr = {0};
     json_t *reply = NULL;
     int status = -1;
 
-    if ((c = ctld_client(cfg, NULL, &why)) != NULL) {
-        status = vnib_client_release(c, job_id, 0, false, &reply, &why);
+    if (ctld_client(cfg, NULL, &cc, &why) == 0) {
+        status = cc.api->release(cc.c, job_id, 0, false, &reply, &why);
         if (status >= 400 && status != 404)
             errprintf(&why,
                       "the broker refused the release (%d %s)",
@@ -340,7 +356,7 @@ int swv_ctld_job_end(const struct swv_config *cfg,
                       reply_code(reply));
     }
     json_decref(reply);
-    vnib_client_destroy(c);
+    ctld_close(&cc);
     if (status == 200 || status == 202 || status == 404)
         return 0;
     if (swv_ctld_spool(cfg->spool, job_id, why.text, &serr) < 0) {

@@ -36,6 +36,7 @@ static const struct config_key config_keys[] = {
     {"vnib_cacert", KEY_PATH, offsetof(struct swv_config, cacert)},
     {"vnib_agent_config", KEY_PATH, offsetof(struct swv_config, agent_config)},
     {"vnib_release_spool", KEY_PATH, offsetof(struct swv_config, spool)},
+    {"vnib_helper", KEY_PATH, offsetof(struct swv_config, helper)},
     {"vnib_outage", KEY_OUTAGE, offsetof(struct swv_config, outage)},
     {"vnib_vnis", KEY_VNIS, offsetof(struct swv_config, vnis)},
     {"vnib_step_vnis", KEY_VNIS, offsetof(struct swv_config, step_vnis)},

@@ -20,6 +20,9 @@
 
 #define SWV_PATH_MAX 512
 
+/* The helper's file name (swv_helper.h, swv_load.h). */
+#define SWV_HELPER_NAME "vnib-switch-helper.so"
+
 /* What a step does when the broker cannot be reached at its start. */
 enum swv_outage {
     SWV_OUTAGE_FAIL = 0, /* the step fails: ESLURM_INTERCONNECT_FAILURE */
@@ -33,6 +36,8 @@ struct swv_config {
     char cacert[SWV_PATH_MAX];       /* vnib_cacert: "" the system store */
     char agent_config[SWV_PATH_MAX]; /* vnib_agent_config: %n the node */
     char spool[SWV_PATH_MAX];        /* vnib_release_spool */
+    char helper[SWV_PATH_MAX];       /* vnib_helper: the helper object;
+                                        "" its default places */
     enum swv_outage outage;          /* vnib_outage=fail|open */
     int vnis;                        /* vnib_vnis: job VNIs; -1 broker's */
     int step_vnis;                   /* vnib_step_vnis: a step's own */

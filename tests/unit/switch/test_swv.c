@@ -23,6 +23,15 @@
 #include "plugins/slurm/switch/swv_jobinfo.c"
 #include "plugins/slurm/switch/swv_opts.c"
 
+/* The client of the broker is vnib-agent-broker.so beside the helper:
+ * none here (the tests below make no request). */
+const struct swv_client_api *swv_broker_client(vnib_error_t *errp)
+{
+    errno = ENOENT;
+    errprintf(errp, "no client of the broker in the unit tests");
+    return NULL;
+}
+
 static void test_config_defaults(void **state)
 {
     struct swv_config cfg;

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* swv_helper: vnib-switch-helper.so's one exported symbol, the table of
+ * its calls (see swv_helper.h).  Everything else in the object stays
+ * local (swv_helper.map).
+ */
+#include "swv_helper.h"
+
+const struct swv_helper *swv_helper_v1(void);
+
+/* Nothing runs in slurmctld until a call needs it. */
+static int ctld_start(const struct swv_config *cfg, vnib_error_t *errp)
+{
+    (void)cfg;
+    (void)errp;
+    return 0;
+}
+
+static void ctld_stop(void)
+{
+}
+
+static const struct swv_helper table = {
+    .abi = SWV_HELPER_ABI,
+    .sizes = SWV_HELPER_SIZES,
+    .ctld_start = ctld_start,
+    .ctld_stop = ctld_stop,
+    .step_begin = swv_ctld_step_begin,
+    .job_begin = swv_ctld_job_begin,
+    .step_end = swv_ctld_step_end,
+    .job_end = swv_ctld_job_end,
+    .pool_free = swv_ctld_pool_free,
+    .node_setup = swv_node_setup,
+    .node_teardown = swv_node_teardown,
+    .node_env_free = swv_node_env_free,
+};
+
+const struct swv_helper *swv_helper_v1(void)
+{
+    return &table;
+}
