@@ -2,22 +2,25 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The Slurm switch plugin end to end: a real slurmctld and three slurmd
 # (n1-n3, four simulated NICs each) with SwitchType=switch/vnib and no
-# vnibroker Prolog, Epilog or SPANK plugin drive a real vnibrokerd.  Every
-# srun step gets a step reservation (its own VNIs first, then the job's)
-# and CXI services on its nodes; tasks see SLINGSHOT_VNIS in that order;
+# vnibroker Prolog, Epilog or SPANK plugin drive a real vnibrokerd that
+# issues leases.  Every srun step gets a step reservation (its own VNIs
+# first, then the job's) and CXI services on its nodes, made from the
+# lease the step carried (the nodes report only destroyed, at its end);
+# tasks see SLINGSHOT_VNIS in that order;
 # sbatch steps each get theirs; concurrent jobs get different VNIs; all is
 # released, destroyed and out of quarantine once the jobs end; a
 # slurmctld killed with -9 in the middle of a job loses nothing; with the
 # broker down at a job's end the release is spooled and the reconcile
 # (vnib-slurm-hook) delivers it; with the broker down at a step's start
 # the step is refused (vnib_outage=fail), or runs without isolation,
-# logged (vnib_outage=open).
+# logged (vnib_outage=open); a node that cannot reach the broker starts a
+# step from its lease, or, when it refuses the lease, fails it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
 
 pg_start || exit 1
-broker_up "$T/b.toml" "$(vni_pool 3000-3099)"
+broker_up "$T/b.toml" "$(vni_pool 3000-3099)$(slurm_lease_toml)"
 broker_pin_port "$T/b.toml"
 
 slurm_switch_setup || { not_ok "switch plugin set-up"; finish; }
@@ -61,6 +64,22 @@ for n in n1 n2 n3; do
     expect_eq "$n: SLINGSHOT_TCS" "$(field "$out" $n SLINGSHOT_TCS)" 0xa
 done
 expect_no_match "no task kept the shell's SLINGSHOT_VNIS or FI_CXI_*" "$out" '999|leaked'
+# The step carried its lease: no node asked the broker at its start.
+expect_match "slurmctld reserved the step with its lease" \
+    "$(grep "switch/vnib: JobId=$job1 StepId=0 " "$VNIB_SLURM_LOGS/slurmctld.log")" \
+    'step reservation [0-9]+, with its lease'
+TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$job1/steps/0"
+expect_json "... a presumed reservation: every node holds until it reports" .presumed true
+# reports JOB: the step reports' "node:cxi", sorted.
+reports () {
+    TOKEN=$SCHED_TOKEN http GET "/v1/events?job_id=$1&action=report&limit=1000"
+    jq -r '.events[] | select(.step_id != null) | "\(.node):\(.detail.cxi)"' <<<"$HTTP_BODY" |
+        sort | tr '\n' ' '
+}
+_destroyed3 () { [ "$(reports "$job1")" = "n1:destroyed n2:destroyed n3:destroyed " ]; }
+wait_for 20 _destroyed3
+expect_eq "the nodes reported only destroyed, at the step's end: no creating, no created" \
+    "$(reports "$job1")" "n1:destroyed n2:destroyed n3:destroyed "
 
 # ---- services exist while a step runs, and are gone after it --------------
 timeout 60 srun -N3 sleep 4 >"$T/sleep.out" 2>&1 &
@@ -223,16 +242,29 @@ out=$(timeout 60 srun -N1 -w n2 sh -c 'echo $SLINGSHOT_VNIS' 2>&1)
 expect_match "with the broker back, new steps run isolated" "$out" '^30[0-9][0-9]$'
 
 # ---- the broker unreachable from a node at step start ------------------------
-# slurmctld reserved the step, but n2's agent cannot fetch it: the step
-# fails (vnib_outage=fail) and, since nothing was made, its end destroys
-# nothing and the node is not drained (Slurm 24.05+ drains a node whose
-# job_postfini fails).
+# With its lease, a step needs no broker on its nodes at its start: it
+# runs, and n2 spools its end report until the broker is reachable.
 cp "$T/n2/agent.toml" "$T/n2/agent.toml.good"
 sed -i "s|^url = .*|url = \"http://127.0.0.1:9\"|" "$T/n2/agent.toml"
+out=$(timeout 60 srun -N1 -w n2 sh -c 'echo "TASK-RAN $SLINGSHOT_VNIS"' 2>&1)
+expect_match "with n2 cut off from the broker, a step with its lease runs on n2" \
+    "$out" 'TASK-RAN 30[0-9][0-9]'
+cut=$(last_job)
+expect_eq "... its services are gone at its end" "$(sim_count n2 cxi0)" 0
+expect_match "... and n2 spooled its report" "$(ls "$T/n2/spool" 2>/dev/null)" .
+# A lease n2 cannot verify (signed by a key it does not list): n2 asks
+# the broker instead, cannot reach it, and the step fails
+# (vnib_outage=fail); since nothing was made, its end destroys nothing and
+# the node is not drained (Slurm 24.05+ drains a node whose job_postfini
+# fails).
+(umask 077 && openssl genpkey -algorithm ed25519 -out "$T/other.key" 2>/dev/null)
+openssl pkey -in "$T/other.key" -pubout -out "$T/other.pub"
+sed -i "s|$T/lease.pub|$T/other.pub|" "$T/n2/agent.toml"
 # (22.05's srun reports the failed launch but exits 0: the task is what
 # must not run.)
 out=$(timeout 60 srun -N1 -w n2 sh -c 'echo TASK-RAN' 2>&1)
-expect_no_match "with n2 cut off from the broker, the step's task does not run on n2" "$out" TASK-RAN
+expect_no_match "with a lease n2 refuses and the broker out of reach, the task does not run on n2" \
+    "$out" TASK-RAN
 expect_match "... Slurm says the interconnect failed" "$out" 'Error configuring interconnect'
 expect_eq "... no service was made on n2" "$(sim_count n2 cxi0)" 0
 # slurmstepd opens the SPANK stack after making the step's process
@@ -240,6 +272,9 @@ expect_eq "... no service was made on n2" "$(sim_count n2 cxi0)" 0
 # refused in preinit would have no container, and a later signal to it
 # would go to "container 0" (plugins/slurm/README.md, ProctrackType).
 refused=$(last_job)
+expect_match "... slurmd's log says the lease was refused and the broker asked" \
+    "$(grep -F "[$refused.0]" "$VNIB_SLURM_LOGS/slurmd.n2.log" | grep 'switch/vnib')" \
+    "lease refused, asking the broker: .*signed by key [0-9a-f]+, which this node does not have"
 expect_eq "... refused once its process container existed (in job_init, after the SPANK stack opened)" \
     "$(grep -F "[$refused.0]" "$VNIB_SLURM_LOGS/slurmd.n2.log" | awk '
         /spank: opening plugin stack/ { opened = 1 }
@@ -247,6 +282,15 @@ expect_eq "... refused once its process container existed (in job_init, after th
 sleep 1
 expect_eq "... and n2 is not drained" "$(slurm_node_state n2)" idle
 cp "$T/n2/agent.toml.good" "$T/n2/agent.toml"
+"$BUILD/vnib-agent" --config "$T/n2/agent.toml" flush >"$T/flush2.out" 2>&1
+_released_cut () {
+    [ "$(state_of "/v1/reservations/$cut/steps/0")" = released ] &&
+        [ "$(state_of "/v1/reservations/$refused/steps/0")" = released ]
+}
+wait_for 20 _released_cut
+expect_eq "with n2's spooled reports flushed, both steps are released" \
+    "$(state_of "/v1/reservations/$cut/steps/0") $(state_of "/v1/reservations/$refused/steps/0")" \
+    "released released"
 
 # ---- vnib_outage=open: with the broker down a step runs, unisolated, logged --
 slurm_stop

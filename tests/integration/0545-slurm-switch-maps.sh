@@ -7,8 +7,9 @@
 # srun map the plugin and neither its helper (vnib-switch-helper.so),
 # nor the agent's client of the broker (vnib-agent-broker.so), nor
 # libcurl, nor jansson; slurmctld maps the helper from its start and the
-# client once it has talked to the broker; a running step's slurmstepd
-# maps the helper.  A helper that is missing, or that others may write,
+# client once it has talked to the broker; a running step's slurmstepd,
+# started from its lease, maps the helper and neither the client nor
+# libcurl (it loads them at the step's end, to report).  A helper that is missing, or that others may write,
 # is refused with a clear error in slurmctld's (or slurmd's) log, and the
 # step fails closed, whatever vnib_outage says.  Without vnib_helper the
 # plugin loads the helper from beside itself.
@@ -17,7 +18,7 @@
 . "$(dirname "$0")/slurm.sh"
 
 pg_start || exit 1
-broker_up "$T/b.toml" "$(vni_pool 3000-3099)"
+broker_up "$T/b.toml" "$(vni_pool 3000-3099)$(slurm_lease_toml)"
 
 slurm_switch_setup || { not_ok "switch plugin set-up"; finish; }
 slurm_start switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \
@@ -58,8 +59,8 @@ expect_eq "the running srun maps the plugin alone: no helper, client, libcurl or
     "$(maps "$srun_pid")" plugin
 stepd=$(pgrep -f "^slurmstepd: \[$job\.0\]" | head -n 1)
 [ -n "$stepd" ] && ok "step $job.0 has a slurmstepd ($stepd)" || not_ok "step $job.0 has a slurmstepd"
-expect_match "the step's slurmstepd maps the plugin and the helper" \
-    "$(maps "$stepd")" '^plugin helper'
+expect_eq "the step's slurmstepd, started from its lease, maps the plugin and the helper, no client or libcurl" \
+    "$(maps "$stepd")" "plugin helper jansson"
 expect_eq "slurmctld, having reserved the step, maps the client and libcurl too" \
     "$(maps "$ctld")" "plugin helper client curl jansson"
 for n in n1 n2 n3; do

@@ -17,7 +17,7 @@
     skip_all "Slurm $VNIB_SLURM_VERSION has no enable_stepmgr (24.05 and later do)"
 
 pg_start || exit 1
-broker_up "$T/b.toml" "$(vni_pool 3000-3099)"
+broker_up "$T/b.toml" "$(vni_pool 3000-3099)$(slurm_lease_toml)"
 broker_pin_port "$T/b.toml"
 
 slurm_switch_setup || { not_ok "switch plugin set-up"; finish; }
@@ -65,6 +65,9 @@ expect_eq "... and released them with it" "$(actors "$a" release | tr ' ' '\n' |
 expect_eq "the ordinary job's steps were reserved by slurmctld" \
     "$(actors "$b" reserve)" "-:slurmctld 0:slurmctld "
 expect_match "the ordinary job's task had a VNI" "$(cat "$T/out/b.out")" '^30[0-9][0-9]$'
+expect_eq "the stepmgr got each step's lease with the job's token" \
+    "$(cat "$VNIB_SLURM_LOGS"/slurmd.n*.log |
+        grep -c "switch/vnib: JobId=$a StepId=[01] nodes=.*, with its lease")" 2
 grep -q "switch/vnib: JobId=$a StepId=0 nodes=" "$VNIB_SLURM_LOGS/slurmctld.log" &&
     not_ok "slurmctld did not create the stepmgr job's steps" ||
     ok "slurmctld did not create the stepmgr job's steps"

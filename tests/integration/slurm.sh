@@ -442,7 +442,8 @@ slurm_ctld_kill () {
 # vnib-switch-helper.so and the agent's vnib-agent-broker.so in $T/helper
 # (VNIB_HELPER_DIR; vnib_helper names it), the agent settings
 # $T/NODE/agent.toml of n1-n3 (the broker at $BROKER_URL, node.name set,
-# four simulated NICs each; tokens from node_token), slurmctld's token in
+# four simulated NICs each; tokens from node_token; the broker's lease
+# key, when slurm_lease_toml made one), slurmctld's token in
 # $T/sched.token, and VNIB_SWITCH_PARAMS: SwitchParameters for them, the
 # release spool in $T/spool/release (VNIB_SPOOL); NAME=VALUE items are
 # appended.  Pass switch=vnib switch_params="$VNIB_SWITCH_PARAMS"
@@ -505,6 +506,10 @@ spool_dir = "$T/$n/spool"
 backend = "sim"
 sim_dir = "$T/$n/sim"
 EOF
+        if [ -f "$T/lease.pub" ]; then
+            printf '\n[lease]\npublic_keys = ["%s"]\nmax_skew_s = %s\n' \
+                "$T/lease.pub" "$SLURM_LEASE_SKEW" >>"$T/$n/agent.toml"
+        fi
         "$BUILD/vnib-agent" --config "$T/$n/agent.toml" sim-init --nics 4 >/dev/null ||
             return 1
     done
@@ -517,6 +522,20 @@ EOF
     for arg in "$@"; do
         VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,$arg"
     done
+}
+
+# slurm_lease_toml: the broker's [lease] table (EXTRA-TOML for broker_up)
+# with a new key pair, $T/lease.key and $T/lease.pub (agent.sh's
+# lease_keys), a lease life of SLURM_LEASE_TTL (10) s and a skew of
+# SLURM_LEASE_SKEW (2) s, so that the VNIs leases named cool down for
+# 12 s at most (a small pool is soon free again).  slurm_switch_setup,
+# called after it, lists the public key in every node's agent.toml.
+SLURM_LEASE_TTL=${SLURM_LEASE_TTL:-10}
+SLURM_LEASE_SKEW=${SLURM_LEASE_SKEW:-2}
+slurm_lease_toml () {
+    [ -f "$T/lease.pub" ] || lease_keys || return 1
+    printf '\n[lease]\nkey_file = "%s"\nttl_s = %s\nmax_skew_s = %s\n' \
+        "$T/lease.key" "$SLURM_LEASE_TTL" "$SLURM_LEASE_SKEW"
 }
 
 # slurm_hook_setup [NAME=VALUE...]: plugins/slurm/hook/vnib-slurm-hook as

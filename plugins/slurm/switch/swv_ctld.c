@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 
 #include "swv_broker.h"
 #include "vnib/client.h"
+#include "vnib/monotime.h"
 #include "vnib/secfile.h"
 
 /* A client of the broker and the calls to make with it. */
@@ -172,26 +175,57 @@ cleanup:
     return rc;
 }
 
+/* When the broker last said it issues no leases (monotonic ms, 0 never):
+ * it is not asked for one again for LEASE_RETRY_MS. */
+#define LEASE_RETRY_MS 60000
+static _Atomic int64_t lease_disabled_at;
+
 static int reserve_step(struct ctld_conn *cc,
+                        const struct swv_config *cfg,
                         const struct swv_step_req *req,
                         const struct swv_network *net,
-                        long long *idp,
+                        struct swv_step_resv *out,
                         vnib_error_t *errp)
 {
+    int64_t off = atomic_load(&lease_disabled_at), now = monotime_ms();
     struct vnib_step_reserve r = {
         .job_id = req->job_id,
         .step_id = req->step_id,
         .nodes = req->step_nodes,
         .vni_count = net->step_vnis,
+        .lease = cfg->lease && (off == 0 || now - off >= LEASE_RETRY_MS),
     };
+    const char *lease;
     json_t *reply = NULL;
     char what[64];
     int status, rc = -1;
 
     snprintf(what, sizeof(what), "step %s.%s", req->job_id, req->step_id);
     status = cc->api->step_reserve(cc->c, &r, &reply, errp);
-    if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
+    if (r.lease && status == 400
+        && strcmp(reply_code(reply), "lease_disabled") == 0) {
+        /* Nothing was made: the same reserve without a lease. */
+        atomic_store(&lease_disabled_at, now > 0 ? now : 1);
+        out->lease_disabled = 1;
+        json_decref(reply);
+        reply = NULL;
+        r.lease = false;
+        status = cc->api->step_reserve(cc->c, &r, &reply, errp);
+    }
+    if (status < 0
+        || reserved_id(status, reply, what, &out->step_resv, errp) < 0)
         goto cleanup;
+    lease = json_string_value(json_object_get(reply, "lease"));
+    if (r.lease && lease == NULL) {
+        errno = EPROTO;
+        errprintf(errp, "%s: the broker's answer has no lease", what);
+        goto cleanup;
+    }
+    if (lease != NULL && (out->lease = strdup(lease)) == NULL) {
+        errno = ENOMEM;
+        errprintf(errp, "%s: out of memory", what);
+        goto cleanup;
+    }
     rc = 0;
 cleanup:
     json_decref(reply);
@@ -236,7 +270,9 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
         out->job_resv = req->job_resv;
     if ((req->job_token == NULL
          && reserve_job(&cc, req, net, &out->job_resv, NULL, errp) < 0)
-        || reserve_step(&cc, req, net, &out->step_resv, errp) < 0) {
+        || reserve_step(&cc, cfg, req, net, out, errp) < 0) {
+        free(out->lease);
+        out->lease = NULL;
         if (outage(cfg, &out->unisolated) == 0) {
             out->job_resv = out->step_resv = 0;
             rc = 0;

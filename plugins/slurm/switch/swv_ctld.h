@@ -40,15 +40,20 @@ struct swv_step_req {
 struct swv_step_resv {
     long long job_resv; /* the broker's ids; 0 when unisolated */
     long long step_resv;
-    int unisolated; /* broker down and vnib_outage=open */
+    int unisolated;     /* broker down and vnib_outage=open */
+    char *lease;        /* the step's lease (malloc'd), NULL without */
+    int lease_disabled; /* the broker answered 400 lease_disabled */
 };
 
 /* Reserve the job (POST /v1/reservations) and the step (PUT /v1/
- * reservations/JOB/steps/STEP).  Returns 0 (out filled; unisolated when
- * the broker could not be reached and cfg->outage is open: errp then says
- * why), or -1 with errp set and errno: EAGAIN when the VNI pool is
- * exhausted (the step may be retried), EHOSTUNREACH when the broker could
- * not be reached (outage fail), EACCES or EINVAL when it refused.
+ * reservations/JOB/steps/STEP, with "lease": true unless cfg->lease is
+ * off).  Returns 0 (out filled; unisolated when the broker could not be
+ * reached and cfg->outage is open: errp then says why), or -1 with errp
+ * set and errno: EAGAIN when the VNI pool is exhausted (the step may be
+ * retried), EHOSTUNREACH when the broker could not be reached (outage
+ * fail), EACCES or EINVAL when it refused.  A broker that issues no
+ * leases (400 lease_disabled) is asked again without one (lease_disabled
+ * set), and not asked for one for a minute.
  */
 int swv_ctld_step_begin(const struct swv_config *cfg,
                         const struct swv_step_req *req,

@@ -78,6 +78,7 @@ struct swv_helper {
                       long ncores,
                       char ***envp,
                       int *unisolated,
+                      vnib_error_t *warnp,
                       vnib_error_t *errp);
     int (*node_teardown)(const struct swv_config *cfg,
                          const char *node,

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_node: the node side of switch/vnib (see swv_node.h), over the
- * agent's in-process step API.
+ * agent's in-process step API: from the step's lease when it carries one
+ * (vnib_step_setup_lease: no broker request), else from the broker's
+ * reservation (vnib_step_setup).
  */
 #include "swv_node.h"
 
@@ -28,6 +30,7 @@ int swv_node_setup(const struct swv_config *cfg,
                    long ncores,
                    char ***envp,
                    int *unisolated,
+                   vnib_error_t *warnp,
                    vnib_error_t *errp)
 {
     char conf[SWV_PATH_MAX], job[16], step[16];
@@ -45,6 +48,17 @@ int swv_node_setup(const struct swv_config *cfg,
     if (agent_config(cfg, node, conf, sizeof(conf), errp) < 0)
         return -1;
     swv_jobinfo_ids(info, job, step);
+    if (info->lease != NULL) {
+        if (vnib_step_setup_lease(
+                conf, job, step, uid, ncores, info->lease, envp, errp)
+            == 0)
+            return 0;
+        if (errno != EACCES)
+            return -1;
+        /* A lease refused (expired, for another step...) is no
+         * reservation either way: the broker's own says. */
+        errprintf(warnp, "lease refused, asking the broker: %s", errp->text);
+    }
     if (vnib_step_setup(conf, job, step, uid, ncores, envp, errp) == 0)
         return 0;
     if ((errno == EHOSTUNREACH || errno == ETIMEDOUT || errno == ECONNREFUSED)

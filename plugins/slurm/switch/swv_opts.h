@@ -39,6 +39,8 @@ struct swv_config {
     char helper[SWV_PATH_MAX];       /* vnib_helper: the helper object;
                                         "" its default places */
     enum swv_outage outage;          /* vnib_outage=fail|open */
+    bool lease;                      /* vnib_lease=on|off: steps carry
+                                        the broker's lease */
     int vnis;                        /* vnib_vnis: job VNIs; -1 broker's */
     int step_vnis;                   /* vnib_step_vnis: a step's own */
     char hwcoll[8];                  /* vnib_hwcoll: "" the broker's */

@@ -20,6 +20,7 @@
 #include "swv_plugin.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "swv_free.h"
 #include "swv_load.h"
@@ -32,6 +33,9 @@ const uint32_t plugin_id = 0x564e4942u;
 
 /* SwitchParameters, parsed at init. */
 static struct swv_config swv_cfg;
+
+/* Whether slurmctld's log said that the broker issues no leases. */
+static atomic_bool lease_disabled_said;
 
 /* slurmctld's free count, started at the first test call (25.11+). */
 static pthread_once_t free_once = PTHREAD_ONCE_INIT;
@@ -114,26 +118,35 @@ struct swv_step *swv_step_dup(const struct swv_step *src)
 {
     struct swv_step *si = xmalloc(sizeof(*si));
 
-    if (src != NULL)
-        si->info = src->info;
+    /* Without its lease (out of memory) a node asks the broker instead. */
+    if (src != NULL && swv_jobinfo_copy(&si->info, &src->info) < 0)
+        error("switch/vnib: JobId=%u StepId=%u: out of memory for its lease",
+              src->info.job_id,
+              src->info.step_id);
     return si;
 }
 
 void swv_step_free(struct swv_step *si)
 {
+    if (si != NULL)
+        swv_jobinfo_clear(&si->info);
     xfree(si);
 }
 
 void swv_step_pack(const struct swv_step *si, buf_t *buffer)
 {
-    uint8_t wire[SWV_JOBINFO_WIRE];
+    uint8_t *wire;
+    size_t n;
 
     if (si == NULL) {
         packmem(NULL, 0, buffer);
         return;
     }
+    n = swv_jobinfo_wire_size(&si->info);
+    wire = xmalloc(n);
     swv_jobinfo_encode(&si->info, wire);
-    packmem((char *)wire, SWV_JOBINFO_WIRE, buffer);
+    packmem((char *)wire, (uint32_t)n, buffer);
+    xfree(wire);
 }
 
 int swv_step_unpack(struct swv_step **sip, buf_t *buffer)
@@ -311,16 +324,24 @@ int swv_step_build(struct swv_step *si,
             step,
             err.text);
     }
+    if (resv.lease_disabled && !atomic_exchange(&lease_disabled_said, true))
+        info(
+            "switch/vnib: the broker issues no leases (400 lease_disabled): "
+            "steps start as without vnib_lease, each node asking the "
+            "broker; set lease.key_file on the brokers (said once)");
     si->info.job_resv = resv.job_resv;
     si->info.step_resv = resv.step_resv;
+    swv_jobinfo_clear(&si->info);
+    si->info.lease = resv.lease; /* the step's now */
     debug(
         "switch/vnib: JobId=%s StepId=%s nodes=%s: reservation %lld, "
-        "step reservation %lld",
+        "step reservation %lld, %s",
         job,
         step,
         step_nodes,
         resv.job_resv,
-        resv.step_resv);
+        resv.step_resv,
+        resv.lease ? "with its lease" : "no lease");
     return SLURM_SUCCESS;
 }
 
@@ -612,7 +633,7 @@ int swv_stepd_init(stepd_step_rec_t *job)
 {
     const struct swv_jobinfo *info = step_info(job);
     const struct swv_helper *h;
-    vnib_error_t err = {0};
+    vnib_error_t err = {0}, warn = {0};
     char **add = NULL, who[64];
     long ncores;
     int unisolated = 0, rc;
@@ -652,7 +673,10 @@ int swv_stepd_init(stepd_step_rec_t *job)
                        ncores,
                        &add,
                        &unisolated,
+                       &warn,
                        &err);
+    if (warn.text[0] != '\0')
+        error("switch/vnib: %s: %s", who, warn.text);
     if (rc < 0 && unisolated) {
         error(
             "switch/vnib: %s: %s; the step runs WITHOUT VNI isolation "

@@ -148,11 +148,12 @@ static void test_expand_node(void **state)
 
 static void test_jobinfo_round_trip(void **state)
 {
-    struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002}, out;
+    struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002, NULL}, out;
     uint8_t wire[SWV_JOBINFO_WIRE];
     vnib_error_t err = {0};
 
     (void)state;
+    assert_int_equal(swv_jobinfo_wire_size(&in), SWV_JOBINFO_WIRE);
     swv_jobinfo_encode(&in, wire);
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), 0);
     /* Field by field: the struct's padding holds whatever the stack did. */
@@ -161,6 +162,7 @@ static void test_jobinfo_round_trip(void **state)
     assert_int_equal(out.step_id, in.step_id);
     assert_int_equal(out.job_resv, in.job_resv);
     assert_int_equal(out.step_resv, in.step_resv);
+    assert_null(out.lease);
     /* each refusal */
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire) - 1, &out, &err),
                      -1);
@@ -168,9 +170,11 @@ static void test_jobinfo_round_trip(void **state)
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
     assert_non_null(strstr(err.text, "bad magic"));
     wire[0] ^= 1;
-    wire[7] = 2;
+    wire[7] = 3;
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
-    assert_non_null(strstr(err.text, "version 2"));
+    assert_non_null(strstr(err.text, "version 3"));
+    wire[7] = 2; /* version 2 is 40 bytes and more */
+    assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
     wire[7] = 1;
     wire[11] |= 0x80;
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
@@ -182,6 +186,86 @@ static void test_jobinfo_round_trip(void **state)
     in.job_resv = 0;
     swv_jobinfo_encode(&in, wire);
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), 0);
+}
+
+/* Version 2, with the step's lease: round trip, copy, and each refusal;
+ * version 1 still decodes (a step packed before leases). */
+static void test_jobinfo_lease(void **state)
+{
+    static const char lease[] = "vnib1.eyJ2IjoxfQ.c2ln-_";
+    struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002, NULL};
+    struct swv_jobinfo out, copy;
+    uint8_t *wire, *bad;
+    vnib_error_t err = {0};
+    size_t n;
+
+    (void)state;
+    in.lease = strdup(lease);
+    assert_non_null(in.lease);
+    n = swv_jobinfo_wire_size(&in);
+    assert_int_equal(n, SWV_JOBINFO_WIRE_LEASE + strlen(lease));
+    wire = malloc(n);
+    bad = malloc(n);
+    assert_non_null(wire);
+    assert_non_null(bad);
+    swv_jobinfo_encode(&in, wire);
+    assert_int_equal(wire[7], 2);
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), 0);
+    assert_int_equal(out.job_id, 42);
+    assert_int_equal(out.step_resv, 1002);
+    assert_string_equal(out.lease, lease);
+    assert_int_equal(swv_jobinfo_copy(&copy, &out), 0);
+    assert_string_equal(copy.lease, lease);
+    assert_ptr_not_equal(copy.lease, out.lease);
+    swv_jobinfo_clear(&copy);
+    assert_null(copy.lease);
+    swv_jobinfo_clear(&out);
+
+    /* a length that disagrees with the bytes, either way */
+    assert_int_equal(swv_jobinfo_decode(wire, n - 1, &out, &err), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_null(out.lease);
+    memcpy(bad, wire, n);
+    bad[39] += 1;
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    /* not a lease's text: prefix, a byte outside base64url and "." */
+    memcpy(bad, wire, n);
+    bad[SWV_JOBINFO_WIRE_LEASE] = 'w';
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    assert_non_null(strstr(err.text, "not a lease"));
+    memcpy(bad, wire, n);
+    bad[n - 1] = '=';
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    memcpy(bad, wire, n);
+    bad[n - 2] = 0;
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    /* a lease on a step that is not reserved, or unisolated */
+    in.flags = SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED;
+    swv_jobinfo_encode(&in, bad);
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    in.flags = 0;
+    swv_jobinfo_encode(&in, bad);
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    /* version 2 of 40 bytes: an empty lease */
+    memcpy(bad, wire, SWV_JOBINFO_WIRE_LEASE);
+    memset(bad + 36, 0, 4);
+    assert_int_equal(
+        swv_jobinfo_decode(bad, SWV_JOBINFO_WIRE_LEASE, &out, &err), -1);
+    /* too long a lease is refused before anything is allocated */
+    memcpy(bad, wire, SWV_JOBINFO_WIRE_LEASE);
+    bad[36] = 0x00;
+    bad[37] = 0x04; /* 256 KiB + 1 */
+    bad[38] = 0x00;
+    bad[39] = 0x01;
+    assert_int_equal(
+        swv_jobinfo_decode(bad,
+                           SWV_JOBINFO_WIRE_LEASE + SWV_JOBINFO_LEASE_MAX + 1,
+                           &out,
+                           &err),
+        -1);
+    free(in.lease);
+    free(wire);
+    free(bad);
 }
 
 /* The job-level data: round trip, and every malformed form refused. */
@@ -363,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_expand_node),
         cmocka_unit_test(test_jobinfo_round_trip),
+        cmocka_unit_test(test_jobinfo_lease),
         cmocka_unit_test(test_jobdata),
         cmocka_unit_test(test_free_count),
         cmocka_unit_test(test_free_thread),
