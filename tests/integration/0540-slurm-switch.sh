@@ -10,10 +10,12 @@
 # sbatch steps each get theirs; concurrent jobs get different VNIs; all is
 # released, destroyed and out of quarantine once the jobs end; a
 # slurmctld killed with -9 in the middle of a job loses nothing; with the
-# broker down at a job's end the release is spooled and the reconcile
-# (vnib-slurm-hook) delivers it; with the broker down at a step's start
-# the step is refused (vnib_outage=fail), or runs without isolation,
-# logged (vnib_outage=open); a node that cannot reach the broker starts a
+# broker down at a job's end the release waits in slurmctld's outbox, also
+# across a kill -9 of slurmctld, until the broker is back; one the broker
+# refuses is spooled and the reconcile (vnib-slurm-hook) delivers it; with
+# the broker down at a step's start the step is refused
+# (vnib_outage=fail), or runs without isolation, logged
+# (vnib_outage=open); a node that cannot reach the broker starts a
 # step from its lease, or, when it refuses the lease, fails it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
@@ -67,7 +69,7 @@ expect_no_match "no task kept the shell's SLINGSHOT_VNIS or FI_CXI_*" "$out" '99
 # The step carried its lease: no node asked the broker at its start.
 expect_match "slurmctld reserved the step with its lease" \
     "$(grep "switch/vnib: JobId=$job1 StepId=0 " "$VNIB_SLURM_LOGS/slurmctld.log")" \
-    'step reservation [0-9]+, with its lease'
+    'step reservation [0-9]+ \([0-9.]+ ms\), with its lease'
 TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$job1/steps/0"
 expect_json "... a presumed reservation: every node holds until it reports" .presumed true
 # reports JOB: the step reports' "node:cxi", sorted.
@@ -192,37 +194,76 @@ expect_eq "job $job4 is released after it ends" "$(state_of "/v1/reservations/$j
 expect_eq "... and its step" "$(state_of "/v1/reservations/$job4/steps/0")" released
 expect_eq "... its services are gone" "$(sim_count n1 cxi0)$(sim_count n3 cxi0)" 00
 
-# ---- broker down at job end: nothing lost, the reconcile finishes it --------
-# The plugin spools the job's release where vnib-slurm-hook reconcile
-# (the timer) looks (vnib_release_spool = its RELEASE_SPOOL), the nodes
-# spool their reports; once the broker is back both are delivered.
-slurm_hook_setup || { not_ok "the hook (for its reconcile)"; finish; }
+# ---- broker down at job end: nothing lost, not even across a restart -------
+# slurmctld leaves the job's release in its outbox (vnib_release_spool/
+# outbox/), whose thread sends it again until the broker takes it, also
+# after slurmctld is killed and started again; the nodes spool their
+# reports; once the broker is back both are delivered.
 timeout 90 srun -N1 -w n3 sh -c "while [ ! -e $T/stop6 ]; do sleep 0.2; done" \
     >"$T/end.out" 2>&1 &
 end_srun=$!
 _n3_holds () { [ "$(sim_count n3 cxi0)" = 1 ]; }
 wait_for 30 _n3_holds
 job6=$(last_job)
+resv6=$(TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$job6" && jq -r .id <<<"$HTTP_BODY")
 broker_stop
 touch "$T/stop6"
 wait "$end_srun"
 expect_eq "a job that ends while the broker is down completes" "$?" 0
-_spooled6 () { [ -f "$VNIB_SPOOL/$job6" ]; }
-wait_for 20 _spooled6
-expect_eq "slurmctld spooled its release" "$(sed -n 1p "$VNIB_SPOOL/$job6" 2>/dev/null)" "job $job6"
+_queued6 () { [ -f "$VNIB_SPOOL/outbox/job.$job6.$resv6" ]; }
+wait_for 20 _queued6
+expect_eq "its release, naming its reservation, waits in slurmctld's outbox" \
+    "$(ls "$VNIB_SPOOL/outbox" 2>/dev/null | grep "^job\.$job6\.")" "job.$job6.$resv6"
+_said6 () { grep -q "JobId=$job6: release not taken yet" "$VNIB_SLURM_LOGS/slurmctld.log"; }
+wait_for 10 _said6
+expect_match "... slurmctld's log says it is sent again until the broker takes it" \
+    "$(grep "switch/vnib: JobId=$job6: release" "$VNIB_SLURM_LOGS/slurmctld.log" | head -n 1)" \
+    'release not taken yet \(.*\); sent again until the broker takes it'
 expect_eq "n3 destroyed its services anyway" "$(sim_count n3 cxi0)" 0
+slurm_ctld_kill
+slurm_ctld_start || { not_ok "slurmctld restarts"; slurm_dump_logs 20; finish; }
+expect_eq "slurmctld killed with -9 and started again: the release still waits" \
+    "$(ls "$VNIB_SPOOL/outbox" 2>/dev/null | grep -c "^job\.$job6\.")" 1
 broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
-expect_eq "the reservation is still active" "$(state_of "/v1/reservations/$job6")" active
-out=$("$VNIB_HOOK" reconcile 2>&1)
-expect_eq "vnib-slurm-hook reconcile exits 0" "$?" 0
-[ ! -e "$VNIB_SPOOL/$job6" ] && ok "... and takes the spooled release" ||
-    not_ok "... and takes the spooled release"
+_sent6 () { [ ! -e "$VNIB_SPOOL/outbox/job.$job6.$resv6" ]; }
+wait_for 20 _sent6
+[ ! -e "$VNIB_SPOOL/outbox/job.$job6.$resv6" ] &&
+    ok "once the broker is back, the new slurmctld sends it" ||
+    not_ok "once the broker is back, the new slurmctld sends it"
 "$BUILD/vnib-agent" --config "$T/n3/agent.toml" flush >"$T/flush.out" 2>&1
 _released6 () { [ "$(state_of "/v1/reservations/$job6")" = released ]; }
 wait_for 20 _released6
 expect_eq "with n3's spooled report flushed, job $job6 is released" \
     "$(state_of "/v1/reservations/$job6")" released
 expect_eq "... and its step" "$(state_of "/v1/reservations/$job6/steps/0")" released
+
+# ---- a release the broker refuses: spooled for the reconcile -----------------
+# (slurmctld's token replaced at the job's end: 401.)  The release goes
+# where vnib-slurm-hook reconcile (the timer) looks (vnib_release_spool =
+# its RELEASE_SPOOL), in its format; the reconcile makes it.
+slurm_hook_setup || { not_ok "the hook (for its reconcile)"; finish; }
+timeout 90 srun -N1 -w n3 sh -c "while [ ! -e $T/stop7 ]; do sleep 0.2; done" \
+    >"$T/end7.out" 2>&1 &
+end_srun=$!
+wait_for 30 _n3_holds
+job7=$(last_job)
+cp "$T/sched.token" "$T/sched.token.good"
+(umask 077 && echo "vnibs.not-a-token" >"$T/sched.token")
+touch "$T/stop7"
+wait "$end_srun"
+_spooled7 () { [ -f "$VNIB_SPOOL/$job7" ]; }
+wait_for 20 _spooled7
+expect_match "a refused release is spooled for the reconcile, in the hook's format" \
+    "$(cat "$VNIB_SPOOL/$job7" 2>/dev/null | tr '\n' ' ')" "^job $job7 failed_at [0-9TZ:-]+ error "
+cp "$T/sched.token.good" "$T/sched.token"
+expect_eq "the reservation is still active" "$(state_of "/v1/reservations/$job7")" active
+out=$("$VNIB_HOOK" reconcile 2>&1)
+expect_eq "vnib-slurm-hook reconcile exits 0" "$?" 0
+[ ! -e "$VNIB_SPOOL/$job7" ] && ok "... and takes the spooled release" ||
+    not_ok "... and takes the spooled release"
+_released7 () { [ "$(state_of "/v1/reservations/$job7")" = released ]; }
+wait_for 20 _released7
+expect_eq "job $job7 is released" "$(state_of "/v1/reservations/$job7")" released
 
 # ---- broker down at job start: the step is refused (vnib_outage=fail) --------
 broker_stop
@@ -231,15 +272,18 @@ rc=$?
 expect_eq "with the broker down, srun fails" "$rc" 1
 expect_match "... Slurm says the interconnect failed" "$out" 'Error configuring interconnect'
 job5=$(last_job)
-_spooled5 () { [ -f "$VNIB_SPOOL/$job5" ]; }
-wait_for 20 _spooled5
-expect_match "the job's release was spooled for the reconcile, in the hook's format" \
-    "$(cat "$VNIB_SPOOL/$job5" 2>/dev/null | tr '\n' ' ')" "^job $job5 failed_at [0-9TZ:-]+ error "
+_queued5 () { ls "$VNIB_SPOOL/outbox" 2>/dev/null | grep -q "^job\.$job5\."; }
+wait_for 20 _queued5
+expect_match "the job's release waits in the outbox" \
+    "$(ls "$VNIB_SPOOL/outbox" 2>/dev/null)" "job\.$job5\."
 expect_eq "no service was made on n2" "$(sim_count n2 cxi0)" 0
 expect_eq "... and no node was drained" "$(timeout 5 sinfo -h -N -o '%t' | grep -c drain)" 0
 broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
 out=$(timeout 60 srun -N1 -w n2 sh -c 'echo $SLINGSHOT_VNIS' 2>&1)
 expect_match "with the broker back, new steps run isolated" "$out" '^30[0-9][0-9]$'
+_empty () { [ -z "$(ls "$VNIB_SPOOL/outbox" 2>/dev/null)" ]; }
+wait_for 20 _empty
+expect_eq "... and the outbox is empty" "$(ls "$VNIB_SPOOL/outbox")" ""
 
 # ---- the broker unreachable from a node at step start ------------------------
 # With its lease, a step needs no broker on its nodes at its start: it

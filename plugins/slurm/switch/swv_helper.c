@@ -7,23 +7,11 @@
 
 const struct swv_helper *swv_helper_v1(void);
 
-/* Nothing runs in slurmctld until a call needs it. */
-static int ctld_start(const struct swv_config *cfg, vnib_error_t *errp)
-{
-    (void)cfg;
-    (void)errp;
-    return 0;
-}
-
-static void ctld_stop(void)
-{
-}
-
 static const struct swv_helper table = {
     .abi = SWV_HELPER_ABI,
     .sizes = SWV_HELPER_SIZES,
-    .ctld_start = ctld_start,
-    .ctld_stop = ctld_stop,
+    .ctld_start = swv_ctld_start,
+    .ctld_stop = swv_ctld_stop,
     .step_begin = swv_ctld_step_begin,
     .job_begin = swv_ctld_job_begin,
     .step_end = swv_ctld_step_end,

@@ -44,7 +44,9 @@ struct swv_helper {
     uint32_t sizes; /* SWV_HELPER_SIZES */
 
     /* slurmctld and the stepmgr: swv_ctld.h */
-    int (*ctld_start)(const struct swv_config *cfg, vnib_error_t *errp);
+    int (*ctld_start)(const struct swv_config *cfg,
+                      swv_log_fn *log,
+                      vnib_error_t *errp);
     void (*ctld_stop)(void);
     int (*step_begin)(const struct swv_config *cfg,
                       const struct swv_step_req *req,

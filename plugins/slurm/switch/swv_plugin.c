@@ -73,6 +73,17 @@ static const struct swv_helper *helper(const char *who)
     return h;
 }
 
+/* The helper's threads' messages, into slurmctld's log. */
+static void helper_log(enum swv_log_level level, const char *message)
+{
+    if (level == SWV_LOG_ERROR)
+        error("%s", message);
+    else if (level == SWV_LOG_INFO)
+        info("%s", message);
+    else
+        debug("%s", message);
+}
+
 /* slurmctld loads the helper at once: its first step would otherwise
  * wait for it under the job lock, and a missing helper is said at start.
  * srun, slurmd and slurmstepd load nothing here. */
@@ -87,7 +98,7 @@ int swv_plugin_init(void)
         return SLURM_SUCCESS;
     if (!(h = helper("slurmctld")))
         return SLURM_SUCCESS; /* every step fails closed, each saying why */
-    if (h->ctld_start(&swv_cfg, &err) < 0)
+    if (h->ctld_start(&swv_cfg, helper_log, &err) < 0)
         error("switch/vnib: %s", err.text);
     return SLURM_SUCCESS;
 }
@@ -240,6 +251,16 @@ void swv_jobdata_free(void *jdp)
 /* ---- slurmctld and the stepmgr -------------------------------------------
  */
 
+/* "N.N ms" for a request made, "known" for none. */
+static const char *ms_text(double ms, char *buf, size_t size)
+{
+    if (ms < 0)
+        snprintf(buf, size, "known");
+    else
+        snprintf(buf, size, "%.1f ms", ms);
+    return buf;
+}
+
 int swv_step_build(struct swv_step *si,
                    step_record_t *step_ptr,
                    const char *step_nodes,
@@ -252,7 +273,7 @@ int swv_step_build(struct swv_step *si,
     struct swv_step_req req;
     const struct swv_helper *h;
     job_record_t *job_ptr;
-    char job[16], step[16], who[64];
+    char job[16], step[16], who[64], ms[32];
 
     if (si == NULL || step_nodes == NULL || step_ptr == NULL
         || step_ptr->job_ptr == NULL) {
@@ -334,13 +355,15 @@ int swv_step_build(struct swv_step *si,
     swv_jobinfo_clear(&si->info);
     si->info.lease = resv.lease; /* the step's now */
     debug(
-        "switch/vnib: JobId=%s StepId=%s nodes=%s: reservation %lld, "
-        "step reservation %lld, %s",
+        "switch/vnib: JobId=%s StepId=%s nodes=%s: reservation %lld (%s), "
+        "step reservation %lld (%.1f ms), %s",
         job,
         step,
         step_nodes,
         resv.job_resv,
+        ms_text(resv.job_ms, ms, sizeof(ms)),
         resv.step_resv,
+        resv.step_ms,
         resv.lease ? "with its lease" : "no lease");
     return SLURM_SUCCESS;
 }
@@ -351,6 +374,7 @@ int swv_step_complete(const struct swv_step *si)
     struct swv_jobdata jd = {0};
     const struct swv_helper *h;
     char job[16], step[16], who[64];
+    int rc;
 
     if (!swv_runs_steps() || si == NULL
         || (si->info.flags & SWV_JOBINFO_BUILT) == 0
@@ -375,9 +399,9 @@ int swv_step_complete(const struct swv_step *si)
         explicit_bzero(&jd, sizeof(jd));
         return SLURM_SUCCESS; /* the job's release (or reconcile) does it */
     }
-    if (h->step_end(
-            &swv_cfg, jd.token[0] != '\0' ? jd.token : NULL, job, step, &err)
-        < 0)
+    rc = h->step_end(
+        &swv_cfg, jd.token[0] != '\0' ? jd.token : NULL, job, step, &err);
+    if (rc < 0)
         error(
             "switch/vnib: JobId=%s StepId=%s: step release failed (%s); "
             "the job's release will release it",
@@ -385,7 +409,10 @@ int swv_step_complete(const struct swv_step *si)
             step,
             err.text);
     else
-        debug("switch/vnib: JobId=%s StepId=%s: step released", job, step);
+        debug("switch/vnib: JobId=%s StepId=%s: step %s",
+              job,
+              step,
+              rc > 0 ? "release queued" : "released");
     explicit_bzero(&jd, sizeof(jd));
     return SLURM_SUCCESS;
 }

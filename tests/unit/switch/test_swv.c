@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the switch plugin's Slurm-free parts
  * (plugins/slurm/switch/): SwitchParameters and --network parsing
- * (swv_opts.c), the jobinfo's wire form (swv_jobinfo.c) and the release
- * spool record (swv_ctld.c, the hook's format).  The plugin's sources
+ * (swv_opts.c), the jobinfo's wire form with and without a lease
+ * (swv_jobinfo.c), the release spool record (swv_ctld.c, the hook's
+ * format) and slurmctld's release outbox (swv_outbox.c) against a
+ * stand-in for the broker.  The plugin's sources
  * are compiled in: they are not part of any library.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +25,7 @@
 #include "plugins/slurm/switch/swv_ctld.c"
 #include "plugins/slurm/switch/swv_free.c"
 #include "plugins/slurm/switch/swv_jobinfo.c"
+#include "plugins/slurm/switch/swv_outbox.c"
 #include "plugins/slurm/switch/swv_opts.c"
 
 /* The client of the broker is vnib-agent-broker.so beside the helper:
@@ -438,6 +443,195 @@ static void test_spool(void **state)
     rmdir(dir);
 }
 
+/* ---- the release outbox (swv_outbox.c) ------------------------------------
+ * A stand-in for the broker: it answers `status` (-1: no answer), and
+ * while `hold` is set it waits before answering, so that the test knows
+ * which release the thread is sending. */
+struct fake_broker {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool hold;
+    bool holding; /* a send waits on hold */
+    int status;
+    char sent[16][32]; /* what was sent, in order */
+    int nsent;
+    int done; /* done callbacks of answered releases */
+};
+
+static int fake_send(void *arg, const struct swv_release *r, vnib_error_t *errp)
+{
+    struct fake_broker *b = arg;
+    int status;
+
+    pthread_mutex_lock(&b->lock);
+    b->holding = true;
+    pthread_cond_broadcast(&b->cond);
+    while (b->hold)
+        pthread_cond_wait(&b->cond, &b->lock);
+    b->holding = false;
+    status = b->status;
+    if (b->nsent < 16)
+        entry_name(r, b->sent[b->nsent++], sizeof(b->sent[0]));
+    pthread_mutex_unlock(&b->lock);
+    if (status < 0) {
+        errno = ECONNREFUSED;
+        errprintf(errp, "no broker");
+    }
+    return status;
+}
+
+static void fake_done(void *arg,
+                      const struct swv_release *r,
+                      int status,
+                      double ms,
+                      const char *error)
+{
+    struct fake_broker *b = arg;
+
+    (void)r;
+    (void)ms;
+    (void)error;
+    pthread_mutex_lock(&b->lock);
+    if (status >= 100)
+        b->done++;
+    pthread_mutex_unlock(&b->lock);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char path[256];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* Wait (at most 10 s) until the outbox holds n releases. */
+static void wait_pending(struct swv_outbox *ob, int n)
+{
+    for (int i = 0; i < 1000 && swv_outbox_pending(ob) != n; i++)
+        usleep(10000);
+    assert_int_equal(swv_outbox_pending(ob), n);
+}
+
+/* Releases are files until the broker answered; a job's release drops
+ * its steps' pending ones; what one slurmctld left, the next sends, in
+ * order; a refusal (4xx) is an answer, no answer is retried. */
+static void test_outbox(void **state)
+{
+    char dir[] = "/tmp/test_swv_ob.XXXXXX", sub[64];
+    struct fake_broker b = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                            .cond = PTHREAD_COND_INITIALIZER,
+                            .hold = true,
+                            .status = -1};
+    struct swv_release plug = {.job_id = 4, .resv = 40};
+    struct swv_release s50 = {.step = true, .job_id = 5, .step_id = 0};
+    struct swv_release s61 = {.step = true, .job_id = 6, .step_id = 1};
+    struct swv_release j5 = {.job_id = 5, .resv = 77};
+    vnib_error_t err = {0};
+    struct swv_outbox *ob;
+    struct stat st;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof(sub), "%s/outbox", dir);
+    ob = swv_outbox_create(sub, fake_send, fake_done, &b, &err);
+    assert_non_null(ob);
+    assert_int_equal(stat(sub, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    /* The thread takes the first release and waits in the broker. */
+    assert_int_equal(swv_outbox_add(ob, &plug, &err), 0);
+    pthread_mutex_lock(&b.lock);
+    while (!b.holding)
+        pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
+    assert_int_equal(swv_outbox_add(ob, &s50, &err), 0);
+    usleep(10000);
+    assert_int_equal(swv_outbox_add(ob, &s61, &err), 0);
+    usleep(10000);
+    assert_true(exists(sub, "step.5.0"));
+    assert_int_equal(swv_outbox_add(ob, &j5, &err), 0);
+    assert_false(exists(sub, "step.5.0")); /* released with its job */
+    assert_true(exists(sub, "job.4.40"));
+    assert_true(exists(sub, "step.6.1"));
+    assert_true(exists(sub, "job.5.77"));
+    assert_int_equal(swv_outbox_pending(ob), 3);
+    /* a job ended twice (the second time not knowing its reservation) */
+    j5.resv = 0;
+    assert_int_equal(swv_outbox_add(ob, &j5, &err), 0);
+    assert_false(exists(sub, "job.5.0"));
+    assert_int_equal(swv_outbox_pending(ob), 3);
+    /* No answer: everything stays, for the next slurmctld. */
+    pthread_mutex_lock(&b.lock);
+    b.hold = false;
+    pthread_cond_broadcast(&b.cond);
+    pthread_mutex_unlock(&b.lock);
+    swv_outbox_destroy(ob);
+    assert_true(exists(sub, "job.4.40"));
+    assert_true(exists(sub, "step.6.1"));
+    assert_true(exists(sub, "job.5.77"));
+
+    /* The next one sends them in their order; a 400 is an answer too. */
+    b.nsent = 0;
+    b.status = 400;
+    ob = swv_outbox_create(sub, fake_send, fake_done, &b, &err);
+    assert_non_null(ob);
+    wait_pending(ob, 0);
+    assert_int_equal(b.nsent, 3);
+    assert_string_equal(b.sent[0], "job.4.40");
+    assert_string_equal(b.sent[1], "step.6.1");
+    assert_string_equal(b.sent[2], "job.5.77");
+    assert_int_equal(b.done, 3);
+    assert_false(exists(sub, "job.4.40"));
+    assert_false(exists(sub, "job.5.77"));
+    swv_outbox_destroy(ob);
+    assert_int_equal(rmdir(sub), 0); /* nothing else was left in it */
+    rmdir(dir);
+}
+
+/* Before a job is reserved again, its pending releases go first, from
+ * the caller's thread, whatever the outbox's thread is doing. */
+static void test_outbox_drain(void **state)
+{
+    char dir[] = "/tmp/test_swv_dr.XXXXXX", sub[64];
+    struct fake_broker down = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                               .cond = PTHREAD_COND_INITIALIZER,
+                               .status = -1};
+    struct fake_broker up = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                             .cond = PTHREAD_COND_INITIALIZER,
+                             .status = 202};
+    struct swv_release j9 = {.job_id = 9, .resv = 3};
+    struct swv_release j8 = {.job_id = 8, .resv = 2};
+    vnib_error_t err = {0};
+    struct swv_outbox *ob;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof(sub), "%s/outbox", dir);
+    ob = swv_outbox_create(sub, fake_send, fake_done, &down, &err);
+    assert_non_null(ob);
+    assert_int_equal(swv_outbox_add(ob, &j9, &err), 0);
+    assert_int_equal(swv_outbox_add(ob, &j8, &err), 0);
+    /* no answer from the drain's broker either: it stays */
+    assert_int_equal(swv_outbox_drain(ob, 9, fake_send, &down, &err), -1);
+    assert_true(exists(sub, "job.9.3"));
+    /* answered: gone, the other job's kept */
+    assert_int_equal(swv_outbox_drain(ob, 9, fake_send, &up, &err), 0);
+    assert_false(exists(sub, "job.9.3"));
+    assert_true(exists(sub, "job.8.2"));
+    assert_int_equal(swv_outbox_pending(ob), 1);
+    assert_int_equal(swv_outbox_drain(ob, 7, fake_send, &up, &err), 0);
+    swv_outbox_destroy(ob);
+    {
+        char path[128];
+
+        snprintf(path, sizeof(path), "%s/job.8.2", sub);
+        unlink(path);
+    }
+    rmdir(sub);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +646,8 @@ int main(void)
         cmocka_unit_test(test_free_count),
         cmocka_unit_test(test_free_thread),
         cmocka_unit_test(test_spool),
+        cmocka_unit_test(test_outbox),
+        cmocka_unit_test(test_outbox_drain),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
