@@ -324,7 +324,7 @@ endif
 HAVE_SLURM_SRC := $(if $(SLURM_SRC),$(if $(wildcard $(SLURM_SRC)/config.h),1,0),0)
 SWITCH_HELPER_SRCS := $(addprefix plugins/slurm/switch/,\
                         swv_helper.c swv_ctld.c swv_node.c swv_broker.c \
-                        swv_outbox.c)
+                        swv_outbox.c swv_conn.c)
 SWITCH_SRCS := $(filter-out $(SWITCH_HELPER_SRCS),\
                  $(wildcard plugins/slurm/switch/*.c))
 SWITCH_OBJS := $(SWITCH_SRCS:%.c=$(SLURM_OUT)/pic/%.o)

@@ -2,16 +2,14 @@
 /* swv_ctld: the controller side of switch/vnib (see swv_ctld.h).
  *
  * In slurmctld (swv_ctld_start) the state below is the process's: three
- * clients of the broker, one per caller thread (the job-lock path, the
- * outbox's thread, the free count's poll thread; a client is not
- * thread-safe), each kept from request to request so that its connection
- * stays open, and made anew when slurmctld's token file changes (a
- * rotated token needs no restart) or a request got no answer; the
- * reservations this slurmctld made, by job, so that a job's later steps
- * and its release name it; and the release outbox.  Anywhere else (a
- * job's stepmgr) each call makes its own client, with the job's token.
- * Requests are bounded by vnib_timeout_ms: slurmctld holds its job lock
- * meanwhile, so an unreachable broker costs at most that per step.
+ * clients of the broker kept open (swv_conn.h), one per caller thread
+ * (the job-lock path, the outbox's thread, the free count's poll thread);
+ * the reservations this slurmctld made, by job, so that a job's later
+ * steps and its release name it; and the release outbox (swv_outbox.h).
+ * Anywhere else (a job's stepmgr) each call makes its own client, with
+ * the job's token.  Requests are bounded by vnib_timeout_ms: slurmctld
+ * holds its job lock during a step's reserve, so an unreachable broker
+ * costs at most that per step.
  */
 #include "swv_ctld.h"
 
@@ -33,24 +31,10 @@
 #include <jansson.h>
 
 #include "swv_broker.h"
+#include "swv_conn.h"
 #include "swv_outbox.h"
 #include "vnib/client.h"
 #include "vnib/monotime.h"
-#include "vnib/secfile.h"
-
-/* A client of the broker and the calls to make with it. */
-struct ctld_conn {
-    const struct swv_client_api *api;
-    struct vnib_client *c;
-};
-
-/* A client kept for one caller thread, with the token it was made with. */
-struct client_slot {
-    pthread_mutex_t lock; /* held from slot_get to slot_put */
-    struct vnib_client *c;
-    char *token;
-    size_t token_len;
-};
 
 /* The reservations this slurmctld made, by job (chained buckets). */
 #define JOBMAP_BUCKETS 4096
@@ -64,7 +48,7 @@ struct jobmap_node {
 struct ctld_state {
     struct swv_config cfg; /* as at start, for the threads */
     swv_log_fn *log;
-    struct client_slot lockpath, sender, poll;
+    struct swv_conn_slot lockpath, sender, poll;
     pthread_mutex_t map_lock;
     struct jobmap_node *map[JOBMAP_BUCKETS];
     size_t map_count;
@@ -73,143 +57,6 @@ struct ctld_state {
 
 /* slurmctld's, from swv_ctld_start to swv_ctld_stop; NULL elsewhere. */
 static struct ctld_state *ctld;
-
-static void ctld_close(struct ctld_conn *cc)
-{
-    if (cc->c)
-        cc->api->destroy(cc->c);
-    cc->c = NULL;
-}
-
-/* Apply cfg's CA and timeout to a new client c. */
-static int client_settings(const struct swv_config *cfg,
-                           const struct swv_client_api *api,
-                           struct vnib_client *c,
-                           vnib_error_t *errp)
-{
-    if ((cfg->cacert[0] != '\0' && api->set_cacert(c, cfg->cacert) < 0)
-        || api->set_timeout_ms(c, cfg->timeout_ms) < 0)
-        return errprintf(
-            errp, "%s: client settings: %s", cfg->url, strerror(errno));
-    return 0;
-}
-
-/* slurmctld's token from its file (secfile_free it), trailing space
- * trimmed. */
-static int read_token(const struct swv_config *cfg,
-                      char **bufp,
-                      size_t *lenp,
-                      vnib_error_t *errp)
-{
-    if (secfile_read(cfg->token_file, bufp, lenp, errp) < 0)
-        return -1;
-    while (*lenp > 0 && strchr(" \t\r\n", (*bufp)[*lenp - 1]) != NULL)
-        (*bufp)[--*lenp] = '\0';
-    return 0;
-}
-
-/* Connect *cc to cfg's broker with slurmctld's token (job_token NULL) or
- * a job's token (the stepmgr); 0, or -1 with errno and errp set. */
-static int ctld_client(const struct swv_config *cfg,
-                       const char *job_token,
-                       struct ctld_conn *cc,
-                       vnib_error_t *errp)
-{
-    char *buf = NULL;
-    size_t len = 0;
-
-    cc->c = NULL;
-    if (cfg->url[0] == '\0') {
-        errno = EINVAL;
-        return errprintf(errp, "SwitchParameters has no vnib_url");
-    }
-    if (!(cc->api = swv_broker_client(errp)))
-        return -1;
-    if (job_token != NULL) {
-        cc->c = cc->api->create(cfg->url, job_token, errp);
-    } else {
-        if (read_token(cfg, &buf, &len, errp) < 0)
-            return -1;
-        cc->c = cc->api->create(cfg->url, buf, errp);
-        secfile_free(buf, len);
-    }
-    if (cc->c == NULL)
-        return -1;
-    if (client_settings(cfg, cc->api, cc->c, errp) < 0) {
-        ctld_close(cc);
-        return -1;
-    }
-    return 0;
-}
-
-/* Take slot s's client into *cc (s stays locked until slot_put): the
- * one kept, unless the token file says otherwise.  0, or -1 with errno
- * and errp (s unlocked). */
-static int slot_get(struct client_slot *s,
-                    const struct swv_config *cfg,
-                    struct ctld_conn *cc,
-                    vnib_error_t *errp)
-{
-    char *buf = NULL;
-    size_t len = 0;
-
-    pthread_mutex_lock(&s->lock);
-    cc->c = NULL;
-    if (cfg->url[0] == '\0') {
-        errno = EINVAL;
-        errprintf(errp, "SwitchParameters has no vnib_url");
-        goto fail;
-    }
-    if (!(cc->api = swv_broker_client(errp))
-        || read_token(cfg, &buf, &len, errp) < 0)
-        goto fail;
-    if (s->c && (len != s->token_len || memcmp(buf, s->token, len) != 0)) {
-        cc->api->destroy(s->c);
-        s->c = NULL;
-    }
-    if (!s->c) {
-        if (s->token)
-            secfile_free(s->token, s->token_len);
-        s->token = NULL;
-        if (!(s->c = cc->api->create(cfg->url, buf, errp)))
-            goto fail;
-        if (client_settings(cfg, cc->api, s->c, errp) < 0) {
-            cc->api->destroy(s->c);
-            s->c = NULL;
-            goto fail;
-        }
-        s->token = buf;
-        s->token_len = len;
-        buf = NULL;
-    }
-    if (buf)
-        secfile_free(buf, len);
-    cc->c = s->c;
-    return 0;
-fail:
-    if (buf)
-        secfile_free(buf, len);
-    pthread_mutex_unlock(&s->lock);
-    return -1;
-}
-
-/* Give s's client back; drop it when the last request got no answer (a
- * broken connection, another replica behind the name...). */
-static void slot_put(struct client_slot *s, struct ctld_conn *cc, bool drop)
-{
-    if (drop && s->c) {
-        cc->api->destroy(s->c);
-        s->c = NULL;
-    }
-    cc->c = NULL;
-    pthread_mutex_unlock(&s->lock);
-}
-
-static void slot_init(struct client_slot *s)
-{
-    memset(s, 0, sizeof(*s));
-    pthread_mutex_init(&s->lock, NULL);
-}
 
 /* ---- the reservations this slurmctld made --------------------------------
  */
@@ -347,7 +194,7 @@ static int reserved_id(int status,
     return 0;
 }
 
-static int reserve_job(struct ctld_conn *cc,
+static int reserve_job(struct swv_conn *cc,
                        const struct swv_step_req *req,
                        const struct swv_network *net,
                        long long *idp,
@@ -408,7 +255,7 @@ static _Atomic int64_t lease_disabled_at;
 
 /* Reserve the step into out (its id and lease); *statusp the broker's
  * answer (-1 none). */
-static int reserve_step(struct ctld_conn *cc,
+static int reserve_step(struct swv_conn *cc,
                         const struct swv_config *cfg,
                         const struct swv_step_req *req,
                         const struct swv_network *net,
@@ -493,7 +340,7 @@ static int send_release(void *arg,
  * replaced since: an admin's release, the reconcile) has the job reserved
  * anew, then is tried once more. */
 static int reserve_in_ctld(struct ctld_state *st,
-                           struct ctld_conn *cc,
+                           struct swv_conn *cc,
                            const struct swv_config *cfg,
                            const struct swv_step_req *req,
                            const struct swv_network *net,
@@ -539,19 +386,19 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
                         vnib_error_t *errp)
 {
     struct ctld_state *st = req->job_token == NULL ? ctld : NULL;
-    struct ctld_conn cc = {0};
+    struct swv_conn cc = {0};
     int rc = -1, status = -1;
     int64_t t0;
 
     memset(out, 0, sizeof(*out));
     out->job_ms = out->step_ms = -1;
     if (st) {
-        if (slot_get(&st->lockpath, cfg, &cc, errp) < 0)
+        if (swv_conn_get(&st->lockpath, cfg, &cc, errp) < 0)
             goto fail;
         errno = 0;
         rc = reserve_in_ctld(st, &cc, cfg, req, net, out, errp);
-        slot_put(&st->lockpath, &cc, rc < 0 && unreachable(errno));
-    } else if (ctld_client(cfg, req->job_token, &cc, errp) == 0) {
+        swv_conn_put(&st->lockpath, &cc, rc < 0 && unreachable(errno));
+    } else if (swv_conn_open(cfg, req->job_token, &cc, errp) == 0) {
         errno = 0;
         if (req->job_token != NULL) {
             out->job_resv = req->job_resv;
@@ -566,7 +413,7 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
         out->step_ms = ms_since(t0);
     }
 fail:
-    ctld_close(&cc);
+    swv_conn_close(&cc);
     if (rc == 0)
         return 0;
     free(out->lease);
@@ -587,14 +434,14 @@ int swv_ctld_job_begin(const struct swv_config *cfg,
 {
     struct ctld_state *st = ctld;
     uint32_t job = job_number(req->job_id);
-    struct ctld_conn cc = {0};
+    struct swv_conn cc = {0};
     long long id = 0;
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
     *unisolatedp = 0;
     if (st) {
-        if (slot_get(&st->lockpath, cfg, &cc, errp) < 0)
+        if (swv_conn_get(&st->lockpath, cfg, &cc, errp) < 0)
             goto fail;
         errno = 0;
         if ((!job || !st->outbox
@@ -604,13 +451,13 @@ int swv_ctld_job_begin(const struct swv_config *cfg,
             if (job)
                 map_set(st, job, id);
         }
-        slot_put(&st->lockpath, &cc, rc < 0 && unreachable(errno));
-    } else if (ctld_client(cfg, NULL, &cc, errp) == 0) {
+        swv_conn_put(&st->lockpath, &cc, rc < 0 && unreachable(errno));
+    } else if (swv_conn_open(cfg, NULL, &cc, errp) == 0) {
         errno = 0;
         rc = reserve_job(&cc, req, net, &id, out, errp);
     }
 fail:
-    ctld_close(&cc);
+    swv_conn_close(&cc);
     if (rc == 0)
         return 0;
     memset(out, 0, sizeof(*out));
@@ -626,7 +473,7 @@ static int send_release(void *arg,
                         const struct swv_release *r,
                         vnib_error_t *errp)
 {
-    struct ctld_conn *cc = arg;
+    struct swv_conn *cc = arg;
     char job[16], step[16];
     json_t *reply = NULL;
     int status;
@@ -647,13 +494,13 @@ static int send_queued(void *arg,
                        vnib_error_t *errp)
 {
     struct ctld_state *st = arg;
-    struct ctld_conn cc;
+    struct swv_conn cc;
     int status;
 
-    if (slot_get(&st->sender, &st->cfg, &cc, errp) < 0)
+    if (swv_conn_get(&st->sender, &st->cfg, &cc, errp) < 0)
         return -1;
     status = send_release(&cc, r, errp);
-    slot_put(&st->sender, &cc, status < 0);
+    swv_conn_put(&st->sender, &cc, status < 0);
     return status;
 }
 
@@ -742,14 +589,14 @@ int swv_ctld_step_end(const struct swv_config *cfg,
 {
     struct ctld_state *st = job_token == NULL ? ctld : NULL;
     struct swv_release r = {.step = true, .job_id = job_number(job_id)};
-    struct ctld_conn cc = {0};
+    struct swv_conn cc = {0};
     json_t *reply = NULL;
     int status, rc = -1;
 
     if (st && st->outbox && r.job_id && step_number(step_id, &r.step_id) == 0
         && swv_outbox_add(st->outbox, &r, errp) == 0)
         return 1;
-    if (ctld_client(cfg, job_token, &cc, errp) < 0)
+    if (swv_conn_open(cfg, job_token, &cc, errp) < 0)
         goto cleanup;
     status = cc.api->step_release(cc.c, job_id, step_id, false, &reply, errp);
     if (status < 0)
@@ -767,7 +614,7 @@ int swv_ctld_step_end(const struct swv_config *cfg,
     rc = 0;
 cleanup:
     json_decref(reply);
-    ctld_close(&cc);
+    swv_conn_close(&cc);
     return rc;
 }
 
@@ -777,7 +624,7 @@ int swv_ctld_job_end(const struct swv_config *cfg,
 {
     struct ctld_state *st = ctld;
     struct swv_release r = {.job_id = job_number(job_id)};
-    struct ctld_conn cc = {0};
+    struct swv_conn cc = {0};
     vnib_error_t why = {0}, serr = {0};
     json_t *reply = NULL;
     int status = -1;
@@ -787,7 +634,7 @@ int swv_ctld_job_end(const struct swv_config *cfg,
         if (st->outbox && swv_outbox_add(st->outbox, &r, &why) == 0)
             return 0;
     }
-    if (ctld_client(cfg, NULL, &cc, &why) == 0) {
+    if (swv_conn_open(cfg, NULL, &cc, &why) == 0) {
         status = cc.api->release(cc.c, job_id, r.resv, false, &reply, &why);
         if (status >= 400 && status != 404)
             errprintf(&why,
@@ -796,7 +643,7 @@ int swv_ctld_job_end(const struct swv_config *cfg,
                       reply_code(reply));
     }
     json_decref(reply);
-    ctld_close(&cc);
+    swv_conn_close(&cc);
     if (status == 200 || status == 202 || status == 404)
         return 0;
     if (swv_ctld_spool(cfg->spool, job_id, why.text, &serr) < 0) {
@@ -822,12 +669,12 @@ int swv_ctld_pool_free(const struct swv_config *cfg,
                        vnib_error_t *errp)
 {
     struct ctld_state *st = ctld;
-    struct ctld_conn cc = {0};
+    struct swv_conn cc = {0};
     json_t *reply = NULL, *f, *d;
     int status = -1, rc = -1;
 
-    if (st ? slot_get(&st->poll, cfg, &cc, errp) < 0
-           : ctld_client(cfg, NULL, &cc, errp) < 0)
+    if (st ? swv_conn_get(&st->poll, cfg, &cc, errp) < 0
+           : swv_conn_open(cfg, NULL, &cc, errp) < 0)
         return -1;
     status = cc.api->request(cc.c, "GET", "/v1/pool", NULL, &reply, errp);
     if (status < 0)
@@ -845,9 +692,9 @@ int swv_ctld_pool_free(const struct swv_config *cfg,
 cleanup:
     json_decref(reply);
     if (st)
-        slot_put(&st->poll, &cc, status < 0);
+        swv_conn_put(&st->poll, &cc, status < 0);
     else
-        ctld_close(&cc);
+        swv_conn_close(&cc);
     return rc;
 }
 
@@ -870,9 +717,9 @@ int swv_ctld_start(const struct swv_config *cfg,
     }
     st->cfg = *cfg;
     st->log = log;
-    slot_init(&st->lockpath);
-    slot_init(&st->sender);
-    slot_init(&st->poll);
+    swv_conn_slot_init(&st->lockpath);
+    swv_conn_slot_init(&st->sender);
+    swv_conn_slot_init(&st->poll);
     pthread_mutex_init(&st->map_lock, NULL);
     ctld = st;
     snprintf(dir, sizeof(dir), "%s/outbox", cfg->spool);

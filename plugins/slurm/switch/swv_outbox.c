@@ -29,6 +29,7 @@
 struct entry {
     struct swv_release r;
     bool busy;             /* being sent */
+    bool superseded;       /* a step's, its job's release queued since */
     int attempts;          /* sends that got no answer */
     struct timespec mtime; /* its file's, to order a previous run's */
     struct entry *next;
@@ -148,6 +149,10 @@ static int send_one(struct swv_outbox *ob,
     status = send(arg, &r, &err);
     ms = (double)(monotime_ns() - t0) / 1e6;
     pthread_mutex_lock(&ob->lock);
+    if (e->superseded) {
+        entry_drop(ob, e); /* the job's release releases it anyway */
+        return 1;
+    }
     if (answered(status)) {
         entry_drop(ob, e);
         pthread_mutex_unlock(&ob->lock);
@@ -432,8 +437,12 @@ int swv_outbox_add(struct swv_outbox *ob,
     for (struct entry *p = ob->head; p; p = next) {
         next = p->next;
         /* A job's release releases its steps: theirs are needless. */
-        if (!r->step && p->r.step && p->r.job_id == r->job_id && !p->busy)
-            entry_drop(ob, p);
+        if (!r->step && p->r.step && p->r.job_id == r->job_id) {
+            if (p->busy)
+                p->superseded = true;
+            else
+                entry_drop(ob, p);
+        }
     }
     entry_append(ob, e);
     ob->unsynced = true;

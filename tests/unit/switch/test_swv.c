@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "plugins/slurm/switch/swv_conn.c"
 #include "plugins/slurm/switch/swv_ctld.c"
 #include "plugins/slurm/switch/swv_free.c"
 #include "plugins/slurm/switch/swv_jobinfo.c"
@@ -589,6 +590,46 @@ static void test_outbox(void **state)
     rmdir(dir);
 }
 
+/* A step's release being sent when its job's release comes is dropped
+ * after that send, answered or not: the job's release covers it. */
+static void test_outbox_superseded(void **state)
+{
+    char dir[] = "/tmp/test_swv_su.XXXXXX", sub[64], path[128];
+    struct fake_broker b = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                            .cond = PTHREAD_COND_INITIALIZER,
+                            .hold = true,
+                            .status = -1};
+    struct swv_release s30 = {.step = true, .job_id = 3, .step_id = 0};
+    struct swv_release j3 = {.job_id = 3, .resv = 30};
+    vnib_error_t err = {0};
+    struct swv_outbox *ob;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof(sub), "%s/outbox", dir);
+    ob = swv_outbox_create(sub, fake_send, fake_done, &b, &err);
+    assert_non_null(ob);
+    assert_int_equal(swv_outbox_add(ob, &s30, &err), 0);
+    pthread_mutex_lock(&b.lock);
+    while (!b.holding)
+        pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
+    assert_int_equal(swv_outbox_add(ob, &j3, &err), 0);
+    assert_true(exists(sub, "step.3.0")); /* being sent */
+    pthread_mutex_lock(&b.lock);
+    b.hold = false;
+    pthread_cond_broadcast(&b.cond);
+    pthread_mutex_unlock(&b.lock);
+    wait_pending(ob, 1);
+    assert_false(exists(sub, "step.3.0"));
+    assert_true(exists(sub, "job.3.30"));
+    swv_outbox_destroy(ob);
+    snprintf(path, sizeof(path), "%s/job.3.30", sub);
+    unlink(path);
+    rmdir(sub);
+    rmdir(dir);
+}
+
 /* Before a job is reserved again, its pending releases go first, from
  * the caller's thread, whatever the outbox's thread is doing. */
 static void test_outbox_drain(void **state)
@@ -647,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_free_thread),
         cmocka_unit_test(test_spool),
         cmocka_unit_test(test_outbox),
+        cmocka_unit_test(test_outbox_superseded),
         cmocka_unit_test(test_outbox_drain),
     };
 
