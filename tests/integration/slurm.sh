@@ -234,6 +234,9 @@ slurm_start () {
         VNIB_SLURM_PIDS="$VNIB_SLURM_PIDS $n:$!"
         track "$!"
     done
+    # vnib-slurm-hook's scontrol in PrologSlurmctld (which gets no
+    # SLURM_CONF from slurmctld) must find this cluster's slurm.conf.
+    [ -f "$T/hooks.conf" ] && slurm_hook_set SLURM_CONF "$SLURM_CONF"
     if ! wait_for 20 _slurm_all_idle; then
         echo "# slurm_start: the nodes did not become idle within 20 s:"
         timeout 5 sinfo -N 2>&1 | sed 's/^/#   /'
