@@ -10,6 +10,14 @@
  * or the connection died; it records metrics, writes the access log line
  * and frees the request.
  *
+ * First tries.  A route may have a first try (route.first), run on the
+ * libmicrohttpd thread before any worker: it answers from memory (a
+ * node's fetch of a cached job), or hands the request on to another
+ * thread that finishes it later (request_defer(), request_finish(): a
+ * node report waits for its group on the store's threads, not on a
+ * worker), or passes it to the handler.  A deferred request is suspended
+ * as a queued one is, and owned by the thread that finishes it.
+ *
  * Suspension.  A handler that may wait (the route says ROUTE_WORKER)
  * does not run on the libmicrohttpd thread, which also polls many other
  * connections: on_run() suspends the connection and queues the request
@@ -64,6 +72,9 @@ struct http {
     struct workers *workers; /* run the ROUTE_WORKER handlers */
     int nworkers;            /* their threads */
     atomic_ullong expired;   /* requests not run: their deadline passed */
+    atomic_long deferred;    /* requests handed on (request_defer) and not
+                                finished yet */
+    atomic_bool stopping;    /* http_destroy has begun: no more hand-offs */
 };
 
 /* Where a request stands in the hand-off to a worker (request.queued). */
@@ -102,6 +113,51 @@ int request_code_if(struct request *req, int errnum, enum errcode code)
     if (errno == errnum)
         req->error_code = code;
     return -1;
+}
+
+bool request_can_defer(const struct request *req)
+{
+    return req->http && req->hr && !atomic_load(&req->http->stopping);
+}
+
+int request_defer(struct request *req)
+{
+    struct http *h = req->http;
+
+    if (!h || !req->hr) {
+        errno = ESHUTDOWN;
+        return -1;
+    }
+    /* Counted before the check: http_destroy sets stopping, then waits
+     * for the count, so either it waits for this request or this request
+     * sees it stopping.
+     */
+    atomic_fetch_add(&h->deferred, 1);
+    if (atomic_load(&h->stopping)) {
+        atomic_fetch_sub(&h->deferred, 1);
+        errno = ESHUTDOWN;
+        return -1;
+    }
+    req->queued = REQ_QUEUED;
+    httpd_suspend(req->hr);
+    return 0;
+}
+
+void request_finish(struct request *req, int status, json_t *out, int errnum)
+{
+    struct http *h = req->http;
+    struct httpd_req *hr = req->hr;
+
+    req->result = status;
+    req->out = out;
+    req->result_errno = status < 0 ? (errnum ? errnum : EIO) : 0;
+    req->handler_ns = monotime_ns() - req->handler_start_ns;
+    if (status < 0 && req->result_errno == ECANCELED)
+        atomic_fetch_add(&h->expired, 1);
+    req->queued = REQ_DONE;
+    httpd_resume(hr);
+    /* req may be gone now; h stays until the count is back to 0. */
+    atomic_fetch_sub(&h->deferred, 1);
 }
 
 int request_json(struct request *req, json_t **objp, vnib_error_t *errp)
@@ -418,6 +474,23 @@ static void run_handler(struct request *req)
     req->handler_ns = monotime_ns() - req->handler_start_ns;
 }
 
+/* Run the route's first try on this (libmicrohttpd) thread: its status
+ * kept as run_handler() keeps a handler's, or ROUTE_PASS or
+ * ROUTE_DEFERRED (after which req is no longer this thread's).
+ */
+static int run_first(struct request *req)
+{
+    errno = 0;
+    req->handler_start_ns = monotime_ns();
+    int st = req->route->first(req, &req->out, &req->error);
+    if (st == ROUTE_PASS || st == ROUTE_DEFERRED)
+        return st;
+    req->result = st;
+    req->result_errno = errno ? errno : EIO;
+    req->handler_ns = monotime_ns() - req->handler_start_ns;
+    return st;
+}
+
 /* Send the outcome run_handler() kept. */
 static int send_result(struct request *req)
 {
@@ -569,6 +642,7 @@ static int on_begin(void *cls, struct httpd_req *hr)
     if (!req)
         return -1;
     req->broker = h->broker;
+    req->http = h;
     req->hr = hr;
     req->method = hr->method;
     req->path = hr->url;
@@ -663,6 +737,13 @@ static int on_run(void *cls, struct httpd_req *hr)
                                                : "out of memory",
                           NULL,
                           NULL);
+    if (req->route->first) {
+        int st = run_first(req);
+        if (st == ROUTE_DEFERRED)
+            return 0; /* suspended: request_finish() resumes it */
+        if (st != ROUTE_PASS)
+            return send_result(req);
+    }
     if (req->route->runs == ROUTE_WORKER)
         return request_queue(h, req);
     run_handler(req);
@@ -874,10 +955,34 @@ static void wait_inflight(const struct http *h, int64_t deadline, bool arriving)
     }
 }
 
+/* Wait until every deferred request is finished (DEFERRED_WAIT_S at the
+ * most, logged: past it something holds one beyond every timeout).
+ */
+#define DEFERRED_WAIT_S 120
+static void wait_deferred(struct http *h)
+{
+    int64_t deadline = monotime_ns() + (int64_t)DEFERRED_WAIT_S * 1000000000;
+
+    while (atomic_load(&h->deferred) > 0 && monotime_ns() < deadline) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    long left = atomic_load(&h->deferred);
+    if (left > 0)
+        logger_printf(h->broker->log,
+                      LOG_ERR,
+                      NULL,
+                      "http: %ld deferred requests still unfinished after "
+                      "%d s",
+                      left,
+                      DEFERRED_WAIT_S);
+}
+
 void http_destroy(struct http *h, int timeout_s)
 {
     int saved_errno = errno;
     if (h) {
+        atomic_store(&h->stopping, true);
         if (h->httpd) {
             /* Stop accepting, then let queued and running requests
              * finish, and those on connections accepted already (a
@@ -905,6 +1010,11 @@ void http_destroy(struct http *h, int timeout_s)
              * connections are answered 503 (ESHUTDOWN from the pool).
              */
             workers_stop(h->workers);
+            /* Deferred requests (node reports in their groups) end within
+             * their deadlines and the database's timeouts: wait for them
+             * too, since each is a suspended connection.
+             */
+            wait_deferred(h);
             /* Give the libmicrohttpd threads a moment to send those
              * replies.
              */
