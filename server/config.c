@@ -72,7 +72,7 @@ static const struct cfgtable_row rows[] = {
          "connections open at once from priority_addresses, beyond max_connections"),
     INT ("server.queue_deadline_ms", server.queue_deadline_ms, 100, 3600000, 10000,
          "a request not started this long after it arrived is answered 503 deadline_exceeded without running (a client's Vnib-Deadline-Ms may shorten it)"),
-    INT ("server.max_header_bytes", server.max_header_bytes, 4096, 1048576, 32768,
+    INT ("server.max_header_bytes", server.max_header_bytes, 4096, 1048576, 8192,
          "largest request line and headers (431 beyond)"),
     INT ("server.max_body_bytes", server.max_body_bytes, 1024, 67108864, 1048576,
          "largest request body any route accepts (413 beyond)"),
