@@ -21,6 +21,13 @@
  * broke.  --log writes the whole history as JSON lines.  With --hwcoll
  * the jobs ask for hardware collectives, and every session token a reserve
  * reports is read back and compared with what the broker keeps.
+ *
+ * With --job-nodes N each job has N nodes (up to HREC_MAX_NODES) that
+ * report as a job's agents do, all at once (hnodes.c: each node on a
+ * connection of its own): creating, then created, and after the release
+ * destroyed, so that the broker writes them in groups.  The checker then
+ * also compares what every node was told with the node_reports the
+ * broker keeps (GET /v1/reservations/{job}/nodes).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -40,6 +47,7 @@
 #include <openssl/hmac.h>
 
 #include "tests/stress/hcheck.h"
+#include "tests/stress/hnodes.h"
 #include "tests/stress/hrec.h"
 #include "vnib/httpc.h"
 #include "vnib/secfile.h"
@@ -71,6 +79,7 @@ struct run {
     bool hwcoll;  /* jobs ask for hardware collectives (two nodes each) */
     bool bench;
     bool outage; /* 503 unavailable is legitimate (a database failover) */
+    int job_nodes; /* 0: 1-2 nodes a job, reporting one after the other */
     int64_t start_mono, stop_mono;
 };
 
@@ -92,6 +101,7 @@ struct client {
      */
     uint64_t hw_told, hw_checked, hw_mismatch;
     char hw_bad[160];
+    struct hnodes *hn; /* --job-nodes: the nodes' connections */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -202,17 +212,8 @@ static long attempt(struct client *c, struct hrec *r, const char *method,
         return r->status = 0;
     }
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
-    if (r->status < 200 || r->status >= 300) {
-        json_t *j = json_loadb(c->reply.buf ? c->reply.buf : "",
-                               c->reply.len, 0, NULL);
-        json_t *err = json_object_get(j, "error");
-        const char *code = json_string_value(json_object_get(err, "code"));
-        const char *msg = json_string_value(json_object_get(err, "message"));
-        snprintf(r->code, sizeof(r->code), "%s", code ? code : "");
-        snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
-        r->deadlock = (c->reply.buf && strstr(c->reply.buf, "deadlock"));
-        json_decref(j);
-    }
+    if (r->status < 200 || r->status >= 300)
+        hrec_parse_error(r, c->reply.buf, c->reply.len);
     return r->status;
 }
 
@@ -332,6 +333,100 @@ done:
     json_decref(told);
 }
 
+/* --job-nodes: every node of job ji reports cxi at once (hnodes.c), op
+ * naming it in the records; each node's first attempt's send time in
+ * first_send.  How far each node got goes into the job's told and tried.
+ * Returns the number of nodes not answered 200, or -1 when the client
+ * broke.
+ */
+static int job_reports(struct client *c, uint64_t ji, enum hrec_op op,
+                       const char *cxi, const char *path, long long rid,
+                       const char *const *tokens, int64_t *first_send)
+{
+    const struct run *run = c->run;
+    struct hjob *j = &c->log.jobs[ji]; /* jobs do not move while it runs */
+    enum hrec_cxi k = hrec_cxi_of(cxi);
+    long status[HREC_MAX_NODES];
+    bool amb[HREC_MAX_NODES];
+    char body[128];
+    int failed = 0;
+
+    snprintf(body, sizeof(body), "{\"cxi\":\"%s\",\"reservation_id\":%lld}",
+             cxi, rid);
+    struct hnodes_call call = {.urls = run->urls,
+                               .nurls = run->nurls,
+                               .first_url = c->index % run->nurls,
+                               .attempts = run->attempts,
+                               .thread = c->index,
+                               .job = ji,
+                               .op = op,
+                               .path = path,
+                               .body = body,
+                               .n = j->nnodes,
+                               .nodes = (const char (*)[HREC_NODE_SIZE])j->nodes,
+                               .tokens = tokens,
+                               .status = status,
+                               .ambiguous = amb,
+                               .first_send = first_send};
+    if (hnodes_run(c->hn, &c->log, &call) < 0)
+        return -1;
+    for (int i = 0; i < j->nnodes; i++) {
+        if (j->tried[i] < k)
+            j->tried[i] = (unsigned char)k;
+        if (status[i] == 200 && j->told[i] < k)
+            j->told[i] = (unsigned char)k;
+        failed += status[i] != 200;
+    }
+    return failed;
+}
+
+/* --job-nodes: the rest of job ji's life once reserved (reservation rid):
+ * its nodes report creating, then created, the job is released, its
+ * nodes report destroyed.  -1 when the client broke.
+ */
+static int run_job_nodes(struct client *c, uint64_t ji, const char *path,
+                         long long rid, const char *const *tokens)
+{
+    const struct run *run = c->run;
+    struct hrec *last = NULL;
+    int64_t t_send = 0, d_send[HREC_MAX_NODES];
+    bool amb = false;
+    int bad;
+
+    if ((bad = job_reports(c, ji, HREC_CREATING, "creating", path, rid,
+                           tokens, d_send)) < 0)
+        return -1;
+    c->log.jobs[ji].abandoned |= bad > 0;
+    if ((bad = job_reports(c, ji, HREC_CREATED, "created", path, rid, tokens,
+                           d_send)) < 0)
+        return -1;
+    c->log.jobs[ji].abandoned |= bad > 0;
+    long st = request(c, ji, HREC_RELEASE, NULL, "DELETE", path, NULL,
+                      run->sched, &t_send, &amb, &last);
+    if (st < 0)
+        return -1;
+    struct hjob *j = &c->log.jobs[ji];
+    if (st != 200 && st != 202) {
+        j->abandoned = true;
+        j->live_until = t_send;
+        return 0;
+    }
+    c->pairs++;
+    if ((bad = job_reports(c, ji, HREC_DESTROYED, "destroyed", path, rid,
+                           tokens, d_send)) < 0)
+        return -1;
+    j = &c->log.jobs[ji];
+    j->abandoned |= bad > 0;
+    /* a node that may hold services (its creating was sent) holds the
+     * VNIs until its destroyed report is in: not before that was sent */
+    int64_t until = t_send;
+    for (int i = 0; i < j->nnodes; i++)
+        if (j->tried[i] >= HREC_IS_CREATING)
+            until = max64(until, d_send[i]);
+    j->live_until = until;
+    return 0;
+}
+
 /* Reserve, report created, release, report destroyed.  Returns -1 only
  * when the client itself broke (out of memory).
  */
@@ -354,7 +449,8 @@ static int run_job(struct client *c, uint64_t seq)
     j->thread = c->index;
     j->vni_count = run->vni_count ? run->vni_count
                                   : 1 + (int)(rng_next(&c->rng) % 4);
-    j->nnodes = run->hwcoll    ? 2
+    j->nnodes = run->job_nodes ? run->job_nodes
+                : run->hwcoll  ? 2
                 : run->reports ? 1 + (int)(rng_next(&c->rng) % 2)
                                : 1;
     j->live_until = INT64_MAX;
@@ -370,7 +466,7 @@ static int run_job(struct client *c, uint64_t seq)
         snprintf(hostlist, sizeof(hostlist), "%s", j->nodes[0]);
     else
         snprintf(hostlist, sizeof(hostlist), "%s[%d-%d]", run->nodes_prefix,
-                 base, base + 1);
+                 base, base + j->nnodes - 1);
     snprintf(body, sizeof(body),
              "{\"job_id\":\"%s\",\"uid\":1000,\"user\":\"history\","
              "\"nodes\":\"%s\",\"vni_count\":%d,\"hwcoll\":\"%s\"}",
@@ -405,6 +501,12 @@ static int run_job(struct client *c, uint64_t seq)
     int nnodes = j->nnodes;
     if (run->hwcoll)
         check_hwcoll(c, job, path);
+    if (run->job_nodes) {
+        const char *toks[HREC_MAX_NODES];
+        for (int i = 0; i < nnodes; i++)
+            toks[i] = tokens[i];
+        return run_job_nodes(c, ji, path, rid, toks);
+    }
 
     for (int i = 0; run->reports && i < nnodes; i++) {
         char npath[256];
@@ -471,6 +573,8 @@ static int client_init(struct client *c, const struct run *run, int index)
     curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->reply);
     curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 20000L);
+    if (run->job_nodes && index >= 0 && !(c->hn = hnodes_create()))
+        return -1;
     return 0;
 }
 
@@ -478,6 +582,7 @@ static void client_cleanup(struct client *c)
 {
     if (c->curl)
         curl_easy_cleanup(c->curl);
+    hnodes_destroy(c->hn);
     httpc_reply_free(&c->reply);
     hrec_log_cleanup(&c->log);
 }
@@ -564,6 +669,43 @@ static int get_one(void *arg, const char *job, long long *id, int *vnis,
         sleep_ms(100);
     }
     return -1;
+}
+
+/* hcheck_reports_f: the node reports the broker keeps for the job's
+ * reservation (GET /v1/reservations/{job}/nodes, any replica).
+ */
+static int get_reports(void *arg, const char *job, long long resv_id, int n,
+                       const char (*nodes)[HREC_NODE_SIZE],
+                       unsigned char *db)
+{
+    struct client *c = arg;
+    char path[256];
+    size_t i;
+    json_t *r;
+
+    snprintf(path, sizeof(path), "/v1/reservations/%s/nodes?limit=10000",
+             job);
+    json_t *got = get_json(c, path, c->run->sched);
+    if (!got)
+        return -1;
+    int rc = -1;
+    if (json_integer_value(json_object_get(got, "reservation_id")) != resv_id)
+        goto done;
+    memset(db, HREC_NONE, (size_t)n);
+    json_array_foreach(json_object_get(got, "reports"), i, r)
+    {
+        const char *node = json_string_value(json_object_get(r, "node"));
+        const char *cxi = json_string_value(json_object_get(r, "cxi"));
+        for (int k = 0; node && k < n; k++)
+            if (!strcmp(nodes[k], node))
+                db[k] = cxi && !strcmp(cxi, "failed")
+                            ? HCHECK_FAILED
+                            : (unsigned char)hrec_cxi_of(cxi);
+    }
+    rc = 0;
+done:
+    json_decref(got);
+    return rc;
 }
 
 /* ---- bench rows -------------------------------------------------------- */
@@ -655,15 +797,19 @@ static void usage(FILE *f)
         "               [--threads N] [--seconds S] [--vni-count N]\n"
         "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
         "               [--attempts N] [--no-reports] [--hwcoll] [--bench]\n"
-        "               [--outage] [--log FILE]\n"
+        "               [--outage] [--job-nodes N] [--log FILE]\n"
         "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
         "  the node reports (release is then immediate; no key needed).\n"
         "  --hwcoll: two-node jobs with hardware collectives, and every\n"
         "  session token a reserve reports is read back and compared.\n"
+        "  --job-nodes N: jobs of N nodes (3-%d) reporting all at once\n"
+        "  (creating, created, destroyed), each on its own connection;\n"
+        "  what each was told is compared with the broker's node reports.\n"
         "  --outage: the database fails over during the run, so 503\n"
         "  unavailable is legitimate (retried like any 5xx; raise\n"
         "  --attempts to outlast the failover).\n"
-        "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n");
+        "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n",
+        HREC_MAX_NODES);
 }
 
 static int read_token(const char *path, char **buf, size_t *size)
@@ -708,6 +854,7 @@ static int parse_args(int argc, char **argv, struct run *run)
         {"hwcoll", no_argument, NULL, 'H'},
         {"bench", no_argument, NULL, 'B'},
         {"outage", no_argument, NULL, 'O'},
+        {"job-nodes", required_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     bool bad = false;
@@ -777,6 +924,9 @@ static int parse_args(int argc, char **argv, struct run *run)
             case 'O':
                 run->outage = true;
                 break;
+            case 'n':
+                run->job_nodes = (int)num(optarg, &bad);
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -788,7 +938,10 @@ static int parse_args(int argc, char **argv, struct run *run)
         || (run->reports && !run->key) || run->threads < 1
         || run->threads > MAX_THREADS || run->seconds <= 0
         || run->vni_count > 4 || run->attempts < 1
-        || strlen(run->nodes_prefix) > 16 || !run->nodes_prefix[0]) {
+        || strlen(run->nodes_prefix) > 16 || !run->nodes_prefix[0]
+        || (run->job_nodes
+            && (run->job_nodes < 3 || run->job_nodes > HREC_MAX_NODES
+                || !run->reports || run->hwcoll))) {
         usage(stderr);
         return -1;
     }
@@ -900,6 +1053,8 @@ int main(int argc, char **argv)
                               .pool = pool,
                               .get = get_one,
                               .get_arg = &final,
+                              .get_reports = run.job_nodes ? get_reports
+                                                           : NULL,
                               .prefix = run.bench ? "#   " : "",
                               .outage = run.outage};
     int failed = hcheck_run(&in, &tally);
