@@ -63,6 +63,7 @@
 #include "server/config.h"
 #include "server/http/http.h"
 #include "server/http/metrics.h"
+#include "server/http/reply.h"
 #include "server/http/workers.h"
 
 struct http {
@@ -268,176 +269,6 @@ static void request_id_new(char *id)
     hex_encode(raw, sizeof(raw), id);
 }
 
-/* Room for the broker's reply headers: four pairs, the handler's extra
- * ones, and the terminating NULL.
- */
-#define REPLY_HEADERS (8 + 2 * REQUEST_EXTRA_HEADERS + 1)
-
-/* The broker's reply headers into hdrs (name, value, ..., NULL), with
- * st and ra as the buffers of Server-Timing and Retry-After, followed by
- * the handler's extra headers.
- */
-static void reply_headers(const struct request *req,
-                          const char *allow,
-                          char st[48],
-                          char ra[16],
-                          const char *hdrs[REPLY_HEADERS])
-{
-    size_t n = 8;
-
-    st[0] = ra[0] = '\0';
-    if (req->handler_ns > 0) {
-        /* The handler's own time, so that benchmarks can tell server time
-         * from transport (https://www.w3.org/TR/server-timing/).
-         */
-        snprintf(st, 48, "app;dur=%.3f", (double)req->handler_ns / 1e6);
-    }
-    if (req->retry_after > 0)
-        snprintf(ra, 16, "%d", req->retry_after);
-    hdrs[0] = "X-Request-Id";
-    hdrs[1] = req->id;
-    hdrs[2] = "Server-Timing";
-    hdrs[3] = st[0] ? st : NULL;
-    hdrs[4] = "Allow";
-    hdrs[5] = allow;
-    hdrs[6] = "Retry-After";
-    hdrs[7] = ra[0] ? ra : NULL;
-    for (const char *const *x = req->extra_headers;
-         x && x[0] && n + 2 < REPLY_HEADERS;
-         x += 2) {
-        hdrs[n++] = x[0];
-        hdrs[n++] = x[1];
-    }
-    hdrs[n] = NULL;
-}
-
-/* Queue a reply with the standard headers.  Takes ownership of body. */
-static int send_reply(struct request *req,
-                      int status,
-                      char *body,
-                      size_t len,
-                      const char *content_type,
-                      const char *allow)
-{
-    char st[48], ra[16];
-    const char *hdrs[REPLY_HEADERS];
-
-    reply_headers(req, allow, st, ra, hdrs);
-    return httpd_reply(req->hr, status, body, len, content_type, hdrs);
-}
-
-/* Render a JSON value as the reply body.  Steals val. */
-static int send_json(struct request *req,
-                     int status,
-                     json_t *val,
-                     const char *allow)
-{
-    char st[48], ra[16];
-    const char *hdrs[REPLY_HEADERS];
-
-    reply_headers(req, allow, st, ra, hdrs);
-    return httpd_reply_json(req->hr, status, val, hdrs);
-}
-
-/* Log a refusal (401, 403) at notice, with the client's address and, once
- * a token was recognised, its name and role; never the token itself.  The
- * logger folds repeats of the same refusal, so a client retrying a bad
- * token makes one line per window, not one per request.
- */
-static void log_refusal(const struct request *req,
-                        int status,
-                        const char *message)
-{
-    char addr[INET6_ADDRSTRLEN];
-    /* Without a message, the code: a recognised token was forbidden. */
-    const char *why = message && *message
-                          ? message
-                          : errcode_name(req->who.role ? ERRCODE_FORBIDDEN
-                                                       : ERRCODE_UNAUTHORIZED);
-
-    if (!logger_enabled(req->broker->log, LOG_NOTICE))
-        return;
-    httpd_client_address(req->hr, addr, sizeof(addr));
-    if (req->who.role)
-        logger_printf(req->broker->log,
-                      LOG_NOTICE,
-                      req->id,
-                      "refused %d %s %s from %s token '%s' (%s): %s",
-                      status,
-                      req->method,
-                      req->route ? req->route->pattern : req->path,
-                      addr,
-                      req->who.name,
-                      auth_role_name(req->who.role),
-                      why);
-    else
-        logger_printf(req->broker->log,
-                      LOG_NOTICE,
-                      req->id,
-                      "refused %d %s %s from %s: %s",
-                      status,
-                      req->method,
-                      req->route ? req->route->pattern : req->path,
-                      addr,
-                      why);
-}
-
-/* Turn errno (and the request's code, if a handler chose one) into the
- * error reply.  Server-side failures get a generic message, and a message
- * marked for the operator (public_text, not NULL: the database's words)
- * its fixed text: the details are in the log, under the request id.
- */
-static int send_error(struct request *req,
-                      int errnum,
-                      const char *message,
-                      const char *public_text,
-                      const char *allow)
-{
-    enum errcode code;
-    int status = request_error_status(req, errnum, &code);
-
-    if (status == 401 || status == 403)
-        log_refusal(req, status, message);
-    if (public_text) {
-        /* libpq's or the server's own words name hosts, sockets, users
-         * and tables: they go to the log, the client gets a fixed text.
-         */
-        logger_printf(req->broker->log,
-                      status == 500 ? LOG_ERR : LOG_WARNING,
-                      req->id,
-                      "%s %s: %s",
-                      req->method,
-                      req->path,
-                      message);
-        message = public_text;
-    }
-    if (status == 500 && !public_text) {
-        logger_printf(req->broker->log,
-                      LOG_ERR,
-                      req->id,
-                      "%s %s: %s (%s)",
-                      req->method,
-                      req->path,
-                      message && *message ? message : "error",
-                      strerror(errnum));
-        message = "internal error; see the broker log for this request id";
-    }
-    if (!req->retry_after)
-        req->retry_after = errcode_retry_after(code);
-    const char *name = errcode_name(code);
-    json_t *err = json_pack("{s:{s:s, s:s, s:s}}",
-                            "error",
-                            "code",
-                            name,
-                            "message",
-                            message && *message ? message : name,
-                            "request_id",
-                            req->id);
-    if (!err)
-        return -1;
-    return send_json(req, status, err, allow);
-}
-
 /* Authenticate, then authorise by the route's roles.  Finer checks (a
  * node asking about its own jobs) are the handler's.  Called as soon as
  * the headers are complete, before any body is read: an unauthenticated
@@ -454,7 +285,7 @@ static int authorize(struct request *req, vnib_error_t *errp)
         return -1;
     }
     if (!(req->route->roles & req->who.role)) {
-        /* Logged with the reply, by send_error(). */
+        /* Logged with the reply, by reply_error(). */
         errprintf(errp, "this token's role may not use this endpoint");
         errno = EPERM;
         return -1;
@@ -499,17 +330,17 @@ static int send_result(struct request *req)
     req->out = NULL;
     if (req->result < 0) {
         json_decref(out);
-        return send_error(req,
-                          req->result_errno,
-                          req->error.text,
-                          req->error.public_text,
-                          NULL);
+        return reply_error(req,
+                           req->result_errno,
+                           req->error.text,
+                           req->error.public_text,
+                           NULL);
     }
     if (req->text) {
         json_decref(out);
         char *text = req->text;
         req->text = NULL;
-        return send_reply(req,
+        return reply_text(req,
                           req->result,
                           text,
                           req->text_len,
@@ -518,7 +349,7 @@ static int send_result(struct request *req)
     }
     if (!out)
         out = json_object();
-    return send_json(req, req->result, out, NULL);
+    return reply_json(req, req->result, out, NULL);
 }
 
 /* A request worker's job: run the handler of a suspended request, keep
@@ -656,12 +487,12 @@ static int on_begin(void *cls, struct httpd_req *hr)
      * that this check answers first, in the documented format.
      */
     if (httpd_header_size(hr) > (size_t)cfg->server.max_header_bytes)
-        return send_error(req,
-                          EOVERFLOW,
-                          "request line and headers are larger than the "
-                          "broker accepts",
-                          NULL,
-                          NULL);
+        return reply_error(req,
+                           EOVERFLOW,
+                           "request line and headers are larger than the "
+                           "broker accepts",
+                           NULL,
+                           NULL);
 
     /* HEAD is answered as GET (RFC 9110, 9.3.2): libmicrohttpd sends the
      * headers and drops the body.
@@ -675,12 +506,12 @@ static int on_begin(void *cls, struct httpd_req *hr)
                     sizeof(allow));
     if (idx < 0) {
         if (errno == EOPNOTSUPP)
-            return send_error(req,
-                              EOPNOTSUPP,
-                              "method not allowed on this path",
-                              NULL,
-                              allow);
-        return send_error(req, ENOENT, "no such endpoint", NULL, NULL);
+            return reply_error(req,
+                               EOPNOTSUPP,
+                               "method not allowed on this path",
+                               NULL,
+                               allow);
+        return reply_error(req, ENOENT, "no such endpoint", NULL, NULL);
     }
     req->route_index = idx;
     req->route = &h->routes->rows[idx];
@@ -692,28 +523,28 @@ static int on_begin(void *cls, struct httpd_req *hr)
      */
     vnib_error_t error = {0};
     if (authorize(req, &error) < 0 || request_deadline(req, &error) < 0)
-        return send_error(req, errno, error.text, error.public_text, NULL);
+        return reply_error(req, errno, error.text, error.public_text, NULL);
 
     if (httpd_length_over(hr, body_limit(req)))
-        return send_error(req,
-                          E2BIG,
-                          req->route->max_body
-                              ? "request body is larger than this endpoint "
-                                "accepts"
-                              : "this endpoint takes no request body",
-                          NULL,
-                          NULL);
+        return reply_error(req,
+                           E2BIG,
+                           req->route->max_body
+                               ? "request body is larger than this endpoint "
+                                 "accepts"
+                               : "this endpoint takes no request body",
+                           NULL,
+                           NULL);
     /* Bodies are JSON.  A form or text body (what `curl -d` sends without
      * -H) is refused rather than parsed as if it were.
      */
     if (req->route->max_body > 0 && httpd_has_body(hr)
         && !httpd_media_type_is_json(request_header(req, "Content-Type")))
-        return send_error(req,
-                          EPROTONOSUPPORT,
-                          "request bodies must be sent as Content-Type: "
-                          "application/json",
-                          NULL,
-                          NULL);
+        return reply_error(req,
+                           EPROTONOSUPPORT,
+                           "request bodies must be sent as Content-Type: "
+                           "application/json",
+                           NULL,
+                           NULL);
     return 0;
 }
 
@@ -730,13 +561,13 @@ static int on_run(void *cls, struct httpd_req *hr)
     req->body = hr->body;
     req->body_len = hr->body_len;
     if (hr->refused)
-        return send_error(req,
-                          hr->refused,
-                          hr->refused == E2BIG ? "request body is larger than "
-                                                 "this endpoint accepts"
-                                               : "out of memory",
-                          NULL,
-                          NULL);
+        return reply_error(req,
+                           hr->refused,
+                           hr->refused == E2BIG ? "request body is larger than "
+                                                  "this endpoint accepts"
+                                                : "out of memory",
+                           NULL,
+                           NULL);
     if (req->route->first) {
         int st = run_first(req);
         if (st == ROUTE_DEFERRED)
