@@ -212,8 +212,10 @@ BEGIN
     -- Each reservation with destroyed items, once, in id order (a job
     -- before its steps; a step's end ends its job's quarantine too, in
     -- vnib_end_quarantines): moved is how many of its nodes this group
-    -- moved to destroyed; its quarantine ends with the last holder, the
-    -- event naming the actor of its last item.
+    -- moved to destroyed (what a count of destroyed nodes kept on the
+    -- reservation grows by, here, before the holders are counted); its
+    -- quarantine ends with the last holder, the event naming the actor of
+    -- its last item.
     FOR q IN SELECT x.id, (array_agg(x.actor ORDER BY x.k DESC))[1] AS actor,
                     count(*) FILTER (WHERE x.pv IS DISTINCT FROM 'destroyed')
                         AS moved
