@@ -13,8 +13,12 @@
 # one live reservation per job, no VNI held twice, and no deadlock in the
 # PostgreSQL log.
 #
+# Then the same with jobs of many nodes whose reports go all at once and
+# are written in groups (see below).
+#
 # Knobs: HISTORY_SECONDS (default 36), HISTORY_THREADS (16),
-# HISTORY_POOL ("2000-2023"), HISTORY_KILL_EVERY (7 s).
+# HISTORY_POOL ("2000-2023"), HISTORY_KILL_EVERY (7 s),
+# HISTORY_GROUP_THREADS (6) and HISTORY_JOB_NODES (16) for the second run.
 . "$(dirname "$0")/lib.sh"
 
 HISTORY=$BUILD/tests/stress/history
@@ -46,6 +50,31 @@ ok "two replicas on fixed ports: $URL_A $URL_B"
 # clients run; each comes back on its port half a second later.
 history_with_kills --nodes-prefix hn
 expect_match "... and said so" "$(tail -n 1 "$T/history.out")" '^history: PASS'
+
+# ---- many nodes of the same jobs, their reports written in groups --------
+# The same kills, with GROUP_THREADS clients whose jobs have JOB_NODES
+# nodes each, reporting as their agents do: all at once, each node on a
+# connection of its own (creating, created, then destroyed after the
+# release), so that each replica writes them in groups (node report
+# groups, database.report_group_max).  The checker also compares what each
+# node was told with the node reports the brokers keep, and that no
+# quarantine ended before every node that reported had reported destroyed.
+HISTORY_THREADS_SAVED=$THREADS
+THREADS=${HISTORY_GROUP_THREADS:-6}
+JOB_NODES=${HISTORY_JOB_NODES:-16}
+history_with_kills --nodes-prefix hg --job-prefix hg --job-nodes "$JOB_NODES"
+THREADS=$HISTORY_THREADS_SAVED
+expect_match "... and said so (jobs of $JOB_NODES nodes)" \
+    "$(tail -n 1 "$T/history.out")" '^history: PASS'
+expect_match "... having compared the nodes' reports" \
+    "$(grep 'every report answered 200 is in' "$T/history.out")" '^PASS .* [1-9][0-9]* nodes, 0 differ'
+largest=0
+for u in "$URL_A" "$URL_B"; do
+    g=$(curl -s "$u/metrics" | awk '$1 == "vnib_db_group_largest{op=\"report\"}" { print $2 }')
+    [ "${g:-0}" -gt "$largest" ] && largest=$g
+done
+expect_match "... written in groups (the largest since the last restarts: $largest)" \
+    "$largest" '^([2-9]|[1-9][0-9]+)$'
 
 # ---- the database --------------------------------------------------------
 expect_eq "at most one active reservation per job" \
