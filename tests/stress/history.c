@@ -27,7 +27,11 @@
  * connection of its own): creating, then created, and after the release
  * destroyed, so that the broker writes them in groups.  The checker then
  * also compares what every node was told with the node_reports the
- * broker keeps (GET /v1/reservations/{job}/nodes).
+ * broker keeps (GET /v1/reservations/{job}/nodes).  With --lease too the
+ * jobs reserve with "lease": true, as a job that starts from a lease:
+ * every node holds from the reserve on (presumed, docs/node-path.md) and
+ * reports only destroyed, and the checker holds every quarantine end to
+ * every node of the reservation.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -326,7 +330,8 @@ static int job_reports(struct client *c, uint64_t ji, enum hrec_op op,
 }
 
 /* --job-nodes: the rest of job ji's life once reserved (reservation rid):
- * its nodes report creating, then created, the job is released, its
+ * its nodes report creating, then created (not with --lease: they start
+ * from the lease and tell the broker nothing), the job is released, its
  * nodes report destroyed.  -1 when the client broke.
  */
 static int run_job_nodes(struct client *c, uint64_t ji, const char *path,
@@ -338,14 +343,16 @@ static int run_job_nodes(struct client *c, uint64_t ji, const char *path,
     bool amb = false;
     int bad;
 
-    if ((bad = job_reports(c, ji, HREC_CREATING, "creating", path, rid,
-                           tokens, d_send)) < 0)
-        return -1;
-    c->log.jobs[ji].abandoned |= bad > 0;
-    if ((bad = job_reports(c, ji, HREC_CREATED, "created", path, rid, tokens,
-                           d_send)) < 0)
-        return -1;
-    c->log.jobs[ji].abandoned |= bad > 0;
+    if (!run->lease) {
+        if ((bad = job_reports(c, ji, HREC_CREATING, "creating", path, rid,
+                               tokens, d_send)) < 0)
+            return -1;
+        c->log.jobs[ji].abandoned |= bad > 0;
+        if ((bad = job_reports(c, ji, HREC_CREATED, "created", path, rid,
+                               tokens, d_send)) < 0)
+            return -1;
+        c->log.jobs[ji].abandoned |= bad > 0;
+    }
     long st = request(c, ji, HREC_RELEASE, NULL, "DELETE", path, NULL,
                       run->sched, &t_send, &amb, &last);
     if (st < 0)
@@ -362,11 +369,12 @@ static int run_job_nodes(struct client *c, uint64_t ji, const char *path,
         return -1;
     j = &c->log.jobs[ji];
     j->abandoned |= bad > 0;
-    /* a node that may hold services (its creating was sent) holds the
-     * VNIs until its destroyed report is in: not before that was sent */
+    /* a node that may hold services (its creating was sent; with a
+     * lease, every node) holds the VNIs until its destroyed report is
+     * in: not before that was sent */
     int64_t until = t_send;
     for (int i = 0; i < j->nnodes; i++)
-        if (j->tried[i] >= HREC_IS_CREATING)
+        if (run->lease || j->tried[i] >= HREC_IS_CREATING)
             until = max64(until, d_send[i]);
     j->live_until = until;
     return 0;
@@ -414,8 +422,9 @@ static int run_job(struct client *c, uint64_t seq)
                  base, base + j->nnodes - 1);
     snprintf(body, sizeof(body),
              "{\"job_id\":\"%s\",\"uid\":1000,\"user\":\"history\","
-             "\"nodes\":\"%s\",\"vni_count\":%d,\"hwcoll\":\"%s\"}",
-             j->job, hostlist, j->vni_count, run->hwcoll ? "on" : "off");
+             "\"nodes\":\"%s\",\"vni_count\":%d,\"hwcoll\":\"%s\"%s}",
+             j->job, hostlist, j->vni_count, run->hwcoll ? "on" : "off",
+             run->lease ? ",\"lease\":true" : "");
     char job[HREC_JOB_SIZE];
     snprintf(job, sizeof(job), "%s", j->job);
     st = request(c, ji, HREC_RESERVE, NULL, "POST", "/v1/reservations", body,
@@ -555,7 +564,7 @@ static void usage(FILE *f)
         "               [--threads N] [--seconds S] [--vni-count N]\n"
         "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
         "               [--attempts N] [--no-reports] [--hwcoll] [--bench]\n"
-        "               [--outage] [--job-nodes N] [--log FILE]\n"
+        "               [--outage] [--job-nodes N [--lease]] [--log FILE]\n"
         "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
         "  the node reports (release is then immediate; no key needed).\n"
         "  --hwcoll: two-node jobs with hardware collectives, and every\n"
@@ -563,6 +572,8 @@ static void usage(FILE *f)
         "  --job-nodes N: jobs of N nodes (3-%d) reporting all at once\n"
         "  (creating, created, destroyed), each on its own connection;\n"
         "  what each was told is compared with the broker's node reports.\n"
+        "  --lease: those jobs reserve with a lease (presumed): no report\n"
+        "  at the start, and every node holds until its destroyed.\n"
         "  --outage: the database fails over during the run, so 503\n"
         "  unavailable is legitimate (retried like any 5xx; raise\n"
         "  --attempts to outlast the failover).\n"
@@ -613,6 +624,7 @@ static int parse_args(int argc, char **argv, struct run *run)
         {"bench", no_argument, NULL, 'B'},
         {"outage", no_argument, NULL, 'O'},
         {"job-nodes", required_argument, NULL, 'n'},
+        {"lease", no_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     bool bad = false;
@@ -685,6 +697,9 @@ static int parse_args(int argc, char **argv, struct run *run)
             case 'n':
                 run->job_nodes = (int)num(optarg, &bad);
                 break;
+            case 'L':
+                run->lease = true;
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -699,7 +714,8 @@ static int parse_args(int argc, char **argv, struct run *run)
         || strlen(run->nodes_prefix) > 16 || !run->nodes_prefix[0]
         || (run->job_nodes
             && (run->job_nodes < 3 || run->job_nodes > HREC_MAX_NODES
-                || !run->reports || run->hwcoll))) {
+                || !run->reports || run->hwcoll))
+        || (run->lease && !run->job_nodes)) {
         usage(stderr);
         return -1;
     }

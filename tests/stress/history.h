@@ -46,6 +46,7 @@ struct run {
     bool bench;
     bool outage; /* 503 unavailable is legitimate (a database failover) */
     int job_nodes; /* 0: 1-2 nodes a job, reporting one after the other */
+    bool lease;    /* --job-nodes jobs reserve with a lease (presumed) */
     int64_t start_mono, stop_mono;
 };
 
