@@ -295,7 +295,12 @@ expect_match "with n2 cut off from the broker, a step with its lease runs on n2"
     "$out" 'TASK-RAN 30[0-9][0-9]'
 cut=$(last_job)
 expect_eq "... its services are gone at its end" "$(sim_count n2 cxi0)" 0
+_spooled_n2 () { [ -n "$(ls "$T/n2/spool" 2>/dev/null)" ]; }
+wait_for 20 _spooled_n2
 expect_match "... and n2 spooled its report" "$(ls "$T/n2/spool" 2>/dev/null)" .
+expect_match "... slurmd's log says so" \
+    "$(grep -F "[$cut.0]" "$VNIB_SLURM_LOGS/slurmd.n2.log" | grep 'switch/vnib')" \
+    "report destroyed not taken \(.*\); spooled for 'vnib-agent flush'"
 # A lease n2 cannot verify (signed by a key it does not list): n2 asks
 # the broker instead, cannot reach it, and the step fails
 # (vnib_outage=fail); since nothing was made, its end destroys nothing and

@@ -54,10 +54,6 @@ struct swv_step_resv {
     double step_ms;     /* ... and the step's */
 };
 
-/* The plugin's log, for what the helper's threads have to say. */
-enum swv_log_level { SWV_LOG_ERROR, SWV_LOG_INFO, SWV_LOG_DEBUG };
-typedef void swv_log_fn(enum swv_log_level level, const char *message);
-
 /* slurmctld starts: keep a copy of cfg, start the outbox in
  * cfg->spool/outbox (sending what a previous slurmctld left there).  0,
  * or -1 with errp: releases are then made at once, as in the stepmgr. */

@@ -20,6 +20,7 @@ static const struct swv_helper table = {
     .node_setup = swv_node_setup,
     .node_teardown = swv_node_teardown,
     .node_env_free = swv_node_env_free,
+    .node_stop = swv_node_stop,
 };
 
 const struct swv_helper *swv_helper_v1(void)

@@ -29,7 +29,7 @@
 #include "vnib/error.h"
 
 #define SWV_HELPER_SYMBOL "swv_helper_v1"
-#define SWV_HELPER_ABI 1u
+#define SWV_HELPER_ABI 2u
 
 /* The sizes both sides must agree on, in one number. */
 #define SWV_HELPER_SIZES                                                   \
@@ -85,8 +85,10 @@ struct swv_helper {
     int (*node_teardown)(const struct swv_config *cfg,
                          const char *node,
                          const struct swv_jobinfo *info,
+                         swv_log_fn *log,
                          vnib_error_t *errp);
     void (*node_env_free)(char **env);
+    void (*node_stop)(void);
 };
 
 /* The type of SWV_HELPER_SYMBOL. */

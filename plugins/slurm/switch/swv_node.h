@@ -39,14 +39,23 @@ int swv_node_setup(const struct swv_config *cfg,
                    vnib_error_t *warnp,
                    vnib_error_t *errp);
 
-/* Destroy the step's services on node and report (or spool).  0, or -1
- * with errp (a service stayed busy: its VNIs stay quarantined).
+/* Destroy the step's services on node, at once, and report destroyed
+ * (or failed, naming what is left) from a thread of this process, which
+ * slurmstepd's exit waits for; a report the broker does not take goes
+ * into the agent's spool (log says so; the flush timer sends it).  0, or
+ * -1 with errp (a service stayed busy: its VNIs stay quarantined).
  */
 int swv_node_teardown(const struct swv_config *cfg,
                       const char *node,
                       const struct swv_jobinfo *info,
+                      swv_log_fn *log,
                       vnib_error_t *errp);
 
 void swv_node_env_free(char **env);
+
+/* Wait for the report swv_node_teardown left to its thread (slurmstepd's
+ * end: the switch plugin unloads, and the thread logs through it).  Also
+ * run at exit. */
+void swv_node_stop(void);
 
 #endif /* !SWV_NODE_H */

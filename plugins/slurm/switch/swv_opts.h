@@ -23,6 +23,11 @@
 /* The helper's file name (swv_helper.h, swv_load.h). */
 #define SWV_HELPER_NAME "vnib-switch-helper.so"
 
+/* The plugin's log (Slurm's error, info, debug), for what the helper's
+ * threads have to say. */
+enum swv_log_level { SWV_LOG_ERROR, SWV_LOG_INFO, SWV_LOG_DEBUG };
+typedef void swv_log_fn(enum swv_log_level level, const char *message);
+
 /* What a step does when the broker cannot be reached at its start. */
 enum swv_outage {
     SWV_OUTAGE_FAIL = 0, /* the step fails: ESLURM_INTERCONNECT_FAILURE */

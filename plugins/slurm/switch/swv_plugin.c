@@ -25,6 +25,7 @@
 #include "swv_free.h"
 #include "swv_load.h"
 #include "swv_opts.h"
+#include "vnib/monotime.h"
 
 const char plugin_name[] = "switch vnibroker plugin";
 const char plugin_type[] = "switch/vnib";
@@ -111,6 +112,8 @@ void swv_plugin_fini(void)
     free_count = NULL;
     if (h && running_in_slurmctld())
         h->ctld_stop();
+    else if (h)
+        h->node_stop(); /* a step's report, which logs through us */
 }
 
 /* ---- what travels with a step -------------------------------------------
@@ -662,6 +665,7 @@ int swv_stepd_init(stepd_step_rec_t *job)
     const struct swv_helper *h;
     vnib_error_t err = {0}, warn = {0};
     char **add = NULL, who[64];
+    int64_t t0 = monotime_ns(), t1;
     long ncores;
     int unisolated = 0, rc;
 
@@ -689,6 +693,7 @@ int swv_stepd_init(stepd_step_rec_t *job)
         errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
+    t1 = monotime_ns();
     ncores = (long)job->node_tasks
              * (long)(job->cpus_per_task > 0 ? job->cpus_per_task : 1);
     if (ncores < 1)
@@ -721,10 +726,16 @@ int swv_stepd_init(stepd_step_rec_t *job)
     h->node_env_free(add);
     if (rc != SLURM_SUCCESS) {
         error("switch/vnib: %s: cannot set the task environment", who);
-        (void)h->node_teardown(&swv_cfg, job->node_name, info, &err);
+        (void)h->node_teardown(
+            &swv_cfg, job->node_name, info, helper_log, &err);
         errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
+    debug("switch/vnib: %s: set up %s in %.1f ms (the helper %.1f ms)",
+          who,
+          info->lease ? "from its lease" : "from the broker",
+          (double)(monotime_ns() - t0) / 1e6,
+          (double)(t1 - t0) / 1e6);
     return SLURM_SUCCESS;
 }
 
@@ -736,6 +747,7 @@ int swv_stepd_postfini(stepd_step_rec_t *job)
     const struct swv_helper *h;
     vnib_error_t err = {0};
     char who[64];
+    int64_t t0;
 
     if ((info->flags & SWV_JOBINFO_BUILT) == 0
         || (info->flags & SWV_JOBINFO_UNISOLATED) != 0)
@@ -748,9 +760,14 @@ int swv_stepd_postfini(stepd_step_rec_t *job)
              job->node_name);
     if (!(h = helper(who)))
         return SLURM_SUCCESS; /* so was its start: nothing was made */
-    if (h->node_teardown(&swv_cfg, job->node_name, info, &err) < 0) {
+    t0 = monotime_ns();
+    if (h->node_teardown(&swv_cfg, job->node_name, info, helper_log, &err)
+        < 0) {
         error("switch/vnib: %s: %s", who, err.text);
         return SLURM_ERROR;
     }
+    debug("switch/vnib: %s: torn down in %.1f ms",
+          who,
+          (double)(monotime_ns() - t0) / 1e6);
     return SLURM_SUCCESS;
 }
