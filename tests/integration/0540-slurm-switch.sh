@@ -298,6 +298,8 @@ expect_eq "... its services are gone at its end" "$(sim_count n2 cxi0)" 0
 _spooled_n2 () { [ -n "$(ls "$T/n2/spool" 2>/dev/null)" ]; }
 wait_for 20 _spooled_n2
 expect_match "... and n2 spooled its report" "$(ls "$T/n2/spool" 2>/dev/null)" .
+_said_n2 () { grep -F "[$cut.0]" "$VNIB_SLURM_LOGS/slurmd.n2.log" | grep -q 'report destroyed'; }
+wait_for 20 _said_n2
 expect_match "... slurmd's log says so" \
     "$(grep -F "[$cut.0]" "$VNIB_SLURM_LOGS/slurmd.n2.log" | grep 'switch/vnib')" \
     "report destroyed not taken \(.*\); spooled for 'vnib-agent flush'"

@@ -260,6 +260,8 @@ static void *sender_run(void *arg)
         .reservation = k->reservation,
     };
     int64_t t0 = monotime_ns();
+    char key[JOBSTATE_KEY_MAX];
+    vnib_error_t kerr = {0};
     bool spooled = false;
     int status = -1;
 
@@ -271,6 +273,9 @@ static void *sender_run(void *arg)
         status = conn.report(conn.arg, &r, sender.deadline_ms, &err);
         conn.close(&conn);
     }
+    if (status == 200
+        && jobstate_key(key, sizeof(key), k->job_id, k->step_id, &kerr) == 0)
+        jobstate_spool_remove(sender.spool_dir, key, k->reservation);
     if (worth_spooling(status))
         spooled = spool_report(&r, err.text);
     if (status == 200)
