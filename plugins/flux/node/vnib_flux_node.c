@@ -341,12 +341,15 @@ static int start(const struct node *n,
     return exit_status(agent_run(n, ag, cmd_prolog, &o));
 }
 
-/* prolog and hold: the job's eventlog, then what the mode does. */
-static int prolog(const struct node *n, flux_t *h, flux_jobid_t id)
+/* prolog and hold: the job's eventlog (watched by w, started already),
+ * then what the mode does. */
+static int prolog(const struct node *n,
+                  flux_t *h,
+                  flux_jobid_t id,
+                  struct fxn_flux_watch *w)
 {
     vnib_error_t error = {0};
     struct agent ag = {.open = false};
-    struct fxn_flux_watch *w = NULL;
     struct fxn_job j;
     struct fxn_event ev;
     long long uid;
@@ -355,10 +358,6 @@ static int prolog(const struct node *n, flux_t *h, flux_jobid_t id)
     fxn_job_init(&j);
     /* The event comes when the broker answered the jobtap plugin's
      * reserve: prepare the agent meanwhile. */
-    if (!(w = fxn_flux_watch_start(h, id, &error))) {
-        say(n, LOG_ERR, "%s", error.text);
-        goto done;
-    }
     if (!strcmp(n->mode, "prolog"))
         agent_prepare(n, &ag);
     if (fxn_flux_watch_wait(w, n->conf.reservation_wait_ms, &j, &error) < 0) {
@@ -396,7 +395,6 @@ static int prolog(const struct node *n, flux_t *h, flux_jobid_t id)
 done:
     if (ag.open)
         agent_close(&ag);
-    fxn_flux_watch_destroy(w);
     fxn_job_clear(&j);
     return rc;
 }
@@ -408,6 +406,7 @@ int main(int argc, char **argv)
     vnib_error_t error = {0};
     flux_jobid_t id;
     flux_t *h = NULL;
+    struct fxn_flux_watch *w = NULL;
     int i = 1, rc = EXIT_FAILED;
 
     fxn_conf_defaults(&n.conf, FXN_CONFDIR);
@@ -447,7 +446,11 @@ int main(int argc, char **argv)
         return EXIT_FAILED;
     }
     snprintf(n.job, sizeof(n.job), "%" PRIu64, (uint64_t)id);
+    /* The job's eventlog is asked for first: its first entries come
+     * while the hostname is read. */
     if (!(h = fxn_flux_open(&error))
+        || (strcmp(n.mode, "housekeeping") != 0
+            && !(w = fxn_flux_watch_start(h, id, &error)))
         || fxn_flux_hostname(h, n.name, sizeof(n.name), &error) < 0) {
         say(&n, LOG_ERR, "%s", error.text);
         goto done;
@@ -459,8 +462,9 @@ int main(int argc, char **argv)
     if (!strcmp(n.mode, "housekeeping"))
         rc = housekeeping(&n);
     else
-        rc = prolog(&n, h, id);
+        rc = prolog(&n, h, id, w);
 done:
+    fxn_flux_watch_destroy(w);
     flux_close(h);
     closelog();
     return rc;
