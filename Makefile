@@ -88,7 +88,8 @@ FMCLIENT_OBJS := $(FMCLIENT_SRCS:%.c=$(BUILD)/%.o)
 AGENT_OBJS   := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
-STRESS_SRCS  := tests/stress/history.c tests/stress/hrec.c tests/stress/hcheck.c
+STRESS_SRCS  := tests/stress/history.c tests/stress/hrec.c tests/stress/hcheck.c \
+                tests/stress/hnodes.c tests/stress/hview.c
 STRESS_BINS  := $(BUILD)/tests/stress/history
 # The handlers' in-process tests need a database: 0025-handlers.sh runs them.
 INPROC_SRCS  := $(wildcard tests/inproc/*.c)
@@ -505,7 +506,9 @@ $(BUILD)/tests/bench/bench_api: $(BENCH_API_SRCS) tests/bench/bench_api.h \
 # The history-checking load client of the stress tests and of the bench's
 # contention row (tests/stress/history.c).
 $(BUILD)/tests/stress/history: $(STRESS_SRCS) tests/stress/hrec.h \
-                               tests/stress/hcheck.h $(LIBVNIB)
+                               tests/stress/hcheck.h tests/stress/hnodes.h \
+                               tests/stress/history.h tests/stress/hview.h \
+                               $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    $(STRESS_SRCS) $(LIBVNIB) $(LIBS_BASE) -lm

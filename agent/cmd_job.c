@@ -190,8 +190,14 @@ static json_t *job_json(const struct cmd_opts *o,
                           "vnis",
                           json_object_get(res, "vnis"));
     /* Started from a lease: the reservation presumes this node holds
-     * services until it reports them destroyed, even with none. */
-    if (j && o->lease && json_object_set_new(j, "presumed", json_true()) < 0) {
+     * services until it reports them destroyed, even with none; and until
+     * the lease expires (lease_exp) its end leaves a tombstone, so that
+     * the lease cannot start the job here again (jobstate_ended_put). */
+    json_t *exp = json_object_get(res, "exp");
+    if (j && o->lease
+        && (json_object_set_new(j, "presumed", json_true()) < 0
+            || (json_is_integer(exp)
+                && json_object_set(j, "lease_exp", exp) < 0))) {
         json_decref(j);
         j = NULL;
     }

@@ -27,6 +27,7 @@
 #include "vnib/hostset.h"
 #include "vnib/lease.h"
 #include "agent/commands.h"
+#include "agent/jobstate.h"
 
 /* The lease's text, from o->lease or, for --lease's argument, stdin ("-")
  * or a file ("@FILE"); trailing white space dropped.  NULL after cmd_fail
@@ -316,6 +317,21 @@ int cmd_lease_reservation(struct cmd_ctx *a,
     }
     if ((rc = check_payload(a, o, who, p)) != CMD_DONE)
         goto done;
+    /* The job (or step) ended here already: a replay of its lease. */
+    if (jobstate_ended_check(
+            a->cfg->spool_dir,
+            (long long)json_integer_value(json_object_get(p, "id")),
+            (long long)time(NULL),
+            &error)
+        != 0) {
+        char why[128];
+        snprintf(why,
+                 sizeof(why),
+                 "its reservation %lld already ended on this node",
+                 (long long)json_integer_value(json_object_get(p, "id")));
+        rc = refuse(a, EACCES, who, why);
+        goto done;
+    }
     if (o->step && cmd_step_view(&p, o->step, &error) < 0) {
         rc = cmd_fail(a, CMD_FAILED, "%s", error.text);
         goto done;

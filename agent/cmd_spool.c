@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -435,6 +436,9 @@ int cmd_flush(struct cmd_ctx *a, const struct cmd_opts *o)
         json_decref(list);
     } else if (flush_spool(a, a->cfg->fetch_timeout_ms, &f, &error) < 0)
         rc = f.left > 0 ? CMD_UNREACHABLE : CMD_FAILED;
+    /* Tombstones of reservations whose leases have expired go. */
+    if (!a->dry_run)
+        (void)jobstate_ended_prune(a->cfg->spool_dir, (long long)time(NULL));
     if (!a->json)
         fprintf(a->out,
                 "flush: %d sent, %d dropped, %d %s\n",

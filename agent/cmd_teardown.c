@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -90,6 +91,37 @@ static bool shared(struct cmd_ctx *a,
     }
     json_decref(steps);
     return found;
+}
+
+/* This node's services of reservation res_id (src: its record, or the
+ * broker's reservation when fetched) are gone and reported: when a lease
+ * may have started them (the reservation is presumed), record that it
+ * ended here until the lease expires, so that a replay of the lease is
+ * refused (cmd_lease.c).  The broker's reservation does not say when its
+ * leases expire: then for the longest life a lease may have.  A failure
+ * only warns: the lease's expiry and the broker's cool-down remain. */
+static void ended_here(struct cmd_ctx *a,
+                       json_t *src,
+                       long long res_id,
+                       bool fetched,
+                       const char *who)
+{
+    vnib_error_t error = {0};
+    json_t *exp = json_object_get(src, "lease_exp");
+    long long until;
+
+    if (!json_is_true(json_object_get(src, "presumed")))
+        return;
+    until = json_is_integer(exp) && !fetched
+                ? (long long)json_integer_value(exp)
+                : (long long)time(NULL) + CMD_LEASE_TTL_MAX;
+    until += a->cfg->lease_max_skew_s;
+    if (jobstate_ended_put(a->cfg->spool_dir, res_id, until, &error) < 0)
+        cmd_warn(a,
+                 "job %s: cannot record that reservation %lld ended here: %s",
+                 who,
+                 res_id,
+                 error.text);
 }
 
 /* Epilog and housekeeping: destroy the job's services and say so.
@@ -256,7 +288,10 @@ static int teardown(struct cmd_ctx *a, const struct cmd_opts *o, bool final)
                  error.text);
     }
     /* The record goes once the services are gone and the broker has the
-     * report, or will have it from the spool. */
+     * report, or will have it from the spool; a presumed reservation's
+     * (a lease's) leaves a tombstone first (ended_here). */
+    if (n == 0 && status >= 0 && !a->dry_run)
+        ended_here(a, src, res_id, fetched, who);
     jobstate_remove(a->cfg->state_dir, key, n == 0 && status >= 0);
     jobstate_unlock(lock);
     lock = -1;

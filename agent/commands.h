@@ -196,6 +196,9 @@ int cmd_step_view(json_t **resp, const char *step_id, vnib_error_t *errp);
 /* What messages call a job or step: "42", or "42 step 0", into buf
  * (CMD_WHO_MAX bytes hold any). */
 #define CMD_WHO_MAX 300
+
+/* The longest life a broker gives a lease (its lease.ttl_s at most). */
+#define CMD_LEASE_TTL_MAX 86400
 void cmd_who(const struct cmd_opts *o, char *buf, size_t size);
 
 /* A reservation's VNIs as its services hold them: "vnis", then for a step

@@ -479,3 +479,92 @@ void jobstate_spool_remove(const char *dir,
     if (spool_path(path, sizeof(path), dir, job_id, res_id, &ignore) == 0)
         (void)unlink(path);
 }
+
+static int ended_path(char *buf, size_t size, const char *dir, long long res_id)
+{
+    return res_id > 0
+                   && (size_t)snprintf(buf, size, "%s/%lld.ended", dir, res_id)
+                          < size
+               ? 0
+               : -1;
+}
+
+int jobstate_ended_put(const char *dir,
+                       long long res_id,
+                       long long until,
+                       vnib_error_t *errp)
+{
+    char path[4096], text[32];
+
+    if (ended_path(path, sizeof(path), dir, res_id) < 0) {
+        errno = EINVAL;
+        return errprintf(errp, "reservation %lld cannot name a file", res_id);
+    }
+    if (spool_dir_check(dir, true, errp) < 0)
+        return -1;
+    snprintf(text, sizeof(text), "%lld\n", until);
+    return safefile_write(path, text, geteuid(), 0600, false, errp);
+}
+
+/* The time a tombstone holds until, or -1 when it is missing or not a
+ * small regular file of this user that only it may write (the spool is
+ * root's and private, so such a file is not one the agent wrote). */
+static long long ended_until(const char *path)
+{
+    char text[32];
+    struct stat st;
+    ssize_t n;
+    long long until;
+    int fd;
+
+    if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()
+        || (st.st_mode & 022) || (n = read(fd, text, sizeof(text) - 1)) <= 0) {
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    text[n] = '\0';
+    return sscanf(text, "%lld", &until) == 1 ? until : -1;
+}
+
+int jobstate_ended_check(const char *dir,
+                         long long res_id,
+                         long long now,
+                         vnib_error_t *errp)
+{
+    char path[4096];
+    long long until;
+
+    if (ended_path(path, sizeof(path), dir, res_id) < 0) {
+        errno = EINVAL;
+        return errprintf(errp, "reservation %lld cannot name a file", res_id);
+    }
+    until = ended_until(path);
+    return until >= now ? 1 : 0;
+}
+
+int jobstate_ended_prune(const char *dir, long long now)
+{
+    struct dirent *de;
+    char path[4096];
+    int n = 0;
+    DIR *d;
+
+    if (!(d = opendir(dir)))
+        return 0;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] == '.' || len <= 6
+            || strcmp(de->d_name + len - 6, ".ended") != 0
+            || (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name)
+                   >= sizeof(path))
+            continue;
+        long long until = ended_until(path);
+        if (until >= 0 && until < now && unlink(path) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}

@@ -128,4 +128,29 @@ void jobstate_spool_remove(const char *spool_dir,
                            const char *job_id,
                            long long res_id);
 
+/* The reservations a lease started here that have ended on this node:
+ * SPOOL_DIR/RES.ended holds until when (Unix seconds) a lease of
+ * reservation RES could still be presented, and a lease prolog refuses
+ * a reservation that has one, so that a lease replayed after the node
+ * reported its services destroyed makes none again (their VNIs may be
+ * cooling, and a service made then would outlive the quarantine).  Not
+ * fsynced: a tombstone lost in a crash leaves only the lease's own
+ * expiry, and the broker's cool-down, in the way.
+ *
+ * jobstate_ended_put records one (making SPOOL_DIR when missing);
+ * jobstate_ended_check says whether RES has one still in force at now
+ * (1) or not (0; -1 with errp for an id that cannot name a file);
+ * jobstate_ended_prune removes those whose time has passed and returns
+ * how many.
+ */
+int jobstate_ended_put(const char *spool_dir,
+                       long long res_id,
+                       long long until,
+                       vnib_error_t *errp);
+int jobstate_ended_check(const char *spool_dir,
+                         long long res_id,
+                         long long now,
+                         vnib_error_t *errp);
+int jobstate_ended_prune(const char *spool_dir, long long now);
+
 #endif /* !VNIB_AGENT_JOBSTATE_H */

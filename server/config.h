@@ -72,6 +72,8 @@ struct config {
         long acquire_timeout_ms; /* waiting for a free pooled connection */
         long group_max;          /* reserves (releases) per transaction */
         long group_leaders;      /* groups of each kind written at once */
+        long report_group_max;   /* node reports per transaction */
+        long report_group_leaders; /* report groups written at once */
     } database;
 
     struct {

@@ -395,21 +395,28 @@ DECLARE
     hw_rel boolean[] := array_fill(false, ARRAY[n]);
 BEGIN
     -- Which reservation each job means: p_res, else its active one, else
-    -- the newest still quarantined, else the newest; locked.
-    SELECT array_agg(r.id ORDER BY x.k), array_agg(r.state ORDER BY x.k),
-           array_agg(r.hwcoll_state ORDER BY x.k)
-      INTO rid, st, hw
+    -- the newest still quarantined, else the newest (the job's lock keeps
+    -- that from changing); locked in id order, as a group of node reports
+    -- locks its reservations (vnib_report_batch), so that the two never
+    -- wait for each other in a cycle; then read.
+    SELECT array_agg(r.id ORDER BY x.k)
+      INTO rid
       FROM unnest(p_job, p_res, got) WITH ORDINALITY x(job, res, got, k)
       LEFT JOIN LATERAL (
-          SELECT c.id, c.state, c.hwcoll_state FROM reservations c
+          SELECT c.id FROM reservations c
            WHERE x.got AND c.job_id = x.job
              AND c.id = coalesce(x.res,
                                  (SELECT id FROM reservations
                                    WHERE job_id = x.job
                                    ORDER BY state = 'active' DESC,
                                             state = 'releasing' DESC, id DESC
-                                   LIMIT 1))
-             FOR UPDATE) r ON true;
+                                   LIMIT 1))) r ON true;
+    PERFORM 1 FROM reservations WHERE id = ANY (rid) ORDER BY id FOR UPDATE;
+    SELECT array_agg(c.id ORDER BY x.k), array_agg(c.state ORDER BY x.k),
+           array_agg(c.hwcoll_state ORDER BY x.k)
+      INTO rid, st, hw
+      FROM unnest(rid) WITH ORDINALITY x(id, k)
+      LEFT JOIN reservations c ON c.id = x.id;
     -- The steps go with their job, before the job's own holders are
     -- counted; forced ones after their job is (so that it is the job's
     -- force, not its last step's end, that ends the job's quarantine).

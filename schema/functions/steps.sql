@@ -288,27 +288,22 @@ BEGIN
     RETURN vnib_step_free(p_job, p_step, p_actor, p_force, NULL::bigint);
 END $$;
 
--- A node's report on a step's services: vnib_report on the step's key,
--- after locking the job's row: shared for creating and created (thousands
--- of nodes at a step's start), exclusive for destroyed and failed, which
--- may end the step's quarantine and then the job's.
+-- A node's report on a step's services, as a group of one
+-- (vnib_report_batch, nodes.sql: the step's reservation on its key, after
+-- its job's row is locked, shared for creating and created, exclusive for
+-- destroyed and failed, which may end the step's quarantine and then the
+-- job's); kept for older brokers.
 CREATE OR REPLACE FUNCTION vnib_step_report(
     p_job text, p_step text, p_node text, p_cxi text, p_services jsonb,
     p_message text, p_actor text, p_prefix text, p_suffix text,
     p_width smallint, p_num bigint, p_res bigint)
 RETURNS vnib_row LANGUAGE plpgsql AS $$
 DECLARE
-    key text := p_job || '#' || p_step;
-    par bigint;
+    o vnib_row;
 BEGIN
-    SELECT parent_id INTO par FROM reservations
-     WHERE job_id = key AND (p_res IS NULL OR id = p_res)
-     ORDER BY id DESC LIMIT 1;
-    IF par IS NOT NULL AND p_cxi IN ('creating', 'created') THEN
-        PERFORM 1 FROM reservations WHERE id = par FOR SHARE;
-    ELSIF par IS NOT NULL THEN
-        PERFORM 1 FROM reservations WHERE id = par FOR UPDATE;
-    END IF;
-    RETURN vnib_report(key, p_node, p_cxi, p_services, p_message, p_actor,
-                       p_prefix, p_suffix, p_width, p_num, p_res);
+    SELECT * INTO o FROM vnib_report_batch(
+        ARRAY[p_job], ARRAY[p_step], ARRAY[p_node], ARRAY[p_cxi],
+        ARRAY[p_services], ARRAY[p_message], ARRAY[p_actor], ARRAY[p_prefix],
+        ARRAY[p_suffix], ARRAY[p_width], ARRAY[p_num], ARRAY[p_res]);
+    RETURN o;
 END $$;

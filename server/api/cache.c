@@ -260,6 +260,59 @@ static void fill_end(struct cache *c,
     pthread_cond_broadcast(&c->filled);
 }
 
+/* Look key up in slot s (under the lock) at now: true when its entry is
+ * fresh, with *memberp and, for a member, *textp and *lenp (a copy; NULL
+ * when out of memory, which is then no hit).
+ */
+static bool entry_lookup(const struct slot *s,
+                         const char *key,
+                         const char *node,
+                         int64_t now,
+                         char **textp,
+                         size_t *lenp,
+                         bool *memberp,
+                         bool *hitp)
+{
+    const struct entry *e = &s->entry;
+
+    if (!e->text || strcmp(e->key, key) || e->expires <= now)
+        return false;
+    *memberp = hostset_contains(e->nodes, node);
+    if (*memberp && (*textp = malloc(e->len + 1))) {
+        memcpy(*textp, e->text, e->len + 1);
+        *lenp = e->len;
+    }
+    /* Out of memory for the copy: a miss, which the database answers,
+     * filling nothing.
+     */
+    *hitp = !*memberp || *textp;
+    return true;
+}
+
+bool cache_peek(struct cache *c,
+                const char *job_id,
+                const char *step_id,
+                const char *node,
+                char **textp,
+                size_t *lenp,
+                bool *memberp)
+{
+    enum cache_kind kind = step_id ? CACHE_STEP : CACHE_JOB;
+    char key[CACHE_KEY_SIZE];
+    bool hit = false;
+
+    *textp = NULL;
+    if (c->ttl_ms <= 0 || key_of(key, job_id, step_id) < 0)
+        return false;
+    pthread_mutex_lock(&c->lock);
+    (void)entry_lookup(
+        slot_of(c, key), key, node, monotime_ms(), textp, lenp, memberp, &hit);
+    pthread_mutex_unlock(&c->lock);
+    if (hit)
+        atomic_fetch_add_explicit(&c->hits[kind], 1, memory_order_relaxed);
+    return hit;
+}
+
 bool cache_get(struct cache *c,
                const char *job_id,
                const char *step_id,
@@ -281,20 +334,9 @@ bool cache_get(struct cache *c,
         struct slot *s = slot_of(c, key);
         for (;;) {
             int64_t now = monotime_ms();
-            struct entry *e = &s->entry;
             fill->gen = *gen_of(c, jh);
-            if (e->text && !strcmp(e->key, key) && e->expires > now) {
-                *memberp = hostset_contains(e->nodes, node);
-                if (*memberp && (*textp = malloc(e->len + 1))) {
-                    memcpy(*textp, e->text, e->len + 1);
-                    *lenp = e->len;
-                }
-                /* Out of memory for the copy: a miss, which the database
-                 * answers, filling nothing.
-                 */
-                hit = !*memberp || *textp;
+            if (entry_lookup(s, key, node, now, textp, lenp, memberp, &hit))
                 break;
-            }
             struct fill *f = &s->fill;
             if (!waited && f->state == FILL_READING && f->until > now
                 && !strcmp(f->key, key)) {
@@ -457,6 +499,25 @@ bool cache_answer(struct cache *c,
                    &req->text_len,
                    memberp,
                    fill))
+        return false;
+    if (*memberp)
+        req->content_type = "application/json";
+    return true;
+}
+
+bool cache_answer_now(struct cache *c,
+                      struct request *req,
+                      const char *job_id,
+                      const char *step_id,
+                      bool *memberp)
+{
+    if (!cache_peek(c,
+                    job_id,
+                    step_id,
+                    req->who.node,
+                    &req->text,
+                    &req->text_len,
+                    memberp))
         return false;
     if (*memberp)
         req->content_type = "application/json";

@@ -22,6 +22,9 @@
  * job) or is not the newest of its job or step.  The first misses of a
  * storm do not each read the database: one does, the others wait for it,
  * so that a broker reads a job or a step about once per node_cache_ms.
+ * A hit needs no request worker: the fetch's route answers it on the
+ * libmicrohttpd thread (cache_answer_now(), route.first), so a job start
+ * never waits in the workers' queue behind database writes.
  */
 #ifndef VNIB_SERVER_CACHE_H
 #define VNIB_SERVER_CACHE_H
@@ -77,6 +80,20 @@ bool cache_get(struct cache *c,
                bool *memberp,
                struct cache_fill *fill);
 
+/* A fresh cached reservation of job_id, or of its step step_id, looked up
+ * without waiting for anything (for the libmicrohttpd thread): on a hit,
+ * counted as one, as cache_get(); false on a miss, counted as nothing and
+ * claiming no fill (the fetch then goes to cache_get() on a worker,
+ * which counts it).
+ */
+bool cache_peek(struct cache *c,
+                const char *job_id,
+                const char *step_id,
+                const char *node,
+                char **textp,
+                size_t *lenp,
+                bool *memberp);
+
 /* Remember res (the reservation of job_id, or of its step step_id, in the
  * API's shape, as a member node sees it; borrowed) as read after the miss
  * of *fill, and end that fill: its reply text (httpd_json_text() of res,
@@ -121,6 +138,16 @@ bool cache_answer(struct cache *c,
                   const char *step_id,
                   bool *memberp,
                   struct cache_fill *fill);
+
+/* cache_answer() with cache_peek(): true on a hit, answered as there;
+ * false on a miss, with nothing claimed (cache_answer() on a worker goes
+ * on from there).  Never waits.
+ */
+bool cache_answer_now(struct cache *c,
+                      struct request *req,
+                      const char *job_id,
+                      const char *step_id,
+                      bool *memberp);
 
 /* After cache_answer()'s miss, the database's answer: for a member node,
  * its reply *out (hwcoll_reveal()ed) rendered once into req->text for

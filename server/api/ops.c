@@ -154,34 +154,40 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
         (unsigned long long)st.connect_failures,
         (unsigned long long)st.query_timeouts,
         (unsigned long long)st.errors);
-    /* Group commit, per kind of write: reserves, releases, and the FM
-     * outcomes of reserves with hardware collectives.
+    /* Group commit, per kind of write: reserves, releases, the FM
+     * outcomes of reserves with hardware collectives, node reports.
      */
-    static const char *const ops[] = {"reserve", "release", "hwcoll"};
+    static const char *const ops[] = {"reserve", "release", "hwcoll", "report"};
     const struct {
         const char *head; /* its HELP and TYPE lines */
         const char *name;
-        uint64_t v[3]; /* a figure per op, in the order of ops */
+        uint64_t v[4]; /* a figure per op, in the order of ops */
     } families[] = {
-        {"# HELP vnib_db_groups_total Transactions of reserves, releases "
-         "or FM outcomes (op), each carrying one or more requests (group "
-         "commit).\n"
+        {"# HELP vnib_db_groups_total Transactions of reserves, releases, "
+         "FM outcomes or node reports (op), each carrying one or more "
+         "requests (group commit).\n"
          "# TYPE vnib_db_groups_total counter\n",
          "vnib_db_groups_total",
-         {st.reserves.groups, st.releases.groups, st.hwsets.groups}},
+         {st.reserves.groups,
+          st.releases.groups,
+          st.hwsets.groups,
+          st.reports.groups}},
         {"# HELP vnib_db_group_requests_total Requests those transactions "
          "carried.\n"
          "# TYPE vnib_db_group_requests_total counter\n",
          "vnib_db_group_requests_total",
-         {st.reserves.items, st.releases.items, st.hwsets.items}},
+         {st.reserves.items,
+          st.releases.items,
+          st.hwsets.items,
+          st.reports.items}},
         {"# HELP vnib_db_group_largest Most requests one of them carried.\n"
          "# TYPE vnib_db_group_largest gauge\n",
          "vnib_db_group_largest",
-         {st.reserves.max, st.releases.max, st.hwsets.max}},
+         {st.reserves.max, st.releases.max, st.hwsets.max, st.reports.max}},
     };
     for (size_t m = 0; m < sizeof(families) / sizeof(families[0]); m++) {
         fputs(families[m].head, f);
-        for (size_t i = 0; i < 3; i++)
+        for (size_t i = 0; i < 4; i++)
             fprintf(f,
                     "%s{op=\"%s\"} %llu\n",
                     families[m].name,

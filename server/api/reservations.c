@@ -209,6 +209,35 @@ done:
     return status;
 }
 
+/* A node's fetch of a job that does not include it: 403. */
+static int not_member(struct request *req,
+                      const char *job_id,
+                      vnib_error_t *errp)
+{
+    return request_fail(req,
+                        EPERM,
+                        ERRCODE_FORBIDDEN,
+                        errp,
+                        "node %s is not in job %s's node list",
+                        req->who.node,
+                        job_id);
+}
+
+int reservations_get_first(struct request *req,
+                           json_t **out,
+                           vnib_error_t *errp)
+{
+    const char *job_id = route_param(&req->params, "job_id");
+    bool member = false;
+
+    (void)out;
+    /* The cache holds only keys of valid ids, and only active jobs. */
+    if (req->who.role != ROLE_NODE
+        || !cache_answer_now(req->broker->cache, req, job_id, NULL, &member))
+        return ROUTE_PASS;
+    return member ? 200 : not_member(req, job_id, errp);
+}
+
 int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const char *job_id = route_param(&req->params, "job_id");
@@ -257,13 +286,7 @@ int reservations_get(struct request *req, json_t **out, vnib_error_t *errp)
     if (is_node && !member) {
         json_decref(*out);
         *out = NULL;
-        return request_fail(req,
-                            EPERM,
-                            ERRCODE_FORBIDDEN,
-                            errp,
-                            "node %s is not in job %s's node list",
-                            req->who.node,
-                            job_id);
+        return not_member(req, job_id, errp);
     }
     return 200;
 }
@@ -408,26 +431,31 @@ static const enum errcode report_refusal_codes[] = {
     [STORE_REPORT_JOB_NOT_ACTIVE] = ERRCODE_JOB_NOT_ACTIVE,
 };
 
-int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
+/* A report request's fields, checked, into *a: the route's ids and node,
+ * the body's (kept in *bodyp, services as JSON text in *servicesp, both
+ * the caller's to free), the caller as actor; the node's rate limit
+ * taken.  0, or -1 with the refusal in errno and errp.
+ */
+static int report_parse(struct request *req,
+                        struct store_report *a,
+                        json_t **bodyp,
+                        char **servicesp,
+                        vnib_error_t *errp)
 {
     static const char *const allowed[] = {
         "cxi", "services", "message", "reservation_id", NULL};
     static const char *const states[] = {
         "creating", "created", "destroyed", "failed", NULL};
-    struct store_report a = {0};
-    enum store_report_refusal refusal = STORE_REPORT_ACCEPTED;
     json_t *body = NULL;
-    char *services = NULL;
-    int status = -1;
 
-    a.job_id = route_param(&req->params, "job_id");
-    a.node = route_param(&req->params, "node");
-    a.step_id = route_param(&req->params, "step_id"); /* a step's route */
-    if (params_job_id(req, a.job_id, errp) < 0
-        || (a.step_id && params_step_id(req, a.step_id, errp) < 0)
-        || params_node(req, "node", a.node, errp) < 0)
+    a->job_id = route_param(&req->params, "job_id");
+    a->node = route_param(&req->params, "node");
+    a->step_id = route_param(&req->params, "step_id"); /* a step's route */
+    if (params_job_id(req, a->job_id, errp) < 0
+        || (a->step_id && params_step_id(req, a->step_id, errp) < 0)
+        || params_node(req, "node", a->node, errp) < 0)
         return -1;
-    if (req->who.role == ROLE_NODE && strcmp(req->who.node, a.node) != 0)
+    if (req->who.role == ROLE_NODE && strcmp(req->who.node, a->node) != 0)
         return request_fail(req,
                             EPERM,
                             ERRCODE_FORBIDDEN,
@@ -435,7 +463,7 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
                             "a node may report only for itself");
     if (req->broker->rl
         && !ratelimit_take(
-            req->broker->rl, a.node, monotime_ms(), &req->retry_after)) {
+            req->broker->rl, a->node, monotime_ms(), &req->retry_after)) {
         /* 429 has no errno of its own: the code's status is sent, and
          * errno says what the caller should do (try again later).
          */
@@ -448,50 +476,119 @@ int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
     }
     if (request_json(req, &body, errp) < 0)
         return -1;
+    *bodyp = body;
     if (params_known_fields(req, body, allowed, errp) < 0)
-        goto done;
-    a.cxi = json_string_value(json_object_get(body, "cxi"));
+        return -1;
+    a->cxi = json_string_value(json_object_get(body, "cxi"));
     size_t i = 0;
-    while (a.cxi && states[i] && strcmp(states[i], a.cxi) != 0)
+    while (a->cxi && states[i] && strcmp(states[i], a->cxi) != 0)
         i++;
-    if (!a.cxi || !states[i]) {
-        request_fail(req,
-                     EINVAL,
-                     ERRCODE_INVALID_FIELD,
-                     errp,
-                     "cxi must be creating, created, destroyed or failed");
-        goto done;
-    }
+    if (!a->cxi || !states[i])
+        return request_fail(req,
+                            EINVAL,
+                            ERRCODE_INVALID_FIELD,
+                            errp,
+                            "cxi must be creating, created, destroyed or "
+                            "failed");
     json_t *msg = json_object_get(body, "message");
-    if (msg && (!json_is_string(msg) || json_string_length(msg) > 1024)) {
-        request_fail(req,
-                     EINVAL,
-                     ERRCODE_INVALID_FIELD,
-                     errp,
-                     "message must be a string of at most 1024 bytes");
-        goto done;
-    }
-    a.message = msg ? json_string_value(msg) : NULL;
+    if (msg && (!json_is_string(msg) || json_string_length(msg) > 1024))
+        return request_fail(req,
+                            EINVAL,
+                            ERRCODE_INVALID_FIELD,
+                            errp,
+                            "message must be a string of at most 1024 bytes");
+    a->message = msg ? json_string_value(msg) : NULL;
     json_t *rid = json_object_get(body, "reservation_id");
-    if (rid && (!json_is_integer(rid) || json_integer_value(rid) < 1)) {
-        request_fail(req,
-                     EINVAL,
-                     ERRCODE_INVALID_FIELD,
-                     errp,
-                     "reservation_id must be the positive id of a reservation");
-        goto done;
-    }
-    a.reservation_id = rid ? json_integer_value(rid) : 0;
-    if (!(services =
+    if (rid && (!json_is_integer(rid) || json_integer_value(rid) < 1))
+        return request_fail(req,
+                            EINVAL,
+                            ERRCODE_INVALID_FIELD,
+                            errp,
+                            "reservation_id must be the positive id of a "
+                            "reservation");
+    a->reservation_id = rid ? json_integer_value(rid) : 0;
+    if (!(*servicesp =
               report_services(req, json_object_get(body, "services"), errp)))
+        return -1;
+    a->services = *servicesp;
+    a->actor = req->who.name;
+    return 0;
+}
+
+int reservations_report(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    struct store_report a = {0};
+    enum store_report_refusal refusal = STORE_REPORT_ACCEPTED;
+    json_t *body = NULL;
+    char *services = NULL;
+    int status = -1;
+
+    if (report_parse(req, &a, &body, &services, errp) < 0)
         goto done;
-    a.services = services;
-    a.actor = req->who.name;
     if (store_report(req->broker->store, &a, out, &refusal, errp) < 0) {
         req->error_code = report_refusal_codes[refusal];
         goto done;
     }
     status = 200;
+done:
+    free(services);
+    json_decref(body);
+    return status;
+}
+
+/* A posted report's outcome (store_report_done_f): the reply. */
+static void report_done(void *arg,
+                        int rc,
+                        json_t *resp,
+                        enum store_report_refusal refusal,
+                        int errnum,
+                        const vnib_error_t *error)
+{
+    struct request *req = arg;
+
+    if (rc < 0) {
+        vnib_error_copy(&req->error, error);
+        req->error_code = report_refusal_codes[refusal];
+        request_finish(req, -1, NULL, errnum);
+        return;
+    }
+    request_finish(req, 200, resp, 0);
+}
+
+int reservations_report_first(struct request *req,
+                              json_t **out,
+                              vnib_error_t *errp)
+{
+    struct store_report a = {0};
+    json_t *body = NULL;
+    char *services = NULL;
+    int status = -1;
+
+    (void)out;
+    if (!store_reports_grouped(req->broker->store) || !request_can_defer(req))
+        return ROUTE_PASS;
+    if (report_parse(req, &a, &body, &services, errp) < 0)
+        goto done;
+    /* Suspended first: the group may be written, and the request
+     * finished, before store_report_post() returns.
+     */
+    if (request_defer(req) < 0) {
+        request_fail(req,
+                     EAGAIN,
+                     ERRCODE_UNAVAILABLE,
+                     errp,
+                     "the broker is shutting down");
+        goto done;
+    }
+    status = ROUTE_DEFERRED;
+    vnib_error_t why = {0};
+    if (store_report_post(
+            req->broker->store, &a, req->deadline_ns, report_done, req, &why)
+        < 0) {
+        int e = errno;
+        vnib_error_copy(&req->error, &why);
+        request_finish(req, -1, NULL, e == ESHUTDOWN ? EAGAIN : e);
+    }
 done:
     free(services);
     json_decref(body);

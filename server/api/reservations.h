@@ -15,6 +15,13 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp);
 /* GET /v1/reservations/{job_id}: the job's newest reservation. */
 int reservations_get(struct request *req, json_t **out, vnib_error_t *errp);
 
+/* Its first try (route.first): a node's fetch the node-fetch cache
+ * holds, answered on the libmicrohttpd thread; anything else passes.
+ */
+int reservations_get_first(struct request *req,
+                           json_t **out,
+                           vnib_error_t *errp);
+
 /* GET /v1/reservations: a page, filtered by state, node and uid. */
 int reservations_list(struct request *req, json_t **out, vnib_error_t *errp);
 
@@ -32,5 +39,14 @@ int reservations_release(struct request *req, json_t **out, vnib_error_t *errp);
  * services: a node's CXI report.
  */
 int reservations_report(struct request *req, json_t **out, vnib_error_t *errp);
+
+/* Its first try (route.first): with report groups (database.
+ * report_group_max > 1), the report checked on the libmicrohttpd thread
+ * and posted to its group (store_report_post), the request finished from
+ * the group's thread; otherwise it passes to reservations_report.
+ */
+int reservations_report_first(struct request *req,
+                              json_t **out,
+                              vnib_error_t *errp);
 
 #endif /* !VNIB_SERVER_RESERVATIONS_H */

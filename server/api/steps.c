@@ -278,6 +278,38 @@ done:
     return status;
 }
 
+/* A node's fetch of a step that does not include it: 403. */
+static int step_not_member(struct request *req,
+                           const char *job_id,
+                           const char *step_id,
+                           vnib_error_t *errp)
+{
+    return request_fail(req,
+                        EPERM,
+                        ERRCODE_FORBIDDEN,
+                        errp,
+                        "node %s is not in step %s of job %s's node list",
+                        req->who.node,
+                        step_id,
+                        job_id);
+}
+
+int steps_get_first(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    const char *job_id = route_param(&req->params, "job_id");
+    const char *step_id = route_param(&req->params, "step_id");
+    bool member = false;
+
+    (void)out;
+    /* Nodes only (a job token's check reads the database); the cache
+     * holds only keys of valid ids, and only active steps.
+     */
+    if (req->who.role != ROLE_NODE
+        || !cache_answer_now(req->broker->cache, req, job_id, step_id, &member))
+        return ROUTE_PASS;
+    return member ? 200 : step_not_member(req, job_id, step_id, errp);
+}
+
 int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const char *job_id, *step_id;
@@ -325,14 +357,7 @@ int steps_get(struct request *req, json_t **out, vnib_error_t *errp)
     if (is_node && !member) {
         json_decref(*out);
         *out = NULL;
-        return request_fail(req,
-                            EPERM,
-                            ERRCODE_FORBIDDEN,
-                            errp,
-                            "node %s is not in step %s of job %s's node list",
-                            req->who.node,
-                            step_id,
-                            job_id);
+        return step_not_member(req, job_id, step_id, errp);
     }
     return 200;
 }

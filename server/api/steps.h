@@ -20,6 +20,11 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp);
 /* GET: the step's newest reservation. */
 int steps_get(struct request *req, json_t **out, vnib_error_t *errp);
 
+/* Its first try (route.first): a node's fetch the node-fetch cache holds,
+ * answered on the libmicrohttpd thread; anything else passes.
+ */
+int steps_get_first(struct request *req, json_t **out, vnib_error_t *errp);
+
 /* DELETE: queue the release of the step's multicast trees and release
  * its reservation, if it has one; 202.
  */

@@ -10,6 +10,14 @@
  * or the connection died; it records metrics, writes the access log line
  * and frees the request.
  *
+ * First tries.  A route may have a first try (route.first), run on the
+ * libmicrohttpd thread before any worker: it answers from memory (a
+ * node's fetch of a cached job), or hands the request on to another
+ * thread that finishes it later (request_defer(), request_finish(): a
+ * node report waits for its group on the store's threads, not on a
+ * worker), or passes it to the handler.  A deferred request is suspended
+ * as a queued one is, and owned by the thread that finishes it.
+ *
  * Suspension.  A handler that may wait (the route says ROUTE_WORKER)
  * does not run on the libmicrohttpd thread, which also polls many other
  * connections: on_run() suspends the connection and queues the request
@@ -55,6 +63,7 @@
 #include "server/config.h"
 #include "server/http/http.h"
 #include "server/http/metrics.h"
+#include "server/http/reply.h"
 #include "server/http/workers.h"
 
 struct http {
@@ -64,6 +73,9 @@ struct http {
     struct workers *workers; /* run the ROUTE_WORKER handlers */
     int nworkers;            /* their threads */
     atomic_ullong expired;   /* requests not run: their deadline passed */
+    atomic_long deferred;    /* requests handed on (request_defer) and not
+                                finished yet */
+    atomic_bool stopping;    /* http_destroy has begun: no more hand-offs */
 };
 
 /* Where a request stands in the hand-off to a worker (request.queued). */
@@ -102,6 +114,51 @@ int request_code_if(struct request *req, int errnum, enum errcode code)
     if (errno == errnum)
         req->error_code = code;
     return -1;
+}
+
+bool request_can_defer(const struct request *req)
+{
+    return req->http && req->hr && !atomic_load(&req->http->stopping);
+}
+
+int request_defer(struct request *req)
+{
+    struct http *h = req->http;
+
+    if (!h || !req->hr) {
+        errno = ESHUTDOWN;
+        return -1;
+    }
+    /* Counted before the check: http_destroy sets stopping, then waits
+     * for the count, so either it waits for this request or this request
+     * sees it stopping.
+     */
+    atomic_fetch_add(&h->deferred, 1);
+    if (atomic_load(&h->stopping)) {
+        atomic_fetch_sub(&h->deferred, 1);
+        errno = ESHUTDOWN;
+        return -1;
+    }
+    req->queued = REQ_QUEUED;
+    httpd_suspend(req->hr);
+    return 0;
+}
+
+void request_finish(struct request *req, int status, json_t *out, int errnum)
+{
+    struct http *h = req->http;
+    struct httpd_req *hr = req->hr;
+
+    req->result = status;
+    req->out = out;
+    req->result_errno = status < 0 ? (errnum ? errnum : EIO) : 0;
+    req->handler_ns = monotime_ns() - req->handler_start_ns;
+    if (status < 0 && req->result_errno == ECANCELED)
+        atomic_fetch_add(&h->expired, 1);
+    req->queued = REQ_DONE;
+    httpd_resume(hr);
+    /* req may be gone now; h stays until the count is back to 0. */
+    atomic_fetch_sub(&h->deferred, 1);
 }
 
 int request_json(struct request *req, json_t **objp, vnib_error_t *errp)
@@ -212,176 +269,6 @@ static void request_id_new(char *id)
     hex_encode(raw, sizeof(raw), id);
 }
 
-/* Room for the broker's reply headers: four pairs, the handler's extra
- * ones, and the terminating NULL.
- */
-#define REPLY_HEADERS (8 + 2 * REQUEST_EXTRA_HEADERS + 1)
-
-/* The broker's reply headers into hdrs (name, value, ..., NULL), with
- * st and ra as the buffers of Server-Timing and Retry-After, followed by
- * the handler's extra headers.
- */
-static void reply_headers(const struct request *req,
-                          const char *allow,
-                          char st[48],
-                          char ra[16],
-                          const char *hdrs[REPLY_HEADERS])
-{
-    size_t n = 8;
-
-    st[0] = ra[0] = '\0';
-    if (req->handler_ns > 0) {
-        /* The handler's own time, so that benchmarks can tell server time
-         * from transport (https://www.w3.org/TR/server-timing/).
-         */
-        snprintf(st, 48, "app;dur=%.3f", (double)req->handler_ns / 1e6);
-    }
-    if (req->retry_after > 0)
-        snprintf(ra, 16, "%d", req->retry_after);
-    hdrs[0] = "X-Request-Id";
-    hdrs[1] = req->id;
-    hdrs[2] = "Server-Timing";
-    hdrs[3] = st[0] ? st : NULL;
-    hdrs[4] = "Allow";
-    hdrs[5] = allow;
-    hdrs[6] = "Retry-After";
-    hdrs[7] = ra[0] ? ra : NULL;
-    for (const char *const *x = req->extra_headers;
-         x && x[0] && n + 2 < REPLY_HEADERS;
-         x += 2) {
-        hdrs[n++] = x[0];
-        hdrs[n++] = x[1];
-    }
-    hdrs[n] = NULL;
-}
-
-/* Queue a reply with the standard headers.  Takes ownership of body. */
-static int send_reply(struct request *req,
-                      int status,
-                      char *body,
-                      size_t len,
-                      const char *content_type,
-                      const char *allow)
-{
-    char st[48], ra[16];
-    const char *hdrs[REPLY_HEADERS];
-
-    reply_headers(req, allow, st, ra, hdrs);
-    return httpd_reply(req->hr, status, body, len, content_type, hdrs);
-}
-
-/* Render a JSON value as the reply body.  Steals val. */
-static int send_json(struct request *req,
-                     int status,
-                     json_t *val,
-                     const char *allow)
-{
-    char st[48], ra[16];
-    const char *hdrs[REPLY_HEADERS];
-
-    reply_headers(req, allow, st, ra, hdrs);
-    return httpd_reply_json(req->hr, status, val, hdrs);
-}
-
-/* Log a refusal (401, 403) at notice, with the client's address and, once
- * a token was recognised, its name and role; never the token itself.  The
- * logger folds repeats of the same refusal, so a client retrying a bad
- * token makes one line per window, not one per request.
- */
-static void log_refusal(const struct request *req,
-                        int status,
-                        const char *message)
-{
-    char addr[INET6_ADDRSTRLEN];
-    /* Without a message, the code: a recognised token was forbidden. */
-    const char *why = message && *message
-                          ? message
-                          : errcode_name(req->who.role ? ERRCODE_FORBIDDEN
-                                                       : ERRCODE_UNAUTHORIZED);
-
-    if (!logger_enabled(req->broker->log, LOG_NOTICE))
-        return;
-    httpd_client_address(req->hr, addr, sizeof(addr));
-    if (req->who.role)
-        logger_printf(req->broker->log,
-                      LOG_NOTICE,
-                      req->id,
-                      "refused %d %s %s from %s token '%s' (%s): %s",
-                      status,
-                      req->method,
-                      req->route ? req->route->pattern : req->path,
-                      addr,
-                      req->who.name,
-                      auth_role_name(req->who.role),
-                      why);
-    else
-        logger_printf(req->broker->log,
-                      LOG_NOTICE,
-                      req->id,
-                      "refused %d %s %s from %s: %s",
-                      status,
-                      req->method,
-                      req->route ? req->route->pattern : req->path,
-                      addr,
-                      why);
-}
-
-/* Turn errno (and the request's code, if a handler chose one) into the
- * error reply.  Server-side failures get a generic message, and a message
- * marked for the operator (public_text, not NULL: the database's words)
- * its fixed text: the details are in the log, under the request id.
- */
-static int send_error(struct request *req,
-                      int errnum,
-                      const char *message,
-                      const char *public_text,
-                      const char *allow)
-{
-    enum errcode code;
-    int status = request_error_status(req, errnum, &code);
-
-    if (status == 401 || status == 403)
-        log_refusal(req, status, message);
-    if (public_text) {
-        /* libpq's or the server's own words name hosts, sockets, users
-         * and tables: they go to the log, the client gets a fixed text.
-         */
-        logger_printf(req->broker->log,
-                      status == 500 ? LOG_ERR : LOG_WARNING,
-                      req->id,
-                      "%s %s: %s",
-                      req->method,
-                      req->path,
-                      message);
-        message = public_text;
-    }
-    if (status == 500 && !public_text) {
-        logger_printf(req->broker->log,
-                      LOG_ERR,
-                      req->id,
-                      "%s %s: %s (%s)",
-                      req->method,
-                      req->path,
-                      message && *message ? message : "error",
-                      strerror(errnum));
-        message = "internal error; see the broker log for this request id";
-    }
-    if (!req->retry_after)
-        req->retry_after = errcode_retry_after(code);
-    const char *name = errcode_name(code);
-    json_t *err = json_pack("{s:{s:s, s:s, s:s}}",
-                            "error",
-                            "code",
-                            name,
-                            "message",
-                            message && *message ? message : name,
-                            "request_id",
-                            req->id);
-    if (!err)
-        return -1;
-    return send_json(req, status, err, allow);
-}
-
 /* Authenticate, then authorise by the route's roles.  Finer checks (a
  * node asking about its own jobs) are the handler's.  Called as soon as
  * the headers are complete, before any body is read: an unauthenticated
@@ -398,7 +285,7 @@ static int authorize(struct request *req, vnib_error_t *errp)
         return -1;
     }
     if (!(req->route->roles & req->who.role)) {
-        /* Logged with the reply, by send_error(). */
+        /* Logged with the reply, by reply_error(). */
         errprintf(errp, "this token's role may not use this endpoint");
         errno = EPERM;
         return -1;
@@ -418,6 +305,23 @@ static void run_handler(struct request *req)
     req->handler_ns = monotime_ns() - req->handler_start_ns;
 }
 
+/* Run the route's first try on this (libmicrohttpd) thread: its status
+ * kept as run_handler() keeps a handler's, or ROUTE_PASS or
+ * ROUTE_DEFERRED (after which req is no longer this thread's).
+ */
+static int run_first(struct request *req)
+{
+    errno = 0;
+    req->handler_start_ns = monotime_ns();
+    int st = req->route->first(req, &req->out, &req->error);
+    if (st == ROUTE_PASS || st == ROUTE_DEFERRED)
+        return st;
+    req->result = st;
+    req->result_errno = errno ? errno : EIO;
+    req->handler_ns = monotime_ns() - req->handler_start_ns;
+    return st;
+}
+
 /* Send the outcome run_handler() kept. */
 static int send_result(struct request *req)
 {
@@ -426,17 +330,17 @@ static int send_result(struct request *req)
     req->out = NULL;
     if (req->result < 0) {
         json_decref(out);
-        return send_error(req,
-                          req->result_errno,
-                          req->error.text,
-                          req->error.public_text,
-                          NULL);
+        return reply_error(req,
+                           req->result_errno,
+                           req->error.text,
+                           req->error.public_text,
+                           NULL);
     }
     if (req->text) {
         json_decref(out);
         char *text = req->text;
         req->text = NULL;
-        return send_reply(req,
+        return reply_text(req,
                           req->result,
                           text,
                           req->text_len,
@@ -445,7 +349,7 @@ static int send_result(struct request *req)
     }
     if (!out)
         out = json_object();
-    return send_json(req, req->result, out, NULL);
+    return reply_json(req, req->result, out, NULL);
 }
 
 /* A request worker's job: run the handler of a suspended request, keep
@@ -569,6 +473,7 @@ static int on_begin(void *cls, struct httpd_req *hr)
     if (!req)
         return -1;
     req->broker = h->broker;
+    req->http = h;
     req->hr = hr;
     req->method = hr->method;
     req->path = hr->url;
@@ -582,12 +487,12 @@ static int on_begin(void *cls, struct httpd_req *hr)
      * that this check answers first, in the documented format.
      */
     if (httpd_header_size(hr) > (size_t)cfg->server.max_header_bytes)
-        return send_error(req,
-                          EOVERFLOW,
-                          "request line and headers are larger than the "
-                          "broker accepts",
-                          NULL,
-                          NULL);
+        return reply_error(req,
+                           EOVERFLOW,
+                           "request line and headers are larger than the "
+                           "broker accepts",
+                           NULL,
+                           NULL);
 
     /* HEAD is answered as GET (RFC 9110, 9.3.2): libmicrohttpd sends the
      * headers and drops the body.
@@ -601,12 +506,12 @@ static int on_begin(void *cls, struct httpd_req *hr)
                     sizeof(allow));
     if (idx < 0) {
         if (errno == EOPNOTSUPP)
-            return send_error(req,
-                              EOPNOTSUPP,
-                              "method not allowed on this path",
-                              NULL,
-                              allow);
-        return send_error(req, ENOENT, "no such endpoint", NULL, NULL);
+            return reply_error(req,
+                               EOPNOTSUPP,
+                               "method not allowed on this path",
+                               NULL,
+                               allow);
+        return reply_error(req, ENOENT, "no such endpoint", NULL, NULL);
     }
     req->route_index = idx;
     req->route = &h->routes->rows[idx];
@@ -618,28 +523,28 @@ static int on_begin(void *cls, struct httpd_req *hr)
      */
     vnib_error_t error = {0};
     if (authorize(req, &error) < 0 || request_deadline(req, &error) < 0)
-        return send_error(req, errno, error.text, error.public_text, NULL);
+        return reply_error(req, errno, error.text, error.public_text, NULL);
 
     if (httpd_length_over(hr, body_limit(req)))
-        return send_error(req,
-                          E2BIG,
-                          req->route->max_body
-                              ? "request body is larger than this endpoint "
-                                "accepts"
-                              : "this endpoint takes no request body",
-                          NULL,
-                          NULL);
+        return reply_error(req,
+                           E2BIG,
+                           req->route->max_body
+                               ? "request body is larger than this endpoint "
+                                 "accepts"
+                               : "this endpoint takes no request body",
+                           NULL,
+                           NULL);
     /* Bodies are JSON.  A form or text body (what `curl -d` sends without
      * -H) is refused rather than parsed as if it were.
      */
     if (req->route->max_body > 0 && httpd_has_body(hr)
         && !httpd_media_type_is_json(request_header(req, "Content-Type")))
-        return send_error(req,
-                          EPROTONOSUPPORT,
-                          "request bodies must be sent as Content-Type: "
-                          "application/json",
-                          NULL,
-                          NULL);
+        return reply_error(req,
+                           EPROTONOSUPPORT,
+                           "request bodies must be sent as Content-Type: "
+                           "application/json",
+                           NULL,
+                           NULL);
     return 0;
 }
 
@@ -656,13 +561,20 @@ static int on_run(void *cls, struct httpd_req *hr)
     req->body = hr->body;
     req->body_len = hr->body_len;
     if (hr->refused)
-        return send_error(req,
-                          hr->refused,
-                          hr->refused == E2BIG ? "request body is larger than "
-                                                 "this endpoint accepts"
-                                               : "out of memory",
-                          NULL,
-                          NULL);
+        return reply_error(req,
+                           hr->refused,
+                           hr->refused == E2BIG ? "request body is larger than "
+                                                  "this endpoint accepts"
+                                                : "out of memory",
+                           NULL,
+                           NULL);
+    if (req->route->first) {
+        int st = run_first(req);
+        if (st == ROUTE_DEFERRED)
+            return 0; /* suspended: request_finish() resumes it */
+        if (st != ROUTE_PASS)
+            return send_result(req);
+    }
     if (req->route->runs == ROUTE_WORKER)
         return request_queue(h, req);
     run_handler(req);
@@ -874,10 +786,34 @@ static void wait_inflight(const struct http *h, int64_t deadline, bool arriving)
     }
 }
 
+/* Wait until every deferred request is finished (DEFERRED_WAIT_S at the
+ * most, logged: past it something holds one beyond every timeout).
+ */
+#define DEFERRED_WAIT_S 120
+static void wait_deferred(struct http *h)
+{
+    int64_t deadline = monotime_ns() + (int64_t)DEFERRED_WAIT_S * 1000000000;
+
+    while (atomic_load(&h->deferred) > 0 && monotime_ns() < deadline) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    long left = atomic_load(&h->deferred);
+    if (left > 0)
+        logger_printf(h->broker->log,
+                      LOG_ERR,
+                      NULL,
+                      "http: %ld deferred requests still unfinished after "
+                      "%d s",
+                      left,
+                      DEFERRED_WAIT_S);
+}
+
 void http_destroy(struct http *h, int timeout_s)
 {
     int saved_errno = errno;
     if (h) {
+        atomic_store(&h->stopping, true);
         if (h->httpd) {
             /* Stop accepting, then let queued and running requests
              * finish, and those on connections accepted already (a
@@ -905,6 +841,11 @@ void http_destroy(struct http *h, int timeout_s)
              * connections are answered 503 (ESHUTDOWN from the pool).
              */
             workers_stop(h->workers);
+            /* Deferred requests (node reports in their groups) end within
+             * their deadlines and the database's timeouts: wait for them
+             * too, since each is a suspended connection.
+             */
+            wait_deferred(h);
             /* Give the libmicrohttpd threads a moment to send those
              * replies.
              */

@@ -82,6 +82,7 @@ struct request {
     int64_t deadline_ns;
 
     /* Internal to http.c. */
+    struct http *http;        /* the pipeline, NULL in-process */
     struct httpd_req *hr;     /* the pipeline's request */
     int64_t start_ns;         /* monotonic arrival time */
     int64_t handler_start_ns; /* when the handler was called */
@@ -156,6 +157,29 @@ int request_fail(struct request *req,
  * reservation's).  errno is kept; always returns -1.
  */
 int request_code_if(struct request *req, int errnum, enum errcode code);
+
+/* Whether req may be handed on to be finished later (request_defer()):
+ * only in the pipeline, not a request made in-process (tests/inproc),
+ * and not once the listener is stopping.
+ */
+bool request_can_defer(const struct request *req);
+
+/* Hand req on: its connection is suspended until request_finish(), which
+ * another thread calls (exactly once).  Call it before the request is
+ * handed to that thread, which may finish it at once; return ROUTE_DEFERRED
+ * from the route's first try.  From here on, until request_finish(), the
+ * request is that thread's, as a worker's.  -1 with ESHUTDOWN when it
+ * cannot be (request_can_defer() is false): the request is then still the
+ * caller's, to answer now.
+ */
+int request_defer(struct request *req);
+
+/* Finish a deferred request, from any thread: its outcome as a handler
+ * returns it (status and out, owned by the request from here; or -1,
+ * with errnum, req->error and req->error_code set by the caller), and its
+ * reply is sent.  req must not be touched afterwards.
+ */
+void request_finish(struct request *req, int status, json_t *out, int errnum);
 
 /* Parse the request body as a JSON object (duplicate keys refused).
  * Returns 0 with *objp a new reference, or -1 with errno EPROTO (code

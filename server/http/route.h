@@ -47,6 +47,14 @@ enum route_runs {
     ROUTE_INLINE = 1, /* never blocks: runs on the libmicrohttpd thread */
 };
 
+/* What a route's first try (route.first) returns besides a handler's
+ * status or -1: ROUTE_PASS, the handler answers as usual (on a request
+ * worker, for a ROUTE_WORKER route); ROUTE_DEFERRED, the request was
+ * handed on (request_defer()) and is answered later (request_finish()).
+ */
+#define ROUTE_PASS (-2)
+#define ROUTE_DEFERRED (-3)
+
 struct route {
     const char *method;  /* "GET", "POST", ... */
     const char *pattern; /* "/v1/reservations/{job_id}" */
@@ -54,6 +62,14 @@ struct route {
     unsigned roles;       /* ROLE_* bits allowed, or ROUTE_PUBLIC */
     size_t max_body;      /* bytes; 0 means the route takes no body */
     enum route_runs runs; /* ROUTE_WORKER or ROUTE_INLINE */
+    /* A first try on the libmicrohttpd thread, before any request worker
+     * (NULL: none).  It never blocks: it answers what memory can (a node's
+     * fetch the node-fetch cache holds), or hands the request on to be
+     * finished elsewhere (a node report, to its group), or passes
+     * (ROUTE_PASS) to the handler.  So a request it can serve never waits
+     * in the workers' queue behind database writes.
+     */
+    route_handler_f first;
 };
 
 /* Path parameters captured by a match, borrowed from `buf`. */

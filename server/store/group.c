@@ -8,6 +8,12 @@
  * not: whoever leads serves the queue in order); otherwise it waits for a
  * group to end.  Every end of a group wakes all waiters, so a thread whose
  * item was served returns, and one of the others may lead next.
+ *
+ * A group started with threads of its own (group_start) has no
+ * submitters waiting: its `leaders` threads each sleep until the queue
+ * has items, lead a group, and call each item's `done` once it is
+ * processed; items whose deadline passed in the queue get theirs at once,
+ * expired.  On destruction they serve what is queued, then exit.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,7 +24,7 @@
 
 struct group {
     pthread_mutex_t lock;
-    pthread_cond_t cond; /* a group ended */
+    pthread_cond_t cond; /* a group ended, or (threads) an item came */
     struct group_item *head;
     struct group_item **tail;
     unsigned running;
@@ -30,6 +36,9 @@ struct group {
     struct group_item **batch; /* one per leader: leaders * max_items */
     bool *batch_used;
     struct group_stats stats;
+    pthread_t *threads; /* group_start: one per leader; NULL: none */
+    unsigned nthreads;
+    bool stopping; /* threads: serve what is queued, then exit */
 };
 
 struct group *group_create(size_t max_items,
@@ -66,10 +75,25 @@ struct group *group_create(size_t max_items,
     return g;
 }
 
+/* Stop the threads of group_start, once they have served the queue. */
+static void stop_threads(struct group *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->stopping = true;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+    for (unsigned i = 0; i < g->nthreads; i++)
+        pthread_join(g->threads[i], NULL);
+    g->nthreads = 0;
+}
+
 void group_destroy(struct group *g)
 {
     if (!g)
         return;
+    if (g->threads)
+        stop_threads(g);
+    free(g->threads);
     pthread_cond_destroy(&g->cond);
     pthread_mutex_destroy(&g->lock);
     free(g->batch);
@@ -78,23 +102,28 @@ void group_destroy(struct group *g)
 }
 
 /* Take the next group from the queue into items (under the lock).
- * Items whose deadline has passed leave the queue done and expired;
- * *expiredp says whether there were any, whose submitters must be woken.
+ * Items whose deadline has passed leave the queue done and expired, in
+ * the list *expiredp (linked by next), whose submitters must be woken (or
+ * their done called).
  */
-static size_t take(struct group *g, struct group_item **items, bool *expiredp)
+static size_t take(struct group *g,
+                   struct group_item **items,
+                   struct group_item **expiredp)
 {
     size_t n = 0;
     struct group_item **pp = &g->head;
+    struct group_item **ex = expiredp;
     int64_t now = monotime_ns();
 
-    *expiredp = false;
+    *expiredp = NULL;
     while (*pp && n < g->max_items) {
         struct group_item *it = *pp;
         if (it->deadline_ns > 0 && now > it->deadline_ns) {
             *pp = it->next;
             it->next = NULL;
             it->expired = it->done = true;
-            *expiredp = true;
+            *ex = it;
+            ex = &it->next;
             g->stats.expired++;
             continue;
         }
@@ -112,6 +141,30 @@ static size_t take(struct group *g, struct group_item **items, bool *expiredp)
     return n;
 }
 
+/* Claim a free batch of items (under the lock; one is free while fewer
+ * than `leaders` groups run).
+ */
+static struct group_item **batch_claim(struct group *g, unsigned *slotp)
+{
+    unsigned slot = 0;
+
+    while (g->batch_used[slot])
+        slot++;
+    g->batch_used[slot] = true;
+    *slotp = slot;
+    return g->batch + (size_t)slot * g->max_items;
+}
+
+/* Count a group of n about to run (under the lock). */
+static void count_group(struct group *g, size_t n)
+{
+    g->running++;
+    g->stats.groups++;
+    g->stats.items += n;
+    if (n > g->stats.max)
+        g->stats.max = n;
+}
+
 void group_submit(struct group *g, struct group_item *it)
 {
     pthread_mutex_lock(&g->lock);
@@ -122,12 +175,9 @@ void group_submit(struct group *g, struct group_item *it)
     g->tail = &it->next;
     while (!it->done) {
         if (g->running < g->leaders && g->head) {
-            unsigned slot = 0;
-            while (g->batch_used[slot])
-                slot++;
-            g->batch_used[slot] = true;
-            struct group_item **items = g->batch + (size_t)slot * g->max_items;
-            bool expired;
+            unsigned slot;
+            struct group_item **items = batch_claim(g, &slot);
+            struct group_item *expired;
             size_t n = take(g, items, &expired);
             if (expired)
                 pthread_cond_broadcast(&g->cond);
@@ -135,11 +185,7 @@ void group_submit(struct group *g, struct group_item *it)
                 g->batch_used[slot] = false;
                 continue;
             }
-            g->running++;
-            g->stats.groups++;
-            g->stats.items += n;
-            if (n > g->stats.max)
-                g->stats.max = n;
+            count_group(g, n);
             pthread_mutex_unlock(&g->lock);
             g->run(g->arg, items, n);
             pthread_mutex_lock(&g->lock);
@@ -152,6 +198,104 @@ void group_submit(struct group *g, struct group_item *it)
             pthread_cond_wait(&g->cond, &g->lock);
     }
     pthread_mutex_unlock(&g->lock);
+}
+
+/* Call done of each item of the list (linked by next, which done may
+ * free), outside the lock.
+ */
+static void call_done_list(struct group_item *it)
+{
+    while (it) {
+        struct group_item *next = it->next;
+        it->next = NULL;
+        it->on_done(it);
+        it = next;
+    }
+}
+
+/* A thread of group_start: lead a group whenever items are queued. */
+static void *leader_main(void *arg)
+{
+    struct group *g = arg;
+
+    pthread_mutex_lock(&g->lock);
+    for (;;) {
+        while (!g->head && !g->stopping)
+            pthread_cond_wait(&g->cond, &g->lock);
+        if (!g->head)
+            break; /* stopping, and nothing is left to serve */
+        unsigned slot;
+        struct group_item **items = batch_claim(g, &slot);
+        struct group_item *expired;
+        size_t n = take(g, items, &expired);
+        if (n > 0)
+            count_group(g, n);
+        pthread_mutex_unlock(&g->lock);
+        call_done_list(expired);
+        if (n > 0) {
+            g->run(g->arg, items, n);
+            for (size_t i = 0; i < n; i++) {
+                items[i]->done = true;
+                items[i]->on_done(items[i]);
+            }
+        }
+        pthread_mutex_lock(&g->lock);
+        if (n > 0)
+            g->running--;
+        g->batch_used[slot] = false;
+    }
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+int group_start(struct group *g)
+{
+    if (g->threads) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (!(g->threads = calloc(g->leaders, sizeof(g->threads[0])))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (unsigned i = 0; i < g->leaders; i++) {
+        int e = pthread_create(&g->threads[i], NULL, leader_main, g);
+        if (e != 0) {
+            stop_threads(g);
+            free(g->threads);
+            g->threads = NULL;
+            g->stopping = false;
+            errno = e;
+            return -1;
+        }
+        g->nthreads++;
+    }
+    return 0;
+}
+
+int group_post(struct group *g, struct group_item *it)
+{
+    int e = 0;
+
+    pthread_mutex_lock(&g->lock);
+    if (!g->threads)
+        e = EINVAL;
+    else if (g->stopping)
+        e = ESHUTDOWN;
+    else {
+        it->done = false;
+        it->expired = false;
+        it->next = NULL;
+        *g->tail = it;
+        g->tail = &it->next;
+        pthread_cond_signal(&g->cond);
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (e) {
+        errno = e;
+        return -1;
+    }
+    return 0;
 }
 
 void group_get_stats(struct group *g, struct group_stats *st)

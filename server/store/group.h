@@ -13,6 +13,14 @@
  * An item may carry a deadline: one still queued when it passes is not
  * given to `run`; it comes back with `expired` set, so that a request
  * whose client has given up is never written.
+ *
+ * A group may instead have threads of its own (group_start): its
+ * `leaders` threads lead the groups, and items are posted to it
+ * (group_post) without waiting, each coming back through its own on_done
+ * callback.  That serves requests whose caller must not block (a request
+ * the HTTP pipeline answers later, from the callback), and lets a group
+ * hold as many items as arrive, not as many as there are threads to wait
+ * for them.  A group is used one way or the other, never both.
  */
 #ifndef VNIB_SERVER_GROUP_H
 #define VNIB_SERVER_GROUP_H
@@ -26,6 +34,9 @@ struct group_item {
     int64_t deadline_ns;     /* monotonic; 0: none (set by the caller) */
     bool done;               /* run() has processed it, or it expired */
     bool expired;            /* its deadline passed before a group took it */
+    /* group_post: called once, on one of the group's threads, when the
+     * item is done (processed, or expired); it may free the item */
+    void (*on_done)(struct group_item *it);
 };
 
 /* May `it` join the items already chosen (items[0..n-1], n >= 1)? */
@@ -56,6 +67,19 @@ void group_destroy(struct group *g);
 
 /* Run `it` in a group; returns when it is done (or has expired). */
 void group_submit(struct group *g, struct group_item *it);
+
+/* Give g `leaders` threads of its own, which run the groups of the items
+ * posted to it.  0, or -1 with errno.  group_destroy() lets them serve
+ * what is queued, then joins them.
+ */
+int group_start(struct group *g);
+
+/* Queue `it` for g's threads (group_start) and return at once: it->on_done
+ * is called once it is processed or has expired, on one of those threads.
+ * 0, or -1 with errno ESHUTDOWN (g is being destroyed) or EINVAL (g has no
+ * threads); on_done is then never called.
+ */
+int group_post(struct group *g, struct group_item *it);
 
 void group_get_stats(struct group *g, struct group_stats *st);
 

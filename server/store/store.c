@@ -74,6 +74,25 @@ struct store *store_create(const struct config *cfg,
             goto nomem;
         }
     }
+    /* Node reports come back through their callbacks, from threads of
+     * their own: a report waits for its group on no request's thread.
+     */
+    if (cfg->database.report_group_max > 1
+        && (!(s->reports =
+                  group_create((size_t)cfg->database.report_group_max,
+                               (unsigned)cfg->database.report_group_leaders,
+                               store_report_fits,
+                               store_report_run,
+                               s))
+            || group_start(s->reports) < 0)) {
+        int e = errno;
+        group_destroy(s->reports);
+        s->reports = NULL;
+        store_destroy(s);
+        errno = e;
+        errprintf(errp, "cannot start the node report groups");
+        return NULL;
+    }
     return s;
 nomem:
     if (s)
@@ -88,6 +107,10 @@ void store_destroy(struct store *s)
 {
     int saved_errno = errno;
     if (s) {
+        /* The report groups' threads first: they serve what is queued,
+         * on the pool's connections, before those close.
+         */
+        group_destroy(s->reports);
         for (size_t i = 0; i < s->nconns; i++)
             if (s->conns[i].pg)
                 PQfinish(s->conns[i].pg);
@@ -744,7 +767,7 @@ int store_conn_exec_script(struct store *s,
 /* Statements whose success shows that the database takes writes again. */
 static bool stmt_writes(enum stmt_id id)
 {
-    return id == STMT_RESERVE || id == STMT_RELEASE || id == STMT_REPORT
+    return id == STMT_RESERVE || id == STMT_RELEASE || id == STMT_REPORT_BATCH
            || id == STMT_HWCOLL_SET_MANY || id == STMT_WRITE_PROBE;
 }
 
@@ -822,6 +845,8 @@ void store_get_stats(struct store *s, struct store_stats *st)
         group_get_stats(s->releases, &st->releases);
     if (s->hwsets)
         group_get_stats(s->hwsets, &st->hwsets);
+    if (s->reports)
+        group_get_stats(s->reports, &st->reports);
 }
 
 /* A connection of its own, outside the pool: LISTEN and the leader's

@@ -67,6 +67,7 @@ struct store_stats {
     struct group_stats reserves; /* reserve groups (group commit) */
     struct group_stats releases; /* release groups */
     struct group_stats hwsets;   /* groups of FM outcomes (hwcoll_set) */
+    struct group_stats reports;  /* groups of node reports */
 };
 
 /* Create the pool (connections are opened on demand).  cfg and log are

@@ -15,7 +15,8 @@
  *                 functions, readiness
  * store_batch.c   rows, array literals and the group machinery
  * store_reservations.c  reserve, get, list, release
- * store_nodes.c   node reports, the node view, undrain
+ * store_nodes.c   node reports (in groups of their own), the node view,
+ *                 undrain
  * store_pool.c    the pool, VNIs, events, sweep, purge
  * store_fm.c      hardware collectives and the Fabric Manager queue
  * store_steps.c   job steps' reservations (schema/0017)
@@ -59,7 +60,7 @@ enum stmt_id {
     STMT_RES_GET,
     STMT_RES_LIST,
     STMT_RELEASE,
-    STMT_REPORT,
+    STMT_REPORT_BATCH,
     STMT_NODE_VIEW,
     STMT_NODE_GET,
     STMT_UNDRAIN,
@@ -89,7 +90,6 @@ enum stmt_id {
     STMT_STEP_RESERVE,
     STMT_STEP_GET,
     STMT_STEP_FREE,
-    STMT_STEP_REPORT,
     STMT_STATUS_FIGURES,
     STMT_QUARANTINE_ITEMS,
     STMT_DRAINED,
@@ -162,7 +162,9 @@ struct store {
     struct store_stats stats; /* under lock */
     struct group *reserves;   /* NULL: database.group_max is 1 */
     struct group *releases;
-    struct group *hwsets; /* FM outcomes of reserves */
+    struct group *hwsets;  /* FM outcomes of reserves */
+    struct group *reports; /* node reports, with threads of its own (group_
+                              start); NULL: database.report_group_max is 1 */
     /* A write failed for lack of a resource (disk full) and none has
      * succeeded since: /readyz is not ready.  Under lock. */
     bool writes_failing;
@@ -466,8 +468,8 @@ int store_item_submit(struct store *s,
                       store_group_fn fn,
                       vnib_error_t *errp);
 
-/* The groups' callbacks, for store_create (store_reservations.c and
- * store_fm.c).
+/* The groups' callbacks, for store_create (store_reservations.c,
+ * store_fm.c and store_nodes.c).
  */
 bool store_reserve_fits(void *arg,
                         struct group_item *const *items,
@@ -484,5 +486,10 @@ bool store_hwset_fits(void *arg,
                       size_t n,
                       const struct group_item *gi);
 void store_hwset_run(void *arg, struct group_item **items, size_t n);
+bool store_report_fits(void *arg,
+                       struct group_item *const *items,
+                       size_t n,
+                       const struct group_item *gi);
+void store_report_run(void *arg, struct group_item **items, size_t n);
 
 #endif /* !VNIB_SERVER_STORE_INT_H */

@@ -6,6 +6,9 @@
 #ifndef VNIB_SERVER_STORE_NODES_H
 #define VNIB_SERVER_STORE_NODES_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "vnib/error.h"
@@ -34,14 +37,48 @@ enum store_report_refusal {
     STORE_REPORT_JOB_NOT_ACTIVE,     /* the job is being released (EEXIST) */
 };
 
-/* Record a report.  On refusal returns -1 with *refusalp saying why;
- * STORE_REPORT_ACCEPTED when it failed for another reason.
+/* Record a report alone, on this thread.  On refusal returns -1 with
+ * *refusalp saying why; STORE_REPORT_ACCEPTED when it failed for another
+ * reason.
  */
 int store_report(struct store *s,
                  const struct store_report *a,
                  json_t **resp,
                  enum store_report_refusal *refusalp,
                  vnib_error_t *errp) VNIB_MUST_CHECK;
+
+/* A posted report's outcome, as store_report's: rc 0 with resp (the
+ * callee's to keep), or -1 with refusal, errnum and *error (borrowed for
+ * the call).  Called once, on one of the store's report threads; it must
+ * not block on the database.
+ */
+typedef void (*store_report_done_f)(void *arg,
+                                    int rc,
+                                    json_t *resp,
+                                    enum store_report_refusal refusal,
+                                    int errnum,
+                                    const vnib_error_t *error);
+
+/* Whether reports are written in groups (database.report_group_max > 1),
+ * so that store_report_post() takes them.
+ */
+bool store_reports_grouped(const struct store *s);
+
+/* Post a report to be written in the next group of reports, with those
+ * that arrive meanwhile (database.report_group_max in one transaction,
+ * database.report_group_leaders groups at once), and return at once: a's
+ * fields are copied.  done(arg, ...) gets its outcome; a report still
+ * queued at deadline_ns (monotonic; 0: none) is not written, and fails
+ * with ECANCELED.  0, or -1 with errno (ENOMEM; ESHUTDOWN, the store is
+ * being destroyed; EINVAL, reports are not grouped) and done is never
+ * called.
+ */
+int store_report_post(struct store *s,
+                      const struct store_report *a,
+                      int64_t deadline_ns,
+                      store_report_done_f done,
+                      void *arg,
+                      vnib_error_t *errp) VNIB_MUST_CHECK;
 
 /* A node's view: live reservations including it, its reports, drain. */
 int store_node(struct store *s,

@@ -211,9 +211,13 @@ static const char sql_release[] =
     "SELECT b.*, " PRESUMED_OF("b") "FROM vnib_release_batch($1::text[], "
     "$2::bigint[], $3, $4::boolean, $5::boolean) b";
 
-static const char sql_report[] =
-    "SELECT v.*, " PRESUMED_OF("v") "FROM vnib_report($1, $2, $3, $4::jsonb, "
-    "$5, $6, $7, $8, $9::smallint, $10::bigint, $11::bigint) v";
+/* A group of node reports (schema/functions/nodes.sql): item k is the
+ * k-th of each array.
+ */
+static const char sql_report_batch[] =
+    "SELECT b.*, " PRESUMED_OF("b") "FROM vnib_report_batch($1::text[], "
+    "$2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], "
+    "$8::text[], $9::text[], $10::smallint[], $11::bigint[], $12::bigint[]) b";
 
 /* The live reservations that include node $1 (key $2-$5), with the node's
  * own report (ROW_NCOLS, +1): none when it sent none, pending when it sent
@@ -418,10 +422,6 @@ static const char sql_job_active_is[] =
     "SELECT EXISTS (SELECT 1 FROM reservations WHERE id = $2::bigint "
     "AND job_id = $1 AND state = 'active')";
 
-static const char sql_step_report[] =
-    "SELECT v.*, " PRESUMED_OF("v") "FROM vnib_step_report($1, $2, $3, $4, "
-    "$5::jsonb, $6, $7, $8, $9, $10::smallint, $11::bigint, $12::bigint) v";
-
 static const char sql_sweep[] = "SELECT vnib_sweep($1)";
 
 static const char sql_purge[] = "SELECT vnib_purge($1::integer, $2::integer)";
@@ -442,7 +442,7 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_RES_GET] = {"res_get", sql_res_get, 6},
     [STMT_RES_LIST] = {"res_list", sql_res_list, 8},
     [STMT_RELEASE] = {"release", sql_release, 5},
-    [STMT_REPORT] = {"report", sql_report, 11},
+    [STMT_REPORT_BATCH] = {"report_batch", sql_report_batch, 12},
     [STMT_NODE_VIEW] = {"node_view", sql_node_view, 5},
     [STMT_NODE_GET] = {"node_get", sql_node_get, 1},
     [STMT_UNDRAIN] = {"undrain", sql_undrain, 2},
@@ -472,7 +472,6 @@ const struct store_stmt store_stmts[STMT_COUNT] = {
     [STMT_STEP_RESERVE] = {"step_reserve", sql_step_reserve, 18},
     [STMT_STEP_GET] = {"step_get", sql_step_get, 6},
     [STMT_STEP_FREE] = {"step_free", sql_step_free, 5},
-    [STMT_STEP_REPORT] = {"step_report", sql_step_report, 12},
     [STMT_STATUS_FIGURES] = {"status_figures", sql_status_figures, 0},
     [STMT_QUARANTINE_ITEMS] = {"quarantine_items", sql_quarantine_items, 1},
     [STMT_DRAINED] = {"drained", sql_drained, 1},

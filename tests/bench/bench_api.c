@@ -778,6 +778,70 @@ out:
     return rc;
 }
 
+/* ---- fullmachine: a full-machine job's nodes, as their agents ------- */
+
+/* fullmachine -m MODE -x JOB [-s STEP] -i RESERVATION: every one of the
+ * BIG_COUNT nodes of job JOB (on BIG_NODES, reserved by run.sh), or of
+ * its step STEP, does what its agent does in MODE (breq_full), each node
+ * a client of its own, -c (256) at a time: when one node is done the
+ * next one starts, on a new connection from an address of its own (as
+ * nodes are, none of them the broker's priority address).  Prints one row, the
+ * time from the first request to the last answer (the broker's work for the
+ * whole start or end; n/a unless every request was answered 2xx), and the
+ * detail of each kind of request.
+ */
+static int sc_fullmachine(struct bench *b, struct lg_result *res)
+{
+    int steps = breq_full_steps(b->mode);
+    struct lg_config cfg = {.connections = pick(b->conns, 256),
+                            .duration_s = pickd(b->duration, 300),
+                            .max_requests = (uint64_t)steps * BIG_COUNT,
+                            .make = breq_full,
+                            .own_addresses = true};
+    char name[64], why[64];
+    int rc = -1;
+
+    if (need_token(b) < 0 || need_key(b) < 0)
+        return -1;
+    b->job = b->job_prefix;
+    if (!steps || !b->job || b->resv_id < 1) {
+        fprintf(stderr,
+                "bench_api: fullmachine needs -m lease|today|creating|end, "
+                "-x JOB and -i RESERVATION\n");
+        return -1;
+    }
+    snprintf(name,
+             sizeof(name),
+             "fullmachine: %s %s, 11,136 nodes",
+             b->step ? "step" : "job",
+             b->mode);
+    if (frag_tokens(b, false) < 0) {
+        printf("#   fullmachine: cannot derive the node tokens\n");
+        goto done;
+    }
+    b->next_node = 0;
+    if (run(b, &cfg, res, "fullmachine") < 0)
+        goto done;
+    struct lg_kind_stats all;
+    lg_result_totals(res, &all);
+    uint64_t bad = all.non2xx + all.errors + res->timeouts;
+    snprintf(why,
+             sizeof(why),
+             "%llu of %llu requests failed",
+             (unsigned long long)bad,
+             (unsigned long long)cfg.max_requests);
+    /* A run with a failed request measured something else: no figure. */
+    bool failed = bad || all.sent < cfg.max_requests;
+    bout_reference(name, failed ? NAN : res->elapsed_s, "s");
+    if (failed)
+        printf("#   fullmachine: %s\n", why);
+    bout_detail(res);
+    rc = 0;
+done:
+    free_tokens(b);
+    return rc;
+}
+
 /* The FM release-queue drain (run.sh's "drain"), in three steps run.sh
  * sequences around broker restarts and fmsim faults:
  *   drain-fill    reserve -n jobs d0 .. d<n-1> with "hwcoll":"on"
@@ -968,6 +1032,9 @@ static const struct scenario scenarios[] = {
      sc_stepstorm,
      "-n 100 steps of stepjob, each GET once per node, -c 48 [-x PFX]"},
     {"stepstorm-release", sc_stepstorm_release, "release stepjob"},
+    {"fullmachine",
+     sc_fullmachine,
+     "-m MODE -x JOB [-s STEP] -i RES: each of 11,136 nodes, -c 256"},
     {"drain-fill", sc_drain_fill, "reserve -n 10000 jobs d<k>, hwcoll on"},
     {"drain-release", sc_drain_release, "release -n 10000 jobs d<k>"},
     {"drain-load", sc_drain_load, "reserve p99, -r 200, until -S FILE exists"},
@@ -979,7 +1046,8 @@ static void usage(FILE *f)
             "Usage: bench_api [-u URL] [-T TOKEN-FILE] [-k NODE-KEY-FILE]\n"
             "                 [-c CONNS] [-d SECONDS] [-r RATE] [-n COUNT]\n"
             "                 [-p PID] [-P PGBENCH-TPS] [-S STOP-FILE]\n"
-            "                 [-x JOB-PREFIX] [-H on|off]\n"
+            "                 [-x JOB-PREFIX] [-H on|off] [-m MODE]\n"
+            "                 [-s STEP] [-i RESERVATION]\n"
             "                 SCENARIO\n"
             "       bench_api freeport | nodekey FILE | token FILE\n"
             "URL must be http://127.0.0.1:PORT.  Scenarios:\n");
@@ -1016,7 +1084,8 @@ int main(int argc, char **argv)
     bool bad = false;
     int opt, rc = 1;
 
-    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:S:x:H:h")) != -1) {
+    while ((opt = getopt(argc, argv, "u:T:k:c:d:r:n:p:P:S:x:H:m:s:i:h"))
+           != -1) {
         switch (opt) {
             case 'u':
                 b.url = optarg;
@@ -1060,6 +1129,15 @@ int main(int argc, char **argv)
                 if (strcmp(optarg, "on") && strcmp(optarg, "off"))
                     bad = true;
                 b.hwcoll_opt = optarg;
+                break;
+            case 'm':
+                b.mode = optarg;
+                break;
+            case 's':
+                b.step = optarg;
+                break;
+            case 'i':
+                b.resv_id = (long long)num_arg(optarg, &bad);
                 break;
             case 'h':
                 usage(stdout);

@@ -14,7 +14,7 @@
 #include "vnib/token.h"
 
 /* Request kinds, as indices into lg_result.kind. */
-enum { K_RESERVE, K_RELEASE, K_GET };
+enum { K_RESERVE, K_RELEASE, K_GET, K_REPORT };
 
 /* Everything a scenario needs; no state lives outside it. */
 struct bench {
@@ -44,6 +44,13 @@ struct bench {
     char node_token[TOKEN_NODE_SIZE];
     char **node_tokens; /* storm: one per node */
     int ntokens;
+
+    /* fullmachine: what each node does (-m), the reservation it names in
+     * its reports (-i), and the next node to start
+     */
+    const char *mode;  /* lease, today, creating or end */
+    long long resv_id; /* -i */
+    uint64_t next_node;
 };
 /* ---- output (bench_output.c) ------------------------------------------ */
 
@@ -95,6 +102,16 @@ int breq_step_storm(void *arg, struct lg_slot *slot, struct lg_request *req);
 /* One reserve of step b->step of job b->job on b->nodes, one release. */
 int breq_step_reserve(void *arg, struct lg_slot *slot, struct lg_request *req);
 int breq_step_release(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* fullmachine: node k (0 .. ntokens-1) of job b->job, or of its step
+ * b->step when not NULL, does what an agent does for b->mode, each node a
+ * client of its own (its own connection, closed after its last request,
+ * and its own token): lease, one GET of the reservation; today, GET, then
+ * reports creating and created; creating, that report alone; end, the
+ * report destroyed.  Reports name reservation b->resv_id.
+ */
+int breq_full(void *arg, struct lg_slot *slot, struct lg_request *req);
+/* The requests each node makes in mode (0 for an unknown mode). */
+int breq_full_steps(const char *mode);
 /* One reserve, then one release, of the fixed job b->job. */
 int breq_one_reserve(void *arg, struct lg_slot *slot, struct lg_request *req);
 int breq_one_release(void *arg, struct lg_slot *slot, struct lg_request *req);

@@ -10,7 +10,7 @@
 #include "tests/bench/bench_api.h"
 
 static const char *const kind_names[LG_KINDS] = {
-    "reserve", "release", "get", "other"};
+    "reserve", "release", "get", "report"};
 
 /* One table row, as bench_lib prints it.  A NAN figure (not measured) and
  * a figure from a run with too many failures never meet the target.

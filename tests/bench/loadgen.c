@@ -107,8 +107,9 @@ struct lg {
     uint64_t interval_ns; /* open loop */
     uint64_t planned;     /* open loop: requests in the schedule */
     int inflight;
-    int down; /* connections in C_DOWN */
-    int rr;   /* open loop: next slot to try */
+    int down;             /* connections in C_DOWN */
+    int rr;               /* open loop: next slot to try */
+    uint32_t next_source; /* own_addresses: the next connection's */
 };
 
 static uint64_t now_ns(void)
@@ -191,6 +192,13 @@ static void conn_open(struct lg *lg, struct conn *c)
         goto done;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->fd = fd;
+    if (lg->cfg->own_addresses) {
+        uint32_t k = lg->next_source++ % 65536;
+        struct sockaddr_in src = {.sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(0x7f010000u | k)};
+        if (bind(fd, (const struct sockaddr *)&src, sizeof(src)) < 0)
+            goto done;
+    }
     rc = connect(fd, (const struct sockaddr *)&lg->addr, sizeof(lg->addr));
     if (rc < 0 && errno != EINPROGRESS)
         goto done;
@@ -241,10 +249,11 @@ static int request_format(struct lg *lg, struct conn *c)
     n = snprintf(c->out,
                  sizeof(c->out),
                  "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: vnib-loadgen\r\n"
-                 "%s%s%s",
+                 "%s%s%s%s",
                  r->method,
                  r->path,
                  lg->host,
+                 r->close ? "Connection: close\r\n" : "",
                  r->token ? "Authorization: Bearer " : "",
                  r->token ? r->token : "",
                  r->token ? "\r\n" : "");
@@ -326,12 +335,15 @@ static void request_issue(struct lg *lg, struct conn *c, uint64_t sched_ns)
     r->path[0] = '\0';
     r->token = NULL;
     r->body_len = 0;
+    r->close = false;
     c->slot.seq = lg->seq;
     int rc = lg->cfg->make(lg->cfg->arg, &c->slot, r);
     if (rc == LG_END) {
         stop_issuing(lg);
         return;
     }
+    if (rc == LG_IDLE)
+        return; /* the slot stays idle */
     if (rc < 0 || request_format(lg, c) < 0) {
         if (rc < 0)
             errprintf(lg->errp, "the scenario aborted the run");
@@ -382,7 +394,10 @@ static void open_dispatch(struct lg *lg)
         }
         if (!c)
             return;
+        uint64_t seq = lg->seq;
         request_issue(lg, c, lg->start_ns + lg->seq * lg->interval_ns);
+        if (lg->seq == seq)
+            return; /* LG_IDLE: nothing due can go out now */
     }
     if (lg->seq >= lg->planned)
         stop_issuing(lg);

@@ -24,6 +24,7 @@
 #ifndef VNIB_BENCH_LOADGEN_H
 #define VNIB_BENCH_LOADGEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,9 @@ struct lg_request {
     const char *token;      /* bearer token, or NULL for none */
     char body[LG_BODY_MAX]; /* sent as application/json when body_len */
     size_t body_len;
+    bool close; /* ask the server to close the connection after the
+                   answer (Connection: close): the slot's next request
+                   goes out on a new connection, as a new client's */
 };
 
 /* Where a request comes from, given to the callback. */
@@ -89,9 +93,12 @@ struct lg_slot {
 };
 
 /* Produce the next request.  Return 0 to send req, LG_END when there is
- * nothing more to send (the run stops issuing), -1 to abort the run.
+ * nothing more to send (the run stops issuing), LG_IDLE when this slot
+ * has nothing to send while others may still (it stays idle; the run
+ * ends at max_requests or the duration), -1 to abort the run.
  */
 #define LG_END 1
+#define LG_IDLE 2
 typedef int (*lg_make_f)(void *arg,
                          struct lg_slot *slot,
                          struct lg_request *req);
@@ -107,6 +114,11 @@ struct lg_config {
     double drain_s;        /* then wait this long for answers in flight */
     lg_make_f make;        /* request producer */
     void *arg;             /* passed to make */
+    bool own_addresses;    /* each connection from a source address of its
+                              own (127.1.0.0/16, in turn), as clients on
+                              their own hosts: none of them is one of the
+                              broker's priority addresses, and its
+                              per-address limit applies to each alone */
 };
 
 /* Figures for one kind of request. */

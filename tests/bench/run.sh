@@ -31,9 +31,9 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # Knobs for a quick look or for tuning: seconds per measured scenario,
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (nodeprolog healthz compare openloop bigjob populate nodeview rss
-# storm frag stepstorm drain agent fmslow hwcoll slowclients contention
-# history uiscale failover patroni slurmstart fluxstart; pairs is
-# compare), the rounds of the alternated comparisons
+# storm frag stepstorm fullmachine drain agent fmslow hwcoll slowclients
+# contention history uiscale failover patroni slurmstart fluxstart; pairs
+# is compare), the rounds of the alternated comparisons
 # (compare, history, frag), and the drain scenario's Fabric Manager
 # release-queue workers.
 SECS=${BENCH_SECONDS:-10}
@@ -263,6 +263,9 @@ node_key_file = "$T/node.key"
 [vni]
 pool = "1024-65535"
 per_job_default = 1
+
+[lease]
+key_file = "$T/lease.key"
 EOF
     fi
 }
@@ -282,6 +285,9 @@ bench_broker_start () {
 
 WITH_AUTH=1
 PORT=0
+# The broker's lease key (docs/node-path.md): reserves with "lease": true.
+(umask 077 && openssl genpkey -algorithm ed25519 -out "$T/lease.key" 2>/dev/null) ||
+    fail_setup "cannot make a lease key (openssl)"
 bench_config "$T/bench.toml" 1
 if ! "$VNIBROKERD" --check-config "$T/bench.toml" >"$T/check.log" 2>&1; then
     # a broker from before the reservation API: /healthz and pgbench only
@@ -476,8 +482,8 @@ compare_run () {
 # from the broker's /metrics.
 group_counts () {
     curl -s "$1/metrics" | awk '
-        /^vnib_db_groups_total/ { g += $2 }
-        /^vnib_db_group_requests_total/ { r += $2 }
+        /^vnib_db_groups_total\{op="(reserve|release)"\}/ { g += $2 }
+        /^vnib_db_group_requests_total\{op="(reserve|release)"\}/ { r += $2 }
         END { print g + 0, r + 0 }'
 }
 
@@ -815,6 +821,187 @@ stepstorm_scenario () {
 }
 
 scenario stepstorm steal
+
+# ---- fullmachine: a full-machine job's start and end, as its nodes drive them
+#
+# A job of 11,136 nodes (nid[000001-011136], as the other scenarios'),
+# driven as the nodes' agents drive it: each node a client of its own (its
+# own connection, closed after its last request, and its own node token;
+# bench_api fullmachine), 256 at a time, against the broker as configured
+# above and its PostgreSQL (fsync on).  Each round does four runs, in an
+# order that rotates from round to round:
+#   - job, batched, on that broker: the job is reserved with a lease
+#     (untimed; presumed: every node holds until it reports destroyed);
+#     start: every node GETs it once, the worst case of a job start with a
+#     lease (what a node of a job with hardware collectives asks for; a
+#     start without them makes no request at all); then the job is
+#     released (its VNIs quarantined); end: every node reports destroyed,
+#     the last report ending the quarantine (checked: the reservation is
+#     released after);
+#   - job, one per transaction: the same against a second broker on the
+#     same database with database.report_group_max = 1, where each report
+#     is written alone on a request worker (the path before report groups):
+#     today's start (GET, creating, created per node), the release, the
+#     same end;
+#   - the same two for one step of a job of those nodes (step routes; the
+#     step released instead of the job).
+# Rows, median and range over the rounds: each batched start (target <=
+# 1 s) and end (<= 2 s) beside its comparison, the ratio of the medians,
+# and the transactions a batched end used (the broker's report groups,
+# /metrics).  The round lines give the groups' mean size beside.
+# The batched runs reserve with "lease": true: the reservation is
+# presumed (every node of the node list holds until it reports destroyed,
+# docs/node-path.md), so no node reports at its start, and the end waits
+# on every node.
+FM_NODES="nid[000001-011136]"
+FM_START_ROW="fullmachine: job start, lease (a GET per node)"
+FM_END_ROW="fullmachine: job end, destroyed until released"
+FM_SSTART_ROW="fullmachine: step start, lease (a GET per node)"
+FM_SEND_ROW="fullmachine: step end, destroyed until released"
+
+fullmachine_not_run () {
+    row_not_run "$FM_START_ROW" s "<=" 1 "$1"
+    row_not_run "$FM_END_ROW" s "<=" 2 "$1"
+    row_not_run "$FM_SSTART_ROW" s "<=" 1 "$1"
+    row_not_run "$FM_SEND_ROW" s "<=" 2 "$1"
+}
+
+# fm_req METHOD URL PATH [BODY]: one request as the scheduler; prints the
+# status, the body in $T/fm.body.
+fm_req () {
+    curl -s -o "$T/fm.body" -w '%{http_code}' --max-time 60 -X "$1" \
+        -H @"$T/auth.header" ${4:+-H 'Content-Type: application/json' -d "$4"} \
+        "$2$3"
+}
+
+# fm_nodes URL MODE JOB STEP RES: every node of JOB (or of its step STEP,
+# when not "") does MODE (bench_api fullmachine); sets fm_fig, the run's
+# seconds ("" when a request failed), its output in $T/fm.out.
+fm_nodes () {
+    bench_out "$T/fm.out" "$1" fullmachine -m "$2" -x "$3" ${4:+-s "$4"} -i "$5"
+    fm_fig=$(row_of "$T/fm.out" "fullmachine:")
+    [ -n "$fm_fig" ] || grep '^#' "$T/fm.out" | head -n 6
+}
+
+# fm_groups URL: "GROUPS REPORTS" of URL's report groups, from /metrics.
+fm_groups () {
+    curl -s "$1/metrics" | awk '
+        $1 == "vnib_db_groups_total{op=\"report\"}" { g = $2 }
+        $1 == "vnib_db_group_requests_total{op=\"report\"}" { r = $2 }
+        END { print g + 0, r + 0 }'
+}
+
+# fm_run WHICH ROUND: one run, WHICH = job-batched, job-single,
+# step-batched or step-single; appends its start and end seconds to
+# $T/fm.WHICH.start and .end (nothing for a failed one), and for a batched
+# end its transactions to $T/fm.WHICH.groups; describes it in r_WHICH.
+fm_run () {
+    case "$1" in
+        *-batched) url=$BROKER_URL start=lease ;;
+        *-single) url=$FMS_URL start=today ;;
+    esac
+    job=fm$2$1
+    step=""
+    fm_s=? fm_e=? fm_g=""
+    lease=""
+    [ "$start" = lease ] && lease=',"lease":true'
+    code=$(fm_req POST "$url" /v1/reservations \
+        "{\"job_id\":\"$job\",\"uid\":1000,\"user\":\"bench\",\"nodes\":\"$FM_NODES\",\"vni_count\":1$lease}")
+    case "$code" in 200 | 201) ;; *)
+        eval "r_$(echo "$1" | tr - _)=\"reserve answered $code\""
+        return ;;
+    esac
+    key=$job
+    case "$1" in step-*)
+        step=1
+        key="$job#$step"
+        code=$(fm_req PUT "$url" "/v1/reservations/$job/steps/$step" \
+            "{\"nodes\":\"$FM_NODES\",\"vni_count\":1$lease}")
+        case "$code" in 200 | 201) ;; *)
+            eval "r_$(echo "$1" | tr - _)=\"step reserve answered $code\""
+            return ;;
+        esac ;;
+    esac
+    res=$(psql_q "SELECT id FROM reservations WHERE job_id = '$key' AND state = 'active'")
+    fm_nodes "$url" "$start" "$job" "$step" "$res"
+    fm_s=${fm_fig:-?}
+    if [ -n "$step" ]; then
+        code=$(fm_req DELETE "$url" "/v1/reservations/$job/steps/$step")
+    else
+        code=$(fm_req DELETE "$url" "/v1/reservations/$job")
+    fi
+    g0=$(fm_groups "$url")
+    fm_nodes "$url" end "$job" "$step" "$res"
+    g1=$(fm_groups "$url")
+    state=$(psql_q "SELECT state FROM reservations WHERE id = $res")
+    if [ "$state" = released ]; then
+        fm_e=${fm_fig:-?}
+    else
+        echo "#   fullmachine $1: reservation $res is $state after the end (release answered $code)"
+    fi
+    [ -n "$step" ] && fm_req DELETE "$url" "/v1/reservations/$job" >/dev/null
+    fm_g=$(echo "$g0 $g1" | awk '{ g = $3 - $1; r = $4 - $2
+        if (g > 0) printf "%d %.1f", g, r / g }')
+    [ "$fm_s" != "?" ] && echo "$fm_s" >>"$T/fm.$1.start"
+    [ "$fm_e" != "?" ] && echo "$fm_e" >>"$T/fm.$1.end"
+    case "$1" in *-batched)
+        [ "$fm_e" != "?" ] && [ -n "$fm_g" ] && echo "${fm_g%% *}" >>"$T/fm.$1.groups" ;;
+    esac
+    eval "r_$(echo "$1" | tr - _)=\"start $fm_s s, end $fm_e s${fm_g:+ in ${fm_g%% *} transactions of ${fm_g#* } reports}\""
+}
+
+fm_round () {
+    echo "#   round $1 ($2): job batched: $r_job_batched; job one per transaction: $r_job_single;" \
+        "step batched: $r_step_batched; step one per transaction: $r_step_single"
+}
+
+# fm_rows WHAT ROW-START ROW-END: the rows of job or step runs.
+fm_rows () {
+    n="median of $ROUNDS"
+    ss_row "$2" "$T/fm.$1-batched.start" s "<=" 1
+    ss_row "fullmachine: $1 start today (GET, creating, created)" \
+        "$T/fm.$1-single.start" s
+    ss_row "$3" "$T/fm.$1-batched.end" s "<=" 2
+    ss_row "fullmachine: $1 end, one report per transaction" \
+        "$T/fm.$1-single.end" s
+    ss_row "fullmachine: $1 end, transactions (report groups)" \
+        "$T/fm.$1-batched.groups" count
+    for fm_w in start end; do
+        a=$(median_range "$T/fm.$1-batched.$fm_w") &&
+            b=$(median_range "$T/fm.$1-single.$fm_w") &&
+            row_ref "fullmachine: $1 $fm_w, batched / comparison" \
+                "$(awk -v a="${a%% *}" -v b="${b%% *}" 'BEGIN { print a / b }')" ratio \
+                "of the medians, ${a%% *} / ${b%% *} s"
+    done
+}
+
+fullmachine_scenario () {
+    why=""
+    saved_port=$PORT
+    PORT=$("$BENCH_API" freeport) || { why="no free port"; return 1; }
+    bench_config "$T/fms.toml" 1
+    PORT=$saved_port
+    sed -i 's/^pool_size = .*/&\nreport_group_max = 1/' "$T/fms.toml"
+    "$VNIBROKERD" -c "$T/fms.toml" >"$T/fms.log" 2>&1 &
+    FMS_PID=$!
+    track "$FMS_PID"
+    FMS_URL=http://127.0.0.1:$(sed -n 's/^port = //p' "$T/fms.toml")
+    wait_for 10 curl -sf -o /dev/null "$FMS_URL/healthz" || {
+        why="the one-report-per-transaction broker does not start: $(grep -m1 . "$T/fms.log" | cut -c1-60)"
+        return 1
+    }
+    empty_files "$T/fm" job-batched.start job-batched.end job-batched.groups \
+        job-single.start job-single.end step-batched.start step-batched.end \
+        step-batched.groups step-single.start step-single.end
+    rounds fm_run fm_round job-batched job-single step-batched step-single
+    fm_rows job "$FM_START_ROW" "$FM_END_ROW"
+    fm_rows step "$FM_SSTART_ROW" "$FM_SEND_ROW"
+    echo "#   a job start without hardware collectives makes no request to the broker: with a lease, what a node needs travels with the launch (docs/node-path.md)"
+    stop_pids "$FMS_PID"
+    return 0
+}
+
+scenario fullmachine steal
 
 # ---- the FM release-queue drain --------------------------------------------
 #

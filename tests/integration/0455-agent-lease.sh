@@ -140,6 +140,13 @@ expect_eq "--lease @FILE that cannot be read: 2" "$AGENT_RC:$(grep -c . <<<"$AGE
 # ---- the job's end ----------------------------------------------------------------
 agent n1 epilog --job l1
 expect_eq "n1's epilog" "$AGENT_RC:$(sim_count n1 cxi0)" 0:0
+expect_eq "... leaves a tombstone until the lease expires, plus the skew" \
+    "$(cat "$T/n1/spool/$RES.ended" 2>/dev/null)" "$(($(lease_payload "$LEASE" | jq .exp) + 30))"
+# A replay of the lease after the node reported: its VNIs may be cooling,
+# and a service made now would outlive the quarantine.
+refused "the lease again after the job ended on the node" \
+    "lease refused: its reservation $RES already ended on this node" \
+    n1 --job l1 --uid 1000 --lease "$LEASE"
 agent n2 epilog --job l1
 release l1
 expect_status "l1 released" 202

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tests/stress/hcheck.h"
+#include "vnib/hostlist.h"
 
 #define VNI_SPACE 65536
 #define EXAMPLES 3
@@ -263,12 +264,20 @@ static long check_replies(const struct hcheck_input *in, struct out *o,
 
 /* ---- events replay -------------------------------------------------------- */
 
+/* A node's last report on a reservation, from the events. */
+struct resv_node {
+    char node[HREC_NODE_SIZE];
+    bool holds; /* its last report was not destroyed */
+};
+
 struct resv {
     long long id;
     char job[HREC_JOB_SIZE];
     int vnis[HREC_MAX_VNIS];
     int n;
     bool live;
+    struct resv_node *nodes; /* that reported, in order of their first */
+    int nnodes, nodes_cap;
 };
 
 struct replay {
@@ -278,6 +287,9 @@ struct replay {
     size_t events, reserves, frees;
     long vni_bad, job_bad, unordered;
     long long last_id;
+    size_t reports, ends;  /* report events; quarantine ends checked */
+    size_t presumed;       /* reservations whose every node held at once */
+    long ended_held;       /* ends while a node held the reservation */
 };
 
 static bool frees_vnis(const char *action, const json_t *detail)
@@ -309,8 +321,27 @@ static int replay_reserve(struct replay *rp, struct out *o, long long id,
             r->vnis[r->n++] = (int)json_integer_value(v);
     }
     r->live = true;
+    /* A presumed reservation (schema/0021): every node of it holds from
+     * the reserve on, until it reports destroyed. */
+    const char *nodes = json_string_value(json_object_get(detail, "nodes"));
+    if (json_is_true(json_object_get(detail, "presumed")) && nodes) {
+        struct hostlist *hl = hostlist_decode(nodes, 100000, NULL);
+        size_t cnt = hl ? hostlist_count(hl) : 0;
+        if (hl && cnt > 0 && (r->nodes = calloc(cnt, sizeof(*r->nodes)))) {
+            r->nodes_cap = (int)cnt;
+            for (size_t k = 0; k < cnt; k++) {
+                snprintf(r->nodes[k].node, sizeof(r->nodes[k].node), "%s",
+                         hostlist_nth(hl, k));
+                r->nodes[k].holds = true;
+            }
+            r->nnodes = (int)cnt;
+            rp->presumed++;
+        }
+        hostlist_destroy(hl);
+    }
     if (smap_get(&rp->resv, id_key(key, sizeof(key), id))) {
         rp->unordered++; /* a second reserve event for one reservation */
+        free(r->nodes);
         free(r);
         return 0;
     }
@@ -338,6 +369,63 @@ static int replay_reserve(struct replay *rp, struct out *o, long long id,
                    o->prefix, job, id, prev->id);
     }
     return smap_put(&rp->jobs, job, r);
+}
+
+/* A node's report on reservation id: what it holds now.  -1 on ENOMEM. */
+static int replay_report(struct replay *rp, long long id, const char *node,
+                         const json_t *detail)
+{
+    char key[32];
+    struct resv *r = smap_get(&rp->resv, id_key(key, sizeof(key), id));
+    const char *cxi = json_string_value(json_object_get(detail, "cxi"));
+    int k;
+
+    rp->reports++;
+    if (!r || !node)
+        return 0; /* not one of this run's reservations */
+    for (k = 0; k < r->nnodes && strcmp(r->nodes[k].node, node); k++)
+        ;
+    if (k == r->nnodes) {
+        if (r->nnodes == r->nodes_cap) {
+            int cap = r->nodes_cap ? r->nodes_cap * 2 : 4;
+            struct resv_node *p = realloc(r->nodes, (size_t)cap * sizeof(*p));
+            if (!p) {
+                errno = ENOMEM;
+                return -1;
+            }
+            r->nodes = p;
+            r->nodes_cap = cap;
+        }
+        snprintf(r->nodes[k].node, sizeof(r->nodes[k].node), "%s", node);
+        r->nnodes++;
+    }
+    r->nodes[k].holds = !cxi || strcmp(cxi, "destroyed") != 0;
+    return 0;
+}
+
+/* An end that frees reservation id's VNIs: unless forced, no node that
+ * reported for it may hold it still, nor, for a presumed one, any node of
+ * it that has not reported destroyed.
+ */
+static void replay_end_check(struct replay *rp, struct out *o, long long id,
+                             const char *action)
+{
+    char key[32];
+    const struct resv *r = smap_get(&rp->resv, id_key(key, sizeof(key), id));
+
+    if (!r || !strcmp(action, "force"))
+        return;
+    rp->ends++;
+    for (int k = 0; k < r->nnodes; k++)
+        if (r->nodes[k].holds) {
+            if (rp->ended_held++ < EXAMPLES)
+                printf("%s  e.g. event: reservation %lld (%s) freed by %s"
+                       " while node %s held it (its last report was not"
+                       " destroyed, or it was presumed and never"
+                       " reported)\n",
+                       o->prefix, id, r->job, action, r->nodes[k].node);
+            return;
+        }
 }
 
 static void replay_free(struct replay *rp, long long id)
@@ -379,8 +467,14 @@ static int replay_events(struct replay *rp, const json_t *events,
             rp->reserves++;
             if (replay_reserve(rp, o, rid, job ? job : "", detail) < 0)
                 return -1;
+        } else if (!strcmp(action, "report")) {
+            if (replay_report(rp, rid,
+                              json_string_value(json_object_get(ev, "node")),
+                              detail) < 0)
+                return -1;
         } else if (frees_vnis(action, detail)) {
             rp->frees++;
+            replay_end_check(rp, o, rid, action);
             replay_free(rp, rid);
         }
     }
@@ -528,6 +622,52 @@ static void check_end(const struct hcheck_input *in, struct out *o)
             (long long)out, (long long)(act + q), held);
 }
 
+/* ---- node reports: told against stored ------------------------------------- */
+
+static const char *const cxi_names[] = {"none", "creating", "created",
+                                        "destroyed", "failed"};
+
+/* Every node of every acknowledged job holds, in the broker's node
+ * reports, a state between the furthest report it was answered 200 for
+ * (told) and the furthest it sent (tried): a report told 200 is stored.
+ */
+static void check_reports(const struct hcheck_input *in, struct out *o)
+{
+    long jobs = 0, nodes = 0, bad = 0, errors = 0;
+
+    for (int l = 0; l < in->nlogs; l++)
+        for (size_t i = 0; i < in->logs[l].njobs; i++) {
+            const struct hjob *j = &in->logs[l].jobs[i];
+            unsigned char db[HREC_MAX_NODES];
+            if (!j->acked)
+                continue;
+            jobs++;
+            if (in->get_reports(in->get_arg, j->job, j->resv_id, j->nnodes,
+                                (const char (*)[HREC_NODE_SIZE])j->nodes, db)
+                < 0) {
+                errors++;
+                continue;
+            }
+            for (int k = 0; k < j->nnodes; k++) {
+                nodes++;
+                if (db[k] != HCHECK_FAILED && db[k] >= j->told[k]
+                    && db[k] <= j->tried[k])
+                    continue;
+                if (bad++ < EXAMPLES)
+                    printf("%s  e.g. %s (reservation %lld) node %s: told %s,"
+                           " sent up to %s, the broker holds %s\n",
+                           o->prefix, j->job, j->resv_id, j->nodes[k],
+                           cxi_names[j->told[k]], cxi_names[j->tried[k]],
+                           cxi_names[db[k] <= HCHECK_FAILED ? db[k] : 0]);
+            }
+        }
+    verdict(o, bad == 0 && errors == 0 && nodes > 0,
+            "every report answered 200 is in the broker's node reports"
+            " (and none it was not sent): %ld jobs, %ld nodes, %ld"
+            " differ, %ld jobs not read",
+            jobs, nodes, bad, errors);
+}
+
 /* ---- the whole check ------------------------------------------------------ */
 
 int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
@@ -564,11 +704,19 @@ int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
                 "no job with two live reservations (events): %ld reserves"
                 " while the job's previous reservation was live",
                 rp.job_bad);
+        verdict(&o, rp.ended_held == 0,
+                "a quarantine ends only once every node that reported has"
+                " reported destroyed, every node of a presumed one"
+                " (events): %zu node reports, %zu ends (not forced)"
+                " checked, %zu presumed, %ld while a node held",
+                rp.reports, rp.ends, rp.presumed, rp.ended_held);
     } else {
         verdict(&o, false, "events replay: GET /v1/events failed or no"
                            " admin token (--admin-token-file)");
     }
     check_acked(in, &rp, &o);
+    if (in->get_reports)
+        check_reports(in, &o);
     if (in->live)
         check_end(in, &o);
     else
@@ -601,6 +749,9 @@ int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
 done:
     if (rc < 0)
         printf("%shistory: out of memory while checking\n", o.prefix);
+    for (size_t i = 0; i < rp.resv.cap; i++)
+        if (rp.resv.e[i].key)
+            free(((struct resv *)rp.resv.e[i].val)->nodes);
     smap_cleanup(&rp.resv, true);
     smap_cleanup(&rp.jobs, false);
     free(rp.holder);

@@ -12,7 +12,12 @@
  *   - every acknowledged reservation is recorded with its VNIs;
  *   - the pool's totals add up, and at the end nothing is held but what
  *     abandoned jobs may legitimately have left;
- *   - no 503 but vni_pool_exhausted, no other 5xx, no unexpected refusal.
+ *   - no 503 but vni_pool_exhausted, no other 5xx, no unexpected refusal;
+ *   - a quarantine ends (the reservation's VNIs are freed, events replayed)
+ *     only once every node that reported for it has reported destroyed;
+ *   - with the node reports read back (get_reports): each node's stored
+ *     report is at least the furthest one it was answered 200 for, and no
+ *     further than the furthest one it sent.
  *
  * Transport failures (a replica that was just killed) are counted but are
  * not failures: the client retried them on another replica.
@@ -52,6 +57,20 @@ typedef int (*hcheck_get_f)(void *arg,
                             int *vnis,
                             int *n);
 
+/* A stored report state: enum hrec_cxi, or this for "failed". */
+#define HCHECK_FAILED 4
+
+/* Read the node reports the broker keeps for a job's reservation resv_id:
+ * 0 with db[k] each of the n nodes' stored state (HREC_NONE when it has
+ * none), -1 on error or when the job's reservation is another one.
+ */
+typedef int (*hcheck_reports_f)(void *arg,
+                                const char *job,
+                                long long resv_id,
+                                int n,
+                                const char (*nodes)[HREC_NODE_SIZE],
+                                unsigned char *db);
+
 struct hcheck_input {
     const struct hrec_log *logs; /* one per client thread */
     int nlogs;
@@ -60,6 +79,8 @@ struct hcheck_input {
     const json_t *pool;   /* GET /v1/pool; NULL: not read */
     hcheck_get_f get;     /* for acknowledged jobs missing from events */
     void *get_arg;
+    hcheck_reports_f get_reports; /* NULL: the reports are not compared
+                                     (called with get_arg) */
     const char *prefix;   /* printed before every line ("" or "#   ") */
     bool outage;          /* the database fails over during the run: 503
                            * unavailable is legitimate too */

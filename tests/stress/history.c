@@ -21,6 +21,17 @@
  * broke.  --log writes the whole history as JSON lines.  With --hwcoll
  * the jobs ask for hardware collectives, and every session token a reserve
  * reports is read back and compared with what the broker keeps.
+ *
+ * With --job-nodes N each job has N nodes (up to HREC_MAX_NODES) that
+ * report as a job's agents do, all at once (hnodes.c: each node on a
+ * connection of its own): creating, then created, and after the release
+ * destroyed, so that the broker writes them in groups.  The checker then
+ * also compares what every node was told with the node_reports the
+ * broker keeps (GET /v1/reservations/{job}/nodes).  With --lease too the
+ * jobs reserve with "lease": true, as a job that starts from a lease:
+ * every node holds from the reserve on (presumed, docs/node-path.md) and
+ * reports only destroyed, and the checker holds every quarantine end to
+ * every node of the reservation.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -40,59 +51,12 @@
 #include <openssl/hmac.h>
 
 #include "tests/stress/hcheck.h"
+#include "tests/stress/history.h"
+#include "tests/stress/hnodes.h"
 #include "tests/stress/hrec.h"
+#include "tests/stress/hview.h"
 #include "vnib/httpc.h"
 #include "vnib/secfile.h"
-
-#define MAX_URLS 8
-#define MAX_THREADS 256
-#define REPLY_MAX (64u * 1024 * 1024)
-#define NODE_TOKEN_SIZE 128
-
-/* What the command line says; read-only once the threads run. */
-struct run {
-    const char *urls[MAX_URLS];
-    int nurls;
-    int threads;
-    double seconds;
-    int vni_count; /* 0: random 1-4 */
-    const char *nodes_prefix;
-    char job_prefix[32];
-    char *sched;   /* tokens (secfile buffers) */
-    size_t sched_size;
-    char *admin;
-    size_t admin_size;
-    char *key; /* node key */
-    size_t key_len;
-    const char *log_path;
-    double settle;
-    int attempts; /* per request, across the replicas */
-    bool reports; /* the created and destroyed reports */
-    bool hwcoll;  /* jobs ask for hardware collectives (two nodes each) */
-    bool bench;
-    bool outage; /* 503 unavailable is legitimate (a database failover) */
-    int64_t start_mono, stop_mono;
-};
-
-/* One client thread (or the final checker, thread -1). */
-struct client {
-    const struct run *run;
-    int index;
-    CURL *curl;
-    char errbuf[CURL_ERROR_SIZE];
-    struct httpc_reply reply; /* filled by httpc_write_cb */
-    uint64_t rng;
-    struct hrec_log log;
-    int64_t end_mono; /* when the thread's last job ended */
-    uint64_t pairs;   /* jobs reserved and released */
-    int failed;       /* out of memory or curl set-up */
-    /* --hwcoll: reserves answered hwcoll "reserved", those read back with
-     * GET, and those whose read-back state or session token differed
-     * (the first such job in hw_bad).
-     */
-    uint64_t hw_told, hw_checked, hw_mismatch;
-    char hw_bad[160];
-};
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -104,7 +68,7 @@ static uint64_t rng_next(uint64_t *s)
     return *s;
 }
 
-static void sleep_ms(long ms)
+void history_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
@@ -155,11 +119,8 @@ static int node_token(const struct run *run, const char *node, char *out,
 
 /* ---- HTTP ------------------------------------------------------------- */
 
-/* One attempt: fills r's times, status and error fields.  The reply body
- * stays in c->reply.buf.  Returns the status (0: no reply).
- */
-static long attempt(struct client *c, struct hrec *r, const char *method,
-                    const char *path, const char *body, const char *token)
+long history_attempt(struct client *c, struct hrec *r, const char *method,
+                     const char *path, const char *body, const char *token)
 {
     char url[512], auth[NODE_TOKEN_SIZE + 64];
     struct curl_slist *h = NULL, *h2;
@@ -202,17 +163,8 @@ static long attempt(struct client *c, struct hrec *r, const char *method,
         return r->status = 0;
     }
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
-    if (r->status < 200 || r->status >= 300) {
-        json_t *j = json_loadb(c->reply.buf ? c->reply.buf : "",
-                               c->reply.len, 0, NULL);
-        json_t *err = json_object_get(j, "error");
-        const char *code = json_string_value(json_object_get(err, "code"));
-        const char *msg = json_string_value(json_object_get(err, "message"));
-        snprintf(r->code, sizeof(r->code), "%s", code ? code : "");
-        snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
-        r->deadlock = (c->reply.buf && strstr(c->reply.buf, "deadlock"));
-        json_decref(j);
-    }
+    if (r->status < 200 || r->status >= 300)
+        hrec_parse_error(r, c->reply.buf, c->reply.len);
     return r->status;
 }
 
@@ -242,7 +194,7 @@ static long request(struct client *c, uint64_t job, enum hrec_op op,
     *ambiguous = false;
     for (int a = 0; a < run->attempts; a++) {
         if (a > 0)
-            sleep_ms(20L << (a < 4 ? a - 1 : 3));
+            history_sleep_ms(20L << (a < 4 ? a - 1 : 3));
         if (!(r = hrec_add(&c->log))) {
             c->failed = 1;
             break;
@@ -253,7 +205,7 @@ static long request(struct client *c, uint64_t job, enum hrec_op op,
         r->url = (start + a) % run->nurls;
         r->job = job;
         snprintf(r->node, sizeof(r->node), "%s", node ? node : "");
-        st = attempt(c, r, method, path, body, token);
+        st = history_attempt(c, r, method, path, body, token);
         if (a == 0 && first_send)
             *first_send = r->send_mono;
         if (!worth_retrying(r))
@@ -266,8 +218,8 @@ static long request(struct client *c, uint64_t job, enum hrec_op op,
 
 /* ---- one job ----------------------------------------------------------- */
 
-static void parse_reservation(const char *buf, long long *id, int *vnis,
-                              int *n)
+void history_parse_reservation(const char *buf, long long *id, int *vnis,
+                               int *n)
 {
     json_t *j = json_loads(buf ? buf : "", 0, NULL);
     json_t *v;
@@ -287,8 +239,6 @@ static int64_t max64(int64_t a, int64_t b)
 {
     return a > b ? a : b;
 }
-
-static json_t *get_json(struct client *c, const char *path, const char *tok);
 
 /* --hwcoll: the reserve reply in c->reply.buf told the scheduler its
  * multicast reservation; when it said "reserved", what the broker keeps
@@ -312,7 +262,7 @@ static void check_hwcoll(struct client *c, const char *job, const char *path)
         why = "replied reserved without a session token";
         goto done;
     }
-    json_t *got = get_json(c, path, c->run->sched);
+    json_t *got = hview_get_json(c, path, c->run->sched);
     if (!got)
         goto done; /* not read back: counted as told, not checked */
     c->hw_checked++;
@@ -330,6 +280,104 @@ done:
         snprintf(c->hw_bad, sizeof(c->hw_bad), "%s: %s", job, why);
     free(want);
     json_decref(told);
+}
+
+/* --job-nodes: every node of job ji reports cxi at once (hnodes.c), op
+ * naming it in the records; each node's first attempt's send time in
+ * first_send.  How far each node got goes into the job's told and tried.
+ * Returns the number of nodes not answered 200, or -1 when the client
+ * broke.
+ */
+static int job_reports(struct client *c, uint64_t ji, enum hrec_op op,
+                       const char *cxi, const char *path, long long rid,
+                       const char *const *tokens, int64_t *first_send)
+{
+    const struct run *run = c->run;
+    struct hjob *j = &c->log.jobs[ji]; /* jobs do not move while it runs */
+    enum hrec_cxi k = hrec_cxi_of(cxi);
+    long status[HREC_MAX_NODES];
+    bool amb[HREC_MAX_NODES];
+    char body[128];
+    int failed = 0;
+
+    snprintf(body, sizeof(body), "{\"cxi\":\"%s\",\"reservation_id\":%lld}",
+             cxi, rid);
+    struct hnodes_call call = {.urls = run->urls,
+                               .nurls = run->nurls,
+                               .first_url = c->index % run->nurls,
+                               .attempts = run->attempts,
+                               .thread = c->index,
+                               .job = ji,
+                               .op = op,
+                               .path = path,
+                               .body = body,
+                               .n = j->nnodes,
+                               .nodes = (const char (*)[HREC_NODE_SIZE])j->nodes,
+                               .tokens = tokens,
+                               .status = status,
+                               .ambiguous = amb,
+                               .first_send = first_send};
+    if (hnodes_run(c->hn, &c->log, &call) < 0)
+        return -1;
+    for (int i = 0; i < j->nnodes; i++) {
+        if (j->tried[i] < k)
+            j->tried[i] = (unsigned char)k;
+        if (status[i] == 200 && j->told[i] < k)
+            j->told[i] = (unsigned char)k;
+        failed += status[i] != 200;
+    }
+    return failed;
+}
+
+/* --job-nodes: the rest of job ji's life once reserved (reservation rid):
+ * its nodes report creating, then created (not with --lease: they start
+ * from the lease and tell the broker nothing), the job is released, its
+ * nodes report destroyed.  -1 when the client broke.
+ */
+static int run_job_nodes(struct client *c, uint64_t ji, const char *path,
+                         long long rid, const char *const *tokens)
+{
+    const struct run *run = c->run;
+    struct hrec *last = NULL;
+    int64_t t_send = 0, d_send[HREC_MAX_NODES];
+    bool amb = false;
+    int bad;
+
+    if (!run->lease) {
+        if ((bad = job_reports(c, ji, HREC_CREATING, "creating", path, rid,
+                               tokens, d_send)) < 0)
+            return -1;
+        c->log.jobs[ji].abandoned |= bad > 0;
+        if ((bad = job_reports(c, ji, HREC_CREATED, "created", path, rid,
+                               tokens, d_send)) < 0)
+            return -1;
+        c->log.jobs[ji].abandoned |= bad > 0;
+    }
+    long st = request(c, ji, HREC_RELEASE, NULL, "DELETE", path, NULL,
+                      run->sched, &t_send, &amb, &last);
+    if (st < 0)
+        return -1;
+    struct hjob *j = &c->log.jobs[ji];
+    if (st != 200 && st != 202) {
+        j->abandoned = true;
+        j->live_until = t_send;
+        return 0;
+    }
+    c->pairs++;
+    if ((bad = job_reports(c, ji, HREC_DESTROYED, "destroyed", path, rid,
+                           tokens, d_send)) < 0)
+        return -1;
+    j = &c->log.jobs[ji];
+    j->abandoned |= bad > 0;
+    /* a node that may hold services (its creating was sent; with a
+     * lease, every node) holds the VNIs until its destroyed report is
+     * in: not before that was sent */
+    int64_t until = t_send;
+    for (int i = 0; i < j->nnodes; i++)
+        if (run->lease || j->tried[i] >= HREC_IS_CREATING)
+            until = max64(until, d_send[i]);
+    j->live_until = until;
+    return 0;
 }
 
 /* Reserve, report created, release, report destroyed.  Returns -1 only
@@ -354,7 +402,8 @@ static int run_job(struct client *c, uint64_t seq)
     j->thread = c->index;
     j->vni_count = run->vni_count ? run->vni_count
                                   : 1 + (int)(rng_next(&c->rng) % 4);
-    j->nnodes = run->hwcoll    ? 2
+    j->nnodes = run->job_nodes ? run->job_nodes
+                : run->hwcoll  ? 2
                 : run->reports ? 1 + (int)(rng_next(&c->rng) % 2)
                                : 1;
     j->live_until = INT64_MAX;
@@ -370,11 +419,12 @@ static int run_job(struct client *c, uint64_t seq)
         snprintf(hostlist, sizeof(hostlist), "%s", j->nodes[0]);
     else
         snprintf(hostlist, sizeof(hostlist), "%s[%d-%d]", run->nodes_prefix,
-                 base, base + 1);
+                 base, base + j->nnodes - 1);
     snprintf(body, sizeof(body),
              "{\"job_id\":\"%s\",\"uid\":1000,\"user\":\"history\","
-             "\"nodes\":\"%s\",\"vni_count\":%d,\"hwcoll\":\"%s\"}",
-             j->job, hostlist, j->vni_count, run->hwcoll ? "on" : "off");
+             "\"nodes\":\"%s\",\"vni_count\":%d,\"hwcoll\":\"%s\"%s}",
+             j->job, hostlist, j->vni_count, run->hwcoll ? "on" : "off",
+             run->lease ? ",\"lease\":true" : "");
     char job[HREC_JOB_SIZE];
     snprintf(job, sizeof(job), "%s", j->job);
     st = request(c, ji, HREC_RESERVE, NULL, "POST", "/v1/reservations", body,
@@ -395,16 +445,22 @@ static int run_job(struct client *c, uint64_t seq)
         } else if (!j->refused) {
             j->abandoned = true;
         }
-        sleep_ms(j->refused ? 20 + (long)(rng_next(&c->rng) % 30) : 5);
+        history_sleep_ms(j->refused ? 20 + (long)(rng_next(&c->rng) % 30) : 5);
         return st < 0 ? -1 : 0;
     }
     j->acked = true;
     j->live_from = last->recv_mono;
-    parse_reservation(c->reply.buf, &j->resv_id, j->vnis, &j->nvnis);
+    history_parse_reservation(c->reply.buf, &j->resv_id, j->vnis, &j->nvnis);
     long long rid = j->resv_id;
     int nnodes = j->nnodes;
     if (run->hwcoll)
         check_hwcoll(c, job, path);
+    if (run->job_nodes) {
+        const char *toks[HREC_MAX_NODES];
+        for (int i = 0; i < nnodes; i++)
+            toks[i] = tokens[i];
+        return run_job_nodes(c, ji, path, rid, toks);
+    }
 
     for (int i = 0; run->reports && i < nnodes; i++) {
         char npath[256];
@@ -471,6 +527,8 @@ static int client_init(struct client *c, const struct run *run, int index)
     curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->reply);
     curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 20000L);
+    if (run->job_nodes && index >= 0 && !(c->hn = hnodes_create()))
+        return -1;
     return 0;
 }
 
@@ -478,6 +536,7 @@ static void client_cleanup(struct client *c)
 {
     if (c->curl)
         curl_easy_cleanup(c->curl);
+    hnodes_destroy(c->hn);
     httpc_reply_free(&c->reply);
     hrec_log_cleanup(&c->log);
 }
@@ -494,156 +553,6 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* ---- the broker's view at the end -------------------------------------- */
-
-/* GET path (on any replica) and parse the reply; NULL on failure. */
-static json_t *get_json(struct client *c, const char *path, const char *tok)
-{
-    struct hrec r = {0}; /* what the message shows after 0 attempts */
-
-    for (int a = 0; a < c->run->attempts; a++) {
-        memset(&r, 0, sizeof(r));
-        r.url = a % c->run->nurls;
-        if (attempt(c, &r, "GET", path, NULL, tok) == 200)
-            return json_loadb(c->reply.buf, c->reply.len, 0, NULL);
-        if (r.status == 404)
-            return NULL;
-        sleep_ms(100);
-    }
-    fprintf(stderr, "history: GET %s: %ld %s%s\n", path, r.status,
-            r.transport, r.message);
-    return NULL;
-}
-
-/* Follow `next` through every page of path's list (key), appending to
- * *all.  -1 when a page could not be read.
- */
-static int get_pages(struct client *c, const char *path, const char *key,
-                     const char *tok, json_t *all)
-{
-    char url[512];
-    char after[32] = "0";
-
-    for (;;) {
-        snprintf(url, sizeof(url), "%s%climit=1000&after=%s", path,
-                 strchr(path, '?') ? '&' : '?', after);
-        json_t *page = get_json(c, url, tok);
-        json_t *items = json_object_get(page, key);
-        const char *next = json_string_value(json_object_get(page, "next"));
-        if (!json_is_array(items) || json_array_extend(all, items) < 0) {
-            json_decref(page);
-            return -1;
-        }
-        if (!next || json_array_size(items) == 0) {
-            json_decref(page);
-            return 0;
-        }
-        snprintf(after, sizeof(after), "%s", next);
-        json_decref(page);
-    }
-}
-
-static int get_one(void *arg, const char *job, long long *id, int *vnis,
-                   int *n)
-{
-    struct client *c = arg;
-    char path[256];
-    struct hrec r = {0};
-
-    snprintf(path, sizeof(path), "/v1/reservations/%s", job);
-    for (int a = 0; a < c->run->attempts; a++) {
-        memset(&r, 0, sizeof(r));
-        r.url = a % c->run->nurls;
-        long st = attempt(c, &r, "GET", path, NULL, c->run->sched);
-        if (st == 200) {
-            parse_reservation(c->reply.buf, id, vnis, n);
-            return 0;
-        }
-        if (st == 404)
-            return 1;
-        sleep_ms(100);
-    }
-    return -1;
-}
-
-/* ---- bench rows -------------------------------------------------------- */
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* The 99th percentile of the reserve attempts that got a reply, in ms. */
-static double reserve_p99(const struct client *cs, int n)
-{
-    size_t cnt = 0, k = 0;
-
-    for (int i = 0; i < n; i++)
-        for (size_t r = 0; r < cs[i].log.nrecs; r++)
-            cnt += cs[i].log.recs[r].op == HREC_RESERVE
-                   && cs[i].log.recs[r].status != 0;
-    if (cnt == 0)
-        return NAN;
-    int64_t *v = malloc(cnt * sizeof(*v));
-    if (!v)
-        return NAN;
-    for (int i = 0; i < n; i++)
-        for (size_t r = 0; r < cs[i].log.nrecs; r++) {
-            const struct hrec *h = &cs[i].log.recs[r];
-            if (h->op == HREC_RESERVE && h->status != 0)
-                v[k++] = h->recv_mono - h->send_mono;
-        }
-    qsort(v, cnt, sizeof(*v), cmp_i64);
-    size_t idx = (size_t)ceil(0.99 * (double)cnt);
-    double p = (double)v[idx ? idx - 1 : 0] / 1e6;
-    free(v);
-    return p;
-}
-
-/* A row as tests/bench/run.sh prints them; target NAN: a reference. */
-static void bench_row(const char *name, double fig, const char *unit,
-                      double target)
-{
-    if (isnan(target))
-        printf("%-52s %12.3f %-6s %s %10s  %s\n", name, fig, unit, "  ", "-",
-               "ref");
-    else
-        printf("%-52s %12.3f %-6s %s %10.3f  %s\n", name, fig, unit, "<=",
-               target, fig <= target ? "met" : "NOT MET");
-}
-
-static void bench_rows(const struct run *run, const struct client *cs,
-                       const struct hcheck_tally *t, double elapsed)
-{
-    uint64_t pairs = 0;
-    char name[64], vc[16];
-
-    for (int i = 0; i < run->threads; i++)
-        pairs += cs[i].pairs;
-    if (run->vni_count)
-        snprintf(vc, sizeof(vc), "%d", run->vni_count);
-    else
-        snprintf(vc, sizeof(vc), "1-4");
-    snprintf(name, sizeof(name),
-             "contention: reserve+release pairs/s, %d cl, %s VNIs",
-             run->threads, vc);
-    bench_row(name, elapsed > 0 ? (double)pairs / elapsed : 0, "pair/s",
-              NAN);
-    bench_row("contention: reserve p99 latency", reserve_p99(cs, run->threads),
-              "ms", NAN);
-    bench_row("contention: 503s (not vni_pool_exhausted)", (double)t->bad503,
-              "count", 0);
-    bench_row("contention: replies naming a deadlock", (double)t->deadlock,
-              "count", 0);
-    printf("#   %" PRIu64 " pairs in %.2f s by %d clients; %" PRIu64
-           " requests, %" PRIu64 " 5xx, %" PRIu64 " 503 vni_pool_exhausted,"
-           " %" PRIu64 " transport failures\n",
-           pairs, elapsed, run->threads, t->requests, t->s5xx, t->exhausted,
-           t->transport);
-}
-
 /* ---- main -------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -655,15 +564,21 @@ static void usage(FILE *f)
         "               [--threads N] [--seconds S] [--vni-count N]\n"
         "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
         "               [--attempts N] [--no-reports] [--hwcoll] [--bench]\n"
-        "               [--outage] [--log FILE]\n"
+        "               [--outage] [--job-nodes N [--lease]] [--log FILE]\n"
         "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
         "  the node reports (release is then immediate; no key needed).\n"
         "  --hwcoll: two-node jobs with hardware collectives, and every\n"
         "  session token a reserve reports is read back and compared.\n"
+        "  --job-nodes N: jobs of N nodes (3-%d) reporting all at once\n"
+        "  (creating, created, destroyed), each on its own connection;\n"
+        "  what each was told is compared with the broker's node reports.\n"
+        "  --lease: those jobs reserve with a lease (presumed): no report\n"
+        "  at the start, and every node holds until its destroyed.\n"
         "  --outage: the database fails over during the run, so 503\n"
         "  unavailable is legitimate (retried like any 5xx; raise\n"
         "  --attempts to outlast the failover).\n"
-        "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n");
+        "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n",
+        HREC_MAX_NODES);
 }
 
 static int read_token(const char *path, char **buf, size_t *size)
@@ -708,6 +623,8 @@ static int parse_args(int argc, char **argv, struct run *run)
         {"hwcoll", no_argument, NULL, 'H'},
         {"bench", no_argument, NULL, 'B'},
         {"outage", no_argument, NULL, 'O'},
+        {"job-nodes", required_argument, NULL, 'n'},
+        {"lease", no_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     bool bad = false;
@@ -777,6 +694,12 @@ static int parse_args(int argc, char **argv, struct run *run)
             case 'O':
                 run->outage = true;
                 break;
+            case 'n':
+                run->job_nodes = (int)num(optarg, &bad);
+                break;
+            case 'L':
+                run->lease = true;
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -788,7 +711,11 @@ static int parse_args(int argc, char **argv, struct run *run)
         || (run->reports && !run->key) || run->threads < 1
         || run->threads > MAX_THREADS || run->seconds <= 0
         || run->vni_count > 4 || run->attempts < 1
-        || strlen(run->nodes_prefix) > 16 || !run->nodes_prefix[0]) {
+        || strlen(run->nodes_prefix) > 16 || !run->nodes_prefix[0]
+        || (run->job_nodes
+            && (run->job_nodes < 3 || run->job_nodes > HREC_MAX_NODES
+                || !run->reports || run->hwcoll))
+        || (run->lease && !run->job_nodes)) {
         usage(stderr);
         return -1;
     }
@@ -865,10 +792,10 @@ int main(int argc, char **argv)
         printf("history: %d threads for %.1f s against %d replica(s); "
                "settling %.1f s\n",
                run.threads, elapsed, run.nurls, run.settle);
-    sleep_ms((long)(run.settle * 1000));
+    history_sleep_ms((long)(run.settle * 1000));
     if (run.admin) {
         events = json_array();
-        if (!events || get_pages(&final, "/v1/events", "events", run.admin,
+        if (!events || hview_get_pages(&final, "/v1/events", "events", run.admin,
                                  events) < 0) {
             json_decref(events);
             events = NULL;
@@ -876,14 +803,14 @@ int main(int argc, char **argv)
     }
     live = json_array();
     if (!live
-        || get_pages(&final, "/v1/reservations?state=active", "reservations",
+        || hview_get_pages(&final, "/v1/reservations?state=active", "reservations",
                      run.sched, live) < 0
-        || get_pages(&final, "/v1/reservations?state=releasing",
+        || hview_get_pages(&final, "/v1/reservations?state=releasing",
                      "reservations", run.sched, live) < 0) {
         json_decref(live);
         live = NULL;
     }
-    pool = get_json(&final, "/v1/pool", run.sched);
+    pool = hview_get_json(&final, "/v1/pool", run.sched);
 
     struct hrec_log *logs = calloc((size_t)run.threads, sizeof(*logs));
     if (!logs)
@@ -892,14 +819,16 @@ int main(int argc, char **argv)
         logs[i] = cs[i].log;
     hcheck_tally(logs, run.threads, &tally);
     if (run.bench)
-        bench_rows(&run, cs, &tally, elapsed);
+        hview_bench_rows(&run, cs, &tally, elapsed);
     struct hcheck_input in = {.logs = logs,
                               .nlogs = run.threads,
                               .events = events,
                               .live = live,
                               .pool = pool,
-                              .get = get_one,
+                              .get = hview_get_one,
                               .get_arg = &final,
+                              .get_reports = run.job_nodes ? hview_get_reports
+                                                           : NULL,
                               .prefix = run.bench ? "#   " : "",
                               .outage = run.outage};
     int failed = hcheck_run(&in, &tally);

@@ -3,6 +3,7 @@
  * jobs, and their JSON-lines form (see hrec.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,7 +13,7 @@
 #include "tests/stress/hrec.h"
 
 static const char *const op_names[HREC_OPS] = {
-    "reserve", "created", "release", "destroyed", "cleanup"};
+    "reserve", "created", "release", "destroyed", "cleanup", "creating"};
 
 /* Make room for one more element of size elem in *arr. */
 static void *grow(void **arr, size_t *n, size_t *cap, size_t elem)
@@ -69,6 +70,30 @@ int64_t hrec_now(int clock_id)
 const char *hrec_op_name(enum hrec_op op)
 {
     return (unsigned)op < HREC_OPS ? op_names[op] : "?";
+}
+
+enum hrec_cxi hrec_cxi_of(const char *cxi)
+{
+    static const char *const names[] = {"", "creating", "created",
+                                        "destroyed"};
+
+    for (int i = HREC_IS_CREATING; cxi && i <= HREC_IS_DESTROYED; i++)
+        if (!strcmp(cxi, names[i]))
+            return (enum hrec_cxi)i;
+    return HREC_NONE;
+}
+
+void hrec_parse_error(struct hrec *r, const char *buf, size_t len)
+{
+    json_t *j = json_loadb(buf ? buf : "", buf ? len : 0, 0, NULL);
+    json_t *err = json_object_get(j, "error");
+    const char *code = json_string_value(json_object_get(err, "code"));
+    const char *msg = json_string_value(json_object_get(err, "message"));
+
+    snprintf(r->code, sizeof(r->code), "%s", code ? code : "");
+    snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
+    r->deadlock = buf && strstr(buf, "deadlock") != NULL; /* NUL-ended */
+    json_decref(j);
 }
 
 static json_t *vni_array(const int *vnis, int n)

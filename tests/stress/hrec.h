@@ -22,7 +22,7 @@
 #include "vnib/tclass.h"
 
 #define HREC_MAX_VNIS VNIB_SERVICE_VNIS_MAX
-#define HREC_MAX_NODES 2
+#define HREC_MAX_NODES 32 /* of a job (history --job-nodes) */
 #define HREC_JOB_SIZE 64
 #define HREC_NODE_SIZE 32
 
@@ -33,8 +33,12 @@ enum hrec_op {
     HREC_RELEASE,   /* DELETE /v1/reservations/{job} */
     HREC_DESTROYED, /* PUT .../nodes/{node} {"cxi":"destroyed"} */
     HREC_CLEANUP,   /* DELETE after a reserve that may have been orphaned */
+    HREC_CREATING,  /* PUT .../nodes/{node} {"cxi":"creating"} */
     HREC_OPS
 };
+
+/* How far a node's reports went, in order (struct hjob's told, tried). */
+enum hrec_cxi { HREC_NONE, HREC_IS_CREATING, HREC_IS_CREATED, HREC_IS_DESTROYED };
 
 /* One HTTP attempt.  Times are nanoseconds; *_mono on CLOCK_MONOTONIC
  * (comparable across the threads of one run), *_real on CLOCK_REALTIME
@@ -78,6 +82,12 @@ struct hjob {
     int64_t live_from;       /* mono: the acknowledging reply */
     int64_t live_until;      /* mono: the earliest the VNIs could be freed;
                               * INT64_MAX when never released */
+    /* Each node's reports (enum hrec_cxi): the furthest one answered 200,
+     * and the furthest one sent, which may have been written unseen.  The
+     * database must hold a state between the two.
+     */
+    unsigned char told[HREC_MAX_NODES];
+    unsigned char tried[HREC_MAX_NODES];
 };
 
 /* One thread's records: two growing arrays. */
@@ -104,6 +114,14 @@ int64_t hrec_now(int clock_id);
 
 /* The op's name as the JSON log writes it. */
 const char *hrec_op_name(enum hrec_op op);
+
+/* A report's cxi as enum hrec_cxi (HREC_NONE for anything else). */
+enum hrec_cxi hrec_cxi_of(const char *cxi);
+
+/* Fill r's error fields (code, message, deadlock) from a non-2xx reply's
+ * body of len bytes (buf may be NULL).
+ */
+void hrec_parse_error(struct hrec *r, const char *buf, size_t len);
 
 /* Write one log as JSON lines ({"type":"request",...} per attempt, then
  * {"type":"job",...} per job), with the URLs by name.  0 or -1 with errno.

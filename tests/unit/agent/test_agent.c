@@ -230,6 +230,43 @@ static void test_slurmcpus(void **state)
     assert_int_equal(slurmcpus_for_node("a", "n1", "n1", &n, &e), -1);
 }
 
+/* Tombstones of reservations ended here: in force until their time,
+ * beside the spooled reports (which do not list them), pruned after it;
+ * one others may write is not one. */
+static void test_ended(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/vnib-ended-XXXXXX";
+    char spool[64], path[128];
+    vnib_error_t error = {0};
+    json_t *list;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(spool, sizeof(spool), "%s/spool", dir);
+    assert_int_equal(jobstate_ended_check(spool, 7, 1000, &error), 0);
+    assert_int_equal(jobstate_ended_put(spool, 7, 1000, &error), 0);
+    assert_int_equal(jobstate_ended_put(spool, 8, 2000, &error), 0);
+    assert_int_equal(jobstate_ended_check(spool, 7, 999, &error), 1);
+    assert_int_equal(jobstate_ended_check(spool, 7, 1000, &error), 1);
+    assert_int_equal(jobstate_ended_check(spool, 7, 1001, &error), 0);
+    assert_int_equal(jobstate_ended_check(spool, 9, 1, &error), 0);
+    assert_int_equal(jobstate_ended_check(spool, 0, 1, &error), -1);
+    list = jobstate_spool_list(spool, NULL, &error);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 0);
+    json_decref(list);
+    assert_int_equal(jobstate_ended_prune(spool, 1500), 1);
+    assert_int_equal(jobstate_ended_check(spool, 7, 1, &error), 0);
+    assert_int_equal(jobstate_ended_check(spool, 8, 1500, &error), 1);
+    snprintf(path, sizeof(path), "%s/8.ended", spool);
+    assert_int_equal(chmod(path, 0666), 0);
+    assert_int_equal(jobstate_ended_check(spool, 8, 1500, &error), 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(jobstate_ended_prune(spool, 5000), 0);
+    assert_int_equal(rmdir(spool), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* The report spool: one file per job and reservation, oldest reservation
  * first, a newer report of the same pair replacing the older, unsafe
  * files skipped and named, an unsafe directory refused. */
@@ -352,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_jobenv),
         cmocka_unit_test(test_slurmcpus),
         cmocka_unit_test(test_spool),
+        cmocka_unit_test(test_ended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

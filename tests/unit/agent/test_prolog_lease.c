@@ -694,6 +694,17 @@ static const char *last_cxi(struct fixture *fx)
     return n ? json_string_value(json_object_get(r, "cxi")) : "";
 }
 
+/* The job's reservation as reservation() makes it, but numbered id: a
+ * reservation that ended on a node leaves a tombstone there, so each new
+ * start of the job below is a new reservation, as a requeue's is. */
+static json_t *reservation_numbered(struct fixture *fx, json_int_t id)
+{
+    json_t *r = reservation(fx, NULL);
+
+    json_object_set_new(r, "id", json_integer(id));
+    return r;
+}
+
 /* The end of a lease's reservation on a node: from the record (no
  * request but the report); without one, through the broker, and a node
  * that holds nothing still says "destroyed". */
@@ -714,7 +725,13 @@ static void test_lease_end(void **state)
 
     /* A prolog killed after its services but before their record: the
      * record (written first) names none, the housekeeping finds them by
-     * owner and VNIs. */
+     * owner and VNIs. The same lease again is refused: its reservation
+     * ended here. */
+    assert_int_equal(prolog(fx, strdup(lease)), CMD_FAILED);
+    assert_non_null(strstr(fx->ctx.error.text, "already ended on this node"));
+    assert_int_equal(user_services(fx), 0);
+    free(lease);
+    lease = sign(fx->signer, reservation_numbered(fx, 8), time(NULL), 120);
     assert_int_equal(prolog(fx, strdup(lease)), CMD_DONE);
     vnib_error_t e = {0};
     json_t *rec = jobstate_load(fx->state, JOB, &e);
@@ -728,9 +745,11 @@ static void test_lease_end(void **state)
 
     /* No record (the state directory was lost): the broker is asked, the
      * services found by owner and VNIs. */
+    free(lease);
+    lease = sign(fx->signer, reservation_numbered(fx, 9), time(NULL), 120);
     assert_int_equal(prolog(fx, strdup(lease)), CMD_DONE);
     jobstate_remove(fx->state, JOB, true);
-    fx->broker.reservation = reservation(fx, NULL);
+    fx->broker.reservation = reservation_numbered(fx, 9);
     json_object_set_new(fx->broker.reservation, "presumed", json_true());
     assert_int_equal(run(fx, cmd_epilog), CMD_DONE);
     assert_int_equal(fx->broker.gets, 1);
@@ -746,7 +765,7 @@ static void test_lease_end(void **state)
 
     /* A lease with no VNIs leaves a record, whose end reports without
      * asking the broker; a presumed reservation with no VNIs too. */
-    json_t *p = reservation(fx, NULL);
+    json_t *p = reservation_numbered(fx, 10);
     json_object_set_new(p, "vnis", json_array());
     free(lease);
     assert_int_equal(prolog(fx, sign(fx->signer, p, time(NULL), 120)),

@@ -3,7 +3,10 @@
  * once in a group of one; items that arrive while a group runs form the
  * next group, up to max_items; `fits` keeps incompatible items apart (they
  * run in a later group, never lost); at most `leaders` groups run at once;
- * every item is processed exactly once.
+ * every item is processed exactly once.  The same with threads of the
+ * group's own (group_start, group_post): each posted item's on_done is
+ * called exactly once, after it was processed, or expired without being
+ * processed; destruction serves what is queued first.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -22,7 +25,10 @@
 struct item {
     struct group_item gi; /* first */
     int key;
-    int processed; /* times run() saw it */
+    int processed;         /* times run() saw it */
+    int dones;             /* times on_done was called */
+    int processed_at_done; /* processed when on_done was called */
+    bool expired_at_done;  /* gi.expired then */
 };
 
 /* What run() saw, and a gate the first group waits on. */
@@ -247,6 +253,129 @@ static void test_leaders(void **state)
     group_destroy(c.g);
 }
 
+/* on_done of posted items (group_post): counted under the ctx's lock,
+ * whose address the test passes in `done_ctx`.
+ */
+static struct ctx *done_ctx;
+
+static void on_done(struct group_item *gi)
+{
+    struct item *it = (struct item *)gi;
+    pthread_mutex_lock(&done_ctx->lock);
+    it->dones++;
+    it->processed_at_done = it->processed;
+    it->expired_at_done = gi->expired;
+    pthread_cond_broadcast(&done_ctx->cond);
+    pthread_mutex_unlock(&done_ctx->lock);
+}
+
+/* Wait until each of the n items had its on_done (at most ~2 s). */
+static bool wait_dones(struct ctx *c, struct item *items, int n)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 2000000};
+    for (int k = 0; k < 1000; k++) {
+        int done = 0;
+        pthread_mutex_lock(&c->lock);
+        for (int i = 0; i < n; i++)
+            done += items[i].dones > 0;
+        pthread_mutex_unlock(&c->lock);
+        if (done == n)
+            return true;
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* Posted while the first group runs on the group's own thread, six more
+ * form the next groups (4 and 2); nobody waits; each item's on_done comes
+ * once, after it was processed.
+ */
+static void test_post_groups_form(void **state)
+{
+    struct ctx c;
+    struct item items[7];
+    struct group_stats st;
+    (void)state;
+
+    ctx_init(&c, true);
+    done_ctx = &c;
+    for (int i = 0; i < 7; i++)
+        items[i] = (struct item){.key = i, .gi.on_done = on_done};
+    assert_non_null(c.g = group_create(4, 1, fits, run, &c));
+    assert_int_equal(group_post(c.g, &items[0].gi), -1); /* no threads */
+    assert_int_equal(group_start(c.g), 0);
+    assert_int_equal(group_post(c.g, &items[0].gi), 0);
+    assert_true(ctx_wait_running(&c, 1));
+    for (int i = 1; i < 7; i++)
+        assert_int_equal(group_post(c.g, &items[i].gi), 0);
+    ctx_open(&c);
+    assert_true(wait_dones(&c, items, 7));
+    group_get_stats(c.g, &st);
+    group_destroy(c.g);
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(items[i].processed, 1);
+        assert_int_equal(items[i].dones, 1);
+        assert_int_equal(items[i].processed_at_done, 1);
+        assert_false(items[i].expired_at_done);
+    }
+    assert_int_equal(st.groups, 3);
+    assert_int_equal(c.sizes[1], 4);
+    assert_int_equal(c.sizes[2], 2);
+}
+
+/* An item whose deadline passes while it is queued is never processed:
+ * its on_done comes with expired set.  Destruction serves the queue.
+ */
+static void test_post_expired(void **state)
+{
+    struct ctx c;
+    struct item items[3];
+    (void)state;
+
+    ctx_init(&c, true);
+    done_ctx = &c;
+    assert_non_null(c.g = group_create(4, 1, NULL, run, &c));
+    assert_int_equal(group_start(c.g), 0);
+    for (int i = 0; i < 3; i++)
+        items[i] = (struct item){.key = i, .gi.on_done = on_done};
+    items[1].gi.deadline_ns = 1; /* long past */
+    assert_int_equal(group_post(c.g, &items[0].gi), 0);
+    assert_true(ctx_wait_running(&c, 1));
+    assert_int_equal(group_post(c.g, &items[1].gi), 0);
+    assert_int_equal(group_post(c.g, &items[2].gi), 0);
+    ctx_open(&c);
+    group_destroy(c.g); /* serves items 1 and 2 before it returns */
+    assert_int_equal(items[0].processed, 1);
+    assert_int_equal(items[1].processed, 0);
+    assert_int_equal(items[2].processed, 1);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(items[i].dones, 1);
+    assert_true(items[1].expired_at_done);
+    assert_false(items[2].expired_at_done);
+}
+
+/* Two threads: two groups run at once, never three. */
+static void test_post_leaders(void **state)
+{
+    struct ctx c;
+    struct item items[5];
+    (void)state;
+
+    ctx_init(&c, true);
+    done_ctx = &c;
+    assert_non_null(c.g = group_create(1, 2, NULL, run, &c));
+    assert_int_equal(group_start(c.g), 0);
+    for (int i = 0; i < 5; i++) {
+        items[i] = (struct item){.key = i, .gi.on_done = on_done};
+        assert_int_equal(group_post(c.g, &items[i].gi), 0);
+    }
+    assert_true(ctx_wait_running(&c, 2));
+    ctx_open(&c);
+    assert_true(wait_dones(&c, items, 5));
+    group_destroy(c.g);
+    assert_int_equal(c.most_running, 2);
+}
+
 static void test_create_refuses(void **state)
 {
     (void)state;
@@ -262,6 +391,9 @@ int main(void)
         cmocka_unit_test(test_groups_form),
         cmocka_unit_test(test_fits),
         cmocka_unit_test(test_leaders),
+        cmocka_unit_test(test_post_groups_form),
+        cmocka_unit_test(test_post_expired),
+        cmocka_unit_test(test_post_leaders),
         cmocka_unit_test(test_create_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* What the history client's files share (history.c: the load and its
+ * jobs; hview.c, hview.h: the broker's view at the end, and the bench
+ * rows): the run as the command line says it, a client thread, one HTTP
+ * attempt.
+ */
+#ifndef VNIB_TESTS_HISTORY_H
+#define VNIB_TESTS_HISTORY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "tests/stress/hrec.h"
+#include "vnib/httpc.h"
+
+struct hnodes;
+
+#define MAX_URLS 8
+#define MAX_THREADS 256
+#define REPLY_MAX (64u * 1024 * 1024)
+#define NODE_TOKEN_SIZE 128
+
+/* What the command line says; read-only once the threads run. */
+struct run {
+    const char *urls[MAX_URLS];
+    int nurls;
+    int threads;
+    double seconds;
+    int vni_count; /* 0: random 1-4 */
+    const char *nodes_prefix;
+    char job_prefix[32];
+    char *sched;   /* tokens (secfile buffers) */
+    size_t sched_size;
+    char *admin;
+    size_t admin_size;
+    char *key; /* node key */
+    size_t key_len;
+    const char *log_path;
+    double settle;
+    int attempts; /* per request, across the replicas */
+    bool reports; /* the created and destroyed reports */
+    bool hwcoll;  /* jobs ask for hardware collectives (two nodes each) */
+    bool bench;
+    bool outage; /* 503 unavailable is legitimate (a database failover) */
+    int job_nodes; /* 0: 1-2 nodes a job, reporting one after the other */
+    bool lease;    /* --job-nodes jobs reserve with a lease (presumed) */
+    int64_t start_mono, stop_mono;
+};
+
+/* One client thread (or the final checker, thread -1). */
+struct client {
+    const struct run *run;
+    int index;
+    CURL *curl;
+    char errbuf[CURL_ERROR_SIZE];
+    struct httpc_reply reply; /* filled by httpc_write_cb */
+    uint64_t rng;
+    struct hrec_log log;
+    int64_t end_mono; /* when the thread's last job ended */
+    uint64_t pairs;   /* jobs reserved and released */
+    int failed;       /* out of memory or curl set-up */
+    /* --hwcoll: reserves answered hwcoll "reserved", those read back with
+     * GET, and those whose read-back state or session token differed
+     * (the first such job in hw_bad).
+     */
+    uint64_t hw_told, hw_checked, hw_mismatch;
+    char hw_bad[160];
+    struct hnodes *hn; /* --job-nodes: the nodes' connections */
+};
+
+/* Sleep ms milliseconds (through signals). */
+void history_sleep_ms(long ms);
+
+/* One attempt of method path (body, or a GET) with token to the URL r->url
+ * names: fills r's times, status and error fields; the reply's body stays
+ * in c->reply.buf.  Returns the status (0: no reply).
+ */
+long history_attempt(struct client *c, struct hrec *r, const char *method,
+                     const char *path, const char *body, const char *token);
+
+/* A reservation's id and VNIs (at most HREC_MAX_VNIS of them, *n) from
+ * its JSON text buf (NULL: none).
+ */
+void history_parse_reservation(const char *buf, long long *id, int *vnis,
+                               int *n);
+
+#endif /* !VNIB_TESTS_HISTORY_H */
