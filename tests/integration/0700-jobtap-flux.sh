@@ -193,6 +193,19 @@ if [ -n "$tok" ]; then
     expect_no_match "the session token is in no job event" "$log" "$tok"
     expect_no_match "... nor in the lease" "$lp" "$tok"
     expect_no_match "... and not in the instance's log" "$(cat "$T/flux.log")" "$tok"
+    # What else the job's owner reads through Flux: flux job info's keys
+    # (guest.output is the tasks' own output, where they printed it: the
+    # check that sees it there proves it would see it elsewhere).
+    info=""
+    for k in eventlog guest.exec.eventlog jobspec R J; do
+        info="$info $(fluxc job info "$id" "$k" 2>&1 | tr '\n' ' ')"
+    done
+    expect_match "flux job info read the job's eventlog, exec eventlog, jobspec, R" \
+        "$info" '"name":"vnibroker".*"name":"shell.init".*"version": ?1.*"execution"'
+    expect_eq "... and none holds the session token" \
+        "$(printf '%s\n' "$info" | grep -cF -- "$tok")" 0
+    expect_eq "... which flux job info guest.output shows where the tasks printed it" \
+        "$(fluxc job info "$id" guest.output 2>&1 | grep -cF -- "$tok" | sed 's/^[1-9][0-9]*$/yes/')" yes
 fi
 wait_for 20 sh -c "! curl -s $FM_ADMIN/fmsim/state | grep -q '$FMJ'"
 expect_no_match "the FM job is released after the job" "$(fm_jobs)" "$FMJ"
