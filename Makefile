@@ -130,7 +130,7 @@ endif
         install clean format format-check scan lint slurm-skipped
 .DEFAULT_GOAL := all
 
-all: $(BINS) $(PLUGINS) $(SLURM_SKIPPED) $(if $(filter 1,$(HAVE_FLUX)),$(FLUX_PLUGINS))
+all: $(BINS) $(PLUGINS) $(SLURM_SKIPPED)
 
 tests: $(BINS) $(PLUGINS) $(UNIT_BINS) $(INPROC_BINS) $(REPLAY_BINS) \
        $(STRESS_BINS) $(SLURM_SKIPPED)
@@ -436,20 +436,23 @@ FLUX_PKG     := PKG_CONFIG_PATH=$(if $(FLUX_PREFIX),$(FLUX_PREFIX)/lib/pkgconfig
 HAVE_FLUX    := $(shell $(FLUX_PKG) --exists flux-core 2>/dev/null && echo 1 || echo 0)
 FLUX_OUT     := $(BUILD)/flux
 FLUX_PLUGINS := $(FLUX_OUT)/vnib-jobtap.so $(FLUX_OUT)/vnib-shell.so
+FLUX_NODE    := $(FLUX_OUT)/vnib-flux-node
 ifeq ($(HAVE_FLUX),1)
 FLUX_CPPFLAGS := $(patsubst -I%,-isystem %,$(shell $(FLUX_PKG) --cflags flux-core))
 FLUX_LIBS     := $(shell $(FLUX_PKG) --libs flux-core)
+FLUX_LIBDIR   := $(shell $(FLUX_PKG) --variable=libdir flux-core)
 # The prefix the tests run flux from (tests/integration/flux.sh).
 $(FLUX_OUT)/prefix: FORCE
 	@mkdir -p $(@D)
 	@echo '$(shell $(FLUX_PKG) --variable=prefix flux-core)' | cmp -s - $@ || \
 	    echo '$(shell $(FLUX_PKG) --variable=prefix flux-core)' > $@
-FLUX_TARGETS := $(FLUX_PLUGINS) $(FLUX_OUT)/prefix
+FLUX_TARGETS := $(FLUX_PLUGINS) $(FLUX_NODE) $(FLUX_OUT)/prefix
 else
 FLUX_TARGETS := flux-skipped
 endif
 FLUX_JOBTAP_SRCS := $(wildcard plugins/flux/jobtap/*.c)
 FLUX_SHELL_SRCS  := $(wildcard plugins/flux/shell/*.c)
+FLUX_NODE_SRCS   := $(wildcard plugins/flux/node/*.c)
 
 $(FLUX_OUT)/pic/%.o: %.c
 	@mkdir -p $(@D)
@@ -478,10 +481,32 @@ $(FLUX_OUT)/vnib-shell.so: $(FLUX_SHELL_SRCS:%.c=$(FLUX_OUT)/pic/%.o) \
 	$(CC) -shared $(LDFLAGS) -o $@ $^ -Wl,--exclude-libs,ALL \
 	    -Wl,--as-needed $(FLUX_LIBS) $(PKG_LIBS) -lpthread
 
+# The node side, vnib-flux-node (plugins/flux/node/): a program of its own,
+# run as root by the per-rank prolog and housekeeping, so built like the
+# agent (sanitized with SAN=1), with the agent's modules linked in and
+# libflux-core (found at run time where pkg-config found it, unless that
+# is a system folder).  It loads the agent's client of the broker,
+# vnib-agent-broker.so, from beside itself: a link to the one in $(BUILD)
+# here, and in PKGLIBDIR when installed.  Like the agent's, its settings
+# file's default is /etc/vnibroker's (--config names another).
+FLUX_NODE_OBJS := $(FLUX_NODE_SRCS:%.c=$(BUILD)/%.o)
+$(FLUX_NODE_OBJS): ALL_CPPFLAGS += $(FLUX_CPPFLAGS)
+FLUX_RPATH := $(if $(filter /usr/lib% /lib%,$(FLUX_LIBDIR)),,-Wl,-rpath,$(FLUX_LIBDIR))
+
+$(FLUX_NODE): $(FLUX_NODE_OBJS) $(LIBAGENT) $(LIBVNIB) \
+              | $(FLUX_OUT)/vnib-agent-broker.so
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $(filter %.o %.a,$^) \
+	    $(FLUX_LIBS) $(FLUX_RPATH) $(LIBS_BASE) -ldl
+
+$(FLUX_OUT)/vnib-agent-broker.so: | $(BUILD)/vnib-agent-broker.so
+	@mkdir -p $(@D)
+	ln -sfn ../vnib-agent-broker.so $@
+
 .PHONY: flux flux-skipped deps-flux
 flux: $(FLUX_TARGETS)
+all: flux
 flux-skipped:
-	@echo 'make: skipped the Flux plugins (pkg-config finds no flux-core$(if $(FLUX_PREFIX), under $(FLUX_PREFIX))): `make deps-flux FLUX_SRC=DIR` builds flux-core v0.88.0 into the cache'
+	@echo 'make: skipped the Flux plugins and vnib-flux-node (pkg-config finds no flux-core$(if $(FLUX_PREFIX), under $(FLUX_PREFIX))): `make deps-flux FLUX_SRC=DIR` builds flux-core v0.88.0 into the cache'
 
 deps-flux:
 	@sh deploy/tools/flux-build.sh $(if $(FLUX_SRC),--src '$(FLUX_SRC)',--git)
@@ -568,8 +593,11 @@ FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 $(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
 # test_swv compiles the switch plugin's Slurm-free sources into itself.
 $(BUILD)/tests/unit/switch/test_swv: $(wildcard plugins/slurm/switch/swv_*)
-# test_fjt compiles the Flux jobtap plugin's Flux-free sources into itself.
+# test_fjt compiles the Flux jobtap plugin's Flux-free sources into itself,
+# test_fxn the node side's.
 $(BUILD)/tests/unit/flux/test_fjt: $(wildcard plugins/flux/jobtap/fjt_*)
+$(BUILD)/tests/unit/flux/test_fxn: $(wildcard plugins/flux/node/fxn_conf.* \
+                                              plugins/flux/node/fxn_job.*)
 $(BUILD)/tests/fuzz/replay_switch: $(FUZZ_SWITCH_SRCS) \
     $(wildcard plugins/slurm/switch/swv_*.h)
 # replay_spank_env compiles the SPANK plugin into itself.
@@ -725,7 +753,6 @@ install: all
 	    > $(GEN_DIR)/vnib-slurm-reconcile.service
 	$(SUBST) deploy/systemd/vnib-agent-flush.service.in \
 	    > $(GEN_DIR)/vnib-agent-flush.service
-	$(SUBST) plugins/flux/node/vnib-flux-node.in > $(GEN_DIR)/vnib-flux-node
 	$(SUBST) plugins/flux/node/flux-node.conf.example.in \
 	    > $(GEN_DIR)/flux-node.conf.example
 	$(SUBST_CONF) config.example.toml > $(GEN_DIR)/config.example.toml
@@ -743,8 +770,8 @@ install: all
 	    $(DESTDIR)$(PKGLIBDIR)/vnib-switch-helper.so)
 	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
 	install -d $(DESTDIR)$(PKGLIBDIR)/flux $(DESTDIR)$(DOCDIR)/plugins/flux/node
-	install -m 0755 $(GEN_DIR)/vnib-flux-node $(DESTDIR)$(PKGLIBDIR)/flux/vnib-flux-node
-	$(if $(filter 1,$(HAVE_FLUX)),install -m 0755 $(FLUX_PLUGINS) $(DESTDIR)$(PKGLIBDIR)/flux/)
+	$(if $(filter 1,$(HAVE_FLUX)),install -m 0755 $(FLUX_PLUGINS) $(FLUX_NODE) $(DESTDIR)$(PKGLIBDIR)/flux/)
+	$(if $(filter 1,$(HAVE_FLUX)),ln -sfn ../vnib-agent-broker.so $(DESTDIR)$(PKGLIBDIR)/flux/vnib-agent-broker.so)
 	install -m 0644 plugins/flux/README.md $(DESTDIR)$(DOCDIR)/plugins/flux/README.md
 	install -m 0644 $(GEN_DIR)/flux-node.conf.example \
 	    $(DESTDIR)$(DOCDIR)/plugins/flux/node/flux-node.conf.example

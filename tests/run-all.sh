@@ -178,6 +178,8 @@ run_script () {
     if [ "$f" -gt 0 ]; then
         note_fail "$label" "$f"
         echo "FAIL integration $label ($p passed, $f failed$sk, ${secs}s)"
+        # The failed checks first (the tail below may start after them).
+        grep '^not ok ' "$out" | head -n 20 | sed 's/^/    /'
         grep -v '^ok ' "$out" | sed 's/^/    /' | tail -n 60
     else
         echo "ok   integration $label ($p checks$sk, ${secs}s)"

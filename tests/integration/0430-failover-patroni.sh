@@ -283,11 +283,13 @@ one_run () {
     elif [ "$mode" = freeze-nowatchdog ]; then
         pg_resume "$old_dir"
     fi
-    if wait_for 60 patroni_healthy; then
+    if wait_for 120 patroni_healthy; then
         ok "$mode: one leader, two replicas streaming, one synchronous"
     else
         not_ok "$mode: one leader, two replicas streaming, one synchronous"
         patroni_cluster_json | sed 's/^/#   /'
+        # Why the old leader did not rejoin, in its own words.
+        [ -n "$old" ] && tail -n 40 "$T/patroni/$old.log" | sed "s/^/#   $old: /"
     fi
     if [ "$mode" = freeze ] || [ "$mode" = freeze-nowatchdog ]; then
         expect_eq "$mode: the old leader $old is a replica again, read-only" \

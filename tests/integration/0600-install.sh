@@ -82,6 +82,19 @@ printf '[broker]\nurl = "http://127.0.0.1:1"\ntoken_file = "%s"\nfetch_timeout_m
 expect_eq "the installed vnib-agent loads PREFIX/lib/vnibroker/vnib-agent-broker.so" \
     "$?:$(grep -c 'vnib-agent-broker.so' "$T/flush.err")" 3:0
 
+# The Flux node side, where flux-core was found: the program, and beside
+# it a link to the agent's client of the broker, which it loads from there.
+if [ -x "$BUILD/flux/vnib-flux-node" ]; then
+    FN=$ROOT/usr/lib/vnibroker/flux
+    expect_eq "usr/lib/vnibroker/flux/vnib-flux-node is installed, and runs" \
+        "$("$FN/vnib-flux-node" --help >/dev/null 2>&1; echo $?)" 0
+    expect_eq "... beside a link to PREFIX/lib/vnibroker/vnib-agent-broker.so" \
+        "$(readlink "$FN/vnib-agent-broker.so"):$(cmp -s "$FN/vnib-agent-broker.so" \
+            "$ROOT/usr/lib/vnibroker/vnib-agent-broker.so" && echo same)" "../vnib-agent-broker.so:same"
+else
+    skip "no flux-core here: vnib-flux-node is not built"
+fi
+
 left=$(grep -rIEn '@[A-Za-z_]+@' "$ROOT" "$T/readme")
 expect_eq "no @PLACEHOLDER@ is left in an installed file" "$left" ""
 

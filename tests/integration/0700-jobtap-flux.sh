@@ -6,11 +6,15 @@
 #
 # flux run -N3: every task has its node's SLINGSHOT_* (and nothing from the
 # submitting shell); the cray-slingshot event holds the broker's VNIs and
-# the vnibroker event the reservation; services are created on every node
-# and destroyed by housekeeping; the reservation is released, quarantined
-# until the last node's housekeeping reports, then free.  Six concurrent
+# the vnibroker event the reservation and its lease; services are created
+# on every node from the lease, with no request of the nodes to the broker
+# at job start, and destroyed by housekeeping; the reservation is
+# released, quarantined until the last node's housekeeping reports, then
+# free.  Six concurrent
 # single-core jobs get distinct VNIs; a flux batch job's inner jobs share
-# its VNIs; hardware collectives give FI_CXI_COLL_* and release the FM job;
+# its VNIs; hardware collectives give FI_CXI_COLL_* (fetched by the nodes:
+# the session token is neither in the job's eventlog nor in its lease) and
+# release the FM job;
 # -o cray-slingshot=off and vnicount=0 reserve nothing; bad options fail
 # the job with the reason.
 . "$(dirname "$0")/lib.sh"
@@ -42,6 +46,15 @@ field () {
     printf '%s\n' "$1" | grep "^$2 " | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n 1
 }
 resv () { TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$1"; }
+# node_requests: the requests the nodes' side of a job start makes to the
+# broker (a reservation's GET, a node's report), answered so far.
+node_requests () {
+    curl -sS --max-time 10 "$BROKER_URL/metrics" | awk '
+        /^vnib_http_requests_total\{/ &&
+        (/method="GET",route="\/v1\/reservations\/\{job_id\}"/ ||
+         /method="PUT",route="\/v1\/reservations\/\{job_id\}\/nodes\/\{node\}"/) { n += $NF }
+        END { print n + 0 }'
+}
 
 # ---- flux run -N3 ---------------------------------------------------------
 id=$(SLINGSHOT_VNIS=999 FI_CXI_COLL_MCAST_TOKEN=leaked fluxc submit -N3 \
@@ -60,6 +73,12 @@ expect_eq "cray-slingshot event: the broker's VNIs, as flux-coral2 reads them" \
 ev=$(flux_event "$id" vnibroker)
 expect_eq "vnibroker event: the reservation id" "$(jq -r .reservation <<<"$ev")" "$RES_ID"
 expect_eq "vnibroker event: hwcoll off, as asked" "$(jq -r .hwcoll.mode <<<"$ev")" off
+LEASE=$(jq -r '.lease // empty' <<<"$ev")
+expect_match "vnibroker event: the broker's lease" "$LEASE" '^vnib1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$'
+lp=$(lease_payload "$LEASE")
+expect_eq "... for this job, its nodes, its owner, its reservation and VNIs" \
+    "$(jq -c '[.job_id, .nodes, .uid, .id, (.vnis | map(tostring) | join(","))]' <<<"$lp")" \
+    "[\"$dec\",\"fx[0-2]\",0,$RES_ID,\"$VNIS\"]"
 expect_no_match "no event carries a session token" \
     "$(fluxc job eventlog "$id")" 'session_token|sessionToken'
 for n in fx0 fx1 fx2; do
@@ -79,6 +98,23 @@ for n in fx0 fx1 fx2; do
     expect_eq "$n: no job service left on cxi0" "$(sim_count $n cxi0)" 0
 done
 
+# ---- the start from the lease: the nodes ask the broker nothing ------------
+before=$(node_requests)
+id=$(fluxc submit -N3 -o vnibroker.hwcoll=off sleep 30)
+fluxc job wait-event -t 30s "$id" start >/dev/null
+after=$(node_requests)
+dec=$(fluxc job id --to=dec "$id")
+expect_eq "a job starts on three nodes with no request of theirs to the broker" "$((after - before))" 0
+for n in fx0 fx1 fx2; do
+    expect_eq "$n: its record names the lease's reservation, presumed, with four services" \
+        "$(jq -c '[.presumed, (.services | length)]' "$T/$n/state/jobs/$dec.json" 2>&1)" "[true,4]"
+done
+fluxc cancel "$id"
+fluxc job attach "$id" >/dev/null 2>&1
+wait_for 20 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/$dec | jq -e '.state == \"released\"' >/dev/null"
+resv "$dec"
+expect_eq "its end: every node reported, released" "$(jq -c '[.state, .cleanup.destroyed]' <<<"$HTTP_BODY")" '["released",3]'
+
 # ---- quarantine: the VNIs stay held until the last node reports -----------
 # fx2's NIC refuses the first destroys (EBUSY), so its housekeeping
 # reports seconds after the others'.
@@ -96,15 +132,19 @@ expect_eq "fx2's housekeeping reported: released" "$(jq -r .state <<<"$HTTP_BODY
 expect_eq "fx2's service is gone" "$(sim_count fx2 cxi0)" 0
 
 # ---- six concurrent single-core jobs: distinct VNIs ------------------------
-ids=$(fluxc submit --cc=1-6 -n1 -o vnibroker.hwcoll=off sleep 4)
+# (They run until canceled: on a loaded machine, counting them takes
+# seconds.)
+ids=$(fluxc submit --cc=1-6 -n1 -o vnibroker.hwcoll=off sleep 120)
 for j in $ids; do wait_for 30 sh -c "[ \"\$($FLUX jobs -no {state} $j)\" = RUN ]"; done
-running=0
-for j in $ids; do [ "$(fluxc jobs -no {state} "$j")" = RUN ] && running=$((running + 1)); done
+# shellcheck disable=SC2086
+running=$(fluxc jobs -no {state} $ids | grep -c '^RUN$')
 expect_eq "all six jobs run at once" "$running" 6
 all=""
 for j in $ids; do all="$all $(flux_event "$j" cray-slingshot | jq -r '.vnis[0]')"; done
 expect_eq "six jobs, six VNIs ($all)" "$(printf '%s\n' $all | grep -c '^3')" 6
 expect_eq "... none shared" "$(printf '%s\n' $all | sort -u | wc -l)" 6
+# shellcheck disable=SC2086
+fluxc cancel $ids
 for j in $ids; do fluxc job attach "$j" >/dev/null 2>&1; done
 
 # ---- flux batch: the inner jobs share the batch job's VNIs -----------------
@@ -142,9 +182,30 @@ for n in fx0 fx1 fx2; do
     expect_eq "$n: FI_CXI_COLL_JOB_STEP_ID is the job" "$(field "$out" $n FI_CXI_COLL_JOB_STEP_ID)" "$dec"
 done
 tok=$(field "$out" fx0 FI_CXI_COLL_MCAST_TOKEN)
+log=$(fluxc job eventlog "$id")
+LEASE=$(flux_event "$id" vnibroker | jq -r '.lease // empty')
+lp=$(lease_payload "$LEASE")
+expect_eq "its lease says the nodes fetch the hardware collectives' variables" \
+    "$(jq -c '[.hwcoll_fetch, ([.environment // {} | keys[] | select(startswith("FI_CXI_COLL_"))] | length)]' <<<"$lp")" '[true,0]'
+expect_no_match "flux job eventlog holds no FI_CXI_COLL_MCAST_TOKEN" "$log" 'FI_CXI_COLL_MCAST_TOKEN|session_?[tT]oken'
+expect_no_match "... nor does the lease in it, decoded" "$lp" 'FI_CXI_COLL_MCAST_TOKEN|session_?[tT]oken'
 if [ -n "$tok" ]; then
-    expect_no_match "the session token is in no job event" "$(fluxc job eventlog "$id")" "$tok"
+    expect_no_match "the session token is in no job event" "$log" "$tok"
+    expect_no_match "... nor in the lease" "$lp" "$tok"
     expect_no_match "... and not in the instance's log" "$(cat "$T/flux.log")" "$tok"
+    # What else the job's owner reads through Flux: flux job info's keys
+    # (guest.output is the tasks' own output, where they printed it: the
+    # check that sees it there proves it would see it elsewhere).
+    info=""
+    for k in eventlog guest.exec.eventlog jobspec R J; do
+        info="$info $(fluxc job info "$id" "$k" 2>&1 | tr '\n' ' ')"
+    done
+    expect_match "flux job info read the job's eventlog, exec eventlog, jobspec, R" \
+        "$info" '"name":"vnibroker".*"name":"shell.init".*"version": ?1.*"execution"'
+    expect_eq "... and none holds the session token" \
+        "$(printf '%s\n' "$info" | grep -cF -- "$tok")" 0
+    expect_eq "... which flux job info guest.output shows where the tasks printed it" \
+        "$(fluxc job info "$id" guest.output 2>&1 | grep -cF -- "$tok" | sed 's/^[1-9][0-9]*$/yes/')" yes
 fi
 wait_for 20 sh -c "! curl -s $FM_ADMIN/fmsim/state | grep -q '$FMJ'"
 expect_no_match "the FM job is released after the job" "$(fm_jobs)" "$FMJ"

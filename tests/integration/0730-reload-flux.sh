@@ -8,8 +8,9 @@
 #    active; its end releases it (the plugin keeps nothing of its own).
 #  - removed while a job's reserve is in flight (the broker stopped with
 #    SIGSTOP): the job stays held; loaded again, the plugin finds the hold
-#    in the job's eventlog, reserves again (the same reservation: the
-#    broker's reserve is idempotent per job) and lets the job start.
+#    in the job's eventlog, reserves again (the same reservation, with a
+#    lease: the broker's reserve is idempotent per job) and lets the job
+#    start.
 #  - removed while a job is held and the job canceled meanwhile: loaded
 #    again, the plugin ends the hold the job's eventlog shows open, and
 #    the job's cleanup completes; nothing stays active at the broker.
@@ -70,6 +71,7 @@ fluxc jobtap load "$VNIB_FLUX_JOBTAP" || not_ok "flux jobtap load"
 fluxc job attach "$id" >/dev/null 2>&1
 expect_eq "loaded again, the plugin reserved and let the job run" "$(fluxc jobs -no {result} "$id")" COMPLETED
 expect_match "... with its VNIs" "$(flux_event "$id" cray-slingshot)" '^\{"vnis":\[30[0-9][0-9]\]\}$'
+expect_match "... and a lease again, which the nodes started it from" "$(flux_event "$id" vnibroker | jq -r '.lease // empty')" '^vnib1\.'
 expect_eq "... the hold was ended once" "$(fluxc job eventlog "$id" | grep -c 'prolog-finish description="vnibroker"')" 1
 expect_eq "... the plugin counts one recovered job" "$(flux_query | jq -r .counts.recovered)" 1
 wait_for 20 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/$dec | jq -e '.state == \"released\"' >/dev/null"

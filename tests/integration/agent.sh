@@ -5,13 +5,15 @@
 # NIC files in $T/NODE/sim, state in $T/NODE/state, the report spool in
 # $T/NODE/spool), and its node token
 # (mode 0600).  The broker must be started first (BROKER_URL is written
-# into the config).
+# into the config).  With AGENT_RUN_ROOT set, the state and the NIC files
+# are in AGENT_RUN_ROOT/NODE/ instead (the Flux bench puts them on a tmpfs,
+# as a node's /run/vnibroker is).
 
 VNIB_AGENT=$BUILD/vnib-agent
 
 # agent_setup NODE NICS [EXTRA-TOML]: a node with NICS simulated NICs.
 agent_setup () {
-    mkdir -p "$T/$1"
+    mkdir -p "$T/$1" "${AGENT_RUN_ROOT:-$T}/$1"
     (umask 077; node_token "$1" >"$T/$1/token")
     cat >"$T/$1/agent.toml" <<EOF
 [broker]
@@ -22,12 +24,12 @@ request_timeout_ms = 1000
 spool_after_ms = 500
 
 [node]
-state_dir = "$T/$1/state"
+state_dir = "${AGENT_RUN_ROOT:-$T}/$1/state"
 spool_dir = "$T/$1/spool"
 
 [nic]
 backend = "sim"
-sim_dir = "$T/$1/sim"
+sim_dir = "${AGENT_RUN_ROOT:-$T}/$1/sim"
 libcxi = "libcxi.so.1"
 ${3:-}
 EOF

@@ -8,8 +8,11 @@
 # are nodes fx0-fx2, two cores each (this host's), each with its own simulated NICs and vnib-agent
 # configuration under $T/fxN/), with vnibroker's jobtap plugin loaded by
 # the job-manager, the per-rank prolog and housekeeping running
-# plugins/flux/node/vnib-flux-node, and the shell plugin in every job's
-# shell.  Jobs run as root, the instance's owner.
+# vnib-flux-node (plugins/flux/node/, $BUILD/flux/vnib-flux-node), and the
+# shell plugin in every job's shell.  Jobs run as root, the instance's
+# owner.  The broker signs leases ($T/lease.key) and the agents verify them
+# ($T/lease.pub), unless FLUX_LEASES=0: then a reserve asking for a lease
+# is answered 400 lease_disabled.
 #
 #   flux_cluster [TOML]   PostgreSQL, the broker and the three nodes' agents
 #   flux_require          skip the script (VNIB_REQUIRE_FLUX=1: fail) unless
@@ -33,6 +36,10 @@ FLUX_PREFIX=$(cat "$BUILD/flux/prefix" 2>/dev/null || true)
 FLUX=${FLUX_PREFIX:+$FLUX_PREFIX/bin/flux}
 VNIB_FLUX_JOBTAP=$BUILD/flux/vnib-jobtap.so
 VNIB_FLUX_SHELL=$BUILD/flux/vnib-shell.so
+VNIB_FLUX_NODE=$BUILD/flux/vnib-flux-node
+# The node side as the prolog and housekeeping run it, with the test's
+# settings file (flux_setup writes it): append the mode.
+FLUX_NODE_CMD="$VNIB_FLUX_NODE --config $T/flux-node.conf"
 FLUX_PID=""
 FLUX_SIZE=${FLUX_SIZE:-3} # brokers (nodes fx0...) of flux_start
 
@@ -48,19 +55,26 @@ skip_flux () {
 flux_require () {
     [ -n "$FLUX" ] && [ -x "$FLUX" ] ||
         skip_flux "no flux-core built: \`make deps-flux FLUX_SRC=DIR\` builds v0.88.0 (flux-core is not packaged by Debian)"
-    [ -f "$VNIB_FLUX_JOBTAP" ] && [ -f "$VNIB_FLUX_SHELL" ] ||
-        skip_flux "the Flux plugins are not built ($BUILD/flux/): make tests"
+    [ -f "$VNIB_FLUX_JOBTAP" ] && [ -f "$VNIB_FLUX_SHELL" ] && [ -x "$VNIB_FLUX_NODE" ] ||
+        skip_flux "the Flux plugins and vnib-flux-node are not built ($BUILD/flux/): make tests"
     [ "$(id -u)" -eq 0 ] || skip_flux "the Flux tests run as root (the node side's agent is root's)"
     command -v jq >/dev/null || skip_flux "jq is missing: make deps"
 }
 
-# flux_cluster [TOML]: PostgreSQL, a broker (pool 3000-3099, TOML added to
-# its configuration) and the agents of fx0-fx2, four simulated NICs each.
+# flux_cluster [TOML]: PostgreSQL, a broker (pool 3000-3099, the lease key
+# unless FLUX_LEASES=0, TOML added to its configuration) and the agents of
+# fx0-fx2, four simulated NICs each, with the lease's public key.
 flux_cluster () {
     pg_start || exit 1
-    broker_up "$T/b.toml" "$(vni_pool 3000-3099)
+    lease_keys
+    fc_lease=""
+    [ "${FLUX_LEASES:-1}" = 1 ] && fc_lease=$(printf '\n[lease]\nkey_file = "%s"' "$T/lease.key")
+    broker_up "$T/b.toml" "$(vni_pool 3000-3099)$fc_lease
 ${1:-}"
-    for n in fx0 fx1 fx2; do agent_setup "$n" 4; done
+    for n in fx0 fx1 fx2; do
+        agent_setup "$n" 4 "[lease]
+public_keys = [\"$T/lease.pub\"]"
+    done
 }
 
 fluxc () {
@@ -71,25 +85,21 @@ fluxc () {
 # FLUX_RESERVE_TIMEOUT_MS set the plugin's timeouts, 2000 and 3000;
 # FLUX_PROLOG_COMMAND the per-rank prolog, default "vnib-flux-node prolog";
 # FLUX_SHELL_PLUGIN=0 leaves the shell plugin out), the node side's settings
-# ($T/flux-node.conf) and script ($T/vnib-flux-node), the shell's initrc.
+# ($T/flux-node.conf; FLUX_NODE_CONF adds lines), the shell's initrc.
 # Needs BROKER_URL and SCHED_TOKEN (broker_up) and the agents (agent_setup
 # fx0 ...).
 flux_setup () {
     mkdir -p "$T/flux.d" "$T/flux-state"
     (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/flux.token")
-    sed -e "s|@CONFDIR@|$T|" -e "s|@SBINDIR@|$BUILD|" -e "s|@BINDIR@|$BUILD|" \
-        "$TOP/plugins/flux/node/vnib-flux-node.in" >"$T/vnib-flux-node"
-    chmod 755 "$T/vnib-flux-node"
     cat >"$T/flux-node.conf" <<EOF
-VNIB_AGENT=$BUILD/vnib-agent
-FLUX=$FLUX
+# vnib-flux-node's settings for this test (sh syntax, read without a shell)
 AGENT_CONFIG=$T/%n/agent.toml
-RESERVATION_WAIT=60
 HOUSEKEEPING_RETRY_BUSY=${FLUX_HOUSEKEEPING_RETRY_BUSY:-2s}
 LOGGER=
+${FLUX_NODE_CONF:-}
 EOF
     chmod 644 "$T/flux-node.conf"
-    prolog_cmd=${FLUX_PROLOG_COMMAND:-$T/vnib-flux-node prolog}
+    prolog_cmd=${FLUX_PROLOG_COMMAND:-$FLUX_NODE_CMD prolog}
     cat >"$T/flux.d/vnibroker.toml" <<EOF
 [resource]
 noverify = true
@@ -106,7 +116,7 @@ per-rank = true
 command = [ $(printf '"%s", ' $prolog_cmd | sed 's/, $//') ]
 
 [job-manager.housekeeping]
-command = [ "$T/vnib-flux-node", "housekeeping" ]
+command = [ $(printf '"%s", ' $FLUX_NODE_CMD housekeeping | sed 's/, $//') ]
 release-after = "0s"
 
 [vnibroker]
@@ -127,27 +137,30 @@ EOF
         echo "plugin.load { file = \"$VNIB_FLUX_SHELL\", conf = { state_dir = \"$T/%n/state\" } }" >>"$T/initrc.lua"
 }
 
-# flux_start [CONFIG-DIR [INITRC]]: the instance of FLUX_SIZE brokers, in
-# the background, until flux_stop (by default with flux_setup's $T/flux.d
-# and $T/initrc.lua).  Its environment is the caller's.
+# flux_start [CONFIG-DIR [INITRC [NAME]]]: the instance of FLUX_SIZE
+# brokers, in the background, until flux_stop (by default with
+# flux_setup's $T/flux.d and $T/initrc.lua).  Its environment is the
+# caller's.  NAME (default flux) names its files: $T/NAME.uri, .log,
+# -state/, -start.out; sets FLUX_NAME too, for flux_stop.
 flux_start () {
-    rm -f "$T/flux.uri"
-    mkdir -p "$T/flux-state" "${1:-$T/flux.d}"
+    FLUX_NAME=${3:-flux}
+    rm -f "$T/$FLUX_NAME.uri"
+    mkdir -p "$T/$FLUX_NAME-state" "${1:-$T/flux.d}"
     "$FLUX" start --test-size="$FLUX_SIZE" --test-hosts="fx[0-$((FLUX_SIZE - 1))]" \
-        --config-path="${1:-$T/flux.d}" -Sstatedir="$T/flux-state" \
-        -Sconf.shell_initrc="${2:-$T/initrc.lua}" -Slog-filename="$T/flux.log" \
+        --config-path="${1:-$T/flux.d}" -Sstatedir="$T/$FLUX_NAME-state" \
+        -Sconf.shell_initrc="${2:-$T/initrc.lua}" -Slog-filename="$T/$FLUX_NAME.log" \
         -Slog-level=7 \
         sh -c 'echo $$ >"$0.pid" && echo "$FLUX_URI" >"$0.tmp" &&
                mv "$0.tmp" "$0" && exec sleep 100000' \
-        "$T/flux.uri" >>"$T/flux-start.out" 2>&1 &
+        "$T/$FLUX_NAME.uri" >>"$T/$FLUX_NAME-start.out" 2>&1 &
     FLUX_PID=$!
     track "$FLUX_PID"
-    wait_for 60 test -s "$T/flux.uri" || {
+    wait_for 60 test -s "$T/$FLUX_NAME.uri" || {
         echo "# flux did not start:"
-        sed 's/^/#   /' "$T/flux-start.out" | tail -n 30
+        sed 's/^/#   /' "$T/$FLUX_NAME-start.out" | tail -n 30
         return 1
     }
-    FLUX_URI=$(cat "$T/flux.uri")
+    FLUX_URI=$(cat "$T/$FLUX_NAME.uri")
     export FLUX_URI
     # Every rank up, its resources online.
     wait_for 60 sh -c '[ "$("$0" resource list -no {nnodes} -s free 2>/dev/null)" = "$1" ]' \
@@ -157,10 +170,11 @@ flux_start () {
     }
 }
 
-# flux_stop: the instance's initial program ends; the brokers follow.
+# flux_stop: the instance's initial program ends; the brokers follow (the
+# instance of FLUX_PID, named FLUX_NAME).
 flux_stop () {
     [ -n "$FLUX_PID" ] || return 0
-    kill "$(cat "$T/flux.uri.pid" 2>/dev/null)" 2>/dev/null
+    kill "$(cat "$T/${FLUX_NAME:-flux}.uri.pid" 2>/dev/null)" 2>/dev/null
     for _ in $(seq 1 300); do
         kill -0 "$FLUX_PID" 2>/dev/null || break
         sleep 0.1

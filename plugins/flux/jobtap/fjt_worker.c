@@ -162,6 +162,7 @@ static void do_reserve(struct fjt_worker *w,
         .nodes = c->nodes,
         .vni_count = c->vni_count,
         .hwcoll = c->hwcoll[0] ? c->hwcoll : NULL,
+        .lease = c->lease,
     };
     for (;;) {
         json_decref(c->reply);
@@ -171,6 +172,17 @@ static void do_reserve(struct fjt_worker *w,
         if (c->status == 200 || c->status == 201) {
             c->result = FJT_OK;
             return;
+        }
+        /* A broker without leases, or a job reserved without one before
+         * (by an earlier load of the plugin): ask as before, at once. */
+        if (r.lease
+            && ((c->status == 400
+                 && !strncmp(c->error.text, "lease_disabled", 14))
+                || (c->status == 409
+                    && !strncmp(c->error.text, "reservation_conflict", 20)))) {
+            c->lease_disabled = c->status == 400;
+            r.lease = c->lease = false;
+            continue;
         }
         if (c->status > 0 && final_refusal(c->status, &c->error)) {
             c->result = FJT_REFUSED;

@@ -11,6 +11,12 @@
  * two at once (a release queued behind its job's reserve waits for it);
  * calls of different jobs run in parallel.
  *
+ * A reserve that asks for a lease (the reservation is then presumed and
+ * the reply carries the lease the nodes start from) is made again at
+ * once without one when the broker signs none (400 lease_disabled), or
+ * when the job's active reservation was made without one (409
+ * reservation_conflict: a reserve's retry must ask as the first did).
+ *
  * Releases the broker cannot take (unreachable, 5xx) are kept in the
  * spool (fjt_spool.h) before the call comes back, so a release is never
  * only in memory: FJT_FLUSH calls send them again.  Calls still queued
@@ -57,11 +63,17 @@ struct fjt_call {
     int vni_count;    /* reserve: -1 for the broker's default */
     char hwcoll[8];   /* reserve: "", "on", "off" or "auto" */
     int ncores;       /* reserve: the nodes\' cores (0: they differ) */
+    bool lease;       /* reserve: ask for a lease ("lease": true); the
+                       * worker clears it when the reservation came
+                       * without one */
     char *created_by; /* list: the token's name (owned) */
     /* Filled in by the worker. */
     enum fjt_result result;
-    int status;    /* the last HTTP status, or -1 */
-    json_t *reply; /* reserve: the reservation; list: job ids (owned) */
+    bool lease_disabled; /* reserve: the broker answered 400
+                          * lease_disabled, so it was asked again
+                          * without a lease */
+    int status;          /* the last HTTP status, or -1 */
+    json_t *reply;       /* reserve: the reservation; list: job ids (owned) */
     vnib_error_t error;
     int attempts;
     int64_t started_ms; /* monotonic, when a thread took it */

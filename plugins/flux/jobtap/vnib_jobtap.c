@@ -8,9 +8,16 @@
  * posts the job event flux-coral2's node side reads, cray-slingshot with
  * {"vnis":[...]} or {"vnis":[],"empty-reason":"..."}, then its own event,
  * vnibroker, which vnibroker's node side waits for: the broker's job id,
- * the VNIs, the reservation id and the hardware collectives' state, or
- * the empty-reason (never the FM's session token: job eventlogs are the
- * user's to read); then it ends the hold.  A reserve that fails raises a fatal
+ * the VNIs, the reservation id, the hardware collectives' state and the
+ * lease, or the empty-reason; then it ends the hold.  The reserve asks for
+ * a lease (docs/node-path.md): the broker's signed launch data, which the
+ * nodes start from without asking the broker, and which holds no secret
+ * (never the FM's session token: job eventlogs are the user's to read).
+ * A broker that signs no leases (400 lease_disabled) is asked as before,
+ * and the plugin says so once and asks for a lease again only every
+ * LEASE_PROBE_MS (or after a configuration change or its next load), so
+ * that such a broker costs one request per job.  A reserve that fails
+ * raises a fatal
  * exception of type vnibroker, or, with reserve-fatal = false, lets the job run
  * without isolation (an empty cray-slingshot event saying why).
  *
@@ -47,6 +54,7 @@
 #include "plugins/flux/jobtap/fjt_conf.h"
 #include "plugins/flux/jobtap/fjt_spool.h"
 #include "plugins/flux/jobtap/fjt_worker.h"
+#include "vnib/monotime.h"
 #include "vnib/secfile.h"
 
 #define PLUGIN_NAME "vnibroker"
@@ -54,6 +62,8 @@
 #define EVENT_CORAL2 "cray-slingshot"
 #define EVENT_OURS "vnibroker"
 #define EXCEPTION_TYPE "vnibroker"
+/* How often reserves ask a broker that signs no leases for one again. */
+#define LEASE_PROBE_MS (5 * 60 * 1000)
 
 /* A job the plugin holds (or will hold) until its reserve comes back. */
 struct pending {
@@ -83,7 +93,10 @@ struct plugin_ctx {
     flux_watcher_t *done_w;
     flux_watcher_t *retry_w;
     flux_watcher_t *reconcile_w;
-    char token_name[128]; /* the broker's name for our token, once known */
+    char token_name[128];   /* the broker's name for our token, once known */
+    bool lease_disabled;    /* the broker answered lease_disabled: reserves
+                             * ask for no lease, but one at lease_probe_ms */
+    int64_t lease_probe_ms; /* monotonic: when a reserve asks again */
     struct pending *pending;
     struct recover *recovering; /* eventlog lookups outstanding */
     struct counters n;
@@ -267,6 +280,9 @@ static int post_reserved(struct plugin_ctx *ctx,
     /* The node side sizes the services by it without reading R. */
     if (ncores > 0)
         json_object_set_new(ours, "ncores", json_integer(ncores));
+    /* What the nodes start from; signed, and without the session token. */
+    if (json_is_string(json_object_get(resv, "lease")))
+        json_object_set(ours, "lease", json_object_get(resv, "lease"));
     if (json_is_object(hw)) {
         json_t *h = json_object();
         const char *keys[] = {"state", "mode", "reason", "fm_job_id"};
@@ -303,6 +319,23 @@ static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
             snprintf(ctx->token_name, sizeof(ctx->token_name), "%s", by);
     } else {
         ctx->n.reserve_failed++;
+    }
+    if (c->lease_disabled) {
+        if (!ctx->lease_disabled)
+            flux_log(ctx->h,
+                     LOG_WARNING,
+                     "vnibroker: the broker signs no leases (lease_disabled): "
+                     "jobs start as before, each node asking the broker; "
+                     "a reserve asks again every %d s",
+                     LEASE_PROBE_MS / 1000);
+        ctx->lease_disabled = true;
+        ctx->lease_probe_ms = monotime_ms() + LEASE_PROBE_MS;
+    } else if (c->result == FJT_OK && c->lease && ctx->lease_disabled) {
+        ctx->lease_disabled = false;
+        flux_log(ctx->h,
+                 LOG_INFO,
+                 "vnibroker: the broker signs leases again: jobs start from "
+                 "them");
     }
     if (!q || q->ended) {
         /* The job ended meanwhile: its cleanup queued the release,
@@ -558,6 +591,10 @@ static void queue_reserve(struct plugin_ctx *ctx,
     free(nodes);
     c->uid = (uint32_t)userid;
     c->ncores = fjt_R_ncores(R);
+    /* A broker that signs no leases is asked again now and then. */
+    c->lease = !ctx->lease_disabled || monotime_ms() >= ctx->lease_probe_ms;
+    if (ctx->lease_disabled && c->lease)
+        ctx->lease_probe_ms = monotime_ms() + LEASE_PROBE_MS;
     c->vni_count = o.vni_count >= 0 ? o.vni_count : ctx->conf.vnis_per_job;
     snprintf(c->hwcoll,
              sizeof(c->hwcoll),
@@ -953,6 +990,8 @@ static int conf_update_cb(flux_plugin_t *p,
         if (c.token_name[0])
             snprintf(
                 ctx->token_name, sizeof(ctx->token_name), "%s", c.token_name);
+        /* The broker may sign leases now: the next reserve asks. */
+        ctx->lease_probe_ms = 0;
         ctx->conf.reserve_fatal = c.reserve_fatal;
         ctx->conf.vnis_per_job = c.vnis_per_job;
         memcpy(ctx->conf.hwcoll, c.hwcoll, sizeof(c.hwcoll));
@@ -982,8 +1021,9 @@ static int query_cb(flux_plugin_t *p,
     if (flux_plugin_arg_pack(
             args,
             FLUX_PLUGIN_ARG_OUT,
-            "{s:s s:s s:s s:i s:b s:i s:s s:{s:s s:i s:I} s:{s:i s:i s:o} "
-            "s:{s:I s:I s:I s:I s:I s:I s:I} s:{s:I s:s} s:s}",
+            "{s:s s:s s:s s:i s:b s:i s:s s:b s:{s:s s:i s:I} "
+            "s:{s:i s:i s:o} s:{s:I s:I s:I s:I s:I s:I s:I} s:{s:I s:s} "
+            "s:s}",
             "url",
             ctx->conf.url,
             "token-file",
@@ -998,6 +1038,8 @@ static int query_cb(flux_plugin_t *p,
             ctx->conf.vnis_per_job,
             "hwcoll",
             ctx->conf.hwcoll,
+            "leases",
+            !ctx->lease_disabled,
             "spool",
             "dir",
             ctx->conf.spool_dir,

@@ -4,7 +4,10 @@
  * the release spool (fjt_spool.c) and the worker's behaviour with a
  * broker that refuses connections (fjt_worker.c): a reserve gives up
  * after its deadline, a release is spooled, a flush keeps it, and calls
- * queued at destroy are spooled, never lost.  The plugin's sources are
+ * queued at destroy are spooled, never lost; a reserve asks for a lease,
+ * and is asked again at once without one from a broker that signs none
+ * (400 lease_disabled) or for a job reserved without one (409
+ * reservation_conflict), against a fake broker.  The plugin's sources are
  * compiled in: they are not part of any library.  The plugin against a
  * real broker and a real Flux: tests/integration/07*-flux.sh.
  */
@@ -22,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/common/fakehttp.h"
 #include "plugins/flux/jobtap/fjt_conf.c"
 #include "plugins/flux/jobtap/fjt_spool.c"
 #include "plugins/flux/jobtap/fjt_worker.c"
@@ -382,6 +386,116 @@ static void test_worker_unreachable(void **state)
     free(d);
 }
 
+/* One reserve against a fake broker answering the replies given in
+ * order; the call back, its requests' bodies in bodies[]. */
+static struct fjt_call *reserve_against(const char *const *replies,
+                                        const int *statuses,
+                                        int n,
+                                        bool lease,
+                                        char **bodies)
+{
+    char *d = tmpdir();
+    char url[64];
+    vnib_error_t e = {0};
+    struct fakehttp *srv = fakehttp_new(n);
+    struct fjt_spool *s;
+    struct fjt_worker *w;
+    struct fjt_call *c;
+
+    for (int i = 0; i < n; i++)
+        fakehttp_add_json(
+            srv, "POST /v1/reservations", statuses[i], replies[i], 1);
+    fakehttp_run(srv);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv->port);
+    struct fjt_worker_cfg cfg = {
+        .url = url,
+        .token = "vnib1.test",
+        .timeout_ms = 2000,
+        .reserve_timeout_ms = 3000,
+        .threads = 1,
+    };
+    assert_non_null(s = fjt_spool_create(d, &e));
+    assert_non_null(w = fjt_worker_create(&cfg, s, &e));
+    c = fjt_call_create(FJT_RESERVE, 42, "fx[0-2]");
+    c->uid = (uint32_t)getuid();
+    c->lease = lease;
+    fjt_worker_queue(w, c);
+    c = take_one(w);
+    fjt_worker_destroy(w);
+    fakehttp_join(srv);
+    for (int i = 0; i < n; i++)
+        bodies[i] = strdup(fakehttp_body(srv, i));
+    fakehttp_free(srv);
+    fjt_spool_destroy(s);
+    rmtree(d);
+    free(d);
+    return c;
+}
+
+static void test_worker_lease(void **state)
+{
+    const char *granted[] = {
+        "{\"id\":7,\"job_id\":\"42\",\"vnis\":[3000],"
+        "\"lease\":\"vnib1.x.y\"}"};
+    const int created[] = {201};
+    const char *disabled[] = {
+        "{\"error\":{\"code\":\"lease_disabled\",\"message\":\"set "
+        "lease.key_file\"}}",
+        "{\"id\":7,\"job_id\":\"42\",\"vnis\":[3000]}"};
+    const char *conflict[] = {
+        "{\"error\":{\"code\":\"reservation_conflict\",\"message\":"
+        "\"x\"}}",
+        "{\"id\":7,\"job_id\":\"42\",\"vnis\":[3000]}"};
+    const int twice[] = {400, 200};
+    const int conflicted[] = {409, 200};
+    char *bodies[2] = {NULL, NULL};
+    struct fjt_call *c;
+
+    (void)state;
+    /* Granted: one request, which asked for it. */
+    c = reserve_against(granted, created, 1, true, bodies);
+    assert_int_equal(c->result, FJT_OK);
+    assert_true(c->lease);
+    assert_false(c->lease_disabled);
+    assert_int_equal(c->attempts, 1);
+    assert_string_equal(json_string_value(json_object_get(c->reply, "lease")),
+                        "vnib1.x.y");
+    fakehttp_assert_contains(bodies[0], "\"lease\":true");
+    fjt_call_destroy(c);
+    free(bodies[0]);
+
+    /* A broker without leases: asked again at once, without one. */
+    c = reserve_against(disabled, twice, 2, true, bodies);
+    assert_int_equal(c->result, FJT_OK);
+    assert_false(c->lease);
+    assert_true(c->lease_disabled);
+    assert_int_equal(c->attempts, 2);
+    fakehttp_assert_contains(bodies[0], "\"lease\":true");
+    fakehttp_assert_lacks(bodies[1], "lease");
+    fjt_call_destroy(c);
+    free(bodies[0]);
+    free(bodies[1]);
+
+    /* A job reserved without a lease before: its retry must ask as the
+     * first reserve did. */
+    c = reserve_against(conflict, conflicted, 2, true, bodies);
+    assert_int_equal(c->result, FJT_OK);
+    assert_false(c->lease);
+    assert_false(c->lease_disabled);
+    fakehttp_assert_lacks(bodies[1], "lease");
+    fjt_call_destroy(c);
+    free(bodies[0]);
+    free(bodies[1]);
+
+    /* Without a lease asked for, a conflict is final. */
+    c = reserve_against(conflict, conflicted, 1, false, bodies);
+    assert_int_equal(c->result, FJT_REFUSED);
+    assert_int_equal(c->status, 409);
+    fakehttp_assert_lacks(bodies[0], "lease");
+    fjt_call_destroy(c);
+    free(bodies[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_R_ncores),
         cmocka_unit_test(test_spool),
         cmocka_unit_test(test_worker_unreachable),
+        cmocka_unit_test(test_worker_lease),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
