@@ -682,7 +682,27 @@ fuzz: deps-fuzz
 BENCH_BINS := $(BUILD)/tests/bench/bench_lib $(BUILD)/tests/bench/bench_api \
               $(BUILD)/tests/bench/bench_node \
               $(BUILD)/tests/stress/history
-bench-bins: $(BINS) $(BENCH_BINS)
+bench-bins: $(BINS) $(BENCH_BINS) $(if $(filter 1,$(HAVE_SLURM)),bench-slurm)
+
+# The bench's switch plugin that does nothing (tests/bench/switch_noop.c),
+# the floor of the slurmstart scenario: for the installed Slurm into
+# $(BUILD)/bench/, and for each release slurm-build.sh built into
+# $(BUILD)/slurm-VERSION/bench/ (a plugin loads only into its release).
+# Only its version comes from Slurm's headers.  The other releases' own
+# plugins (slurm-versions) are rebuilt too: `make all` builds only the
+# installed release's.
+.PHONY: bench-slurm
+bench-slurm: $(SLURM_OUT)/bench/switch_noop.so slurm-versions
+	@for d in $(SLURM_EXTRA); do \
+	    v=$${d##*/slurm-}; \
+	    $(MAKE) --no-print-directory SLURM_INCLUDE=$$d/prefix/include \
+	        SLURM_OUT=$(BUILD)/slurm-$$v $(BUILD)/slurm-$$v/bench/switch_noop.so \
+	        || exit 1; \
+	done
+
+$(SLURM_OUT)/bench/switch_noop.so: tests/bench/switch_noop.c
+	@mkdir -p $(@D)
+	$(CC) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $<
 
 bench: deps all bench-bins
 	sh tests/bench/run.sh $(BUILD)
