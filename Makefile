@@ -229,7 +229,12 @@ $(LIBVNIB_PIC): $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/vnib-agent-broker.so: $(BUILD)/pic/agent/broker.o $(LIBVNIB_PIC)
+# lib/'s client (client.o) is linked as an object, not from the archive,
+# so that its calls (vnib/client.h) are exported too: the Slurm switch
+# plugin's helper makes the controller's requests with them
+# (plugins/slurm/switch/swv_broker.h).
+$(BUILD)/vnib-agent-broker.so: $(BUILD)/pic/agent/broker.o \
+                               $(BUILD)/pic/lib/client.o $(LIBVNIB_PIC)
 	$(CC) -shared $(LDFLAGS) -Wl,--exclude-libs,ALL -Wl,--as-needed \
 	    -o $@ $^ $(LIBS_BASE)
 
@@ -278,9 +283,19 @@ $(SLURM_OUT)/vnib_spank.so: plugins/slurm/spank/vnib_spank.c \
 # (deploy/tools/slurm-src.sh) into build/slurm-src/tree, shared by every
 # BUILD.  Without either, `make` skips the plugin with a message; `make
 # check` (SLURM_REQUIRED=1) requires it.  Built without the sanitizers,
-# as vnib_spank.so is, and linked with the agent and client code it runs
-# (libvnibagent_pic.a) hidden inside it: only the plugin's symbols are
-# exported (plugins/slurm/switch/exports.map).
+# as vnib_spank.so is.
+#
+# Slurm loads switch_vnib.so into srun, slurmd, slurmctld and every
+# slurmstepd, so it is only the Slurm glue and the step data's wire form,
+# with lib/'s error, clock and loader objects: no libcurl, no jansson, no
+# agent.  What talks to the broker and the NICs (swv_ctld.c, swv_node.c
+# and the agent's code, libvnibagent_pic.a) is vnib-switch-helper.so,
+# which the plugin loads only in slurmctld (and a job's stepmgr) and in a
+# step's slurmstepd (plugins/slurm/switch/swv_helper.h).  The helper
+# includes no Slurm header, so one serves every release; it links no
+# libcurl either (its client is vnib-agent-broker.so, loaded beside it at
+# the first request).  Each exports only its entry points
+# (plugins/slurm/switch/exports.map, swv_helper.map).
 #
 # Only what needs the tree fetches it: `make deps` (and so `make check`,
 # `make bench`), and a goal that names the plugin, such as
@@ -308,9 +323,15 @@ SLURM_TREE      := $(SLURM_SRC)
 SLURM_SRC_FETCH :=
 endif
 HAVE_SLURM_SRC := $(if $(SLURM_SRC),$(if $(wildcard $(SLURM_SRC)/config.h),1,0),0)
-SWITCH_SRCS := $(wildcard plugins/slurm/switch/*.c)
+SWITCH_HELPER_SRCS := $(addprefix plugins/slurm/switch/,\
+                        swv_helper.c swv_ctld.c swv_node.c swv_broker.c \
+                        swv_outbox.c swv_conn.c)
+SWITCH_SRCS := $(filter-out $(SWITCH_HELPER_SRCS),\
+                 $(wildcard plugins/slurm/switch/*.c))
 SWITCH_OBJS := $(SWITCH_SRCS:%.c=$(SLURM_OUT)/pic/%.o)
+SWITCH_LIB_OBJS := $(addprefix $(BUILD)/pic/lib/,error.o monotime.o trustload.o)
 SWITCH_SO   := $(SLURM_OUT)/switch_vnib.so
+SWITCH_HELPER := $(BUILD)/vnib-switch-helper.so
 ifeq ($(HAVE_SLURM_SRC),1)
 PLUGINS     += $(SWITCH_SO)
 else
@@ -327,7 +348,8 @@ slurm-src:
 switch-skipped:
 	@echo 'make: skipped switch_vnib.so (no configured Slurm source tree): `make deps` as root fetches it into $(SLURM_SRC_CACHE), or pass SLURM_SRC=/path'
 
-all tests: $(if $(filter 1,$(HAVE_SLURM_SRC)),$(SWITCH_SO)) $(SWITCH_SKIPPED)
+all tests: $(if $(filter 1,$(HAVE_SLURM_SRC)),$(SWITCH_SO) $(SWITCH_HELPER)) \
+           $(SWITCH_SKIPPED)
 
 # Only swv_plugin.c and the entry points (swv_iface*.c, one per switch
 # interface: swv_slurm.h) include Slurm's headers (as system headers:
@@ -338,17 +360,35 @@ SWITCH_SLURM_OBJS := $(SLURM_OUT)/pic/plugins/slurm/switch/swv_plugin.o \
 $(SWITCH_SLURM_OBJS): \
     SWITCH_SLURM_FLAGS = -isystem $(SLURM_TREE) -Wno-missing-field-initializers
 $(SWITCH_SLURM_OBJS): | $(SLURM_SRC_FETCH)
+# Where the plugin looks for its helper when it is not beside it (as make
+# install puts them): PKGLIBDIR of the PREFIX it was built with (the
+# Debian packages build with PREFIX=/usr).
+$(SLURM_OUT)/pic/plugins/slurm/switch/swv_load.o: \
+    SWITCH_SLURM_FLAGS = -DSWV_HELPER_DEFAULT='"$(PKGLIBDIR)/vnib-switch-helper.so"'
 
 $(SLURM_OUT)/pic/plugins/slurm/switch/%.o: plugins/slurm/switch/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(SWITCH_SLURM_FLAGS) $(SPANK_CFLAGS) -fPIC \
 	    -MMD -MP -c $< -o $@
 
-$(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
-              plugins/slurm/switch/exports.map
-	$(CC) -shared $(LDFLAGS) -o $@ $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
+$(SWITCH_SO): $(SWITCH_OBJS) $(SWITCH_LIB_OBJS) plugins/slurm/switch/exports.map
+	$(CC) -shared $(LDFLAGS) -o $@ $(SWITCH_OBJS) $(SWITCH_LIB_OBJS) \
+	    -Wl,--as-needed \
+	    -Wl,--version-script=plugins/slurm/switch/exports.map -lpthread -ldl
+
+# The agent's code comes from libvnibagent_pic.a less its client of the
+# broker (agent/broker.o, lib/client.o): swv_broker.c defines the
+# broker_open the agent's stepapi.c calls, which loads vnib-agent-broker.so.
+# The helper shares the plugin's Slurm-free parsers (swv_opts, swv_jobinfo).
+SWITCH_HELPER_OBJS := $(SWITCH_HELPER_SRCS:%.c=$(BUILD)/pic/%.o) \
+                      $(BUILD)/pic/plugins/slurm/switch/swv_opts.o \
+                      $(BUILD)/pic/plugins/slurm/switch/swv_jobinfo.o
+$(SWITCH_HELPER): $(SWITCH_HELPER_OBJS) $(BUILD)/libvnibagent_pic.a \
+                  plugins/slurm/switch/swv_helper.map | $(BUILD)/vnib-agent-broker.so
+	$(CC) -shared $(LDFLAGS) -Wl,-z,defs -o $@ \
+	    $(SWITCH_HELPER_OBJS) $(BUILD)/libvnibagent_pic.a \
 	    -Wl,--exclude-libs,ALL -Wl,--as-needed \
-	    -Wl,--version-script=plugins/slurm/switch/exports.map \
+	    -Wl,--version-script=plugins/slurm/switch/swv_helper.map \
 	    $(PKG_LIBS) -lpthread -ldl
 
 # ---- Other Slurm releases --------------------------------------------------
@@ -369,7 +409,7 @@ $(SWITCH_SO): $(SWITCH_OBJS) $(BUILD)/libvnibagent_pic.a \
 SLURM_EXTRA := $(if $(filter $(BUILD),$(SLURM_OUT)),$(shell sh deploy/tools/slurm-build.sh --dirs 2>/dev/null))
 
 .PHONY: slurm-versions deps-slurm
-slurm-versions: $(BUILD)/libvnibagent_pic.a $(BUILD)/libvnibspank_pic.a
+slurm-versions: $(SWITCH_LIB_OBJS) $(BUILD)/libvnibspank_pic.a
 	@for d in $(SLURM_EXTRA); do \
 	    v=$${d##*/slurm-}; \
 	    $(MAKE) --no-print-directory SLURM_SRC=$$d/src \
@@ -642,7 +682,27 @@ fuzz: deps-fuzz
 BENCH_BINS := $(BUILD)/tests/bench/bench_lib $(BUILD)/tests/bench/bench_api \
               $(BUILD)/tests/bench/bench_node \
               $(BUILD)/tests/stress/history
-bench-bins: $(BINS) $(BENCH_BINS)
+bench-bins: $(BINS) $(BENCH_BINS) $(if $(filter 1,$(HAVE_SLURM)),bench-slurm)
+
+# The bench's switch plugin that does nothing (tests/bench/switch_noop.c),
+# the floor of the slurmstart scenario: for the installed Slurm into
+# $(BUILD)/bench/, and for each release slurm-build.sh built into
+# $(BUILD)/slurm-VERSION/bench/ (a plugin loads only into its release).
+# Only its version comes from Slurm's headers.  The other releases' own
+# plugins (slurm-versions) are rebuilt too: `make all` builds only the
+# installed release's.
+.PHONY: bench-slurm
+bench-slurm: $(SLURM_OUT)/bench/switch_noop.so slurm-versions
+	@for d in $(SLURM_EXTRA); do \
+	    v=$${d##*/slurm-}; \
+	    $(MAKE) --no-print-directory SLURM_INCLUDE=$$d/prefix/include \
+	        SLURM_OUT=$(BUILD)/slurm-$$v $(BUILD)/slurm-$$v/bench/switch_noop.so \
+	        || exit 1; \
+	done
+
+$(SLURM_OUT)/bench/switch_noop.so: tests/bench/switch_noop.c
+	@mkdir -p $(@D)
+	$(CC) $(SLURM_CPPFLAGS) $(SPANK_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $<
 
 bench: deps all bench-bins
 	sh tests/bench/run.sh $(BUILD)
@@ -726,6 +786,8 @@ install: all
 	install -m 0755 $(BUILD)/vnib-agent-broker.so \
 	    $(DESTDIR)$(PKGLIBDIR)/vnib-agent-broker.so
 	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(PKGLIBDIR)/)
+	$(if $(filter 1,$(HAVE_SLURM_SRC)),install -m 0755 $(SWITCH_HELPER) \
+	    $(DESTDIR)$(PKGLIBDIR)/vnib-switch-helper.so)
 	install -m 0755 $(GEN_DIR)/vnib-slurm-hook $(DESTDIR)$(PKGLIBDIR)/vnib-slurm-hook
 	install -d $(DESTDIR)$(PKGLIBDIR)/flux $(DESTDIR)$(DOCDIR)/plugins/flux/node
 	$(if $(filter 1,$(HAVE_FLUX)),install -m 0755 $(FLUX_PLUGINS) $(FLUX_NODE) $(DESTDIR)$(PKGLIBDIR)/flux/)

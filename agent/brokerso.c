@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vnib/trustload.h"
 #include "agent/brokerso.h"
 
 /* Where the object may be, from the program's folder. */
@@ -31,34 +32,12 @@ static int program_dir(char *dir, size_t size, vnib_error_t *errp)
     return 0;
 }
 
-/* A library root may load: a regular file of root or the effective uid
- * that group and others cannot write. */
-static int trusted(const char *path, const struct stat *st, vnib_error_t *errp)
-{
-    if (!S_ISREG(st->st_mode)) {
-        errno = EPERM;
-        return errprintf(errp, "%s: not a regular file", path);
-    }
-    if ((st->st_uid != 0 && st->st_uid != geteuid())
-        || (st->st_mode & (S_IWGRP | S_IWOTH))) {
-        errno = EPERM;
-        return errprintf(errp,
-                         "%s: refused: owned by uid %ld, mode %04o (it must "
-                         "be root's, and not writable by group or others)",
-                         path,
-                         (long)st->st_uid,
-                         (unsigned)(st->st_mode & 07777));
-    }
-    return 0;
-}
-
 /* The object, loaded (a second load is the first's; it is never
  * unloaded: the program is short-lived). */
 static void *load(vnib_error_t *errp)
 {
     char dir[PATH_MAX], path[PATH_MAX + 64];
     struct stat st;
-    void *handle;
 
     if (program_dir(dir, sizeof(dir), errp) < 0)
         return NULL;
@@ -66,13 +45,7 @@ static void *load(vnib_error_t *errp)
         snprintf(path, sizeof(path), "%s%s/%s", dir, places[i], BROKERSO_NAME);
         if (stat(path, &st) < 0)
             continue;
-        if (trusted(path, &st, errp) < 0)
-            return NULL;
-        if (!(handle = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-            errno = ELIBBAD;
-            errprintf(errp, "%s", dlerror());
-        }
-        return handle;
+        return trustload_open(path, errp);
     }
     errno = ENOENT;
     errprintf(errp,

@@ -3,17 +3,29 @@
 # Job start overhead under Slurm, for `make bench` (tests/bench/run.sh,
 # scenario "slurmstart"): `srun -N3 true` on the test cluster of
 # tests/integration/slurm.sh (slurmctld and three slurmd, four simulated
-# NICs each, a real broker) of the Slurm release VNIB_SLURM_VERSION,
-# timed from srun's start to its exit, with no isolation (switch/none, no
-# hooks: srun's own start), with the switch plugin (switch/vnib) and with
-# the prolog-hook path (vnib-slurm-hook as PrologSlurmctld, Prolog,
-# Epilog, EpilogSlurmctld, and vnib_spank.so).  A cluster runs one path
-# at a time, so the paths alternate by rounds: each round starts one
-# cluster per path (the order turning every round) and times RUNS/ROUNDS
-# jobs on it.  Prints, as "#" lines, "none: MEDIAN MIN MAX", "switch:
-# ..." and "hook: ..." in ms over RUNS jobs each (BENCH_SLURM_RUNS,
-# default 20; BENCH_SLURM_ROUNDS, default 4).  Needs root (slurm.sh skips
-# otherwise) and switch_vnib.so.
+# NICs each, a real broker that issues leases) of the Slurm release
+# VNIB_SLURM_VERSION, timed from srun's start to its exit, four ways:
+#
+#   none    no isolation (switch/none, no hooks): srun's own start
+#   noop    a switch plugin that does nothing (tests/bench/switch_noop.c),
+#           loaded from a folder of its own as switch_vnib.so is: the
+#           floor of any out-of-tree switch plugin, Slurm's own cost
+#   switch  switch/vnib (its helper, the step's lease)
+#   hook    the prolog hooks (vnib-slurm-hook as PrologSlurmctld, Prolog,
+#           Epilog, EpilogSlurmctld, with the job's lease, and
+#           vnib_spank.so)
+#
+# A cluster runs one way at a time, so the ways alternate by rounds: each
+# round starts one cluster per way (the order turning every round) and
+# times RUNS/ROUNDS jobs on it.  Prints, as "#" lines, "none: MEDIAN MIN
+# MAX", "noop: ...", "switch: ..." and "hook: ..." in ms over RUNS jobs
+# each (BENCH_SLURM_RUNS, default 20; BENCH_SLURM_ROUNDS, default 4), and
+# what slurmctld's log says switch/vnib's broker requests took: "ctld job
+# reserve", "ctld step reserve" (both under slurmctld's job lock) and
+# "ctld release" (the outbox's thread, off the lock).  The nodes' state
+# directory is on tmpfs (/dev/shm), as the agent's default, /run, is.
+# Needs root (slurm.sh skips otherwise), switch_vnib.so and the no-op
+# plugin (make bench-bins).
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/../integration/agent.sh"
 . "$(dirname "$0")/../integration/slurm.sh"
@@ -21,53 +33,80 @@
 RUNS=${BENCH_SLURM_RUNS:-20}
 ROUNDS=${BENCH_SLURM_ROUNDS:-4}
 PER=$(((RUNS + ROUNDS - 1) / ROUNDS))
+WAYS="none noop switch hook"
 
 pg_start || exit 1
-broker_up "$T/b.toml" "$(vni_pool 3000-3999)"
-# Both paths' settings side by side: the agent configurations (with the
-# node's name, which the hook also passes), the hook's, the plugin's.
+broker_up "$T/b.toml" "$(vni_pool 3000-3999)$(slurm_lease_toml)"
+# Every way's settings side by side: the agent configurations (with the
+# node's name, which the hook also passes, and the lease key), the
+# hook's, the plugin's, the no-op plugin's folder.
 slurm_switch_setup || { echo "# not run: no switch_vnib.so"; exit 1; }
+# The nodes' state (node.state_dir) on tmpfs, as the agent's default
+# /run/vnibroker is: its records are written durably, which costs a disk
+# nothing on tmpfs.
+STATE=/dev/shm/vnib-bench.$$
+mkdir -p "$STATE" && chmod 700 "$STATE" || exit 1
+trap 'slurm_stop; rm -rf "$STATE"; cleanup' EXIT
+for n in n1 n2 n3; do
+    sed -i "s|^state_dir = .*|state_dir = \"$STATE/$n\"|" "$T/$n/agent.toml"
+done
 slurm_hook_setup "AGENT_CONFIG=$T/%n/agent.toml" || exit 1
-echo "required $(share "$VNIB_SLURM_OUT/vnib_spank.so") state_dir=$T/%n/state" >"$T/plugstack.conf"
+echo "required $(share "$VNIB_SLURM_OUT/vnib_spank.so") state_dir=$STATE/%n" >"$T/plugstack.conf"
+NOOP_DIR=$T/noop
+mkdir -p "$NOOP_DIR" && chmod 755 "$NOOP_DIR"
+cp "$VNIB_SLURM_OUT/bench/switch_noop.so" "$NOOP_DIR/" 2>/dev/null ||
+    { echo "# not run: no $VNIB_SLURM_OUT/bench/switch_noop.so (make bench-bins)"; exit 1; }
+chmod 755 "$NOOP_DIR/switch_noop.so"
 
-start_path () {
-    if [ "$1" = none ]; then
-        slurm_start dir="$T/n"
-    elif [ "$1" = switch ]; then
-        slurm_start dir="$T/s" switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \
-            plugin_dir="$VNIB_PLUGIN_DIR"
-    else
-        slurm_start dir="$T/h" prolog="$VNIB_HOOK" epilog="$VNIB_HOOK" \
-            prolog_ctld="$VNIB_HOOK" epilog_ctld="$VNIB_HOOK" \
-            plugstack="$T/plugstack.conf"
-    fi
+start_way () {
+    case "$1" in
+        none) slurm_start dir="$T/n" ;;
+        noop) slurm_start dir="$T/o" switch=noop plugin_dir="$NOOP_DIR" ;;
+        switch)
+            slurm_start dir="$T/s" switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \
+                plugin_dir="$VNIB_PLUGIN_DIR"
+            ;;
+        hook)
+            slurm_start dir="$T/h" prolog="$VNIB_HOOK" epilog="$VNIB_HOOK" \
+                prolog_ctld="$VNIB_HOOK" epilog_ctld="$VNIB_HOOK" \
+                plugstack="$T/plugstack.conf"
+            ;;
+    esac
 }
 
-: >"$T/none.ms"
-: >"$T/switch.ms"
-: >"$T/hook.ms"
-order="none switch hook"
+for way in $WAYS; do : >"$T/$way.ms"; done
+order=$WAYS
 r=0
 while [ "$r" -lt "$ROUNDS" ]; do
     r=$((r + 1))
-    for path in $order; do
-        start_path "$path" || { echo "# $path: the cluster did not start"; exit 1; }
+    for way in $order; do
+        start_way "$way" || { echo "# $way: the cluster did not start"; exit 1; }
         i=0
         while [ "$i" -lt "$PER" ]; do
             i=$((i + 1))
             t0=$(date +%s%N)
-            timeout 60 srun -N3 true >/dev/null 2>>"$T/$path.err" ||
-                echo "# $path: srun failed: $(tail -n 1 "$T/$path.err")"
+            timeout 60 srun -N3 true >/dev/null 2>>"$T/$way.err" ||
+                echo "# $way: srun failed: $(tail -n 1 "$T/$way.err")"
             t1=$(date +%s%N)
-            echo $(((t1 - t0) / 1000)) >>"$T/$path.ms"
+            echo $(((t1 - t0) / 1000)) >>"$T/$way.ms"
         done
         slurm_stop
     done
+    # shellcheck disable=SC2086 # the ways, one word each
     set -- $order
-    order="$2 $3 $1"
+    order="$2 $3 $4 $1"
 done
 
-for path in none switch hook; do
-    sort -n "$T/$path.ms" | awk -v p="$path" -f "$(dirname "$0")/median.awk"
+for way in $WAYS; do
+    sort -n "$T/$way.ms" | awk -v p="$way" -f "$(dirname "$0")/median.awk"
 done
+# What switch/vnib's requests took, as slurmctld's log says (microseconds
+# in, for median.awk).
+log=$T/s/log/slurmctld.log
+sed -n 's/.*switch\/vnib: JobId=[0-9]* StepId=[0-9]* nodes=.*: reservation [0-9]* (\([0-9.]*\) ms).*/\1/p' "$log" |
+    awk '{ printf "%d\n", $1 * 1000 }' | sort -n | awk -v p="ctld job reserve" -f "$(dirname "$0")/median.awk"
+sed -n 's/.*switch\/vnib: JobId=[0-9]* StepId=[0-9]* nodes=.*, step reservation [0-9]* (\([0-9.]*\) ms).*/\1/p' "$log" |
+    awk '{ printf "%d\n", $1 * 1000 }' | sort -n | awk -v p="ctld step reserve" -f "$(dirname "$0")/median.awk"
+sed -n 's/.*switch\/vnib: JobId=[0-9]*\( StepId=[0-9]*\)\{0,1\}: released (\([0-9.]*\) ms).*/\2/p' "$log" |
+    awk '{ printf "%d\n", $1 * 1000 }' | sort -n | awk -v p="ctld release" -f "$(dirname "$0")/median.awk"
 exit 0

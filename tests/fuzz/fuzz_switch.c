@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target for what the switch plugin (switch/vnib) reads from
- * the outside: the packed jobinfo that travels with a step (first byte
- * 0 mod 4), the job-level data of Slurm 24.05+ (2 mod 4; both
- * plugins/slurm/switch/swv_jobinfo.c) and the SwitchParameters and
+ * the outside: the packed jobinfo that travels with a step, with or
+ * without its lease (first byte 0 mod 4), the job-level data of Slurm 24.05+ (2
+ * mod 4; both plugins/slurm/switch/swv_jobinfo.c) and the SwitchParameters and
  * --network strings (first byte odd: swv_opts.c; the rest of the input
  * is split at its first NUL into the settings and a --network).
  *
@@ -23,14 +23,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void fuzz_jobinfo(const uint8_t *data, size_t size)
 {
     struct swv_jobinfo info;
-    uint8_t again[SWV_JOBINFO_WIRE];
+    uint8_t *again;
     vnib_error_t err;
 
     if (swv_jobinfo_decode(data, size, &info, &err) < 0)
         return;
-    swv_jobinfo_encode(&info, again);
-    if (size != SWV_JOBINFO_WIRE || memcmp(again, data, size) != 0)
+    if (swv_jobinfo_wire_size(&info) != size || (again = malloc(size)) == NULL)
         abort();
+    swv_jobinfo_encode(&info, again);
+    if (memcmp(again, data, size) != 0)
+        abort();
+    free(again);
+    swv_jobinfo_clear(&info);
 }
 
 static void fuzz_jobdata(const uint8_t *data, size_t size)

@@ -168,6 +168,9 @@ _spooled_both () { [ "$(spooled n1)$(spooled n3)" = 11 ]; }
 wait_for 30 _spooled_both
 expect_eq "n1's and n3's Epilogs spooled their reports" "$(spooled n1)$(spooled n3)" 11
 expect_eq "... having destroyed the services" "$(sim_count n1 cxi0)$(sim_count n3 cxi0)" 00
+# The job stays completing (its nodes "mix") until EpilogSlurmctld, which
+# retries the release, has ended: a drained node never gets idle.
+wait_for 30 _slurm_node_is n1 idle && wait_for 30 _slurm_node_is n3 idle
 expect_eq "no node is drained (n1 n3)" "$(slurm_node_state n1) $(slurm_node_state n3)" "idle idle"
 expect_match "the hook's log says the report was spooled" "$(cat "$VNIB_HOOK_LOG")" \
     "warning vnibroker: epilog_slurmd job $outage_job: the broker did not take the report .*spooled in $T/n1/spool"
@@ -228,6 +231,22 @@ slurm_resume n2
 expect_eq "scontrol resume returns n2" "$(slurm_node_state n2)" idle
 out=$(timeout 60 srun -N1 -w n2 sh -c 'echo $SLINGSHOT_VNIS' 2>&1)
 expect_match "n2 runs jobs again" "$out" '^30[0-9][0-9]$'
+
+# ---- the session token never shows in Slurm's views of the job ----------------
+# A task of a 3-node step (hwcoll: it has the token) asks Slurm for its own
+# step and job, in full (-dd; run as root here, which sees at least what
+# the owner sees).  The harness has no slurmdbd, so sacct has nothing; it
+# would store the job's comment and extra, which hold at most the lease
+# (no token).
+VIEW='if [ "$SLURMD_NODENAME" = n1 ]; then echo "TOKEN $FI_CXI_COLL_MCAST_TOKEN"; scontrol -dd show step "$SLURM_JOB_ID.$SLURM_STEP_ID"; scontrol -dd show job "$SLURM_JOB_ID"; fi'
+out=$(timeout 60 srun -N3 sh -c "$VIEW" 2>"$T/srun.err")
+tok=$(printf '%s\n' "$out" | sed -n 's/^TOKEN //p' | head -n 1)
+views=$(printf '%s\n' "$out" | grep -v '^TOKEN ')
+expect_match "a 3-node step's task has the session token" "$tok" '^.{8,}$'
+expect_match "... and sees its step in scontrol" "$views" 'StepId=[0-9]+\.0 '
+expect_match "... and its job" "$views" 'JobId=[0-9]+ JobName='
+tok_re=$(printf '%s' "${tok:-no-token}" | sed 's/[][\.*^$+?(){}|]/\\&/g')
+expect_no_match "... neither shows the token" "$views" "$tok_re"
 
 slurm_stop
 finish

@@ -6,6 +6,8 @@
 # tasks see their step's VNI, then the job's; the shorter step's
 # reservation is released (and its services destroyed) when it ends while
 # the other step and the job keep theirs; the job's end releases the rest.
+# The broker signs no leases (no lease.key_file): slurmctld falls back to
+# steps without one, and says so once.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
@@ -85,6 +87,11 @@ wait_for 30 _all_released
 expect_eq "step $B's reservation is released" "$(get "/v1/reservations/$job/steps/$B" .state)" released
 expect_eq "the job's reservation is released" "$(get "/v1/reservations/$job" .state)" released
 expect_eq "no service is left on n1 or n2" "$(sim_count n1 cxi0)$(sim_count n2 cxi0)" 00
+# The broker here has no lease key: the steps started the way they did
+# before leases, the nodes asking the broker, and slurmctld said so once.
+expect_eq "the broker issues no leases: slurmctld's log says so once" \
+    "$(grep -c 'switch/vnib: the broker issues no leases (400 lease_disabled)' \
+        "$VNIB_SLURM_LOGS/slurmctld.log")" 1
 out=$(cat "$T/out/$job.out")
 expect_match "step $A's task (n1) saw its VNI, then the job's" "$out" "s0 $SA,$J"
 expect_match "step $B's task (n2) saw its VNI, then the job's" "$out" "s1 $SB,$J"

@@ -18,7 +18,7 @@
     skip_all "Slurm $VNIB_SLURM_VERSION never asks a switch plugin whether a job may start (25.11 and later do)"
 
 pg_start || exit 1
-broker_up "$T/b.toml" "$(vni_pool 3000-3001)"
+broker_up "$T/b.toml" "$(vni_pool 3000-3001)$(slurm_lease_toml)"
 broker_pin_port "$T/b.toml"
 
 slurm_switch_setup vnib_free_poll_ms=200 || { not_ok "switch plugin set-up"; finish; }

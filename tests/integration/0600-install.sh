@@ -45,6 +45,8 @@ DOC=$ROOT/usr/share/doc/vnibroker
 UNITS=$ROOT/usr/lib/systemd/system
 for f in usr/lib/vnibroker/vnib_spank.so \
          usr/lib/vnibroker/vnib-agent-broker.so \
+         usr/lib/vnibroker/switch_vnib.so \
+         usr/lib/vnibroker/vnib-switch-helper.so \
          usr/lib/systemd/system/vnibrokerd.service \
          usr/lib/systemd/system/vnib-slurm-reconcile.service \
          usr/lib/systemd/system/vnib-slurm-reconcile.timer \
@@ -54,6 +56,12 @@ for f in usr/lib/vnibroker/vnib_spank.so \
          usr/share/doc/vnibroker/server/api/openapi.yaml; do
     if [ -s "$ROOT/$f" ]; then ok "$f is installed"; else not_ok "$f is installed"; fi
 done
+# Slurm loads switch_vnib.so into srun and slurmd too: it links libc
+# alone; its helper links no libcurl (0545-slurm-switch-maps.sh).
+expect_eq "the installed switch_vnib.so needs libc alone" \
+    "$(readelf -d "$ROOT/usr/lib/vnibroker/switch_vnib.so" 2>&1 | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p')" libc.so.6
+expect_no_match "the installed vnib-switch-helper.so needs no libcurl" \
+    "$(readelf -d "$ROOT/usr/lib/vnibroker/vnib-switch-helper.so" 2>&1 | grep NEEDED)" curl
 # Each guide under its own name, with its own text.
 for pair in README.md:README.md deploy/README.md:deploy/README.md \
             plugins/slurm/README.md:plugins/slurm/README.md \

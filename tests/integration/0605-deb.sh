@@ -96,6 +96,7 @@ has vnib-agent usr/sbin/vnib-agent usr/lib/vnibroker/vnib-agent-broker.so \
     usr/share/doc/vnibroker/agent/README.md usr/share/doc/vnibroker/agent/agent.example.toml \
     usr/share/man/man8/vnib-agent.8.gz
 has vnibroker-slurm "usr/lib/$MULTIARCH/slurm-wlm/switch_vnib.so" \
+    usr/lib/vnibroker/vnib-switch-helper.so \
     usr/lib/vnibroker/vnib_spank.so usr/lib/vnibroker/vnib-slurm-hook \
     lib/systemd/system/vnib-slurm-reconcile.service \
     lib/systemd/system/vnib-slurm-reconcile.timer etc/vnibroker/slurm-hooks.conf.example \
@@ -145,7 +146,7 @@ expect_match "switch_vnib.so is a Slurm switch plugin" \
 # dpkg-buildflags' LDFLAGS (hardening=+all: -z now) reach every link,
 # the plugins' too.
 for f in usr/sbin/vnibrokerd usr/bin/vnibctl "usr/lib/$MULTIARCH/slurm-wlm/switch_vnib.so" \
-         usr/lib/vnibroker/vnib_spank.so; do
+         usr/lib/vnibroker/vnib-switch-helper.so usr/lib/vnibroker/vnib_spank.so; do
     expect_match "/$f is linked with BIND_NOW" "$(readelf -d "$R/$f" 2>&1)" 'BIND_NOW|FLAGS.*NOW'
 done
 

@@ -234,6 +234,9 @@ slurm_start () {
         VNIB_SLURM_PIDS="$VNIB_SLURM_PIDS $n:$!"
         track "$!"
     done
+    # vnib-slurm-hook's scontrol in PrologSlurmctld (which gets no
+    # SLURM_CONF from slurmctld) must find this cluster's slurm.conf.
+    [ -f "$T/hooks.conf" ] && slurm_hook_set SLURM_CONF "$SLURM_CONF"
     if ! wait_for 20 _slurm_all_idle; then
         echo "# slurm_start: the nodes did not become idle within 20 s:"
         timeout 5 sinfo -N 2>&1 | sed 's/^/#   /'
@@ -438,9 +441,12 @@ slurm_ctld_kill () {
 }
 
 # slurm_switch_setup [NAME=VALUE...]: the switch plugin: a copy of the
-# built switch_vnib.so in $T/plugins (VNIB_PLUGIN_DIR), the agent settings
+# built switch_vnib.so in $T/plugins (VNIB_PLUGIN_DIR), of its helper
+# vnib-switch-helper.so and the agent's vnib-agent-broker.so in $T/helper
+# (VNIB_HELPER_DIR; vnib_helper names it), the agent settings
 # $T/NODE/agent.toml of n1-n3 (the broker at $BROKER_URL, node.name set,
-# four simulated NICs each; tokens from node_token), slurmctld's token in
+# four simulated NICs each; tokens from node_token; the broker's lease
+# key, when slurm_lease_toml made one), slurmctld's token in
 # $T/sched.token, and VNIB_SWITCH_PARAMS: SwitchParameters for them, the
 # release spool in $T/spool/release (VNIB_SPOOL); NAME=VALUE items are
 # appended.  Pass switch=vnib switch_params="$VNIB_SWITCH_PARAMS"
@@ -475,6 +481,13 @@ slurm_switch_setup () {
     mkdir -p "$VNIB_PLUGIN_DIR" && chmod 755 "$VNIB_PLUGIN_DIR" || return 1
     cp "$VNIB_SLURM_OUT/switch_vnib.so" "$VNIB_PLUGIN_DIR/" || return 1
     chmod 755 "$VNIB_PLUGIN_DIR/switch_vnib.so"
+    # The plugin's helper, and the agent's client of the broker beside it
+    # (vnib_helper below), as make install puts them in PREFIX/lib/vnibroker.
+    VNIB_HELPER_DIR=$T/helper
+    mkdir -p "$VNIB_HELPER_DIR" && chmod 755 "$VNIB_HELPER_DIR" || return 1
+    cp "$BUILD/vnib-switch-helper.so" "$BUILD/vnib-agent-broker.so" \
+        "$VNIB_HELPER_DIR/" || return 1
+    chmod 755 "$VNIB_HELPER_DIR"/*.so
     (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
     for n in n1 n2 n3; do
         mkdir -p "$T/$n"
@@ -496,6 +509,10 @@ spool_dir = "$T/$n/spool"
 backend = "sim"
 sim_dir = "$T/$n/sim"
 EOF
+        if [ -f "$T/lease.pub" ]; then
+            printf '\n[lease]\npublic_keys = ["%s"]\nmax_skew_s = %s\n' \
+                "$T/lease.pub" "$SLURM_LEASE_SKEW" >>"$T/$n/agent.toml"
+        fi
         "$BUILD/vnib-agent" --config "$T/$n/agent.toml" sim-init --nics 4 >/dev/null ||
             return 1
     done
@@ -503,10 +520,25 @@ EOF
     VNIB_SWITCH_PARAMS="vnib_url=$BROKER_URL,vnib_token_file=$T/sched.token"
     VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_agent_config=$T/%n/agent.toml"
     VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_release_spool=$VNIB_SPOOL"
+    VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_helper=$VNIB_HELPER_DIR/vnib-switch-helper.so"
     VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,vnib_timeout_ms=2000,vnib_retry_busy_ms=2000"
     for arg in "$@"; do
         VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,$arg"
     done
+}
+
+# slurm_lease_toml: the broker's [lease] table (EXTRA-TOML for broker_up)
+# with a new key pair, $T/lease.key and $T/lease.pub (agent.sh's
+# lease_keys), a lease life of SLURM_LEASE_TTL (10) s and a skew of
+# SLURM_LEASE_SKEW (2) s, so that the VNIs leases named cool down for
+# 12 s at most (a small pool is soon free again).  slurm_switch_setup,
+# called after it, lists the public key in every node's agent.toml.
+SLURM_LEASE_TTL=${SLURM_LEASE_TTL:-10}
+SLURM_LEASE_SKEW=${SLURM_LEASE_SKEW:-2}
+slurm_lease_toml () {
+    [ -f "$T/lease.pub" ] || lease_keys || return 1
+    printf '\n[lease]\nkey_file = "%s"\nttl_s = %s\nmax_skew_s = %s\n' \
+        "$T/lease.key" "$SLURM_LEASE_TTL" "$SLURM_LEASE_SKEW"
 }
 
 # slurm_hook_setup [NAME=VALUE...]: plugins/slurm/hook/vnib-slurm-hook as

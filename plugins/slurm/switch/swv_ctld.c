@@ -1,18 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* swv_ctld: the controller side of switch/vnib (see swv_ctld.h).
  *
- * Each call makes its own client (slurmctld calls the plugin from several
- * threads; a client is not thread-safe) with slurmctld's scheduler token,
- * read from its file each time so that a rotated token needs no restart;
- * or, in a job's stepmgr, with the job token slurmctld got at job start.
- * Requests are bounded by vnib_timeout_ms: slurmctld holds its job lock
- * meanwhile, so an unreachable broker costs at most that per step.
+ * In slurmctld (swv_ctld_start) the state below is the process's: three
+ * clients of the broker kept open (swv_conn.h), one per caller thread
+ * (the job-lock path, the outbox's thread, the free count's poll thread);
+ * the reservations this slurmctld made, by job, so that a job's later
+ * steps and its release name it; and the release outbox (swv_outbox.h).
+ * Anywhere else (a job's stepmgr) each call makes its own client, with
+ * the job's token.  Requests are bounded by vnib_timeout_ms: slurmctld
+ * holds its job lock during a step's reserve, so an unreachable broker
+ * costs at most that per step.
  */
 #include "swv_ctld.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,44 +30,128 @@
 
 #include <jansson.h>
 
+#include "swv_broker.h"
+#include "swv_conn.h"
+#include "swv_outbox.h"
 #include "vnib/client.h"
-#include "vnib/secfile.h"
+#include "vnib/monotime.h"
 
-/* A client for cfg's broker with slurmctld's token (job_token NULL) or
- * a job's token (the stepmgr), or NULL with errno and errp set. */
-static struct vnib_client *ctld_client(const struct swv_config *cfg,
-                                       const char *job_token,
-                                       vnib_error_t *errp)
+/* The reservations this slurmctld made, by job (chained buckets). */
+#define JOBMAP_BUCKETS 4096
+#define JOBMAP_MAX (1 << 20)
+struct jobmap_node {
+    uint32_t job_id;
+    long long resv;
+    struct jobmap_node *next;
+};
+
+struct ctld_state {
+    struct swv_config cfg; /* as at start, for the threads */
+    swv_log_fn *log;
+    struct swv_conn_slot lockpath, sender, poll;
+    pthread_mutex_t map_lock;
+    struct jobmap_node *map[JOBMAP_BUCKETS];
+    size_t map_count;
+    struct swv_outbox *outbox;
+};
+
+/* slurmctld's, from swv_ctld_start to swv_ctld_stop; NULL elsewhere. */
+static struct ctld_state *ctld;
+
+/* ---- the reservations this slurmctld made --------------------------------
+ */
+
+static struct jobmap_node **map_find(struct ctld_state *st, uint32_t job_id)
 {
-    struct vnib_client *c = NULL;
-    char *buf = NULL;
-    size_t len = 0;
+    struct jobmap_node **pp = &st->map[job_id % JOBMAP_BUCKETS];
 
-    if (cfg->url[0] == '\0') {
-        errno = EINVAL;
-        errprintf(errp, "SwitchParameters has no vnib_url");
-        return NULL;
-    }
-    if (job_token != NULL) {
-        c = vnib_client_create(cfg->url, job_token, errp);
-    } else {
-        if (secfile_read(cfg->token_file, &buf, &len, errp) < 0)
-            return NULL;
-        while (len > 0 && strchr(" \t\r\n", buf[len - 1]) != NULL)
-            buf[--len] = '\0';
-        c = vnib_client_create(cfg->url, buf, errp);
-        secfile_free(buf, len);
-    }
-    if (c == NULL)
-        return NULL;
-    if ((cfg->cacert[0] != '\0' && vnib_client_set_cacert(c, cfg->cacert) < 0)
-        || vnib_client_set_timeout_ms(c, cfg->timeout_ms) < 0) {
-        errprintf(errp, "%s: client settings: %s", cfg->url, strerror(errno));
-        vnib_client_destroy(c);
-        return NULL;
-    }
-    return c;
+    while (*pp && (*pp)->job_id != job_id)
+        pp = &(*pp)->next;
+    return pp;
 }
+
+/* The reservation of job_id this slurmctld made, 0 when none. */
+static long long map_get(struct ctld_state *st, uint32_t job_id)
+{
+    struct jobmap_node **pp;
+    long long resv;
+
+    pthread_mutex_lock(&st->map_lock);
+    pp = map_find(st, job_id);
+    resv = *pp ? (*pp)->resv : 0;
+    pthread_mutex_unlock(&st->map_lock);
+    return resv;
+}
+
+static void map_set(struct ctld_state *st, uint32_t job_id, long long resv)
+{
+    struct jobmap_node **pp, *n;
+
+    pthread_mutex_lock(&st->map_lock);
+    pp = map_find(st, job_id);
+    if (*pp)
+        (*pp)->resv = resv;
+    else if (st->map_count < JOBMAP_MAX && (n = malloc(sizeof(*n)))) {
+        *n = (struct jobmap_node){job_id, resv, NULL};
+        *pp = n;
+        st->map_count++;
+    }
+    pthread_mutex_unlock(&st->map_lock);
+}
+
+/* Forget job_id; its reservation (0 when none). */
+static long long map_take(struct ctld_state *st, uint32_t job_id)
+{
+    struct jobmap_node **pp, *n;
+    long long resv = 0;
+
+    pthread_mutex_lock(&st->map_lock);
+    pp = map_find(st, job_id);
+    if ((n = *pp)) {
+        resv = n->resv;
+        *pp = n->next;
+        free(n);
+        st->map_count--;
+    }
+    pthread_mutex_unlock(&st->map_lock);
+    return resv;
+}
+
+/* A job id as the broker knows it (digits), as a number; 0 when not. */
+static uint32_t job_number(const char *job_id)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(job_id, &end, 10);
+    if (errno || end == job_id || *end || v == 0 || v > UINT32_MAX)
+        return 0;
+    return (uint32_t)v;
+}
+
+/* A step id (digits, 0 included) as a number; -1 when not one. */
+static int step_number(const char *step_id, uint32_t *stepp)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(step_id, &end, 10);
+    if (errno || end == step_id || *end || v > UINT32_MAX || step_id[0] == '-'
+        || step_id[0] == '+' || step_id[0] == ' ')
+        return -1;
+    *stepp = (uint32_t)v;
+    return 0;
+}
+
+static double ms_since(int64_t t0)
+{
+    return (double)(monotime_ns() - t0) / 1e6;
+}
+
+/* ---- reserving -------------------------------------------------------------
+ */
 
 /* The broker's error code in a reply ({"error": {"code": ...}}), or "". */
 static const char *reply_code(const json_t *reply)
@@ -102,7 +194,7 @@ static int reserved_id(int status,
     return 0;
 }
 
-static int reserve_job(struct vnib_client *c,
+static int reserve_job(struct swv_conn *cc,
                        const struct swv_step_req *req,
                        const struct swv_network *net,
                        long long *idp,
@@ -134,7 +226,7 @@ static int reserve_job(struct vnib_client *c,
         r.user = name;
     }
     snprintf(what, sizeof(what), "job %s", req->job_id);
-    status = vnib_client_reserve(c, &r, &reply, errp);
+    status = cc->api->reserve(cc->c, &r, &reply, errp);
     if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
         goto cleanup;
     if (jd != NULL) {
@@ -156,26 +248,61 @@ cleanup:
     return rc;
 }
 
-static int reserve_step(struct vnib_client *c,
+/* When the broker last said it issues no leases (monotonic ms, 0 never):
+ * it is not asked for one again for LEASE_RETRY_MS. */
+#define LEASE_RETRY_MS 60000
+static _Atomic int64_t lease_disabled_at;
+
+/* Reserve the step into out (its id and lease); *statusp the broker's
+ * answer (-1 none). */
+static int reserve_step(struct swv_conn *cc,
+                        const struct swv_config *cfg,
                         const struct swv_step_req *req,
                         const struct swv_network *net,
-                        long long *idp,
+                        struct swv_step_resv *out,
+                        int *statusp,
                         vnib_error_t *errp)
 {
+    int64_t off = atomic_load(&lease_disabled_at), now = monotime_ms();
     struct vnib_step_reserve r = {
         .job_id = req->job_id,
         .step_id = req->step_id,
         .nodes = req->step_nodes,
         .vni_count = net->step_vnis,
+        .lease = cfg->lease && (off == 0 || now - off >= LEASE_RETRY_MS),
     };
+    const char *lease;
     json_t *reply = NULL;
     char what[64];
     int status, rc = -1;
 
     snprintf(what, sizeof(what), "step %s.%s", req->job_id, req->step_id);
-    status = vnib_client_step_reserve(c, &r, &reply, errp);
-    if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
+    status = cc->api->step_reserve(cc->c, &r, &reply, errp);
+    if (r.lease && status == 400
+        && strcmp(reply_code(reply), "lease_disabled") == 0) {
+        /* Nothing was made: the same reserve without a lease. */
+        atomic_store(&lease_disabled_at, now > 0 ? now : 1);
+        out->lease_disabled = 1;
+        json_decref(reply);
+        reply = NULL;
+        r.lease = false;
+        status = cc->api->step_reserve(cc->c, &r, &reply, errp);
+    }
+    *statusp = status;
+    if (status < 0
+        || reserved_id(status, reply, what, &out->step_resv, errp) < 0)
         goto cleanup;
+    lease = json_string_value(json_object_get(reply, "lease"));
+    if (r.lease && lease == NULL) {
+        errno = EPROTO;
+        errprintf(errp, "%s: the broker's answer has no lease", what);
+        goto cleanup;
+    }
+    if (lease != NULL && (out->lease = strdup(lease)) == NULL) {
+        errno = ENOMEM;
+        errprintf(errp, "%s: out of memory", what);
+        goto cleanup;
+    }
     rc = 0;
 cleanup:
     json_decref(reply);
@@ -185,7 +312,8 @@ cleanup:
 /* Is e the errno of a transport failure (no HTTP answer; see client.h)? */
 static int unreachable(int e)
 {
-    return e == ECONNREFUSED || e == ETIMEDOUT || e == EIO || e == EPROTO;
+    return e == ECONNREFUSED || e == ETIMEDOUT || e == EIO || e == EPROTO
+           || e == EHOSTUNREACH;
 }
 
 /* What an unreachable broker means for a step or a job: 0 and out
@@ -203,34 +331,98 @@ static int outage(const struct swv_config *cfg, int *unisolatedp)
     return -1;
 }
 
+static int send_release(void *arg,
+                        const struct swv_release *r,
+                        vnib_error_t *errp);
+
+/* Reserve the job (unless this slurmctld did already) and the step, on
+ * cc.  A step refused with 404 or 409 (the job's reservation released or
+ * replaced since: an admin's release, the reconcile) has the job reserved
+ * anew, then is tried once more. */
+static int reserve_in_ctld(struct ctld_state *st,
+                           struct swv_conn *cc,
+                           const struct swv_config *cfg,
+                           const struct swv_step_req *req,
+                           const struct swv_network *net,
+                           struct swv_step_resv *out,
+                           vnib_error_t *errp)
+{
+    uint32_t job = job_number(req->job_id);
+    int status = -1;
+    int64_t t0;
+
+    /* A late release of this job must not end what is reserved now. */
+    if (job && st->outbox
+        && swv_outbox_drain(st->outbox, job, send_release, cc, errp) < 0)
+        return -1;
+    out->job_resv = job ? map_get(st, job) : 0;
+    for (int tries = 0; tries < 2; tries++) {
+        if (out->job_resv == 0) {
+            t0 = monotime_ns();
+            if (reserve_job(cc, req, net, &out->job_resv, NULL, errp) < 0)
+                return -1;
+            out->job_ms = ms_since(t0);
+            if (job)
+                map_set(st, job, out->job_resv);
+        }
+        t0 = monotime_ns();
+        if (reserve_step(cc, cfg, req, net, out, &status, errp) == 0) {
+            out->step_ms = ms_since(t0);
+            return 0;
+        }
+        if (out->job_ms >= 0 || (status != 404 && status != 409))
+            return -1;
+        if (job)
+            map_take(st, job);
+        out->job_resv = 0;
+    }
+    return -1;
+}
+
 int swv_ctld_step_begin(const struct swv_config *cfg,
                         const struct swv_step_req *req,
                         const struct swv_network *net,
                         struct swv_step_resv *out,
                         vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
-    int rc = -1;
+    struct ctld_state *st = req->job_token == NULL ? ctld : NULL;
+    struct swv_conn cc = {0};
+    int rc = -1, status = -1;
+    int64_t t0;
 
     memset(out, 0, sizeof(*out));
-    if ((c = ctld_client(cfg, req->job_token, errp)) == NULL)
-        goto cleanup;
-    errno = 0;
-    if (req->job_token != NULL)
-        out->job_resv = req->job_resv;
-    if ((req->job_token == NULL
-         && reserve_job(c, req, net, &out->job_resv, NULL, errp) < 0)
-        || reserve_step(c, req, net, &out->step_resv, errp) < 0) {
-        if (outage(cfg, &out->unisolated) == 0) {
-            out->job_resv = out->step_resv = 0;
-            rc = 0;
+    out->job_ms = out->step_ms = -1;
+    if (st) {
+        if (swv_conn_get(&st->lockpath, cfg, &cc, errp) < 0)
+            goto fail;
+        errno = 0;
+        rc = reserve_in_ctld(st, &cc, cfg, req, net, out, errp);
+        swv_conn_put(&st->lockpath, &cc, rc < 0 && unreachable(errno));
+    } else if (swv_conn_open(cfg, req->job_token, &cc, errp) == 0) {
+        errno = 0;
+        if (req->job_token != NULL) {
+            out->job_resv = req->job_resv;
+        } else {
+            t0 = monotime_ns();
+            if (reserve_job(&cc, req, net, &out->job_resv, NULL, errp) < 0)
+                goto fail;
+            out->job_ms = ms_since(t0);
         }
-        goto cleanup;
+        t0 = monotime_ns();
+        rc = reserve_step(&cc, cfg, req, net, out, &status, errp);
+        out->step_ms = ms_since(t0);
     }
-    rc = 0;
-cleanup:
-    vnib_client_destroy(c);
-    return rc;
+fail:
+    swv_conn_close(&cc);
+    if (rc == 0)
+        return 0;
+    free(out->lease);
+    out->lease = NULL;
+    if (outage(cfg, &out->unisolated) == 0) {
+        out->job_resv = out->step_resv = 0;
+        return 0;
+    }
+    return -1;
 }
 
 int swv_ctld_job_begin(const struct swv_config *cfg,
@@ -240,24 +432,153 @@ int swv_ctld_job_begin(const struct swv_config *cfg,
                        int *unisolatedp,
                        vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
+    struct ctld_state *st = ctld;
+    uint32_t job = job_number(req->job_id);
+    struct swv_conn cc = {0};
     long long id = 0;
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
     *unisolatedp = 0;
-    if ((c = ctld_client(cfg, NULL, errp)) == NULL)
-        goto cleanup;
-    errno = 0;
-    if (reserve_job(c, req, net, &id, out, errp) < 0) {
-        memset(out, 0, sizeof(*out));
-        rc = outage(cfg, unisolatedp);
-        goto cleanup;
+    if (st) {
+        if (swv_conn_get(&st->lockpath, cfg, &cc, errp) < 0)
+            goto fail;
+        errno = 0;
+        if ((!job || !st->outbox
+             || swv_outbox_drain(st->outbox, job, send_release, &cc, errp) == 0)
+            && reserve_job(&cc, req, net, &id, out, errp) == 0) {
+            rc = 0;
+            if (job)
+                map_set(st, job, id);
+        }
+        swv_conn_put(&st->lockpath, &cc, rc < 0 && unreachable(errno));
+    } else if (swv_conn_open(cfg, NULL, &cc, errp) == 0) {
+        errno = 0;
+        rc = reserve_job(&cc, req, net, &id, out, errp);
     }
-    rc = 0;
-cleanup:
-    vnib_client_destroy(c);
-    return rc;
+fail:
+    swv_conn_close(&cc);
+    if (rc == 0)
+        return 0;
+    memset(out, 0, sizeof(*out));
+    return outage(cfg, unisolatedp);
+}
+
+/* ---- releasing -------------------------------------------------------------
+ */
+
+/* Send release r on the client cc (the outbox's, or a drain's caller's):
+ * the HTTP status, or -1 with errp. */
+static int send_release(void *arg,
+                        const struct swv_release *r,
+                        vnib_error_t *errp)
+{
+    struct swv_conn *cc = arg;
+    char job[16], step[16];
+    json_t *reply = NULL;
+    int status;
+
+    snprintf(job, sizeof(job), "%" PRIu32, r->job_id);
+    snprintf(step, sizeof(step), "%" PRIu32, r->step_id);
+    if (r->step)
+        status = cc->api->step_release(cc->c, job, step, false, &reply, errp);
+    else
+        status = cc->api->release(cc->c, job, r->resv, false, &reply, errp);
+    json_decref(reply);
+    return status;
+}
+
+/* The outbox thread's send: on the sender slot's client. */
+static int send_queued(void *arg,
+                       const struct swv_release *r,
+                       vnib_error_t *errp)
+{
+    struct ctld_state *st = arg;
+    struct swv_conn cc;
+    int status;
+
+    if (swv_conn_get(&st->sender, &st->cfg, &cc, errp) < 0)
+        return -1;
+    status = send_release(&cc, r, errp);
+    swv_conn_put(&st->sender, &cc, status < 0);
+    return status;
+}
+
+static void say(struct ctld_state *st,
+                enum swv_log_level level,
+                const char *fmt,
+                ...) __attribute__((format(printf, 3, 4)));
+
+static void say(struct ctld_state *st,
+                enum swv_log_level level,
+                const char *fmt,
+                ...)
+{
+    char buf[1024];
+    va_list ap;
+
+    if (!st->log)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    st->log(level, buf);
+}
+
+/* What came of a release the outbox sent. */
+static void release_done(void *arg,
+                         const struct swv_release *r,
+                         int status,
+                         double ms,
+                         const char *error)
+{
+    struct ctld_state *st = arg;
+    vnib_error_t serr = {0};
+    char who[64], job[16];
+
+    snprintf(job, sizeof(job), "%" PRIu32, r->job_id);
+    if (r->step)
+        snprintf(who, sizeof(who), "JobId=%s StepId=%" PRIu32, job, r->step_id);
+    else
+        snprintf(who, sizeof(who), "JobId=%s", job);
+    if (status == 200 || status == 202 || status == 404) {
+        say(st, SWV_LOG_DEBUG, "switch/vnib: %s: released (%.1f ms)", who, ms);
+        return;
+    }
+    if (status < 0 || status == 429 || status >= 500) {
+        say(st,
+            SWV_LOG_ERROR,
+            "switch/vnib: %s: release not taken yet (%s); sent again until "
+            "the broker takes it",
+            who,
+            error);
+        return;
+    }
+    if (r->step) {
+        say(st,
+            SWV_LOG_ERROR,
+            "switch/vnib: %s: the broker refused the step's release (%s); "
+            "the job's release releases it",
+            who,
+            error);
+        return;
+    }
+    if (swv_ctld_spool(st->cfg.spool, job, error, &serr) < 0)
+        say(st,
+            SWV_LOG_ERROR,
+            "switch/vnib: %s: RELEASE FAILED (%s) and not spooled: %s",
+            who,
+            error,
+            serr.text);
+    else
+        say(st,
+            SWV_LOG_ERROR,
+            "switch/vnib: %s: the broker refused the release (%s); spooled "
+            "in %s/%s for the reconcile",
+            who,
+            error,
+            st->cfg.spool,
+            job);
 }
 
 int swv_ctld_step_end(const struct swv_config *cfg,
@@ -266,13 +587,18 @@ int swv_ctld_step_end(const struct swv_config *cfg,
                       const char *step_id,
                       vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
+    struct ctld_state *st = job_token == NULL ? ctld : NULL;
+    struct swv_release r = {.step = true, .job_id = job_number(job_id)};
+    struct swv_conn cc = {0};
     json_t *reply = NULL;
     int status, rc = -1;
 
-    if ((c = ctld_client(cfg, job_token, errp)) == NULL)
+    if (st && st->outbox && r.job_id && step_number(step_id, &r.step_id) == 0
+        && swv_outbox_add(st->outbox, &r, errp) == 0)
+        return 1;
+    if (swv_conn_open(cfg, job_token, &cc, errp) < 0)
         goto cleanup;
-    status = vnib_client_step_release(c, job_id, step_id, false, &reply, errp);
+    status = cc.api->step_release(cc.c, job_id, step_id, false, &reply, errp);
     if (status < 0)
         goto cleanup;
     if (status != 200 && status != 202 && status != 404) {
@@ -288,37 +614,7 @@ int swv_ctld_step_end(const struct swv_config *cfg,
     rc = 0;
 cleanup:
     json_decref(reply);
-    vnib_client_destroy(c);
-    return rc;
-}
-
-int swv_ctld_pool_free(const struct swv_config *cfg,
-                       long *freep,
-                       long *per_job_defaultp,
-                       vnib_error_t *errp)
-{
-    struct vnib_client *c = NULL;
-    json_t *reply = NULL, *f, *d;
-    int status, rc = -1;
-
-    if ((c = ctld_client(cfg, NULL, errp)) == NULL)
-        goto cleanup;
-    status = vnib_client_request(c, "GET", "/v1/pool", NULL, &reply, errp);
-    if (status < 0)
-        goto cleanup;
-    f = json_object_get(reply, "free");
-    d = json_object_get(reply, "per_job_default");
-    if (status != 200 || !json_is_integer(f) || !json_is_integer(d)) {
-        errno = EPROTO;
-        errprintf(errp, "GET /v1/pool: HTTP %d without free counts", status);
-        goto cleanup;
-    }
-    *freep = (long)json_integer_value(f);
-    *per_job_defaultp = (long)json_integer_value(d);
-    rc = 0;
-cleanup:
-    json_decref(reply);
-    vnib_client_destroy(c);
+    swv_conn_close(&cc);
     return rc;
 }
 
@@ -326,13 +622,20 @@ int swv_ctld_job_end(const struct swv_config *cfg,
                      const char *job_id,
                      vnib_error_t *errp)
 {
-    struct vnib_client *c = NULL;
+    struct ctld_state *st = ctld;
+    struct swv_release r = {.job_id = job_number(job_id)};
+    struct swv_conn cc = {0};
     vnib_error_t why = {0}, serr = {0};
     json_t *reply = NULL;
     int status = -1;
 
-    if ((c = ctld_client(cfg, NULL, &why)) != NULL) {
-        status = vnib_client_release(c, job_id, 0, false, &reply, &why);
+    if (st && r.job_id) {
+        r.resv = map_take(st, r.job_id);
+        if (st->outbox && swv_outbox_add(st->outbox, &r, &why) == 0)
+            return 0;
+    }
+    if (swv_conn_open(cfg, NULL, &cc, &why) == 0) {
+        status = cc.api->release(cc.c, job_id, r.resv, false, &reply, &why);
         if (status >= 400 && status != 404)
             errprintf(&why,
                       "the broker refused the release (%d %s)",
@@ -340,7 +643,7 @@ int swv_ctld_job_end(const struct swv_config *cfg,
                       reply_code(reply));
     }
     json_decref(reply);
-    vnib_client_destroy(c);
+    swv_conn_close(&cc);
     if (status == 200 || status == 202 || status == 404)
         return 0;
     if (swv_ctld_spool(cfg->spool, job_id, why.text, &serr) < 0) {
@@ -358,6 +661,91 @@ int swv_ctld_job_end(const struct swv_config *cfg,
               cfg->spool,
               job_id);
     return 1;
+}
+
+int swv_ctld_pool_free(const struct swv_config *cfg,
+                       long *freep,
+                       long *per_job_defaultp,
+                       vnib_error_t *errp)
+{
+    struct ctld_state *st = ctld;
+    struct swv_conn cc = {0};
+    json_t *reply = NULL, *f, *d;
+    int status = -1, rc = -1;
+
+    if (st ? swv_conn_get(&st->poll, cfg, &cc, errp) < 0
+           : swv_conn_open(cfg, NULL, &cc, errp) < 0)
+        return -1;
+    status = cc.api->request(cc.c, "GET", "/v1/pool", NULL, &reply, errp);
+    if (status < 0)
+        goto cleanup;
+    f = json_object_get(reply, "free");
+    d = json_object_get(reply, "per_job_default");
+    if (status != 200 || !json_is_integer(f) || !json_is_integer(d)) {
+        errno = EPROTO;
+        errprintf(errp, "GET /v1/pool: HTTP %d without free counts", status);
+        goto cleanup;
+    }
+    *freep = (long)json_integer_value(f);
+    *per_job_defaultp = (long)json_integer_value(d);
+    rc = 0;
+cleanup:
+    json_decref(reply);
+    if (st)
+        swv_conn_put(&st->poll, &cc, status < 0);
+    else
+        swv_conn_close(&cc);
+    return rc;
+}
+
+/* ---- slurmctld's start and stop --------------------------------------------
+ */
+
+int swv_ctld_start(const struct swv_config *cfg,
+                   swv_log_fn *log,
+                   vnib_error_t *errp)
+{
+    struct ctld_state *st;
+    vnib_error_t oerr = {0};
+    char dir[SWV_PATH_MAX + 16];
+
+    if (ctld)
+        return 0;
+    if (!(st = calloc(1, sizeof(*st)))) {
+        errno = ENOMEM;
+        return errprintf(errp, "out of memory");
+    }
+    st->cfg = *cfg;
+    st->log = log;
+    swv_conn_slot_init(&st->lockpath);
+    swv_conn_slot_init(&st->sender);
+    swv_conn_slot_init(&st->poll);
+    pthread_mutex_init(&st->map_lock, NULL);
+    ctld = st;
+    snprintf(dir, sizeof(dir), "%s/outbox", cfg->spool);
+    if (!(st->outbox =
+              swv_outbox_create(dir, send_queued, release_done, st, &oerr))) {
+        int e = errno;
+
+        errprintf(errp,
+                  "release outbox: %s; releases are made under the job lock",
+                  oerr.text);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+void swv_ctld_stop(void)
+{
+    struct ctld_state *st = ctld;
+
+    if (!st)
+        return;
+    swv_outbox_destroy(st->outbox);
+    st->outbox = NULL;
+    /* The rest stays for the process's last moments: the plugin may be
+     * called until it is unloaded, and its calls use the clients. */
 }
 
 /* Make dir (0700) if missing; refuse one others may write. */

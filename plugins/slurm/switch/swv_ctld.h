@@ -2,15 +2,22 @@
 /* swv_ctld: switch/vnib's controller side, the broker calls of slurmctld.
  *
  * When slurmctld creates a step (switch_p_build_jobinfo) the plugin
- * reserves the job at the broker (idempotent: the job's first step makes
- * the reservation, the others find it) and then the step (every step
- * gets a step reservation, with its own VNIs or none, so that its node
- * services are tracked).  When a step record ends (switch_p_job_step_
- * complete) it releases the step; when the job ends (switch_p_job_
- * complete, from slurmctld's deallocate_nodes) it releases the job, which
- * releases whatever steps are left.  A job release the broker does not
- * take is spooled in the hook's format (one file per job in the release
- * spool) for `vnib-slurm-hook reconcile`, never dropped.
+ * reserves the job at the broker, when it has not yet in this slurmctld
+ * (idempotent: the job's first step makes the reservation, a later one
+ * finds it), and then the step (every step gets a step reservation, with
+ * its own VNIs or none, so that its node services are tracked), with its
+ * lease.  That is on slurmctld's job lock, so it is as short as it can be:
+ * one request per step once the job is reserved, on a connection kept
+ * open from step to step.  The releases are not: when a step record ends
+ * (switch_p_job_step_complete) and when the job ends (switch_p_job_
+ * complete, from slurmctld's deallocate_nodes) the release is written to
+ * the outbox (swv_outbox.h) and a thread sends it.  A job release the
+ * broker refuses is spooled in the hook's format (one file per job in the
+ * release spool) for `vnib-slurm-hook reconcile`, never dropped.
+ *
+ * In a job's stepmgr (a slurmstepd, Slurm 24.05+) the same calls reserve
+ * and release the job's steps with the job's token, one request each, at
+ * once.
  *
  * These functions know nothing of Slurm's structures: the plugin's
  * Slurm-facing files (swv_plugin.c) pass plain strings.
@@ -40,15 +47,33 @@ struct swv_step_req {
 struct swv_step_resv {
     long long job_resv; /* the broker's ids; 0 when unisolated */
     long long step_resv;
-    int unisolated; /* broker down and vnib_outage=open */
+    int unisolated;     /* broker down and vnib_outage=open */
+    char *lease;        /* the step's lease (malloc'd), NULL without */
+    int lease_disabled; /* the broker answered 400 lease_disabled */
+    double job_ms;      /* how long the job's reserve took; -1 none made */
+    double step_ms;     /* ... and the step's */
 };
 
+/* slurmctld starts: keep a copy of cfg, start the outbox in
+ * cfg->spool/outbox (sending what a previous slurmctld left there).  0,
+ * or -1 with errp: releases are then made at once, as in the stepmgr. */
+int swv_ctld_start(const struct swv_config *cfg,
+                   swv_log_fn *log,
+                   vnib_error_t *errp);
+
+/* slurmctld stops: the outbox's thread ends after the release it is
+ * sending; the rest waits in the folder. */
+void swv_ctld_stop(void);
+
 /* Reserve the job (POST /v1/reservations) and the step (PUT /v1/
- * reservations/JOB/steps/STEP).  Returns 0 (out filled; unisolated when
- * the broker could not be reached and cfg->outage is open: errp then says
- * why), or -1 with errp set and errno: EAGAIN when the VNI pool is
- * exhausted (the step may be retried), EHOSTUNREACH when the broker could
- * not be reached (outage fail), EACCES or EINVAL when it refused.
+ * reservations/JOB/steps/STEP, with "lease": true unless cfg->lease is
+ * off).  Returns 0 (out filled; unisolated when the broker could not be
+ * reached and cfg->outage is open: errp then says why), or -1 with errp
+ * set and errno: EAGAIN when the VNI pool is exhausted (the step may be
+ * retried), EHOSTUNREACH when the broker could not be reached (outage
+ * fail), EACCES or EINVAL when it refused.  A broker that issues no
+ * leases (400 lease_disabled) is asked again without one (lease_disabled
+ * set), and not asked for one for a minute.
  */
 int swv_ctld_step_begin(const struct swv_config *cfg,
                         const struct swv_step_req *req,
@@ -74,10 +99,11 @@ int swv_ctld_job_begin(const struct swv_config *cfg,
                        int *unisolatedp,
                        vnib_error_t *errp);
 
-/* Release a step (DELETE /v1/reservations/JOB/steps/STEP) with job_token
- * (the stepmgr) or, when NULL, slurmctld's token.  0 when the broker took
- * it (or knows no such step), -1 with errp otherwise: the job's release
- * releases it anyway.
+/* Release a step (DELETE /v1/reservations/JOB/steps/STEP): in slurmctld
+ * (job_token NULL) queued in the outbox, else (the stepmgr, with the job's
+ * token, or slurmctld without its outbox) at once.  1 when queued, 0 when
+ * the broker took it (or knows no such step), -1 with errp otherwise: the
+ * job's release releases it anyway.
  */
 int swv_ctld_step_end(const struct swv_config *cfg,
                       const char *job_token,
@@ -85,9 +111,12 @@ int swv_ctld_step_end(const struct swv_config *cfg,
                       const char *step_id,
                       vnib_error_t *errp);
 
-/* Release a job (DELETE /v1/reservations/JOB).  Returns 0 when the
- * broker took it or knows no such job, 1 when it did not and the release
- * was spooled (errp says why), -1 when it could not even be spooled.
+/* Release a job (DELETE /v1/reservations/JOB, naming the reservation
+ * this slurmctld made for it when it knows it): queued in the outbox.
+ * Without one (its folder unusable), at once: 0 when the broker took it
+ * or knows no such job, 1 when it did not and the release was spooled
+ * for the reconcile (errp says why), -1 when it could not even be
+ * spooled.
  */
 int swv_ctld_job_end(const struct swv_config *cfg,
                      const char *job_id,

@@ -2,14 +2,16 @@
 /* swv_jobinfo: encoding and strict decoding of switch/vnib's jobinfo.
  *
  * Layout (big-endian): magic u32, version u32, flags u32, job u32, step
- * u32, job reservation i64, step reservation i64.  36 bytes, always.
- * The job-level data: see swv_jobinfo.h.
+ * u32, job reservation i64, step reservation i64: 36 bytes, version 1;
+ * version 2 adds the lease's length u32 and its bytes.  The job-level
+ * data: see swv_jobinfo.h.
  */
 #include "swv_jobinfo.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void put32(uint8_t *p, uint32_t v)
@@ -37,16 +39,48 @@ static int64_t get64(const uint8_t *p)
     return (int64_t)(((uint64_t)get32(p) << 32) | (uint64_t)get32(p + 4));
 }
 
-void swv_jobinfo_encode(const struct swv_jobinfo *info,
-                        uint8_t out[SWV_JOBINFO_WIRE])
+size_t swv_jobinfo_wire_size(const struct swv_jobinfo *info)
 {
+    if (info->lease == NULL)
+        return SWV_JOBINFO_WIRE;
+    return SWV_JOBINFO_WIRE_LEASE + strlen(info->lease);
+}
+
+void swv_jobinfo_encode(const struct swv_jobinfo *info, uint8_t *out)
+{
+    size_t n = info->lease != NULL ? strlen(info->lease) : 0;
+
     put32(out, SWV_JOBINFO_MAGIC);
-    put32(out + 4, SWV_JOBINFO_VERSION);
+    put32(
+        out + 4,
+        info->lease != NULL ? SWV_JOBINFO_VERSION_LEASE : SWV_JOBINFO_VERSION);
     put32(out + 8, info->flags);
     put32(out + 12, info->job_id);
     put32(out + 16, info->step_id);
     put64(out + 20, info->job_resv);
     put64(out + 28, info->step_resv);
+    if (info->lease == NULL)
+        return;
+    put32(out + 36, (uint32_t)n);
+    memcpy(out + 40, info->lease, n);
+}
+
+/* Is the lease of n bytes at p one a step may carry (its text only: the
+ * node verifies it)? */
+static int lease_ok(const uint8_t *p, size_t n, vnib_error_t *errp)
+{
+    static const char prefix[] = "vnib1.";
+
+    if (n < sizeof(prefix) || n > SWV_JOBINFO_LEASE_MAX)
+        return errprintf(errp, "switch/vnib jobinfo: a lease of %zu bytes", n);
+    if (memcmp(p, prefix, sizeof(prefix) - 1) != 0)
+        return errprintf(errp, "switch/vnib jobinfo: not a lease");
+    for (size_t i = 0; i < n; i++)
+        if (!((p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= 'a' && p[i] <= 'z')
+              || (p[i] >= '0' && p[i] <= '9') || p[i] == '-' || p[i] == '_'
+              || p[i] == '.'))
+            return errprintf(errp, "switch/vnib jobinfo: bad lease byte");
+    return 0;
 }
 
 int swv_jobinfo_decode(const uint8_t *buf,
@@ -54,24 +88,47 @@ int swv_jobinfo_decode(const uint8_t *buf,
                        struct swv_jobinfo *info,
                        vnib_error_t *errp)
 {
-    struct swv_jobinfo in;
+    struct swv_jobinfo in = {0};
     uint32_t version;
+    size_t n = 0;
 
     memset(info, 0, sizeof(*info));
     errno = EINVAL;
-    if (buf == NULL || len != SWV_JOBINFO_WIRE)
+    if (buf == NULL || len < SWV_JOBINFO_WIRE)
         return errprintf(errp,
-                         "switch/vnib jobinfo: %zu bytes, want %d",
+                         "switch/vnib jobinfo: %zu bytes, want %d or more",
                          len,
                          SWV_JOBINFO_WIRE);
     if (get32(buf) != SWV_JOBINFO_MAGIC)
         return errprintf(errp, "switch/vnib jobinfo: bad magic");
     version = get32(buf + 4);
-    if (version != SWV_JOBINFO_VERSION)
+    if (version == SWV_JOBINFO_VERSION) {
+        if (len != SWV_JOBINFO_WIRE)
+            return errprintf(errp,
+                             "switch/vnib jobinfo: %zu bytes, want %d",
+                             len,
+                             SWV_JOBINFO_WIRE);
+    } else if (version == SWV_JOBINFO_VERSION_LEASE) {
+        if (len < SWV_JOBINFO_WIRE_LEASE)
+            return errprintf(errp,
+                             "switch/vnib jobinfo: %zu bytes, want %d or more",
+                             len,
+                             SWV_JOBINFO_WIRE_LEASE);
+        n = get32(buf + 36);
+        if (n != len - SWV_JOBINFO_WIRE_LEASE)
+            return errprintf(errp,
+                             "switch/vnib jobinfo: a lease of %zu bytes in %zu",
+                             n,
+                             len - SWV_JOBINFO_WIRE_LEASE);
+        if (lease_ok(buf + SWV_JOBINFO_WIRE_LEASE, n, errp) < 0)
+            return -1;
+    } else
         return errprintf(errp,
-                         "switch/vnib jobinfo: version %" PRIu32 ", want %u",
+                         "switch/vnib jobinfo: version %" PRIu32
+                         ", want %u or %u",
                          version,
-                         SWV_JOBINFO_VERSION);
+                         SWV_JOBINFO_VERSION,
+                         SWV_JOBINFO_VERSION_LEASE);
     in.flags = get32(buf + 8);
     in.job_id = get32(buf + 12);
     in.step_id = get32(buf + 16);
@@ -88,9 +145,41 @@ int swv_jobinfo_decode(const uint8_t *buf,
         return errprintf(errp,
                          "switch/vnib jobinfo: a reserved step "
                          "without its reservations");
+    if (version == SWV_JOBINFO_VERSION_LEASE
+        && (in.flags & (SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED))
+               != SWV_JOBINFO_BUILT)
+        return errprintf(errp,
+                         "switch/vnib jobinfo: a lease on a step that is "
+                         "not reserved");
+    if (version == SWV_JOBINFO_VERSION_LEASE) {
+        if ((in.lease = malloc(n + 1)) == NULL) {
+            errno = ENOMEM;
+            return errprintf(errp, "switch/vnib jobinfo: out of memory");
+        }
+        memcpy(in.lease, buf + SWV_JOBINFO_WIRE_LEASE, n);
+        in.lease[n] = '\0';
+    }
     *info = in;
     errno = 0;
     return 0;
+}
+
+int swv_jobinfo_copy(struct swv_jobinfo *dst, const struct swv_jobinfo *src)
+{
+    *dst = *src;
+    if (src->lease == NULL)
+        return 0;
+    if ((dst->lease = strdup(src->lease)) == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+void swv_jobinfo_clear(struct swv_jobinfo *info)
+{
+    free(info->lease);
+    info->lease = NULL;
 }
 
 size_t swv_jobdata_encode(const struct swv_jobdata *jd, uint8_t *out)

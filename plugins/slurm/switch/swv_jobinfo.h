@@ -2,12 +2,21 @@
 /* swv_jobinfo: what switch/vnib carries with a step, and its wire form.
  *
  * Slurm packs a step's switch "jobinfo" into the launch credential, the
- * step state file and several RPCs.  switch/vnib carries only who the
- * step is and which broker reservations it holds: never VNIs, services
- * or tokens (the nodes fetch those from the broker with their own token,
- * so a tampered launch request cannot hand a step someone else's VNIs:
- * CVE-2024-42511 cannot arise).  The wire form is fixed-size and
- * version-tagged; decoding accepts exactly that and nothing else, so
+ * step state file and several RPCs (22.05's srun forwards it in the
+ * launch request).  switch/vnib carries who the step is, which broker
+ * reservations it holds and, when the broker issued one, the step's
+ * lease: the reservation as the step's nodes need it, signed by the
+ * broker (include/vnib/lease.h, docs/node-path.md), with which each node
+ * starts the step with no broker request.  Never tokens: nothing in a
+ * lease is secret, and a node takes only what verifies with the broker's
+ * key and names this job, step, owner and node (so a tampered launch
+ * request cannot hand a step someone else's VNIs: CVE-2024-42511 cannot
+ * arise).
+ *
+ * Two wire forms, both version-tagged: version 1, 36 bytes, without a
+ * lease (what a step without one still packs, so that a node whose
+ * plugin predates leases reads it), and version 2, the same fields then
+ * the lease.  Decoding accepts exactly those and nothing else, so
  * garbage is refused, never trusted (tests/fuzz/fuzz_switch.c).
  */
 #ifndef SWV_JOBINFO_H
@@ -19,8 +28,14 @@
 #include "vnib/error.h"
 
 #define SWV_JOBINFO_MAGIC 0x564e4942u /* "VNIB" */
-#define SWV_JOBINFO_VERSION 1u
-#define SWV_JOBINFO_WIRE 36 /* bytes of the encoded form */
+#define SWV_JOBINFO_VERSION 1u        /* without a lease */
+#define SWV_JOBINFO_VERSION_LEASE 2u  /* with one */
+#define SWV_JOBINFO_WIRE 36           /* bytes of version 1 */
+#define SWV_JOBINFO_WIRE_LEASE 40     /* bytes of version 2 before the lease */
+/* The longest lease carried: LEASE_MAX_LEN (vnib/lease.h). */
+#define SWV_JOBINFO_LEASE_MAX (256u * 1024)
+/* The most bytes an encoded jobinfo takes. */
+#define SWV_JOBINFO_WIRE_MAX (SWV_JOBINFO_WIRE_LEASE + SWV_JOBINFO_LEASE_MAX)
 
 /* flags */
 #define SWV_JOBINFO_BUILT 0x1u      /* the controller reserved for it */
@@ -32,6 +47,7 @@ struct swv_jobinfo {
     uint32_t step_id;
     int64_t job_resv;  /* the broker's reservation id of the job */
     int64_t step_resv; /* ... and of the step */
+    char *lease;       /* the step's lease (malloc'd), or NULL */
 };
 
 /* What travels with a JOB (Slurm 24.05 and later pack a job-level blob
@@ -66,18 +82,31 @@ int swv_jobdata_decode(const uint8_t *buf,
                        struct swv_jobdata *jd,
                        vnib_error_t *errp);
 
-/* Encode info into out (SWV_JOBINFO_WIRE bytes, big-endian fields). */
-void swv_jobinfo_encode(const struct swv_jobinfo *info,
-                        uint8_t out[SWV_JOBINFO_WIRE]);
+/* The bytes swv_jobinfo_encode writes for info. */
+size_t swv_jobinfo_wire_size(const struct swv_jobinfo *info);
 
-/* Decode len bytes at buf.  Returns 0, or -1 with errno EINVAL and errp
- * saying why (wrong size, magic or version, unknown flags, negative
- * reservation ids, a built step without ids).
+/* Encode info into out (swv_jobinfo_wire_size bytes, big-endian fields):
+ * version 1 without a lease, version 2 with one. */
+void swv_jobinfo_encode(const struct swv_jobinfo *info, uint8_t *out);
+
+/* Decode len bytes at buf into info (its lease a new string, for
+ * swv_jobinfo_clear).  Returns 0, or -1 with errno EINVAL (ENOMEM) and
+ * errp saying why: wrong size, magic or version, unknown flags, negative
+ * reservation ids, a built step without ids, a lease on a step that is
+ * not reserved, longer than SWV_JOBINFO_LEASE_MAX, not starting "vnib1."
+ * or with a byte outside base64url and ".".  info holds nothing then.
  */
 int swv_jobinfo_decode(const uint8_t *buf,
                        size_t len,
                        struct swv_jobinfo *info,
                        vnib_error_t *errp);
+
+/* Copy src into dst (the lease duplicated).  0, or -1 with errno ENOMEM
+ * (dst then has no lease). */
+int swv_jobinfo_copy(struct swv_jobinfo *dst, const struct swv_jobinfo *src);
+
+/* Free info's lease. */
+void swv_jobinfo_clear(struct swv_jobinfo *info);
 
 /* The step's name at the broker: the step number, "batch" and the
  * like never reach a switch plugin. */

@@ -22,6 +22,7 @@ enum key_kind {
     KEY_VNIS,   /* 0-4; for vnib_vnis also "default" (-1) */
     KEY_HWCOLL, /* on|off|auto */
     KEY_MS,     /* a positive number of milliseconds */
+    KEY_ONOFF,  /* on|off */
 };
 
 struct config_key {
@@ -36,7 +37,9 @@ static const struct config_key config_keys[] = {
     {"vnib_cacert", KEY_PATH, offsetof(struct swv_config, cacert)},
     {"vnib_agent_config", KEY_PATH, offsetof(struct swv_config, agent_config)},
     {"vnib_release_spool", KEY_PATH, offsetof(struct swv_config, spool)},
+    {"vnib_helper", KEY_PATH, offsetof(struct swv_config, helper)},
     {"vnib_outage", KEY_OUTAGE, offsetof(struct swv_config, outage)},
+    {"vnib_lease", KEY_ONOFF, offsetof(struct swv_config, lease)},
     {"vnib_vnis", KEY_VNIS, offsetof(struct swv_config, vnis)},
     {"vnib_step_vnis", KEY_VNIS, offsetof(struct swv_config, step_vnis)},
     {"vnib_hwcoll", KEY_HWCOLL, offsetof(struct swv_config, hwcoll)},
@@ -73,6 +76,7 @@ static void config_defaults(struct swv_config *cfg)
              "%s",
              "/var/spool/vnibroker/slurm/release");
     cfg->outage = SWV_OUTAGE_FAIL;
+    cfg->lease = true;
     cfg->vnis = -1;
     cfg->step_vnis = 0;
     cfg->timeout_ms = 5000;
@@ -149,6 +153,17 @@ static int apply_config_key(struct swv_config *cfg,
                                  "open, not '%s'",
                                  val);
             }
+            return 0;
+        case KEY_ONOFF:
+            if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0) {
+                errno = EINVAL;
+                return errprintf(errp,
+                                 "SwitchParameters: %s: want on or off, not "
+                                 "'%s'",
+                                 k->name,
+                                 val);
+            }
+            *(bool *)(void *)field = strcmp(val, "on") == 0;
             return 0;
         case KEY_VNIS:
             if (k->offset == offsetof(struct swv_config, vnis)

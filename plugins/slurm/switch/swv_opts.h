@@ -20,6 +20,14 @@
 
 #define SWV_PATH_MAX 512
 
+/* The helper's file name (swv_helper.h, swv_load.h). */
+#define SWV_HELPER_NAME "vnib-switch-helper.so"
+
+/* The plugin's log (Slurm's error, info, debug), for what the helper's
+ * threads have to say. */
+enum swv_log_level { SWV_LOG_ERROR, SWV_LOG_INFO, SWV_LOG_DEBUG };
+typedef void swv_log_fn(enum swv_log_level level, const char *message);
+
 /* What a step does when the broker cannot be reached at its start. */
 enum swv_outage {
     SWV_OUTAGE_FAIL = 0, /* the step fails: ESLURM_INTERCONNECT_FAILURE */
@@ -33,7 +41,11 @@ struct swv_config {
     char cacert[SWV_PATH_MAX];       /* vnib_cacert: "" the system store */
     char agent_config[SWV_PATH_MAX]; /* vnib_agent_config: %n the node */
     char spool[SWV_PATH_MAX];        /* vnib_release_spool */
+    char helper[SWV_PATH_MAX];       /* vnib_helper: the helper object;
+                                        "" its default places */
     enum swv_outage outage;          /* vnib_outage=fail|open */
+    bool lease;                      /* vnib_lease=on|off: steps carry
+                                        the broker's lease */
     int vnis;                        /* vnib_vnis: job VNIs; -1 broker's */
     int step_vnis;                   /* vnib_step_vnis: a step's own */
     char hwcoll[8];                  /* vnib_hwcoll: "" the broker's */

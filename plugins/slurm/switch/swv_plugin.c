@@ -6,9 +6,11 @@
  * stepd_step_rec_t (fields every supported release has under the same
  * names) and hands plain values to the plugin's modules: swv_opts
  * (SwitchParameters and --network), swv_jobinfo (what travels with a
- * step or a job), swv_ctld (the broker calls of slurmctld and the
- * stepmgr), swv_free (slurmctld's free count) and swv_node (the agent's
- * code in slurmstepd).  See plugins/slurm/README.md, "switch/vnib".
+ * step or a job) and swv_free (slurmctld's free count), and to the
+ * helper's (swv_helper.h, loaded by swv_load where a call needs it):
+ * swv_ctld (the broker calls of slurmctld and the stepmgr) and swv_node
+ * (the agent's code in slurmstepd).  See plugins/slurm/README.md,
+ * "switch/vnib".
  *
  * plugin_id: Slurm uses 100-105 (slurm.h, enum switch_plugin_type; each
  * release adds ids after the last, one at a time).  switch_g_init() loads
@@ -18,11 +20,12 @@
 #include "swv_plugin.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
-#include "swv_ctld.h"
 #include "swv_free.h"
-#include "swv_node.h"
+#include "swv_load.h"
 #include "swv_opts.h"
+#include "vnib/monotime.h"
 
 const char plugin_name[] = "switch vnibroker plugin";
 const char plugin_type[] = "switch/vnib";
@@ -31,6 +34,9 @@ const uint32_t plugin_id = 0x564e4942u;
 
 /* SwitchParameters, parsed at init. */
 static struct swv_config swv_cfg;
+
+/* Whether slurmctld's log said that the broker issues no leases. */
+static atomic_bool lease_disabled_said;
 
 /* slurmctld's free count, started at the first test call (25.11+). */
 static pthread_once_t free_once = PTHREAD_ONCE_INIT;
@@ -52,15 +58,62 @@ static int load_config(void)
     return SLURM_SUCCESS;
 }
 
+/* The helper, loaded at the first need (see swv_load.h), or NULL with
+ * the reason logged: what needs it fails closed. */
+static const struct swv_helper *helper(const char *who)
+{
+    vnib_error_t err = {0};
+    const struct swv_helper *h = swv_load(&swv_cfg, &err);
+
+    if (!h)
+        error(
+            "switch/vnib: %s: cannot load the switch helper (%s); "
+            "refused",
+            who,
+            err.text);
+    return h;
+}
+
+/* The helper's threads' messages, into slurmctld's log. */
+static void helper_log(enum swv_log_level level, const char *message)
+{
+    if (level == SWV_LOG_ERROR)
+        error("%s", message);
+    else if (level == SWV_LOG_INFO)
+        info("%s", message);
+    else
+        debug("%s", message);
+}
+
+/* slurmctld loads the helper at once: its first step would otherwise
+ * wait for it under the job lock, and a missing helper is said at start.
+ * srun, slurmd and slurmstepd load nothing here. */
 int swv_plugin_init(void)
 {
-    return load_config();
+    vnib_error_t err = {0};
+    const struct swv_helper *h;
+
+    if (load_config() != SLURM_SUCCESS)
+        return SLURM_ERROR;
+    if (!running_in_slurmctld())
+        return SLURM_SUCCESS;
+    if (!(h = helper("slurmctld")))
+        return SLURM_SUCCESS; /* every step fails closed, each saying why */
+    if (h->ctld_start(&swv_cfg, helper_log, &err) < 0)
+        error("switch/vnib: %s", err.text);
+    return SLURM_SUCCESS;
 }
 
 void swv_plugin_fini(void)
 {
+    const struct swv_helper *h = swv_loaded();
+
     swv_free_destroy(free_count);
     free_count = NULL;
+    if (h && running_in_slurmctld())
+        h->ctld_stop();
+    else if (h)
+        h->node_stop(); /* a step's report, which logs through us */
 }
 
 /* ---- what travels with a step -------------------------------------------
@@ -79,26 +132,35 @@ struct swv_step *swv_step_dup(const struct swv_step *src)
 {
     struct swv_step *si = xmalloc(sizeof(*si));
 
-    if (src != NULL)
-        si->info = src->info;
+    /* Without its lease (out of memory) a node asks the broker instead. */
+    if (src != NULL && swv_jobinfo_copy(&si->info, &src->info) < 0)
+        error("switch/vnib: JobId=%u StepId=%u: out of memory for its lease",
+              src->info.job_id,
+              src->info.step_id);
     return si;
 }
 
 void swv_step_free(struct swv_step *si)
 {
+    if (si != NULL)
+        swv_jobinfo_clear(&si->info);
     xfree(si);
 }
 
 void swv_step_pack(const struct swv_step *si, buf_t *buffer)
 {
-    uint8_t wire[SWV_JOBINFO_WIRE];
+    uint8_t *wire;
+    size_t n;
 
     if (si == NULL) {
         packmem(NULL, 0, buffer);
         return;
     }
+    n = swv_jobinfo_wire_size(&si->info);
+    wire = xmalloc(n);
     swv_jobinfo_encode(&si->info, wire);
-    packmem((char *)wire, SWV_JOBINFO_WIRE, buffer);
+    packmem((char *)wire, (uint32_t)n, buffer);
+    xfree(wire);
 }
 
 int swv_step_unpack(struct swv_step **sip, buf_t *buffer)
@@ -192,6 +254,16 @@ void swv_jobdata_free(void *jdp)
 /* ---- slurmctld and the stepmgr -------------------------------------------
  */
 
+/* "N.N ms" for a request made, "known" for none. */
+static const char *ms_text(double ms, char *buf, size_t size)
+{
+    if (ms < 0)
+        snprintf(buf, size, "known");
+    else
+        snprintf(buf, size, "%.1f ms", ms);
+    return buf;
+}
+
 int swv_step_build(struct swv_step *si,
                    step_record_t *step_ptr,
                    const char *step_nodes,
@@ -202,8 +274,9 @@ int swv_step_build(struct swv_step *si,
     struct swv_network net;
     struct swv_step_resv resv;
     struct swv_step_req req;
+    const struct swv_helper *h;
     job_record_t *job_ptr;
-    char job[16], step[16];
+    char job[16], step[16], who[64], ms[32];
 
     if (si == NULL || step_nodes == NULL || step_ptr == NULL
         || step_ptr->job_ptr == NULL) {
@@ -255,7 +328,12 @@ int swv_step_build(struct swv_step *si,
         req.job_token = jd->token;
         req.job_resv = jd->job_resv;
     }
-    if (swv_ctld_step_begin(&swv_cfg, &req, &net, &resv, &err) < 0) {
+    snprintf(who, sizeof(who), "JobId=%s StepId=%s", job, step);
+    if (!(h = helper(who))) {
+        errno = ESLURM_INTERCONNECT_FAILURE;
+        return SLURM_ERROR;
+    }
+    if (h->step_begin(&swv_cfg, &req, &net, &resv, &err) < 0) {
         error("switch/vnib: JobId=%s StepId=%s: %s", job, step, err.text);
         errno = errno == EAGAIN ? SWV_ERR_BUSY : ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
@@ -270,16 +348,26 @@ int swv_step_build(struct swv_step *si,
             step,
             err.text);
     }
+    if (resv.lease_disabled && !atomic_exchange(&lease_disabled_said, true))
+        info(
+            "switch/vnib: the broker issues no leases (400 lease_disabled): "
+            "steps start as without vnib_lease, each node asking the "
+            "broker; set lease.key_file on the brokers (said once)");
     si->info.job_resv = resv.job_resv;
     si->info.step_resv = resv.step_resv;
+    swv_jobinfo_clear(&si->info);
+    si->info.lease = resv.lease; /* the step's now */
     debug(
-        "switch/vnib: JobId=%s StepId=%s nodes=%s: reservation %lld, "
-        "step reservation %lld",
+        "switch/vnib: JobId=%s StepId=%s nodes=%s: reservation %lld (%s), "
+        "step reservation %lld (%.1f ms), %s",
         job,
         step,
         step_nodes,
         resv.job_resv,
-        resv.step_resv);
+        ms_text(resv.job_ms, ms, sizeof(ms)),
+        resv.step_resv,
+        resv.step_ms,
+        resv.lease ? "with its lease" : "no lease");
     return SLURM_SUCCESS;
 }
 
@@ -287,7 +375,9 @@ int swv_step_complete(const struct swv_step *si)
 {
     vnib_error_t err = {0};
     struct swv_jobdata jd = {0};
-    char job[16], step[16];
+    const struct swv_helper *h;
+    char job[16], step[16], who[64];
+    int rc;
 
     if (!swv_runs_steps() || si == NULL
         || (si->info.flags & SWV_JOBINFO_BUILT) == 0
@@ -307,9 +397,14 @@ int swv_step_complete(const struct swv_step *si)
             return SLURM_SUCCESS;
         }
     }
-    if (swv_ctld_step_end(
-            &swv_cfg, jd.token[0] != '\0' ? jd.token : NULL, job, step, &err)
-        < 0)
+    snprintf(who, sizeof(who), "JobId=%s StepId=%s release", job, step);
+    if (!(h = helper(who))) {
+        explicit_bzero(&jd, sizeof(jd));
+        return SLURM_SUCCESS; /* the job's release (or reconcile) does it */
+    }
+    rc = h->step_end(
+        &swv_cfg, jd.token[0] != '\0' ? jd.token : NULL, job, step, &err);
+    if (rc < 0)
         error(
             "switch/vnib: JobId=%s StepId=%s: step release failed (%s); "
             "the job's release will release it",
@@ -317,7 +412,10 @@ int swv_step_complete(const struct swv_step *si)
             step,
             err.text);
     else
-        debug("switch/vnib: JobId=%s StepId=%s: step released", job, step);
+        debug("switch/vnib: JobId=%s StepId=%s: step %s",
+              job,
+              step,
+              rc > 0 ? "release queued" : "released");
     explicit_bzero(&jd, sizeof(jd));
     return SLURM_SUCCESS;
 }
@@ -325,13 +423,19 @@ int swv_step_complete(const struct swv_step *si)
 void swv_job_complete(uint32_t job_id)
 {
     vnib_error_t err = {0};
-    char job[16];
+    const struct swv_helper *h;
+    char job[16], who[64];
     int rc;
 
     if (!running_in_slurmctld())
         return;
     snprintf(job, sizeof(job), "%u", job_id);
-    rc = swv_ctld_job_end(&swv_cfg, job, &err);
+    snprintf(who, sizeof(who), "JobId=%s release", job);
+    if (!(h = helper(who))) {
+        /* The reconcile releases the jobs Slurm lists as ended. */
+        return;
+    }
+    rc = h->job_end(&swv_cfg, job, &err);
     if (rc != 0)
         error("switch/vnib: JobId=%s: %s", job, err.text);
 }
@@ -344,8 +448,12 @@ static int free_fetch(void *arg,
                       long *per_jobp,
                       vnib_error_t *errp)
 {
+    const struct swv_helper *h = swv_load(&swv_cfg, errp);
+
     (void)arg;
-    return swv_ctld_pool_free(&swv_cfg, freep, per_jobp, errp);
+    if (!h)
+        return -1;
+    return h->pool_free(&swv_cfg, freep, per_jobp, errp);
 }
 
 static void free_log(void *arg, bool ok, const char *text)
@@ -445,7 +553,8 @@ int swv_job_start(job_record_t *job_ptr, bool test_only)
     struct swv_network net;
     struct swv_step_req req;
     struct swv_jobdata *jd;
-    char job[16];
+    const struct swv_helper *h;
+    char job[16], who[64];
     int unisolated = 0;
 #endif
 
@@ -470,8 +579,11 @@ int swv_job_start(job_record_t *job_ptr, bool test_only)
         .user = job_ptr->user_name,
         .job_nodes = job_ptr->nodes,
     };
+    snprintf(who, sizeof(who), "JobId=%s", job);
+    if (!(h = helper(who)))
+        return SLURM_ERROR; /* its steps fail at the stepmgr: no token */
     jd = xmalloc(sizeof(*jd));
-    if (swv_ctld_job_begin(&swv_cfg, &req, &net, jd, &unisolated, &err) < 0
+    if (h->job_begin(&swv_cfg, &req, &net, jd, &unisolated, &err) < 0
         || unisolated) {
         /* Slurm ignores what this call returns: the job's steps fail
          * (or run unisolated under vnib_outage=open) at the stepmgr. */
@@ -550,71 +662,112 @@ static int env_apply(char ***env, char **add)
 int swv_stepd_init(stepd_step_rec_t *job)
 {
     const struct swv_jobinfo *info = step_info(job);
-    vnib_error_t err = {0};
-    char **add = NULL;
+    const struct swv_helper *h;
+    vnib_error_t err = {0}, warn = {0};
+    char **add = NULL, who[64];
+    int64_t t0 = monotime_ns(), t1;
     long ncores;
     int unisolated = 0, rc;
 
     env_clear_ours(job->env);
+    snprintf(who,
+             sizeof(who),
+             "JobId=%u StepId=%u on %s",
+             job->step_id.job_id,
+             job->step_id.step_id,
+             job->node_name);
+    if ((info->flags & SWV_JOBINFO_BUILT) == 0) {
+        error("switch/vnib: %s: the step carries no switch/vnib reservation",
+              who);
+        errno = ESLURM_INTERCONNECT_FAILURE;
+        return SLURM_ERROR;
+    }
+    if ((info->flags & SWV_JOBINFO_UNISOLATED) != 0) {
+        error(
+            "switch/vnib: %s: slurmctld could not reach the broker; the "
+            "step runs WITHOUT VNI isolation (vnib_outage=open)",
+            who);
+        return SLURM_SUCCESS;
+    }
+    if (!(h = helper(who))) {
+        errno = ESLURM_INTERCONNECT_FAILURE;
+        return SLURM_ERROR;
+    }
+    t1 = monotime_ns();
     ncores = (long)job->node_tasks
              * (long)(job->cpus_per_task > 0 ? job->cpus_per_task : 1);
     if (ncores < 1)
         ncores = 1;
-    rc = swv_node_setup(&swv_cfg,
-                        job->node_name,
-                        info,
-                        (long)job->uid,
-                        ncores,
-                        &add,
-                        &unisolated,
-                        &err);
+    rc = h->node_setup(&swv_cfg,
+                       job->node_name,
+                       info,
+                       (long)job->uid,
+                       ncores,
+                       &add,
+                       &unisolated,
+                       &warn,
+                       &err);
+    if (warn.text[0] != '\0')
+        error("switch/vnib: %s: %s", who, warn.text);
     if (rc < 0 && unisolated) {
         error(
-            "switch/vnib: JobId=%u StepId=%u on %s: %s; the step runs "
-            "WITHOUT VNI isolation (vnib_outage=open)",
-            job->step_id.job_id,
-            job->step_id.step_id,
-            job->node_name,
+            "switch/vnib: %s: %s; the step runs WITHOUT VNI isolation "
+            "(vnib_outage=open)",
+            who,
             err.text);
         return SLURM_SUCCESS;
     }
     if (rc < 0) {
-        error("switch/vnib: JobId=%u StepId=%u on %s: %s",
-              job->step_id.job_id,
-              job->step_id.step_id,
-              job->node_name,
-              err.text);
+        error("switch/vnib: %s: %s", who, err.text);
         errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
     rc = env_apply(&job->env, add);
-    swv_node_env_free(add);
+    h->node_env_free(add);
     if (rc != SLURM_SUCCESS) {
-        error(
-            "switch/vnib: JobId=%u StepId=%u: cannot set the task "
-            "environment",
-            job->step_id.job_id,
-            job->step_id.step_id);
-        (void)swv_node_teardown(&swv_cfg, job->node_name, info, &err);
+        error("switch/vnib: %s: cannot set the task environment", who);
+        (void)h->node_teardown(
+            &swv_cfg, job->node_name, info, helper_log, &err);
         errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
+    debug("switch/vnib: %s: set up %s in %.1f ms (the helper %.1f ms)",
+          who,
+          info->lease ? "from its lease" : "from the broker",
+          (double)(monotime_ns() - t0) / 1e6,
+          (double)(t1 - t0) / 1e6);
     return SLURM_SUCCESS;
 }
 
-/* After the step's processes are killed: destroy its services. */
+/* After the step's processes are killed: destroy its services.  A step
+ * that never reached the broker's reservation has none. */
 int swv_stepd_postfini(stepd_step_rec_t *job)
 {
     const struct swv_jobinfo *info = step_info(job);
+    const struct swv_helper *h;
     vnib_error_t err = {0};
+    char who[64];
+    int64_t t0;
 
-    if (swv_node_teardown(&swv_cfg, job->node_name, info, &err) < 0) {
-        error("switch/vnib: JobId=%u StepId=%u on %s: %s",
-              job->step_id.job_id,
-              job->step_id.step_id,
-              job->node_name,
-              err.text);
+    if ((info->flags & SWV_JOBINFO_BUILT) == 0
+        || (info->flags & SWV_JOBINFO_UNISOLATED) != 0)
+        return SLURM_SUCCESS;
+    snprintf(who,
+             sizeof(who),
+             "JobId=%u StepId=%u on %s",
+             job->step_id.job_id,
+             job->step_id.step_id,
+             job->node_name);
+    if (!(h = helper(who)))
+        return SLURM_SUCCESS; /* so was its start: nothing was made */
+    t0 = monotime_ns();
+    if (h->node_teardown(&swv_cfg, job->node_name, info, helper_log, &err)
+        < 0) {
+        error("switch/vnib: %s: %s", who, err.text);
         return SLURM_ERROR;
     }
+    debug("switch/vnib: %s: torn down in %.1f ms",
+          who,
+          (double)(monotime_ns() - t0) / 1e6);
     return SLURM_SUCCESS;
 }

@@ -27,9 +27,9 @@ struct swv_step *swv_step_new(uint32_t job_id, uint32_t step_id);
 struct swv_step *swv_step_dup(const struct swv_step *src);
 void swv_step_free(struct swv_step *si);
 
-/* One length-prefixed blob: empty for no step data, else the 36 bytes
- * of swv_jobinfo_encode; unpack is strict (SLURM_ERROR on anything
- * else). */
+/* One length-prefixed blob: empty for no step data, else
+ * swv_jobinfo_encode's bytes (36 without a lease, the lease's 40 more
+ * with one); unpack is strict (SLURM_ERROR on anything else). */
 void swv_step_pack(const struct swv_step *si, buf_t *buffer);
 int swv_step_unpack(struct swv_step **si, buf_t *buffer);
 

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for the switch plugin's Slurm-free parts
  * (plugins/slurm/switch/): SwitchParameters and --network parsing
- * (swv_opts.c), the jobinfo's wire form (swv_jobinfo.c) and the release
- * spool record (swv_ctld.c, the hook's format).  The plugin's sources
+ * (swv_opts.c), the jobinfo's wire form with and without a lease
+ * (swv_jobinfo.c), the release spool record (swv_ctld.c, the hook's
+ * format) and slurmctld's release outbox (swv_outbox.c) against a
+ * stand-in for the broker.  The plugin's sources
  * are compiled in: they are not part of any library.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,10 +22,21 @@
 
 #include <cmocka.h>
 
+#include "plugins/slurm/switch/swv_conn.c"
 #include "plugins/slurm/switch/swv_ctld.c"
 #include "plugins/slurm/switch/swv_free.c"
 #include "plugins/slurm/switch/swv_jobinfo.c"
+#include "plugins/slurm/switch/swv_outbox.c"
 #include "plugins/slurm/switch/swv_opts.c"
+
+/* The client of the broker is vnib-agent-broker.so beside the helper:
+ * none here (the tests below make no request). */
+const struct swv_client_api *swv_broker_client(vnib_error_t *errp)
+{
+    errno = ENOENT;
+    errprintf(errp, "no client of the broker in the unit tests");
+    return NULL;
+}
 
 static void test_config_defaults(void **state)
 {
@@ -139,11 +154,12 @@ static void test_expand_node(void **state)
 
 static void test_jobinfo_round_trip(void **state)
 {
-    struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002}, out;
+    struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002, NULL}, out;
     uint8_t wire[SWV_JOBINFO_WIRE];
     vnib_error_t err = {0};
 
     (void)state;
+    assert_int_equal(swv_jobinfo_wire_size(&in), SWV_JOBINFO_WIRE);
     swv_jobinfo_encode(&in, wire);
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), 0);
     /* Field by field: the struct's padding holds whatever the stack did. */
@@ -152,6 +168,7 @@ static void test_jobinfo_round_trip(void **state)
     assert_int_equal(out.step_id, in.step_id);
     assert_int_equal(out.job_resv, in.job_resv);
     assert_int_equal(out.step_resv, in.step_resv);
+    assert_null(out.lease);
     /* each refusal */
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire) - 1, &out, &err),
                      -1);
@@ -159,9 +176,11 @@ static void test_jobinfo_round_trip(void **state)
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
     assert_non_null(strstr(err.text, "bad magic"));
     wire[0] ^= 1;
-    wire[7] = 2;
+    wire[7] = 3;
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
-    assert_non_null(strstr(err.text, "version 2"));
+    assert_non_null(strstr(err.text, "version 3"));
+    wire[7] = 2; /* version 2 is 40 bytes and more */
+    assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
     wire[7] = 1;
     wire[11] |= 0x80;
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
@@ -173,6 +192,86 @@ static void test_jobinfo_round_trip(void **state)
     in.job_resv = 0;
     swv_jobinfo_encode(&in, wire);
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), 0);
+}
+
+/* Version 2, with the step's lease: round trip, copy, and each refusal;
+ * version 1 still decodes (a step packed before leases). */
+static void test_jobinfo_lease(void **state)
+{
+    static const char lease[] = "vnib1.eyJ2IjoxfQ.c2ln-_";
+    struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002, NULL};
+    struct swv_jobinfo out, copy;
+    uint8_t *wire, *bad;
+    vnib_error_t err = {0};
+    size_t n;
+
+    (void)state;
+    in.lease = strdup(lease);
+    assert_non_null(in.lease);
+    n = swv_jobinfo_wire_size(&in);
+    assert_int_equal(n, SWV_JOBINFO_WIRE_LEASE + strlen(lease));
+    wire = malloc(n);
+    bad = malloc(n);
+    assert_non_null(wire);
+    assert_non_null(bad);
+    swv_jobinfo_encode(&in, wire);
+    assert_int_equal(wire[7], 2);
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), 0);
+    assert_int_equal(out.job_id, 42);
+    assert_int_equal(out.step_resv, 1002);
+    assert_string_equal(out.lease, lease);
+    assert_int_equal(swv_jobinfo_copy(&copy, &out), 0);
+    assert_string_equal(copy.lease, lease);
+    assert_ptr_not_equal(copy.lease, out.lease);
+    swv_jobinfo_clear(&copy);
+    assert_null(copy.lease);
+    swv_jobinfo_clear(&out);
+
+    /* a length that disagrees with the bytes, either way */
+    assert_int_equal(swv_jobinfo_decode(wire, n - 1, &out, &err), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_null(out.lease);
+    memcpy(bad, wire, n);
+    bad[39] += 1;
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    /* not a lease's text: prefix, a byte outside base64url and "." */
+    memcpy(bad, wire, n);
+    bad[SWV_JOBINFO_WIRE_LEASE] = 'w';
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    assert_non_null(strstr(err.text, "not a lease"));
+    memcpy(bad, wire, n);
+    bad[n - 1] = '=';
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    memcpy(bad, wire, n);
+    bad[n - 2] = 0;
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    /* a lease on a step that is not reserved, or unisolated */
+    in.flags = SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED;
+    swv_jobinfo_encode(&in, bad);
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    in.flags = 0;
+    swv_jobinfo_encode(&in, bad);
+    assert_int_equal(swv_jobinfo_decode(bad, n, &out, &err), -1);
+    /* version 2 of 40 bytes: an empty lease */
+    memcpy(bad, wire, SWV_JOBINFO_WIRE_LEASE);
+    memset(bad + 36, 0, 4);
+    assert_int_equal(
+        swv_jobinfo_decode(bad, SWV_JOBINFO_WIRE_LEASE, &out, &err), -1);
+    /* too long a lease is refused before anything is allocated */
+    memcpy(bad, wire, SWV_JOBINFO_WIRE_LEASE);
+    bad[36] = 0x00;
+    bad[37] = 0x04; /* 256 KiB + 1 */
+    bad[38] = 0x00;
+    bad[39] = 0x01;
+    assert_int_equal(
+        swv_jobinfo_decode(bad,
+                           SWV_JOBINFO_WIRE_LEASE + SWV_JOBINFO_LEASE_MAX + 1,
+                           &out,
+                           &err),
+        -1);
+    free(in.lease);
+    free(wire);
+    free(bad);
 }
 
 /* The job-level data: round trip, and every malformed form refused. */
@@ -345,6 +444,235 @@ static void test_spool(void **state)
     rmdir(dir);
 }
 
+/* ---- the release outbox (swv_outbox.c) ------------------------------------
+ * A stand-in for the broker: it answers `status` (-1: no answer), and
+ * while `hold` is set it waits before answering, so that the test knows
+ * which release the thread is sending. */
+struct fake_broker {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool hold;
+    bool holding; /* a send waits on hold */
+    int status;
+    char sent[16][32]; /* what was sent, in order */
+    int nsent;
+    int done; /* done callbacks of answered releases */
+};
+
+static int fake_send(void *arg, const struct swv_release *r, vnib_error_t *errp)
+{
+    struct fake_broker *b = arg;
+    int status;
+
+    pthread_mutex_lock(&b->lock);
+    b->holding = true;
+    pthread_cond_broadcast(&b->cond);
+    while (b->hold)
+        pthread_cond_wait(&b->cond, &b->lock);
+    b->holding = false;
+    status = b->status;
+    if (b->nsent < 16)
+        entry_name(r, b->sent[b->nsent++], sizeof(b->sent[0]));
+    pthread_mutex_unlock(&b->lock);
+    if (status < 0) {
+        errno = ECONNREFUSED;
+        errprintf(errp, "no broker");
+    }
+    return status;
+}
+
+static void fake_done(void *arg,
+                      const struct swv_release *r,
+                      int status,
+                      double ms,
+                      const char *error)
+{
+    struct fake_broker *b = arg;
+
+    (void)r;
+    (void)ms;
+    (void)error;
+    pthread_mutex_lock(&b->lock);
+    if (status >= 100)
+        b->done++;
+    pthread_mutex_unlock(&b->lock);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char path[256];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* Wait (at most 10 s) until the outbox holds n releases. */
+static void wait_pending(struct swv_outbox *ob, int n)
+{
+    for (int i = 0; i < 1000 && swv_outbox_pending(ob) != n; i++)
+        usleep(10000);
+    assert_int_equal(swv_outbox_pending(ob), n);
+}
+
+/* Releases are files until the broker answered; a job's release drops
+ * its steps' pending ones; what one slurmctld left, the next sends, in
+ * order; a refusal (4xx) is an answer, no answer is retried. */
+static void test_outbox(void **state)
+{
+    char dir[] = "/tmp/test_swv_ob.XXXXXX", sub[64];
+    struct fake_broker b = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                            .cond = PTHREAD_COND_INITIALIZER,
+                            .hold = true,
+                            .status = -1};
+    struct swv_release plug = {.job_id = 4, .resv = 40};
+    struct swv_release s50 = {.step = true, .job_id = 5, .step_id = 0};
+    struct swv_release s61 = {.step = true, .job_id = 6, .step_id = 1};
+    struct swv_release j5 = {.job_id = 5, .resv = 77};
+    vnib_error_t err = {0};
+    struct swv_outbox *ob;
+    struct stat st;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof(sub), "%s/outbox", dir);
+    ob = swv_outbox_create(sub, fake_send, fake_done, &b, &err);
+    assert_non_null(ob);
+    assert_int_equal(stat(sub, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    /* The thread takes the first release and waits in the broker. */
+    assert_int_equal(swv_outbox_add(ob, &plug, &err), 0);
+    pthread_mutex_lock(&b.lock);
+    while (!b.holding)
+        pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
+    assert_int_equal(swv_outbox_add(ob, &s50, &err), 0);
+    usleep(10000);
+    assert_int_equal(swv_outbox_add(ob, &s61, &err), 0);
+    usleep(10000);
+    assert_true(exists(sub, "step.5.0"));
+    assert_int_equal(swv_outbox_add(ob, &j5, &err), 0);
+    assert_false(exists(sub, "step.5.0")); /* released with its job */
+    assert_true(exists(sub, "job.4.40"));
+    assert_true(exists(sub, "step.6.1"));
+    assert_true(exists(sub, "job.5.77"));
+    assert_int_equal(swv_outbox_pending(ob), 3);
+    /* a job ended twice (the second time not knowing its reservation) */
+    j5.resv = 0;
+    assert_int_equal(swv_outbox_add(ob, &j5, &err), 0);
+    assert_false(exists(sub, "job.5.0"));
+    assert_int_equal(swv_outbox_pending(ob), 3);
+    /* No answer: everything stays, for the next slurmctld. */
+    pthread_mutex_lock(&b.lock);
+    b.hold = false;
+    pthread_cond_broadcast(&b.cond);
+    pthread_mutex_unlock(&b.lock);
+    swv_outbox_destroy(ob);
+    assert_true(exists(sub, "job.4.40"));
+    assert_true(exists(sub, "step.6.1"));
+    assert_true(exists(sub, "job.5.77"));
+
+    /* The next one sends them in their order; a 400 is an answer too. */
+    b.nsent = 0;
+    b.status = 400;
+    ob = swv_outbox_create(sub, fake_send, fake_done, &b, &err);
+    assert_non_null(ob);
+    wait_pending(ob, 0);
+    assert_int_equal(b.nsent, 3);
+    assert_string_equal(b.sent[0], "job.4.40");
+    assert_string_equal(b.sent[1], "step.6.1");
+    assert_string_equal(b.sent[2], "job.5.77");
+    assert_int_equal(b.done, 3);
+    assert_false(exists(sub, "job.4.40"));
+    assert_false(exists(sub, "job.5.77"));
+    swv_outbox_destroy(ob);
+    assert_int_equal(rmdir(sub), 0); /* nothing else was left in it */
+    rmdir(dir);
+}
+
+/* A step's release being sent when its job's release comes is dropped
+ * after that send, answered or not: the job's release covers it. */
+static void test_outbox_superseded(void **state)
+{
+    char dir[] = "/tmp/test_swv_su.XXXXXX", sub[64], path[128];
+    struct fake_broker b = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                            .cond = PTHREAD_COND_INITIALIZER,
+                            .hold = true,
+                            .status = -1};
+    struct swv_release s30 = {.step = true, .job_id = 3, .step_id = 0};
+    struct swv_release j3 = {.job_id = 3, .resv = 30};
+    vnib_error_t err = {0};
+    struct swv_outbox *ob;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof(sub), "%s/outbox", dir);
+    ob = swv_outbox_create(sub, fake_send, fake_done, &b, &err);
+    assert_non_null(ob);
+    assert_int_equal(swv_outbox_add(ob, &s30, &err), 0);
+    pthread_mutex_lock(&b.lock);
+    while (!b.holding)
+        pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
+    assert_int_equal(swv_outbox_add(ob, &j3, &err), 0);
+    assert_true(exists(sub, "step.3.0")); /* being sent */
+    pthread_mutex_lock(&b.lock);
+    b.hold = false;
+    pthread_cond_broadcast(&b.cond);
+    pthread_mutex_unlock(&b.lock);
+    wait_pending(ob, 1);
+    assert_false(exists(sub, "step.3.0"));
+    assert_true(exists(sub, "job.3.30"));
+    swv_outbox_destroy(ob);
+    snprintf(path, sizeof(path), "%s/job.3.30", sub);
+    unlink(path);
+    rmdir(sub);
+    rmdir(dir);
+}
+
+/* Before a job is reserved again, its pending releases go first, from
+ * the caller's thread, whatever the outbox's thread is doing. */
+static void test_outbox_drain(void **state)
+{
+    char dir[] = "/tmp/test_swv_dr.XXXXXX", sub[64];
+    struct fake_broker down = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                               .cond = PTHREAD_COND_INITIALIZER,
+                               .status = -1};
+    struct fake_broker up = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                             .cond = PTHREAD_COND_INITIALIZER,
+                             .status = 202};
+    struct swv_release j9 = {.job_id = 9, .resv = 3};
+    struct swv_release j8 = {.job_id = 8, .resv = 2};
+    vnib_error_t err = {0};
+    struct swv_outbox *ob;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof(sub), "%s/outbox", dir);
+    ob = swv_outbox_create(sub, fake_send, fake_done, &down, &err);
+    assert_non_null(ob);
+    assert_int_equal(swv_outbox_add(ob, &j9, &err), 0);
+    assert_int_equal(swv_outbox_add(ob, &j8, &err), 0);
+    /* no answer from the drain's broker either: it stays */
+    assert_int_equal(swv_outbox_drain(ob, 9, fake_send, &down, &err), -1);
+    assert_true(exists(sub, "job.9.3"));
+    /* answered: gone, the other job's kept */
+    assert_int_equal(swv_outbox_drain(ob, 9, fake_send, &up, &err), 0);
+    assert_false(exists(sub, "job.9.3"));
+    assert_true(exists(sub, "job.8.2"));
+    assert_int_equal(swv_outbox_pending(ob), 1);
+    assert_int_equal(swv_outbox_drain(ob, 7, fake_send, &up, &err), 0);
+    swv_outbox_destroy(ob);
+    {
+        char path[128];
+
+        snprintf(path, sizeof(path), "%s/job.8.2", sub);
+        unlink(path);
+    }
+    rmdir(sub);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,10 +682,14 @@ int main(void)
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_expand_node),
         cmocka_unit_test(test_jobinfo_round_trip),
+        cmocka_unit_test(test_jobinfo_lease),
         cmocka_unit_test(test_jobdata),
         cmocka_unit_test(test_free_count),
         cmocka_unit_test(test_free_thread),
         cmocka_unit_test(test_spool),
+        cmocka_unit_test(test_outbox),
+        cmocka_unit_test(test_outbox_superseded),
+        cmocka_unit_test(test_outbox_drain),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
