@@ -11,6 +11,10 @@
 #           loaded from a folder of its own as switch_vnib.so is: the
 #           floor of any out-of-tree switch plugin, Slurm's own cost
 #   switch  switch/vnib (its helper, the step's lease)
+#   empty   the four hooks (PrologSlurmctld, Prolog, Epilog,
+#           EpilogSlurmctld) as a script that does nothing: the floor of
+#           any hook, Slurm's own cost (on 24.11 and later about a second
+#           when a controller and a node prolog are both set)
 #   hook    the prolog hooks (vnib-slurm-hook as PrologSlurmctld, Prolog,
 #           Epilog, EpilogSlurmctld, with the job's lease, and
 #           vnib_spank.so)
@@ -18,7 +22,7 @@
 # A cluster runs one way at a time, so the ways alternate by rounds: each
 # round starts one cluster per way (the order turning every round) and
 # times RUNS/ROUNDS jobs on it.  Prints, as "#" lines, "none: MEDIAN MIN
-# MAX", "noop: ...", "switch: ..." and "hook: ..." in ms over RUNS jobs
+# MAX", "noop: ...", "switch: ...", "empty: ..." and "hook: ..." in ms over RUNS jobs
 # each (BENCH_SLURM_RUNS, default 20; BENCH_SLURM_ROUNDS, default 4), and
 # what slurmctld's log says switch/vnib's broker requests took: "ctld job
 # reserve", "ctld step reserve" (both under slurmctld's job lock) and
@@ -33,7 +37,7 @@
 RUNS=${BENCH_SLURM_RUNS:-20}
 ROUNDS=${BENCH_SLURM_ROUNDS:-4}
 PER=$(((RUNS + ROUNDS - 1) / ROUNDS))
-WAYS="none noop switch hook"
+WAYS="none noop switch empty hook"
 
 pg_start || exit 1
 broker_up "$T/b.toml" "$(vni_pool 3000-3999)$(slurm_lease_toml)"
@@ -57,6 +61,8 @@ mkdir -p "$NOOP_DIR" && chmod 755 "$NOOP_DIR"
 cp "$VNIB_SLURM_OUT/bench/switch_noop.so" "$NOOP_DIR/" 2>/dev/null ||
     { echo "# not run: no $VNIB_SLURM_OUT/bench/switch_noop.so (make bench-bins)"; exit 1; }
 chmod 755 "$NOOP_DIR/switch_noop.so"
+EMPTY_HOOK=$T/empty-hook
+printf '#!/bin/sh\nexit 0\n' >"$EMPTY_HOOK" && chmod 755 "$EMPTY_HOOK" || exit 1
 
 start_way () {
     case "$1" in
@@ -65,6 +71,10 @@ start_way () {
         switch)
             slurm_start dir="$T/s" switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \
                 plugin_dir="$VNIB_PLUGIN_DIR"
+            ;;
+        empty)
+            slurm_start dir="$T/e" prolog="$EMPTY_HOOK" epilog="$EMPTY_HOOK" \
+                prolog_ctld="$EMPTY_HOOK" epilog_ctld="$EMPTY_HOOK"
             ;;
         hook)
             slurm_start dir="$T/h" prolog="$VNIB_HOOK" epilog="$VNIB_HOOK" \
@@ -94,7 +104,7 @@ while [ "$r" -lt "$ROUNDS" ]; do
     done
     # shellcheck disable=SC2086 # the ways, one word each
     set -- $order
-    order="$2 $3 $4 $1"
+    order="$2 $3 $4 $5 $1"
 done
 
 for way in $WAYS; do
