@@ -12,7 +12,12 @@
 # folder, lib/, the agent's library API (agent/stepapi.h) and its
 # scheduler's headers; the Flux node side (plugins/flux/node/, a program
 # that runs the agent's commands in its own process) the agent's commands
-# too (agent/commands.h, agentcfg.h, brokerso.h).  An include whose first folder is none of the
+# too (agent/commands.h, agentcfg.h, brokerso.h); and switch/vnib's
+# helper (the files of plugins/slurm/switch/ that make
+# vnib-switch-helper.so, Makefile's SWITCH_HELPER_SRCS: the agent's code
+# in slurmctld's and slurmstepd's process) those and agent/broker.h and
+# jobstate.h, never the plugin proper, which srun and slurmd load.  An
+# include whose first folder is none of the
 # tree's is a dependency's (Slurm's src/common/...) and not checked.
 #
 # Usage: layers.sh ROOT FILE...: FILE's level comes from its path below
@@ -112,6 +117,15 @@ for file in "$@"; do
                     plugins/*:agent/stepapi.h) continue ;;
                     plugins/flux/node:agent/commands.h | plugins/flux/node:agent/agentcfg.h | \
                         plugins/flux/node:agent/brokerso.h) continue ;;
+                esac
+                case $rel:$inc in
+                    plugins/slurm/switch/swv_helper.c:agent/* | plugins/slurm/switch/swv_ctld.c:agent/* | \
+                        plugins/slurm/switch/swv_node.c:agent/* | plugins/slurm/switch/swv_broker.c:agent/* | \
+                        plugins/slurm/switch/swv_conn.c:agent/*)
+                        case ${inc#agent/} in
+                            commands.h | agentcfg.h | brokerso.h | broker.h | jobstate.h) continue ;;
+                        esac
+                        ;;
                 esac
                 echo "$rel:$line: includes $inc: $dir uses lib/ and its own folder only"
                 fail=1
