@@ -27,7 +27,9 @@
 # what slurmctld's log says switch/vnib's broker requests took: "ctld job
 # reserve", "ctld step reserve" (both under slurmctld's job lock) and
 # "ctld release" (the outbox's thread, off the lock).  The nodes' state
-# directory is on tmpfs (/dev/shm), as the agent's default, /run, is.
+# and simulated NICs are on tmpfs (/dev/shm), as the agent's default
+# state directory, /run, is.
+# BENCH_SLURM_WAYS names a subset of the ways (default all five).
 # Needs root (slurm.sh skips otherwise), switch_vnib.so and the no-op
 # plugin (make bench-bins).
 . "$(dirname "$0")/../integration/lib.sh"
@@ -37,25 +39,23 @@
 RUNS=${BENCH_SLURM_RUNS:-20}
 ROUNDS=${BENCH_SLURM_ROUNDS:-4}
 PER=$(((RUNS + ROUNDS - 1) / ROUNDS))
-WAYS="none noop switch empty hook"
+WAYS=${BENCH_SLURM_WAYS:-none noop switch empty hook}
 
 pg_start || exit 1
 broker_up "$T/b.toml" "$(vni_pool 3000-3999)$(slurm_lease_toml)"
+# The nodes' state (node.state_dir) and their simulated NICs (nic.sim_dir)
+# on tmpfs, as the Flux bench has them: the agent's default state
+# directory, /run/vnibroker, is a tmpfs (its records are written durably,
+# which costs a disk nothing there), and a real NIC's services live in its
+# driver, not in files on a disk.
+AGENT_RUN_ROOT=$(mktemp -d /dev/shm/vnib-slurmstart.XXXXXX) || exit 1
+trap 'slurm_stop; rm -rf "$AGENT_RUN_ROOT"; cleanup' EXIT
 # Every way's settings side by side: the agent configurations (with the
 # node's name, which the hook also passes, and the lease key), the
 # hook's, the plugin's, the no-op plugin's folder.
 slurm_switch_setup || { echo "# not run: no switch_vnib.so"; exit 1; }
-# The nodes' state (node.state_dir) on tmpfs, as the agent's default
-# /run/vnibroker is: its records are written durably, which costs a disk
-# nothing on tmpfs.
-STATE=/dev/shm/vnib-bench.$$
-mkdir -p "$STATE" && chmod 700 "$STATE" || exit 1
-trap 'slurm_stop; rm -rf "$STATE"; cleanup' EXIT
-for n in n1 n2 n3; do
-    sed -i "s|^state_dir = .*|state_dir = \"$STATE/$n\"|" "$T/$n/agent.toml"
-done
 slurm_hook_setup "AGENT_CONFIG=$T/%n/agent.toml" || exit 1
-echo "required $(share "$VNIB_SLURM_OUT/vnib_spank.so") state_dir=$STATE/%n" >"$T/plugstack.conf"
+echo "required $(share "$VNIB_SLURM_OUT/vnib_spank.so") state_dir=$AGENT_RUN_ROOT/%n/state" >"$T/plugstack.conf"
 NOOP_DIR=$T/noop
 mkdir -p "$NOOP_DIR" && chmod 755 "$NOOP_DIR"
 cp "$VNIB_SLURM_OUT/bench/switch_noop.so" "$NOOP_DIR/" 2>/dev/null ||
@@ -104,7 +104,9 @@ while [ "$r" -lt "$ROUNDS" ]; do
     done
     # shellcheck disable=SC2086 # the ways, one word each
     set -- $order
-    order="$2 $3 $4 $5 $1"
+    first=$1
+    shift
+    order="$* $first"
 done
 
 for way in $WAYS; do

@@ -450,7 +450,9 @@ slurm_ctld_kill () {
 # $T/sched.token, and VNIB_SWITCH_PARAMS: SwitchParameters for them, the
 # release spool in $T/spool/release (VNIB_SPOOL); NAME=VALUE items are
 # appended.  Pass switch=vnib switch_params="$VNIB_SWITCH_PARAMS"
-# plugin_dir="$VNIB_PLUGIN_DIR" to slurm_start.
+# plugin_dir="$VNIB_PLUGIN_DIR" to slurm_start.  With AGENT_RUN_ROOT set,
+# the nodes' state and NIC files are in AGENT_RUN_ROOT/NODE/, as
+# agent_setup's (agent.sh).
 # slurm_plugin_unresolved SO: the symbols SO needs that neither this
 # release's Slurm libraries (libslurmfull, which every Slurm program
 # loads, and libslurm) nor the libraries SO links define, one per line.
@@ -490,7 +492,7 @@ slurm_switch_setup () {
     chmod 755 "$VNIB_HELPER_DIR"/*.so
     (umask 077 && printf '%s\n' "$SCHED_TOKEN" >"$T/sched.token")
     for n in n1 n2 n3; do
-        mkdir -p "$T/$n"
+        mkdir -p "$T/$n" "${AGENT_RUN_ROOT:-$T}/$n"
         (umask 077 && node_token "$n" >"$T/$n/token")
         cat >"$T/$n/agent.toml" <<EOF
 [broker]
@@ -502,12 +504,12 @@ spool_after_ms = 500
 
 [node]
 name = "$n"
-state_dir = "$T/$n/state"
+state_dir = "${AGENT_RUN_ROOT:-$T}/$n/state"
 spool_dir = "$T/$n/spool"
 
 [nic]
 backend = "sim"
-sim_dir = "$T/$n/sim"
+sim_dir = "${AGENT_RUN_ROOT:-$T}/$n/sim"
 EOF
         if [ -f "$T/lease.pub" ]; then
             printf '\n[lease]\npublic_keys = ["%s"]\nmax_skew_s = %s\n' \
