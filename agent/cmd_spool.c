@@ -32,21 +32,11 @@
 #include "agent/jobstate.h"
 #include "agent/services.h"
 
-/* Statuses after which a report is worth keeping to send again: no
- * answer, an overloaded or failing broker, or credentials it refused
- * (fixable on the node, and the report is still true then). */
-static bool worth_spooling(int status)
-{
-    return status < 0 || status == 401 || status == 403 || status == 429
-           || status >= 500;
-}
-
 int cmd_report_or_spool(struct cmd_ctx *a,
                         const struct vnib_report *r,
                         vnib_error_t *errp)
 {
     vnib_error_t serr = {0};
-    json_t *entry = NULL;
     char key[JOBSTATE_KEY_MAX];
     int status =
         a->broker.report(a->broker.arg, r, a->cfg->spool_after_ms, errp);
@@ -54,36 +44,10 @@ int cmd_report_or_spool(struct cmd_ctx *a,
     if (status == 200
         && jobstate_key(key, sizeof(key), r->job_id, r->step_id, &serr) == 0)
         jobstate_spool_remove(a->cfg->spool_dir, key, r->reservation);
-    if (!worth_spooling(status))
+    if (!jobstate_spool_worth(status))
         return status;
-    /* The step, if any, is kept: its report goes to the step's route. */
-    if (!(entry = json_pack("{s:s, s:s*, s:s, s:I, s:s, s:s}",
-                            "job_id",
-                            r->job_id,
-                            "step_id",
-                            r->step_id,
-                            "node",
-                            r->node,
-                            "reservation_id",
-                            (json_int_t)r->reservation,
-                            "cxi",
-                            r->cxi,
-                            "error",
-                            errp->text))
-        || (r->services && json_object_set(entry, "services", r->services) < 0)
-        || (r->message
-            && json_object_set_new(entry, "message", json_string(r->message))
-                   < 0)) {
-        json_decref(entry);
-        errno = ENOMEM;
-        snprintf(serr.text, sizeof(serr.text), "out of memory");
-        goto unspooled;
-    }
-    status = jobstate_spool_put(a->cfg->spool_dir, entry, &serr);
-    json_decref(entry);
-    if (status == 0)
+    if (jobstate_spool_report(a->cfg->spool_dir, r, errp->text, &serr) == 0)
         return 0;
-unspooled:;
     vnib_error_t why = *errp;
     return errprintf(errp,
                      "%s; and the report could not be spooled: %s",
@@ -146,7 +110,7 @@ static int flush_spool(struct cmd_ctx *a,
             rc < 0 ? -1
                    : a->broker.report(
                        a->broker.arg, &r, left > 100 ? left : 100, &error);
-        if (rc < 0 || worth_spooling(status)) {
+        if (rc < 0 || jobstate_spool_worth(status)) {
             if (rc == 0)
                 errprintf(errp, "job %s: %s", r.job_id, error.text);
             rc = -1;

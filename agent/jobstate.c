@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/jobstate.h"
+#include "vnib/client.h"
 #include "vnib/safefile.h"
 
 #define ENV_MAX_SIZE (64 * 1024)
@@ -360,6 +361,48 @@ int jobstate_spool_put(const char *dir, json_t *report, vnib_error_t *errp)
     rc = safefile_write(path, text, geteuid(), 0600, true, errp);
     free(text);
     return rc;
+}
+
+int jobstate_spool_report(const char *spool_dir,
+                          const struct vnib_report *r,
+                          const char *why,
+                          vnib_error_t *errp)
+{
+    /* The step, if any, is kept: its report goes to the step's route. */
+    json_t *entry = json_pack("{s:s, s:s*, s:s, s:I, s:s, s:s}",
+                              "job_id",
+                              r->job_id,
+                              "step_id",
+                              r->step_id,
+                              "node",
+                              r->node,
+                              "reservation_id",
+                              (json_int_t)r->reservation,
+                              "cxi",
+                              r->cxi,
+                              "error",
+                              why ? why : "");
+    int rc = -1;
+
+    if (!entry
+        || (r->services && json_object_set(entry, "services", r->services) < 0)
+        || (r->message
+            && json_object_set_new(entry, "message", json_string(r->message))
+                   < 0)) {
+        errno = ENOMEM;
+        errprintf(errp, "out of memory");
+        goto out;
+    }
+    rc = jobstate_spool_put(spool_dir, entry, errp);
+out:
+    json_decref(entry);
+    return rc;
+}
+
+bool jobstate_spool_worth(int status)
+{
+    return status < 0 || status == 401 || status == 403 || status == 429
+           || status >= 500;
 }
 
 static int by_name(const void *a, const void *b)

@@ -42,6 +42,8 @@
 #include "agent/jobenv.h"
 #include "vnib/error.h"
 
+struct vnib_report;
+
 /* A job id usable as a file name: 1-128 of [A-Za-z0-9._-], not starting
  * with '.'.
  */
@@ -113,6 +115,20 @@ void jobstate_unlock(int fd);
 int jobstate_spool_put(const char *spool_dir,
                        json_t *report,
                        vnib_error_t *errp);
+
+/* Spool report r (a node's report, vnib/client.h), with why it was not
+ * sent as its "error": the one way a report becomes a spool entry, as
+ * jobstate_spool_put.  0, or -1 with errno and errp. */
+int jobstate_spool_report(const char *spool_dir,
+                          const struct vnib_report *r,
+                          const char *why,
+                          vnib_error_t *errp);
+
+/* Whether a report the broker answered with status (-1: no answer) is
+ * worth spooling to send again: no answer, an overloaded or failing
+ * broker, or credentials it refused (fixable on the node, and the report
+ * is still true then).  Any other answer is final. */
+bool jobstate_spool_worth(int status);
 
 /* The spooled reports, oldest reservation first; an empty array when
  * SPOOL_DIR does not exist.  A file that is unreadable, malformed or not

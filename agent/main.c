@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "vnib/duration.h"
 #include "vnib/token.h"
 #include "agent/agentcfg.h"
 #include "agent/brokerso.h"
@@ -69,32 +69,6 @@ static const char usage_text[] =
     "Exit: 0 done, 1 failed (drain the node), 2 usage or configuration,\n"
     "3 broker unreachable.\n";
 
-/* "5s", "500ms", "5m", "1h" or a bare number of seconds. */
-static int parse_duration(const char *s, long *msp)
-{
-    char *end;
-    /* strtod() also reads "nan", "inf" and signs: a digit comes first. */
-    if (!(s[0] >= '0' && s[0] <= '9') && s[0] != '.')
-        return -1;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
-        return -1;
-    double scale = 1000;
-    if (!strcmp(end, "ms"))
-        scale = 1;
-    else if (!strcmp(end, "m"))
-        scale = 60000;
-    else if (!strcmp(end, "h"))
-        scale = 3600000;
-    else if (*end && strcmp(end, "s") != 0)
-        return -1;
-    if (v * scale > 86400000.0 * 7)
-        return -1;
-    *msp = (long)(v * scale);
-    return 0;
-}
-
 static int parse_long(const char *s, long lo, long hi, long *vp)
 {
     char *end;
@@ -118,7 +92,7 @@ enum opt_kind {
     OPT_STRING,   /* kept as it is */
     OPT_FLAG,     /* no value: sets a bool */
     OPT_LONG,     /* an integer lo..hi */
-    OPT_DURATION, /* parse_duration, into milliseconds */
+    OPT_DURATION, /* duration_parse_ms, into milliseconds */
     OPT_HELP,
     OPT_VERSION,
 };
@@ -250,7 +224,7 @@ static int parse_opts(struct cmd_ctx *a,
             case OPT_DURATION:
                 if ((d->kind == OPT_LONG
                          ? parse_long(optarg, d->lo, d->hi, (long *)field)
-                         : parse_duration(optarg, (long *)field))
+                         : duration_parse_ms(optarg, (long *)field))
                     < 0)
                     return cmd_fail(a,
                                     CMD_USAGE,

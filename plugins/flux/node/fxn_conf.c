@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "plugins/flux/node/fxn_conf.h"
+#include "vnib/duration.h"
 
 /* The largest settings file read. */
 #define CONF_MAX_SIZE (64 * 1024)
@@ -26,35 +26,6 @@ void fxn_conf_defaults(struct fxn_conf *c, const char *confdir)
     c->reservation_wait_ms = 0;
     c->retry_busy_ms = 5 * 60 * 1000;
     c->syslog = true;
-}
-
-int fxn_duration_ms(const char *s, long *msp)
-{
-    char *end;
-    double v, scale = 1000;
-
-    /* strtod() also reads "nan", "inf", signs and hex: a digit first. */
-    if (!s || !((s[0] >= '0' && s[0] <= '9') || s[0] == '.'))
-        goto bad;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
-        goto bad;
-    if (!strcmp(end, "ms"))
-        scale = 1;
-    else if (!strcmp(end, "m"))
-        scale = 60000;
-    else if (!strcmp(end, "h"))
-        scale = 3600000;
-    else if (*end && strcmp(end, "s") != 0)
-        goto bad;
-    if (v * scale > 86400000.0 * 7)
-        goto bad;
-    *msp = (long)(v * scale);
-    return 0;
-bad:
-    errno = EINVAL;
-    return -1;
 }
 
 /* One line's value, from p (just past '='), unquoted into buf.  *endp is
@@ -119,7 +90,7 @@ static int apply(struct fxn_conf *c,
         }
         snprintf(c->agent_config, sizeof(c->agent_config), "%s", value);
     } else if (!strcmp(name, "RESERVATION_WAIT")) {
-        if (fxn_duration_ms(value, &ms) < 0) {
+        if (duration_parse_ms(value, &ms) < 0) {
             *why =
                 "RESERVATION_WAIT is not a duration (seconds, or 30s, "
                 "5m, 1h; 0: as long as the prolog runs)";
@@ -127,7 +98,7 @@ static int apply(struct fxn_conf *c,
         }
         c->reservation_wait_ms = ms;
     } else if (!strcmp(name, "HOUSEKEEPING_RETRY_BUSY")) {
-        if (fxn_duration_ms(value, &ms) < 0) {
+        if (duration_parse_ms(value, &ms) < 0) {
             *why =
                 "HOUSEKEEPING_RETRY_BUSY is not a duration (500ms, 5s, "
                 "5m, 1h)";

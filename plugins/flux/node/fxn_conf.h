@@ -47,11 +47,6 @@ int fxn_conf_parse(struct fxn_conf *c,
                    const char *path,
                    vnib_error_t *errp);
 
-/* A duration as the agent takes it: "500ms", "5s", "5m", "1h", or a bare
- * number of seconds, at most a week.  Returns 0, or -1 with errno EINVAL.
- */
-int fxn_duration_ms(const char *s, long *msp);
-
 /* AGENT_CONFIG with every "%n" replaced by node, into buf.  Returns 0, or
  * -1 with errno ENAMETOOLONG and errp. */
 int fxn_conf_agent_path(const struct fxn_conf *c,

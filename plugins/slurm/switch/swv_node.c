@@ -206,45 +206,6 @@ static void say(swv_log_fn *log, enum swv_log_level level, const char *fmt, ...)
     log(level, buf);
 }
 
-/* Spool r (the agent's format, cmd_spool.c); true when done. */
-static bool spool_report(const struct vnib_report *r, const char *why)
-{
-    vnib_error_t err = {0};
-    json_t *entry = json_pack("{s:s, s:s*, s:s, s:I, s:s, s:s}",
-                              "job_id",
-                              r->job_id,
-                              "step_id",
-                              r->step_id,
-                              "node",
-                              r->node,
-                              "reservation_id",
-                              (json_int_t)r->reservation,
-                              "cxi",
-                              r->cxi,
-                              "error",
-                              why);
-    bool ok =
-        entry
-        && (!r->services
-            || json_object_set(entry, "services", r->services) == 0)
-        && (!r->message
-            || json_object_set_new(entry, "message", json_string(r->message))
-                   == 0)
-        && jobstate_spool_put(sender.spool_dir, entry, &err) == 0;
-
-    json_decref(entry);
-    return ok;
-}
-
-/* Statuses after which a report is worth keeping to send again (as the
- * agent's: no answer, an overloaded or failing broker, credentials it
- * refused). */
-static bool worth_spooling(int status)
-{
-    return status < 0 || status == 401 || status == 403 || status == 429
-           || status >= 500;
-}
-
 static void *sender_run(void *arg)
 {
     struct kept_report *k = &sender.report;
@@ -276,8 +237,9 @@ static void *sender_run(void *arg)
     if (status == 200
         && jobstate_key(key, sizeof(key), k->job_id, k->step_id, &kerr) == 0)
         jobstate_spool_remove(sender.spool_dir, key, k->reservation);
-    if (worth_spooling(status))
-        spooled = spool_report(&r, err.text);
+    if (jobstate_spool_worth(status))
+        spooled =
+            jobstate_spool_report(sender.spool_dir, &r, err.text, &kerr) == 0;
     if (status == 200)
         say(sender.log,
             SWV_LOG_DEBUG,
@@ -298,7 +260,7 @@ static void *sender_run(void *arg)
             status < 0 ? "not taken" : "refused",
             err.text,
             spooled ? "spooled for 'vnib-agent flush'"
-            : worth_spooling(status)
+            : jobstate_spool_worth(status)
                 ? "NOT spooled: the flush timer's sweep reports the node"
                 : "dropped");
     return NULL;

@@ -689,6 +689,46 @@ static void test_step_spool(void **state)
     json_decref(entry);
 }
 
+/* The one spool entry of a report: what the agent and the switch plugin's
+ * sender write (jobstate_spool_report), with its services, message and
+ * why; and which answers are worth spooling. */
+static void test_spool_report(void **state)
+{
+    struct fixture *fx = *state;
+    vnib_error_t e = {0};
+    json_t *services = json_pack("[{s:s, s:i}]", "device", "cxi0", "svc_id", 7);
+    struct vnib_report r = {.job_id = "77",
+                            .step_id = "2",
+                            .node = "n9",
+                            .cxi = "destroyed",
+                            .services = services,
+                            .message = "gone",
+                            .reservation = 12};
+
+    assert_non_null(services);
+    assert_int_equal(
+        jobstate_spool_report(fx->path[2], &r, "503 unavailable", &e), 0);
+    json_t *entry = spooled_one(fx);
+    assert_string_equal(field(entry, "job_id"), "77");
+    assert_string_equal(field(entry, "step_id"), "2");
+    assert_string_equal(field(entry, "node"), "n9");
+    assert_string_equal(field(entry, "cxi"), "destroyed");
+    assert_string_equal(field(entry, "message"), "gone");
+    assert_string_equal(field(entry, "error"), "503 unavailable");
+    assert_int_equal(
+        json_integer_value(json_object_get(entry, "reservation_id")), 12);
+    assert_true(json_equal(json_object_get(entry, "services"), services));
+    json_decref(entry);
+    json_decref(services);
+
+    static const int worth[] = {-1, 401, 403, 429, 500, 502, 503, 504};
+    static const int final[] = {200, 400, 404, 409, 410, 422};
+    for (size_t i = 0; i < sizeof(worth) / sizeof(worth[0]); i++)
+        assert_true(jobstate_spool_worth(worth[i]));
+    for (size_t i = 0; i < sizeof(final) / sizeof(final[0]); i++)
+        assert_false(jobstate_spool_worth(final[i]));
+}
+
 /* vnib_step_setup and _teardown on the fixture's context, with --step. */
 static int step_setup(struct fixture *fx,
                       const char *step,
@@ -836,6 +876,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_step_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_orphans, setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_spool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spool_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stepapi_setup, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_stepapi_unreachable, setup, teardown),

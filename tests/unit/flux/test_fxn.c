@@ -199,26 +199,6 @@ static void test_conf_agent_path(void **state)
     assert_int_equal(errno, ENAMETOOLONG);
 }
 
-static void test_duration(void **state)
-{
-    long ms = -1;
-
-    (void)state;
-    assert_int_equal(fxn_duration_ms("500ms", &ms), 0);
-    assert_int_equal(ms, 500);
-    assert_int_equal(fxn_duration_ms("1.5", &ms), 0);
-    assert_int_equal(ms, 1500);
-    assert_int_equal(fxn_duration_ms("5m", &ms), 0);
-    assert_int_equal(ms, 300000);
-    assert_int_equal(fxn_duration_ms("1h", &ms), 0);
-    assert_int_equal(ms, 3600000);
-    assert_int_equal(fxn_duration_ms("8d", &ms), -1);
-    assert_int_equal(fxn_duration_ms("200h", &ms), -1);
-    assert_int_equal(fxn_duration_ms("nan", &ms), -1);
-    assert_int_equal(fxn_duration_ms("", &ms), -1);
-    assert_int_equal(fxn_duration_ms(NULL, &ms), -1);
-}
-
 /* An eventlog read from its start: the owner from submit, then the
  * vnibroker event ends the wait. */
 static void test_feed_event(void **state)
@@ -388,7 +368,6 @@ int main(void)
         cmocka_unit_test(test_conf_example),
         cmocka_unit_test(test_conf_load),
         cmocka_unit_test(test_conf_agent_path),
-        cmocka_unit_test(test_duration),
         cmocka_unit_test(test_feed_event),
         cmocka_unit_test(test_feed_ends),
         cmocka_unit_test(test_event_parse),
