@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* swv_free: the free-VNI count and its poll thread (see swv_free.h).
+/* swv_free: the free-VNI count, its claims and its poll thread (see
+ * swv_free.h).
  *
- * Claims are kept in SLOTS buckets of claim_ms / SLOTS each, indexed by
- * time: a claim lives between claim_ms and claim_ms plus one bucket, and
- * summing the live buckets is a fixed 32 steps under one mutex.
+ * A claim has two parts, the job's own VNIs and its first step's, each
+ * claimed, reserved (still counted until a poll begun after the reserve
+ * answers) or gone.  Claims sit in a hash by job id and in two lists:
+ * by claim time (the oldest expire first) and, once reserved, by
+ * reserve time (the oldest end at a poll).  What the live parts count is
+ * kept as a running sum (explicit VNIs, plus how many parts take the
+ * broker's default), so an admission costs O(1) under the mutex plus
+ * the claims it expires, each once.
  */
 #include "swv_free.h"
 
@@ -15,46 +21,157 @@
 
 #include "vnib/monotime.h"
 
-#define SLOTS 32
+#define BUCKETS 1024
 
-struct slot {
-    int64_t epoch; /* now_ms / bucket_ms of its claims */
-    long count;
+enum part_state { PART_GONE = 0, PART_CLAIMED, PART_RESERVED };
+
+struct part {
+    int need; /* -1: the broker's default (the job's part only) */
+    enum part_state state;
+};
+
+struct claim {
+    uint32_t job_id;
+    struct part job, step;
+    int64_t claimed_ms;
+    int64_t reserved_ms;
+    bool pending; /* in the reserved list */
+    struct claim *hnext;
+    struct claim *prev, *next;   /* by claim time */
+    struct claim *pprev, *pnext; /* by reserve time */
+};
+
+struct list {
+    struct claim *head, *tail;
 };
 
 struct swv_free {
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    pthread_cond_t answered;
     pthread_t thread;
     bool started;
     bool stop;
     long interval_ms;
-    int64_t bucket_ms;
+    int64_t claim_ms;
     swv_free_fetch_fn fetch;
     swv_free_log_fn log;
     swv_free_nudge_fn nudge;
     void *arg;
     /* under lock */
+    bool first_done; /* the first fetch answered, well or not */
     long free_vnis;
     long per_job_default;
     int64_t fetched_ms; /* 0: never */
     bool refused;       /* a job was told to wait since the last nudge */
     long refused_avail; /* ... seeing this many free and unclaimed */
-    struct slot slots[SLOTS];
+    long claimed_vnis;  /* the live parts' explicit VNIs */
+    long claimed_deflt; /* the live parts that take the default */
+    struct claim *hash[BUCKETS];
+    struct list by_claim;
+    struct list by_resv;
 };
 
-/* The VNIs claimed by jobs admitted within the last claim_ms. */
-static long claimed(const struct swv_free *f, int64_t epoch)
+static struct claim **slot_of(struct swv_free *f, uint32_t job_id)
 {
-    long sum = 0;
+    struct claim **pp = &f->hash[job_id % BUCKETS];
 
-    for (int i = 0; i < SLOTS; i++)
-        if (f->slots[i].epoch > epoch - SLOTS)
-            sum += f->slots[i].count;
-    return sum;
+    while (*pp != NULL && (*pp)->job_id != job_id)
+        pp = &(*pp)->hnext;
+    return pp;
 }
 
-/* What jobs need: need, or the broker's default for -1. */
+static void part_drop(struct swv_free *f, struct part *p)
+{
+    if (p->state == PART_GONE)
+        return;
+    if (p->need < 0)
+        f->claimed_deflt--;
+    else
+        f->claimed_vnis -= p->need;
+    p->state = PART_GONE;
+}
+
+static void part_start(struct swv_free *f, struct part *p, int need)
+{
+    p->need = need;
+    p->state = need != 0 ? PART_CLAIMED : PART_GONE;
+    if (need < 0)
+        f->claimed_deflt++;
+    else
+        f->claimed_vnis += need;
+}
+
+static void resv_unlink(struct swv_free *f, struct claim *c)
+{
+    if (!c->pending)
+        return;
+    if (c->pprev)
+        c->pprev->pnext = c->pnext;
+    else
+        f->by_resv.head = c->pnext;
+    if (c->pnext)
+        c->pnext->pprev = c->pprev;
+    else
+        f->by_resv.tail = c->pprev;
+    c->pprev = c->pnext = NULL;
+    c->pending = false;
+}
+
+static void resv_append(struct swv_free *f, struct claim *c)
+{
+    c->pprev = f->by_resv.tail;
+    c->pnext = NULL;
+    if (f->by_resv.tail)
+        f->by_resv.tail->pnext = c;
+    else
+        f->by_resv.head = c;
+    f->by_resv.tail = c;
+    c->pending = true;
+}
+
+/* Forget c altogether. */
+static void claim_remove(struct swv_free *f, struct claim *c)
+{
+    struct claim **pp = slot_of(f, c->job_id);
+
+    part_drop(f, &c->job);
+    part_drop(f, &c->step);
+    resv_unlink(f, c);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        f->by_claim.head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        f->by_claim.tail = c->prev;
+    if (*pp == c)
+        *pp = c->hnext;
+    free(c);
+}
+
+/* Remove c when none of its parts is counted any more. */
+static void claim_settle(struct swv_free *f, struct claim *c)
+{
+    if (c->job.state == PART_GONE && c->step.state == PART_GONE)
+        claim_remove(f, c);
+}
+
+static void expire(struct swv_free *f, int64_t now_ms)
+{
+    while (f->by_claim.head != NULL
+           && now_ms - f->by_claim.head->claimed_ms >= f->claim_ms)
+        claim_remove(f, f->by_claim.head);
+}
+
+/* The VNIs claimed and not yet in the broker's count. */
+static long claimed(const struct swv_free *f)
+{
+    return f->claimed_vnis + f->claimed_deflt * f->per_job_default;
+}
+
+/* What a job needs: need, or the broker's default for -1. */
 static long resolve(const struct swv_free *f, int need)
 {
     return need < 0 ? f->per_job_default : need;
@@ -65,22 +182,22 @@ static bool fresh(const struct swv_free *f, int64_t now_ms)
     return f->fetched_ms != 0 && now_ms - f->fetched_ms <= 3 * f->interval_ms;
 }
 
-bool swv_free_admit_at(struct swv_free *f,
-                       int need,
-                       int64_t now_ms,
-                       long *freep)
+bool swv_free_admit_at(
+    struct swv_free *f, int need, int step_need, int64_t now_ms, long *freep)
 {
     bool ok = true;
-    long avail;
+    long avail, total;
 
     pthread_mutex_lock(&f->lock);
+    expire(f, now_ms);
     if (!fresh(f, now_ms)) {
         *freep = -1;
         goto out;
     }
-    avail = f->free_vnis - claimed(f, now_ms / f->bucket_ms);
+    avail = f->free_vnis - claimed(f);
     *freep = avail;
-    if (resolve(f, need) > avail) {
+    total = resolve(f, need) + (step_need > 0 ? step_need : 0);
+    if (total > 0 && total > avail) {
         ok = false;
         if (!f->refused || avail < f->refused_avail)
             f->refused_avail = avail;
@@ -91,30 +208,101 @@ out:
     return ok;
 }
 
-bool swv_free_admit(struct swv_free *f, int need, long *freep)
+bool swv_free_admit(struct swv_free *f, int need, int step_need, long *freep)
 {
-    return swv_free_admit_at(f, need, monotime_ms(), freep);
+    return swv_free_admit_at(f, need, step_need, monotime_ms(), freep);
 }
 
-void swv_free_claim_at(struct swv_free *f, int need, int64_t now_ms)
+void swv_free_claim_at(struct swv_free *f,
+                       uint32_t job_id,
+                       int need,
+                       int step_need,
+                       int64_t now_ms)
 {
-    int64_t epoch = now_ms / f->bucket_ms;
-    struct slot *s = &f->slots[epoch % SLOTS];
+    struct claim **pp, *c;
 
     pthread_mutex_lock(&f->lock);
-    if (fresh(f, now_ms)) {
-        if (s->epoch != epoch) {
-            s->epoch = epoch;
-            s->count = 0;
-        }
-        s->count += resolve(f, need);
-    }
+    expire(f, now_ms);
+    if (*(pp = slot_of(f, job_id)) != NULL)
+        claim_remove(f, *pp); /* a requeued job starts afresh */
+    if (step_need < 0)
+        step_need = 0;
+    if ((need == 0 && step_need == 0) || (c = calloc(1, sizeof(*c))) == NULL)
+        goto out; /* nothing to count; or advice lost, the reserve decides */
+    c->job_id = job_id;
+    c->claimed_ms = now_ms;
+    part_start(f, &c->job, need);
+    part_start(f, &c->step, step_need);
+    *slot_of(f, job_id) = c;
+    c->prev = f->by_claim.tail;
+    if (f->by_claim.tail)
+        f->by_claim.tail->next = c;
+    else
+        f->by_claim.head = c;
+    f->by_claim.tail = c;
+out:
     pthread_mutex_unlock(&f->lock);
 }
 
-void swv_free_claim(struct swv_free *f, int need)
+void swv_free_claim(struct swv_free *f,
+                    uint32_t job_id,
+                    int need,
+                    int step_need)
 {
-    swv_free_claim_at(f, need, monotime_ms());
+    swv_free_claim_at(f, job_id, need, step_need, monotime_ms());
+}
+
+void swv_free_reserved_at(struct swv_free *f,
+                          uint32_t job_id,
+                          bool with_step,
+                          int64_t now_ms)
+{
+    struct claim *c;
+    bool changed = false;
+
+    if (f == NULL)
+        return;
+    pthread_mutex_lock(&f->lock);
+    if ((c = *slot_of(f, job_id)) == NULL)
+        goto out;
+    if (c->job.state == PART_CLAIMED) {
+        c->job.state = PART_RESERVED;
+        changed = true;
+    }
+    if (with_step && c->step.state == PART_CLAIMED) {
+        c->step.state = PART_RESERVED;
+        changed = true;
+    }
+    if (changed) {
+        c->reserved_ms = now_ms;
+        resv_unlink(f, c);
+        resv_append(f, c);
+    }
+out:
+    pthread_mutex_unlock(&f->lock);
+}
+
+void swv_free_reserved(struct swv_free *f, uint32_t job_id, bool with_step)
+{
+    swv_free_reserved_at(f, job_id, with_step, monotime_ms());
+}
+
+void swv_free_ended(struct swv_free *f, uint32_t job_id)
+{
+    struct claim *c;
+
+    if (f == NULL)
+        return;
+    pthread_mutex_lock(&f->lock);
+    if ((c = *slot_of(f, job_id)) != NULL) {
+        /* What it reserved stays counted until a poll shows it. */
+        if (c->job.state == PART_CLAIMED)
+            part_drop(f, &c->job);
+        if (c->step.state == PART_CLAIMED)
+            part_drop(f, &c->step);
+        claim_settle(f, c);
+    }
+    pthread_mutex_unlock(&f->lock);
 }
 
 bool swv_free_should_nudge(struct swv_free *f, int64_t now_ms)
@@ -122,9 +310,9 @@ bool swv_free_should_nudge(struct swv_free *f, int64_t now_ms)
     bool nudge = false;
 
     pthread_mutex_lock(&f->lock);
+    expire(f, now_ms);
     if (f->refused && fresh(f, now_ms)
-        && f->free_vnis - claimed(f, now_ms / f->bucket_ms)
-               > f->refused_avail) {
+        && f->free_vnis - claimed(f) > f->refused_avail) {
         f->refused = false;
         nudge = true;
     }
@@ -135,12 +323,23 @@ bool swv_free_should_nudge(struct swv_free *f, int64_t now_ms)
 void swv_free_update_at(struct swv_free *f,
                         long free_vnis,
                         long per_job_default,
-                        int64_t now_ms)
+                        int64_t begun_ms)
 {
+    struct claim *c;
+
     pthread_mutex_lock(&f->lock);
     f->free_vnis = free_vnis;
     f->per_job_default = per_job_default;
-    f->fetched_ms = now_ms > 0 ? now_ms : 1;
+    f->fetched_ms = begun_ms > 0 ? begun_ms : 1;
+    /* The broker counted what was reserved before this fetch began. */
+    while ((c = f->by_resv.head) != NULL && c->reserved_ms < begun_ms) {
+        resv_unlink(f, c);
+        if (c->job.state == PART_RESERVED)
+            part_drop(f, &c->job);
+        if (c->step.state == PART_RESERVED)
+            part_drop(f, &c->step);
+        claim_settle(f, c);
+    }
     pthread_mutex_unlock(&f->lock);
 }
 
@@ -154,12 +353,14 @@ static void *poll_loop(void *arg)
     while (!f->stop) {
         vnib_error_t err = {0};
         long free_vnis = 0, per_job = 0;
+        int64_t begun;
         int rc;
 
         pthread_mutex_unlock(&f->lock);
+        begun = monotime_ms();
         rc = f->fetch(f->arg, &free_vnis, &per_job, &err);
         if (rc == 0) {
-            swv_free_update_at(f, free_vnis, per_job, monotime_ms());
+            swv_free_update_at(f, free_vnis, per_job, begun);
             if (f->nudge != NULL && swv_free_should_nudge(f, monotime_ms()))
                 f->nudge();
         }
@@ -167,6 +368,10 @@ static void *poll_loop(void *arg)
             f->log(f->arg, rc == 0, rc == 0 ? "" : err.text);
         failing = rc < 0;
         pthread_mutex_lock(&f->lock);
+        if (!f->first_done) {
+            f->first_done = true;
+            pthread_cond_broadcast(&f->answered);
+        }
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += f->interval_ms / 1000;
         until.tv_nsec += (f->interval_ms % 1000) * 1000000L;
@@ -182,8 +387,28 @@ static void *poll_loop(void *arg)
     return NULL;
 }
 
+/* Wait up to first_ms for the first fetch's answer. */
+static void wait_first(struct swv_free *f, long first_ms)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += first_ms / 1000;
+    until.tv_nsec += (first_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&f->lock);
+    while (!f->first_done
+           && pthread_cond_timedwait(&f->answered, &f->lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&f->lock);
+}
+
 struct swv_free *swv_free_create(long interval_ms,
                                  long claim_ms,
+                                 long first_ms,
                                  swv_free_fetch_fn fetch,
                                  swv_free_log_fn log,
                                  swv_free_nudge_fn nudge,
@@ -194,9 +419,9 @@ struct swv_free *swv_free_create(long interval_ms,
     pthread_condattr_t ca;
     int e;
 
-    if (interval_ms <= 0 || claim_ms < SLOTS) {
+    if (interval_ms <= 0 || claim_ms <= 0 || first_ms < 0) {
         errno = EINVAL;
-        errprintf(errp, "free count: bad interval or claim time");
+        errprintf(errp, "free count: bad interval, claim or first wait");
         return NULL;
     }
     if ((f = calloc(1, sizeof(*f))) == NULL) {
@@ -204,17 +429,16 @@ struct swv_free *swv_free_create(long interval_ms,
         return NULL;
     }
     f->interval_ms = interval_ms;
-    f->bucket_ms = claim_ms / SLOTS;
+    f->claim_ms = claim_ms;
     f->fetch = fetch;
     f->log = log;
     f->nudge = nudge;
     f->arg = arg;
-    for (int i = 0; i < SLOTS; i++)
-        f->slots[i].epoch = INT64_MIN / 2;
     pthread_mutex_init(&f->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&f->wake, &ca);
+    pthread_cond_init(&f->answered, &ca);
     pthread_condattr_destroy(&ca);
     if (fetch == NULL)
         return f; /* tests feed it with swv_free_update_at */
@@ -225,6 +449,8 @@ struct swv_free *swv_free_create(long interval_ms,
         return NULL;
     }
     f->started = true;
+    if (first_ms > 0)
+        wait_first(f, first_ms);
     return f;
 }
 
@@ -239,6 +465,9 @@ void swv_free_destroy(struct swv_free *f)
         pthread_mutex_unlock(&f->lock);
         pthread_join(f->thread, NULL);
     }
+    while (f->by_claim.head != NULL)
+        claim_remove(f, f->by_claim.head);
+    pthread_cond_destroy(&f->answered);
     pthread_cond_destroy(&f->wake);
     pthread_mutex_destroy(&f->lock);
     free(f);

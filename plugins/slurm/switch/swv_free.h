@@ -8,23 +8,38 @@
  * per job per scheduling pass, so it must be answered from memory: a
  * background thread polls the broker's free count (GET /v1/pool) every
  * interval, and swv_free_admit compares a job's need with that count
- * less what jobs started recently have claimed and may not have reserved
- * yet (a job reserves at its first step, which may come seconds later).
+ * less what started jobs have claimed and the broker does not count yet.
+ *
+ * A job's need is its own VNIs and, when it asks for per-step VNIs, its
+ * first step's: a step reserves its own VNIs besides the job's, and a
+ * job admitted for its own alone would see its first step fail when the
+ * pool ran dry in between.  Only the first step is counted: steps that
+ * run one after another need no more at once, and a job that runs
+ * several at a time takes the rest from the pool like any job (counting
+ * them all would hold a job for steps it may never run together).  A
+ * job that needs nothing is always admitted, whatever the count.
+ *
  * The test claims nothing: slurmctld also asks it for jobs it does not
  * start then (a submission's test, a pass that fails later); a job
- * claims when it really starts (swv_free_claim).  A claim lasts
- * claim_ms, so a job's VNIs are not counted twice for long once the
- * broker counts them.
+ * claims when it really starts (swv_free_claim), under its id.  A claim
+ * ends when the broker's count shows the job: once the plugin has
+ * reserved it (swv_free_reserved) and a poll begun after that reserve
+ * has answered.  It also ends when the job ends before reserving
+ * (swv_free_ended), and in any case after claim_ms (a job that never
+ * reaches a step).  So a job is never counted twice, in a claim and in
+ * the broker's count, past the poll that shows its reservation.
  *
  * A job told to wait is tried again at slurmctld's next scheduling
  * pass, which nothing in Slurm triggers when VNIs come back: when a
  * poll finds more VNIs free than a refused job saw, the thread calls
  * the nudge given at creation (slurmctld's queue_job_scheduler).
  *
- * The answer is advice: the real reserve still fails closed.  When the
- * count is unknown or stale (the broker unreachable for 3 intervals),
- * every job is admitted and the reserve decides, so a broker outage
- * never holds the whole queue.
+ * The count exists before the first job is admitted: creation waits up
+ * to first_ms for the first poll's answer.  The answer is advice: the
+ * real reserve still fails closed.  When the count is unknown (the
+ * first poll failed or took longer than first_ms) or stale (the broker
+ * unreachable for 3 intervals), every job is admitted and the reserve
+ * decides, so a broker outage never holds the whole queue.
  */
 #ifndef SWV_FREE_H
 #define SWV_FREE_H
@@ -49,11 +64,14 @@ struct swv_free;
 /* Called on the poll thread when VNIs came back for a refused job. */
 typedef void (*swv_free_nudge_fn)(void);
 
-/* A count refreshed every interval_ms by a thread started here; NULL
- * with errno and errp.  arg is passed to fetch and log; nudge may be
- * NULL. */
+/* A count refreshed every interval_ms by a thread started here, which
+ * returns once the first fetch answered or after first_ms; NULL with
+ * errno and errp.  arg is passed to fetch and log; nudge may be NULL.
+ * Without fetch no thread runs (tests feed it with swv_free_update_at).
+ */
 struct swv_free *swv_free_create(long interval_ms,
                                  long claim_ms,
+                                 long first_ms,
                                  swv_free_fetch_fn fetch,
                                  swv_free_log_fn log,
                                  swv_free_nudge_fn nudge,
@@ -63,29 +81,49 @@ struct swv_free *swv_free_create(long interval_ms,
 /* Stop the thread and free (NULL accepted). */
 void swv_free_destroy(struct swv_free *f);
 
-/* May a job needing `need` VNIs (-1: the broker's default) start now?
- * true or false; *freep receives the count it was compared with, -1 when
- * unknown.  O(1), never blocks on I/O. */
-bool swv_free_admit(struct swv_free *f, int need, long *freep);
+/* May a job needing `need` VNIs of its own (-1: the broker's default)
+ * and `step_need` for its first step start now?  true or false; *freep
+ * receives the count it was compared with, -1 when unknown.  Never
+ * blocks on I/O. */
+bool swv_free_admit(struct swv_free *f, int need, int step_need, long *freep);
 
-/* The job needing `need` VNIs starts: claim them. */
-void swv_free_claim(struct swv_free *f, int need);
+/* Job job_id starts with that need: claim it (a claim of the same job
+ * replaces its older one). */
+void swv_free_claim(struct swv_free *f,
+                    uint32_t job_id,
+                    int need,
+                    int step_need);
+
+/* The plugin reserved job job_id at the broker, with its first step's
+ * VNIs too when with_step: those parts of its claim end at the next
+ * poll's answer.  Nothing when it holds no claim; f may be NULL. */
+void swv_free_reserved(struct swv_free *f, uint32_t job_id, bool with_step);
+
+/* Job job_id ended: what it claimed and did not reserve ends now. */
+void swv_free_ended(struct swv_free *f, uint32_t job_id);
 
 /* The same at monotonic time now_ms (tests). */
-bool swv_free_admit_at(struct swv_free *f,
+bool swv_free_admit_at(
+    struct swv_free *f, int need, int step_need, int64_t now_ms, long *freep);
+void swv_free_claim_at(struct swv_free *f,
+                       uint32_t job_id,
                        int need,
-                       int64_t now_ms,
-                       long *freep);
-void swv_free_claim_at(struct swv_free *f, int need, int64_t now_ms);
+                       int step_need,
+                       int64_t now_ms);
+void swv_free_reserved_at(struct swv_free *f,
+                          uint32_t job_id,
+                          bool with_step,
+                          int64_t now_ms);
 
 /* True once when VNIs came back for a refused job since the last call:
  * more are free and unclaimed than the last refused job saw. */
 bool swv_free_should_nudge(struct swv_free *f, int64_t now_ms);
 
-/* Set the count as a fetch at now_ms would (tests; the thread uses it). */
+/* Set the count as a fetch begun at begun_ms would (tests; the thread
+ * uses it): the claims of jobs reserved before begun_ms end. */
 void swv_free_update_at(struct swv_free *f,
                         long free_vnis,
                         long per_job_default,
-                        int64_t now_ms);
+                        int64_t begun_ms);
 
 #endif /* !SWV_FREE_H */

@@ -347,6 +347,9 @@ int swv_step_build(struct swv_step *si,
             job,
             step,
             err.text);
+    } else if (running_in_slurmctld()) {
+        /* The job and this step hold their VNIs at the broker now. */
+        swv_free_reserved(free_count, job_ptr->job_id, true);
     }
     if (resv.lease_disabled && !atomic_exchange(&lease_disabled_said, true))
         info(
@@ -429,6 +432,7 @@ void swv_job_complete(uint32_t job_id)
 
     if (!running_in_slurmctld())
         return;
+    swv_free_ended(free_count, job_id);
     snprintf(job, sizeof(job), "%u", job_id);
     snprintf(who, sizeof(who), "JobId=%s release", job);
     if (!(h = helper(who))) {
@@ -484,19 +488,28 @@ static void free_nudge(void)
 #define free_nudge NULL
 #endif
 
+/* How long slurmctld's first admission waits for the broker's count. */
+#define FREE_FIRST_MS 2000
+
 static void free_start(void)
 {
     vnib_error_t err = {0};
 
     /* A claim outlives several polls: the job reserves at its first
-     * step, which may come a few seconds after it starts. */
-    free_count = swv_free_create(swv_cfg.free_poll_ms,
-                                 10000 + 5 * swv_cfg.free_poll_ms,
-                                 free_fetch,
-                                 free_log,
-                                 free_nudge,
-                                 NULL,
-                                 &err);
+     * step, which may come a few seconds after it starts; it ends sooner
+     * when the plugin reserves the job or the job ends.  The first
+     * admission waits (once, under slurmctld's locks) for the first
+     * poll, at most FREE_FIRST_MS: past it, or on a failure, every job
+     * is admitted until the count is known. */
+    free_count = swv_free_create(
+        swv_cfg.free_poll_ms,
+        10000 + 5 * swv_cfg.free_poll_ms,
+        swv_cfg.timeout_ms < FREE_FIRST_MS ? swv_cfg.timeout_ms : FREE_FIRST_MS,
+        free_fetch,
+        free_log,
+        free_nudge,
+        NULL,
+        &err);
     if (free_count == NULL)
         error("switch/vnib: %s; jobs start without waiting for VNIs", err.text);
 }
@@ -514,28 +527,30 @@ static int job_start_test(job_record_t *job_ptr)
     if (free_count == NULL
         || swv_network_parse(&swv_cfg, job_ptr->network, NULL, &net, &err) < 0)
         return SLURM_SUCCESS; /* a bad --network fails at its step */
-    if (swv_free_admit(free_count, net.vnis, &free_vnis))
+    if (swv_free_admit(free_count, net.vnis, net.step_vnis, &free_vnis))
         return SLURM_SUCCESS;
     /* An out-of-tree plugin cannot add a reason: "Resources" it is. */
     job_ptr->state_reason = WAIT_RESOURCES;
     if (net.vnis < 0)
         debug(
             "switch/vnib: JobId=%u waits for VNIs: it needs the broker's "
-            "default, %ld free and unclaimed",
+            "default and %d for its first step, %ld free and unclaimed",
             job_ptr->job_id,
+            net.step_vnis,
             free_vnis);
     else
         debug(
-            "switch/vnib: JobId=%u waits for VNIs: it needs %d, %ld free "
-            "and unclaimed",
+            "switch/vnib: JobId=%u waits for VNIs: it needs %d and %d for "
+            "its first step, %ld free and unclaimed",
             job_ptr->job_id,
             net.vnis,
+            net.step_vnis,
             free_vnis);
     return SLURM_ERROR;
 }
 
 /* slurmctld starts the job (the test passed under the same locks): its
- * VNIs are claimed until the broker counts them. */
+ * VNIs (and its first step's) are claimed until the broker counts them. */
 static void job_start_claim(job_record_t *job_ptr)
 {
     vnib_error_t err = {0};
@@ -543,7 +558,7 @@ static void job_start_claim(job_record_t *job_ptr)
 
     if (free_count != NULL
         && swv_network_parse(&swv_cfg, job_ptr->network, NULL, &net, &err) == 0)
-        swv_free_claim(free_count, net.vnis);
+        swv_free_claim(free_count, job_ptr->job_id, net.vnis, net.step_vnis);
 }
 
 int swv_job_start(job_record_t *job_ptr, bool test_only)
@@ -593,6 +608,9 @@ int swv_job_start(job_record_t *job_ptr, bool test_only)
         swv_jobdata_free(jd);
         return SLURM_ERROR;
     }
+    /* Its steps reserve their own VNIs at the stepmgr: that part of
+     * its claim lives on until the claim's time or the job's end. */
+    swv_free_reserved(free_count, job_ptr->job_id, false);
     swv_jobdata_free(job_ptr->switch_jobinfo);
     job_ptr->switch_jobinfo = jd;
     debug("switch/vnib: JobId=%s: reservation %lld for its stepmgr",

@@ -45,9 +45,11 @@ int swv_step_build(struct swv_step *si,
 int swv_step_complete(const struct swv_step *si);
 
 /* slurmctld is about to start job_ptr.  test_only (25.11+): may it start
- * now, from the free count in memory; SLURM_ERROR sets its wait reason.
- * Otherwise, for an enable_stepmgr job, reserve the job and keep the
- * job token in job_ptr->switch_jobinfo for its stepmgr. */
+ * now, from the free count in memory (the first question of a fresh
+ * slurmctld waits, at most 2 s, for the count's first poll);
+ * SLURM_ERROR sets its wait reason.  Otherwise the job claims its VNIs
+ * in that count and, for an enable_stepmgr job, is reserved, its job
+ * token kept in job_ptr->switch_jobinfo for its stepmgr. */
 int swv_job_start(job_record_t *job_ptr, bool test_only);
 
 /* The job ended (slurmctld): release it, or spool the release. */
