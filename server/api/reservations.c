@@ -166,8 +166,7 @@ static void differs_log(struct request *req,
     size_t len = 0, i;
     json_t *v;
 
-    json_array_foreach(differs, i, v)
-    {
+    json_array_foreach (differs, i, v) {
         const char *name = json_string_value(v);
         if (!name)
             continue;
@@ -195,13 +194,13 @@ static void differs_log(struct request *req,
                             json_object_get(res, "hwcoll"), "mode")),
                         a->hwcoll_mode);
         else if (!strcmp(name, "lease"))
-            differs_put(buf,
-                        sizeof(buf),
-                        &len,
-                        name,
-                        a->presumed ? "false" : "true",
-                        a->presumed ? "true, now presumed" : "false, stays "
-                                                             "presumed");
+            differs_put(
+                buf,
+                sizeof(buf),
+                &len,
+                name,
+                a->presumed ? "false" : "true",
+                a->presumed ? "true, now presumed" : "false, stays presumed");
         else if (!strcmp(name, "tcs_mask")) {
             snprintf(now, sizeof(now), "0x%x", a->tcs_mask);
             differs_put(buf,

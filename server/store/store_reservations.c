@@ -196,8 +196,7 @@ static void reserve_finish(struct store *s,
      */
     bool presumed = a->presumed || (detail && differs_has(detail, "lease"));
     if (store_result_row(s, r, row, &it->res.resp, errp) < 0
-        || json_object_set_new(
-               it->res.resp, "presumed", json_boolean(presumed))
+        || json_object_set_new(it->res.resp, "presumed", json_boolean(presumed))
                < 0
         || (!it->created && detail
             && differs_add(it->res.resp, detail, errp) < 0)

@@ -38,8 +38,9 @@ struct store_reserve {
     const char *fm_job_id;        /* when pending */
     int addrs_per_job;            /* when pending */
     int64_t deadline_ns; /* not written after this (monotonic); 0: none */
-    /* A lease (schema/0021): the reservation is presumed, a parameter a
-     * retry must repeat; lease_until (Unix seconds, 0: no lease signed)
+    /* A lease (schema/0021): the reservation is presumed (an existing
+     * one becomes so: store_reserve); lease_until (Unix seconds, 0: no
+     * lease signed)
      * the expiry of the lease the caller signs once this returns, and
      * lease_skew_s the clock skew it allows: its VNIs cool down until
      * then, after a retry's too.
