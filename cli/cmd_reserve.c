@@ -44,7 +44,7 @@ static const char help_reserve[] =
     "                      [--lease]\n"
     "Reserve VNIs for a job (roles: scheduler, admin).  Repeating it with\n"
     "the same token, uid and nodes prints the job's active reservation as it\n"
-    "is, whatever else differs (listed as \"differs\" with --json); another\n"
+    "is, whatever else differs (listed as \"differs\"); another\n"
     "token, uid or node list for an active job is refused\n"
     "(reservation_conflict).\n"
     "  --uid N           the job's user id (0-4294967294)\n"
