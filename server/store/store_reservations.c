@@ -164,10 +164,10 @@ static void reserve_finish(struct store *s,
         it->res.err = EEXIST;
         errprintf(errp,
                   "job %s has an active reservation that is not this "
-                  "request's: its %s differ%s (made by %s, uid %s, nodes %s)",
+                  "request's (it differs in %s; made by %s, uid %s, nodes "
+                  "%s)",
                   a->job_id,
-                  detail ? detail : "parameters",
-                  detail && strchr(detail, ',') ? "" : "s",
+                  detail ? detail : "its parameters",
                   store_col(r, row, ROW_CREATED_BY),
                   store_col(r, row, ROW_UID),
                   store_col(r, row, ROW_NODES));

@@ -95,18 +95,18 @@ reserve r1 1001 alice 'tux[1-5]' 2
 expect_status "the same job id on other nodes is 409" 409
 expect_json "... reservation_conflict" .error.code reservation_conflict
 expect_match "... naming the nodes" "$(jq -r .error.message "$T/http.body")" \
-    'its nodes differs? \(made by slurmctld, uid 1001, nodes tux\[1-4\]\)'
+    'differs in nodes; made by slurmctld, uid 1001, nodes tux\[1-4\]\)'
 reserve r1 1002 alice 'tux[1-4]' 2
 expect_status "the same job id for another uid is 409" 409
-expect_match "... naming the uid" "$(jq -r .error.message "$T/http.body")" 'its uid differs'
+expect_match "... naming the uid" "$(jq -r .error.message "$T/http.body")" 'differs in uid;'
 TOKEN=$OTHER_TOKEN reserve r1 1001 alice 'tux[1-4]' 2
 expect_status "the same job, uid and nodes from another scheduler's token is 409" 409
 expect_json "... reservation_conflict" .error.code reservation_conflict
 expect_match "... naming the scheduler" "$(jq -r .error.message "$T/http.body")" \
-    'its created_by differs \(made by slurmctld'
+    'differs in created_by; made by slurmctld'
 TOKEN=$OTHER_TOKEN reserve r1 1002 bob 'tux[1-2]' 1
 expect_match "... and everything that differs" "$(jq -r .error.message "$T/http.body")" \
-    'its created_by,uid,nodes differ'
+    'differs in created_by,uid,nodes;'
 expect_eq "no refused reserve took a VNI" "$(free_vnis)" "$FREE"
 expect_eq "... or changed the reservation" \
     "$(psql_q "SELECT count(*) || ' ' || min(created_by) || ' ' || min(uid) || ' ' || min(nodes) FROM reservations WHERE job_id = 'r1'")" \
