@@ -216,8 +216,8 @@ static void differs_log(struct request *req,
                   LOG_WARNING,
                   req->id,
                   "reservation %s: a reserve by %s found the job's active "
-                  "reservation %lld (same scheduler, uid and nodes) and was "
-                  "answered it as it is; the request differs in %s",
+                  "reservation %lld (same scheduler, uid and nodes) and is "
+                  "answered with it as it is; the request differs in %s",
                   a->job_id,
                   a->actor,
                   (long long)json_integer_value(json_object_get(res, "id")),
