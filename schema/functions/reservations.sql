@@ -11,14 +11,21 @@
 -- Reserve for each job of a group: item k is p_job[k] with the k-th of
 -- each per-job array (as vnib_reserve's parameters), the pool shared, and
 -- the node ranges flat, range i belonging to item p_ritem[i].  outcome:
--- created | exists (the job's active reservation, same parameters) |
--- conflict (different ones) | superseded (a newer reservation of the job
+-- created | exists (the job's active reservation, made by the same actor
+-- for the same uid and nodes: whatever else differs, the request is a
+-- retry of it, or its scheduler's recovery, and gets it as it is; detail
+-- names what differs, "user,vni_count,hwcoll,lease,tcs_mask" or fewer, or
+-- is NULL) | conflict (its actor, uid or nodes differ: another job, or
+-- another scheduler's; detail names which, "created_by,uid,nodes" or
+-- fewer; nothing done) | superseded (a newer reservation of the job
 -- was made while this request waited) | exhausted (detail "<wanted>
 -- <free> <being taken> <cooling>", nothing made for that job) | busy (its
 -- lock is held elsewhere and not p_wait: nothing done; detail is its
 -- ticket, to pass again as p_ticket[k], which may be NULL for a new one).
--- p_presumed[k]: the reservation is presumed (schema/0021), which is one
--- of the parameters a retry must repeat; p_lease_until[k] (NULL: none)
+-- p_presumed[k]: the reservation is presumed (schema/0021); an existing
+-- one that is not becomes presumed when a retry asks (a lease is signed
+-- for it: its nodes may start from the lease alone), and one that is
+-- stays so when a retry does not; p_lease_until[k] (NULL: none)
 -- and p_lease_skew[k]: the expiry of the lease the broker signs for it
 -- and the clock skew it allows, kept as the latest for an existing one.
 -- Queued VNIs whose usable_at is to come are passed over (and counted as
@@ -58,21 +65,40 @@ BEGIN
     got := vnib_jobs_lock(p_job, p_wait);
     SELECT array_agg(CASE WHEN NOT x.got THEN 'busy'
                           WHEN a.id IS NOT NULL THEN
-                              CASE WHEN a.uid = x.uid AND a.username = x.usr
+                              CASE WHEN a.created_by = x.actor
+                                        AND a.uid = x.uid
                                         AND a.nodes = x.nodes
-                                        AND a.vni_count = x.vc
-                                        AND a.hwcoll_mode = x.hm
-                                        AND a.presumed = coalesce(x.pr, false)
                                    THEN 'exists' ELSE 'conflict' END
                           WHEN s.id IS NOT NULL THEN 'superseded'
                           ELSE 'created' END ORDER BY x.k),
            array_agg(CASE WHEN x.got THEN coalesce(a.id, s.id, x.t) END
                      ORDER BY x.k),
-           array_agg(CASE WHEN NOT x.got THEN x.t::text END ORDER BY x.k)
+           array_agg(CASE WHEN NOT x.got THEN x.t::text
+                          WHEN a.id IS NULL THEN NULL
+                          WHEN a.created_by = x.actor AND a.uid = x.uid
+                               AND a.nodes = x.nodes THEN
+                              nullif(concat_ws(',',
+                                  CASE WHEN a.username <> x.usr THEN 'user' END,
+                                  CASE WHEN a.vni_count <> x.vc
+                                       THEN 'vni_count' END,
+                                  CASE WHEN a.hwcoll_mode <> x.hm
+                                       THEN 'hwcoll' END,
+                                  CASE WHEN a.presumed <> coalesce(x.pr, false)
+                                       THEN 'lease' END,
+                                  CASE WHEN a.tcs_mask <> x.tcs
+                                       THEN 'tcs_mask' END), '')
+                          ELSE concat_ws(',',
+                                  CASE WHEN a.created_by IS DISTINCT FROM x.actor
+                                       THEN 'created_by' END,
+                                  CASE WHEN a.uid <> x.uid THEN 'uid' END,
+                                  CASE WHEN a.nodes <> x.nodes
+                                       THEN 'nodes' END) END
+                     ORDER BY x.k)
       INTO outcome, rid, detail
       FROM unnest(p_job, p_uid, p_user, p_nodes, p_vni_count, p_hwcoll_mode,
-                  ticket, got, p_presumed)
-           WITH ORDINALITY x(job, uid, usr, nodes, vc, hm, t, got, pr, k)
+                  ticket, got, p_presumed, p_actor, p_tcs)
+           WITH ORDINALITY x(job, uid, usr, nodes, vc, hm, t, got, pr, actor,
+                             tcs, k)
       LEFT JOIN LATERAL (SELECT * FROM reservations
                           WHERE x.got AND job_id = x.job
                             AND state = 'active' LIMIT 1) a ON true
@@ -174,14 +200,19 @@ BEGIN
             USING ERRCODE = '40001';
     END IF;
     -- A retry signs a lease of its own: the VNIs cool down until the
-    -- latest one expired.
+    -- latest one expired, and a reservation made without one is presumed
+    -- from now on (the lease lets its nodes start without a report).
     UPDATE reservations r
        SET lease_until = greatest(r.lease_until, x.lu),
-           lease_skew_s = greatest(r.lease_skew_s, x.ls)
-      FROM unnest(outcome, rid, p_lease_until, p_lease_skew) x(o, id, lu, ls)
-     WHERE x.o = 'exists' AND x.lu IS NOT NULL AND r.id = x.id
-       AND (r.lease_until IS NULL OR r.lease_until < x.lu
-            OR r.lease_skew_s < x.ls);
+           lease_skew_s = greatest(r.lease_skew_s, x.ls),
+           presumed = r.presumed OR coalesce(x.pr, false)
+      FROM unnest(outcome, rid, p_lease_until, p_lease_skew, p_presumed)
+           x(o, id, lu, ls, pr)
+     WHERE x.o = 'exists' AND r.id = x.id
+       AND ((x.lu IS NOT NULL
+             AND (r.lease_until IS NULL OR r.lease_until < x.lu
+                  OR r.lease_skew_s < x.ls))
+            OR (coalesce(x.pr, false) AND NOT r.presumed));
     RETURN QUERY SELECT * FROM vnib_batch_rows(outcome, rid, detail);
 END $$;
 

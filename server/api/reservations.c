@@ -19,6 +19,7 @@
 
 #include "vnib/monotime.h"
 #include "vnib/hostlist.h"
+#include "vnib/logger.h"
 #include "server/api/cache.h"
 #include "server/api/leases.h"
 #include "server/config.h"
@@ -130,6 +131,99 @@ done:
     return rc;
 }
 
+/* Append ", NAME (OLD -> NEW)" to buf[*len..size): one field a reserve
+ * asked differently from the reservation it found.
+ */
+static void differs_put(char *buf,
+                        size_t size,
+                        size_t *len,
+                        const char *name,
+                        const char *was,
+                        const char *now)
+{
+    if (*len >= size)
+        return;
+    int n = snprintf(buf + *len,
+                     size - *len,
+                     "%s%s (%s -> %s)",
+                     *len ? ", " : "",
+                     name,
+                     was ? was : "?",
+                     now ? now : "?");
+    *len = n < 0 ? size : *len + (size_t)n;
+}
+
+/* Log what a reserve of job a->job_id asked differently from its active
+ * reservation res, which it was answered (differs: the field names): a
+ * recovering scheduler whose settings changed, worth an operator's look.
+ */
+static void differs_log(struct request *req,
+                        const struct store_reserve *a,
+                        const json_t *res,
+                        const json_t *differs)
+{
+    char buf[768] = "", was[32], now[32];
+    size_t len = 0, i;
+    json_t *v;
+
+    json_array_foreach (differs, i, v) {
+        const char *name = json_string_value(v);
+        if (!name)
+            continue;
+        if (!strcmp(name, "user"))
+            differs_put(buf,
+                        sizeof(buf),
+                        &len,
+                        name,
+                        json_string_value(json_object_get(res, "user")),
+                        a->user);
+        else if (!strcmp(name, "vni_count")) {
+            snprintf(was,
+                     sizeof(was),
+                     "%lld",
+                     (long long)json_integer_value(
+                         json_object_get(res, "vni_count")));
+            snprintf(now, sizeof(now), "%d", a->vni_count);
+            differs_put(buf, sizeof(buf), &len, name, was, now);
+        } else if (!strcmp(name, "hwcoll"))
+            differs_put(buf,
+                        sizeof(buf),
+                        &len,
+                        name,
+                        json_string_value(json_object_get(
+                            json_object_get(res, "hwcoll"), "mode")),
+                        a->hwcoll_mode);
+        else if (!strcmp(name, "lease"))
+            differs_put(
+                buf,
+                sizeof(buf),
+                &len,
+                name,
+                a->presumed ? "false" : "true",
+                a->presumed ? "true, now presumed" : "false, stays presumed");
+        else if (!strcmp(name, "tcs_mask")) {
+            snprintf(now, sizeof(now), "0x%x", a->tcs_mask);
+            differs_put(buf,
+                        sizeof(buf),
+                        &len,
+                        name,
+                        json_string_value(json_object_get(res, "tcs_mask")),
+                        now);
+        } else
+            differs_put(buf, sizeof(buf), &len, name, NULL, NULL);
+    }
+    logger_printf(req->broker->log,
+                  LOG_WARNING,
+                  req->id,
+                  "reservation %s: a reserve by %s found the job's active "
+                  "reservation %lld (same scheduler, uid and nodes) and is "
+                  "answered with it as it is; the request differs in %s",
+                  a->job_id,
+                  a->actor,
+                  (long long)json_integer_value(json_object_get(res, "id")),
+                  buf);
+}
+
 int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
 {
     const struct config *cfg = req->broker->cfg;
@@ -137,7 +231,7 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     struct leases_ask lease;
     struct inventory_verdict known;
     struct hostlist *hosts = NULL;
-    json_t *body = NULL;
+    json_t *body = NULL, *differs = NULL;
     char *nodes = NULL;
     bool created = false;
     int status = -1;
@@ -180,6 +274,13 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
     status = created ? 201 : 200;
     if (created)
         inventory_warn(req->broker->log, req->id, a.job_id, &known);
+    /* A recovery that asked differently: logged, and put back in the
+     * reply after the lease, which holds the reservation alone.
+     */
+    if ((differs = json_incref(json_object_get(*out, STORE_DIFFERS)))) {
+        json_object_del(*out, STORE_DIFFERS);
+        differs_log(req, &a, *out, differs);
+    }
     /* A requeue: this broker's next answers are the new reservation's,
      * and the steps of the old one are gone with it.
      */
@@ -197,12 +298,15 @@ int reservations_create(struct request *req, json_t **out, vnib_error_t *errp)
      * Fabric Manager left it, before the job token joins it.
      */
     if (leases_add(req, *out, &lease, errp) < 0
-        || add_job_token(req, *out, a.job_id, errp) < 0) {
+        || add_job_token(req, *out, a.job_id, errp) < 0
+        || (differs && json_object_set(*out, STORE_DIFFERS, differs) < 0
+            && (errno = ENOMEM, errprintf(errp, "out of memory")))) {
         json_decref(*out);
         *out = NULL;
         status = -1;
     }
 done:
+    json_decref(differs);
     free(nodes);
     hostlist_destroy(hosts);
     json_decref(body);

@@ -99,6 +99,41 @@ struct reserve_item {
     bool created;
 };
 
+/* Whether the comma-separated list of names list holds name. */
+static bool differs_has(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = list; p; p = strchr(p, ',')) {
+        if (*p == ',')
+            p++;
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+/* Set STORE_DIFFERS of resp to the names of the comma-separated list. */
+static int differs_add(json_t *resp, const char *list, vnib_error_t *errp)
+{
+    json_t *arr = json_array();
+
+    if (!arr || json_object_set_new(resp, STORE_DIFFERS, arr) < 0)
+        goto nomem;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (json_array_append_new(arr, json_stringn(p, n)) < 0)
+            goto nomem;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+nomem:
+    errno = ENOMEM;
+    return errprintf(errp, "out of memory");
+}
+
 /* The outcome of one row for its item. */
 static void reserve_finish(struct store *s,
                            PGresult *r,
@@ -122,11 +157,20 @@ static void reserve_finish(struct store *s,
         return;
     }
     if (!strcmp(outcome, "conflict")) {
+        /* Another job under the same id, or another scheduler's: detail
+         * names what differs (created_by, uid, nodes); the nodes come
+         * last, where a long list may be cut.
+         */
         it->res.err = EEXIST;
         errprintf(errp,
-                  "job %s already has an active reservation with different "
-                  "parameters (uid, user, nodes, vni_count, hwcoll or lease)",
-                  a->job_id);
+                  "job %s has an active reservation that is not this "
+                  "request's (it differs in %s; made by %s, uid %s, nodes "
+                  "%s)",
+                  a->job_id,
+                  detail ? detail : "its parameters",
+                  store_col(r, row, ROW_CREATED_BY),
+                  store_col(r, row, ROW_UID),
+                  store_col(r, row, ROW_NODES));
         return;
     }
     if (!strcmp(outcome, "superseded")) {
@@ -144,14 +188,18 @@ static void reserve_finish(struct store *s,
         return;
     }
     it->created = !strcmp(outcome, "created");
-    /* Created as asked, or existing with the same parameters, presumed
-     * among them: the reservation's is the request's (the new row is not
-     * one this statement's snapshot could read back).
+    /* Created as asked, or existing (the job's, made by this actor for
+     * these nodes), detail naming what else differs.  The row has no
+     * presumed column: it is the request's, unless "lease" differs and
+     * the request asked for none (a presumed reservation stays so; one
+     * that was not became presumed when the request asked).
      */
+    bool presumed = a->presumed || (detail && differs_has(detail, "lease"));
     if (store_result_row(s, r, row, &it->res.resp, errp) < 0
-        || json_object_set_new(
-               it->res.resp, "presumed", json_boolean(a->presumed))
+        || json_object_set_new(it->res.resp, "presumed", json_boolean(presumed))
                < 0
+        || (!it->created && detail
+            && differs_add(it->res.resp, detail, errp) < 0)
         || store_add_sealed(r, row, it->res.resp, errp) < 0) {
         it->res.err = errno ? errno : EIO;
         json_decref(it->res.resp);

@@ -38,8 +38,9 @@ struct store_reserve {
     const char *fm_job_id;        /* when pending */
     int addrs_per_job;            /* when pending */
     int64_t deadline_ns; /* not written after this (monotonic); 0: none */
-    /* A lease (schema/0021): the reservation is presumed, a parameter a
-     * retry must repeat; lease_until (Unix seconds, 0: no lease signed)
+    /* A lease (schema/0021): the reservation is presumed (an existing
+     * one becomes so: store_reserve); lease_until (Unix seconds, 0: no
+     * lease signed)
      * the expiry of the lease the caller signs once this returns, and
      * lease_skew_s the clock skew it allows: its VNIs cool down until
      * then, after a retry's too.
@@ -49,10 +50,15 @@ struct store_reserve {
     long lease_skew_s;
 };
 
-/* Reserve, or find the job's identical active reservation (*createdp
- * false); the reply carries STORE_SEALED_TOKEN like store_get's.  Fails with
- * EEXIST when the job has an active reservation with other parameters
- * (presumed or not is one), ENOSPC
+/* Reserve, or find the job's active reservation (*createdp false) when
+ * the same actor made it for the same uid and nodes: the reply is that
+ * reservation as it is, whatever else the request asks, and then
+ * STORE_DIFFERS names what else differs (user, vni_count, hwcoll, lease,
+ * tcs_mask), when anything does.  A request with a lease makes a
+ * reservation that was not presumed presumed; one without leaves a
+ * presumed one so.  The reply carries STORE_SEALED_TOKEN like store_get's.
+ * Fails with EEXIST when the job has an active reservation of another
+ * actor, uid or nodes (errp names which differ), ENOSPC
  * when the pool has too few free VNIs (errp says how many were asked for and
  * how many are free), ECANCELED when a->deadline_ns passed before the
  * reserve was written (nothing was).
@@ -78,6 +84,12 @@ int store_get(struct store *s,
               vnib_error_t *errp) VNIB_MUST_CHECK;
 
 #define STORE_SEALED_TOKEN "_sealed_token"
+
+/* The key of a reserve's reply that lists, as an array of field names,
+ * what the request asked differently from the existing reservation it
+ * found (absent when nothing differs, or the reservation is new).
+ */
+#define STORE_DIFFERS "differs"
 
 /* Whether reservation resv_id is job_id's active reservation (*activep),
  * which a job token's caller must hold (server/api/steps.c): a job

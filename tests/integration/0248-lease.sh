@@ -4,7 +4,8 @@
 # "lease": true answers with a lease that `vnibctl lease show --key`
 # verifies, whose payload is the reservation as a node reads it with no
 # session token anywhere (hardware collectives reserved: hwcoll_fetch);
-# retries must repeat the lease and each signs one; a broker without
+# a retry that asks for one gets one, signed afresh (one that does not
+# gets the reservation, still presumed, without: 0249); a broker without
 # lease.key_file answers 400 lease_disabled, and refuses a bad key at
 # start and in --check-config.  A presumed reservation released before
 # any node reported stays releasing (the node views and the status page
@@ -159,11 +160,12 @@ expect_eq "... and the reservation's lease_until moves on to it" \
 expect_eq "... later than the first" "$((H1_EXP > until1))" 1
 TOKEN=$SCHED_TOKEN http POST /v1/reservations \
     -d '{"job_id":"h1","uid":1001,"user":"alice","nodes":"tux[1-4]","vni_count":1}'
-expect_status "a retry without the lease is 409" 409
-expect_json "... reservation_conflict" .error.code reservation_conflict
+expect_status "a retry without the lease is the reservation (200: 0249)" 200
+expect_eq "... still presumed, with no lease, differs naming lease" \
+    "$(jq -c '[.id, .presumed, .lease, .differs]' "$T/http.body")" "[$H1_ID,true,null,[\"lease\"]]"
 TOKEN=$SCHED_TOKEN http POST /v1/reservations \
     -d '{"job_id":"h1","uid":1001,"user":"alice","nodes":"tux[1-4]","vni_count":1,"lease":false}'
-expect_json "a retry with lease false is 409 reservation_conflict" .error.code reservation_conflict
+expect_json "a retry with lease false too" '[.presumed, .differs[0]] | join(" ")' "true lease"
 TOKEN=$SCHED_TOKEN http POST /v1/reservations \
     -d '{"job_id":"h9","uid":1001,"user":"alice","nodes":"tux1","lease":"yes"}'
 expect_status "a lease that is not a boolean is 400" 400
@@ -369,8 +371,9 @@ out=$(VNIB_TOKEN=$SCHED_TOKEN "$CTL" reserve v1 --step 3 --nodes n1 --lease)
 expect_match "reserve --step --lease prints the step's lease" \
     "$(printf '%s\n' "$out" | awk '$1 == "lease" { print $2 }')" '^vnib1\.'
 out=$(VNIB_TOKEN=$SCHED_TOKEN "$CTL" reserve v1 --uid 1001 --user alice --nodes 'n[1-2]' --vnis 0 2>&1)
-expect_eq "a repeat without --lease exits 1" "$?" 1
-expect_match "... reservation_conflict" "$out" reservation_conflict
+expect_eq "a repeat without --lease exits 0 (the reservation, presumed)" "$?" 0
+expect_match "... presumed" "$out" 'presumed: +yes'
+expect_no_match "... and prints no lease" "$out" '^lease '
 show "$LEASE" --key "$T/lease.pub" --max-skew 0
 expect_eq "an expired lease: exit 1" "$SHOW_RC" 1
 expect_match "... expired" "$SHOW_ERR" 'does not verify \(expired\)'

@@ -11,6 +11,9 @@
 #    in the job's eventlog, reserves again (the same reservation, with a
 #    lease: the broker's reserve is idempotent per job) and lets the job
 #    start.
+#  - the same with vnis-per-job changed while the plugin was out: the
+#    recovery reserve asks for 2 VNIs and gets the job's reservation of 1
+#    (the broker logs what differs), and the job runs.
 #  - removed while a job is held and the job canceled meanwhile: loaded
 #    again, the plugin ends the hold the job's eventlog shows open, and
 #    the job's cleanup completes; nothing stays active at the broker.
@@ -96,6 +99,37 @@ wait_for 10 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v
 resv "$dec"
 expect_match "... and nothing of it is left active at the broker ($HTTP_STATUS)" \
     "$HTTP_STATUS $(jq -r '.state // empty' <<<"$HTTP_BODY")" '^(404 |200 (releasing|released))$'
+
+# ---- loaded again with vnis-per-job changed, the first reserve made --------
+# The job's first reserve (1 VNI) is committed while the plugin is out;
+# the plugin loaded again with vnis-per-job = 2 recovers the job with a
+# reserve that asks for 2: the broker answers the job's reservation as it
+# is, and logs what differs (issue 45: such a job used to fail with 409).
+kill -STOP "$BROKER_PID"
+id=$(fluxc submit -N1 sleep 1)
+dec=$(fluxc job id --to=dec "$id")
+wait_for 10 sh -c "$FLUX job eventlog $id | grep -q 'prolog-start.*description=\"vnibroker\"'"
+fluxc jobtap remove vnib-jobtap.so
+kill -CONT "$BROKER_PID"
+wait_for 10 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/$dec | jq -e '.state == \"active\"' >/dev/null"
+resv "$dec"
+expect_eq "the first reserve, in flight when the plugin left, made the job's reservation" \
+    "$(jq -c '[.state, .vni_count]' <<<"$HTTP_BODY")" '["active",1]'
+FIRST_VNIS=$(jq -c .vnis <<<"$HTTP_BODY")
+echo "vnis-per-job = 2" >>"$T/flux.d/vnibroker.toml"
+fluxc config reload
+fluxc jobtap load "$VNIB_FLUX_JOBTAP" || not_ok "flux jobtap load"
+fluxc job attach "$id" >/dev/null 2>&1
+expect_eq "loaded again with vnis-per-job = 2, the plugin recovered the job and it ran" \
+    "$(fluxc jobs -no {result} "$id")" COMPLETED
+expect_eq "... with its reservation's VNI" \
+    "$(flux_event "$id" cray-slingshot | jq -c .vnis)" "$FIRST_VNIS"
+expect_match "... and the broker logged what the recovery asked otherwise" \
+    "$(grep "reservation $dec: " "$BROKER_LOG")" 'differs in vni_count \(1 -> 2\)'
+sed -i '/^vnis-per-job = 2$/d' "$T/flux.d/vnibroker.toml"
+fluxc config reload
+fluxc jobtap remove vnib-jobtap.so
+fluxc jobtap load "$VNIB_FLUX_JOBTAP" || not_ok "flux jobtap load"
 
 # ---- reconcile: a lost release is found and made ----------------------------
 # A reservation our token made for a job this instance does not have (its

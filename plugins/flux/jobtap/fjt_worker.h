@@ -14,8 +14,9 @@
  * A reserve that asks for a lease (the reservation is then presumed and
  * the reply carries the lease the nodes start from) is made again at
  * once without one when the broker signs none (400 lease_disabled), or
- * when the job's active reservation was made without one (409
- * reservation_conflict: a reserve's retry must ask as the first did).
+ * when a broker older than the recovery rule answers 409
+ * reservation_conflict (it wanted a retry to ask as the first did; a
+ * newer one answers the job's reservation, made presumed, with a lease).
  *
  * Releases the broker cannot take (unreachable, 5xx) are kept in the
  * spool (fjt_spool.h) before the call comes back, so a release is never
