@@ -534,9 +534,9 @@ $(BUILD)/tests/bench/bench_node: tests/bench/bench_node.c $(LIBAGENT) $(LIBVNIB)
 	    $(LIBVNIB) $(LIBS_BASE) -ldl
 
 # The API benchmarks drive a running broker with the load generator.
-BENCH_API_SRCS := tests/bench/bench_api.c tests/bench/bench_output.c \
-                  tests/bench/bench_requests.c tests/bench/loadgen.c \
-                  tests/bench/loadgen_hist.c
+BENCH_API_SRCS := tests/bench/bench_api.c tests/bench/bench_nodes.c \
+                  tests/bench/bench_output.c tests/bench/bench_requests.c \
+                  tests/bench/loadgen.c tests/bench/loadgen_hist.c
 $(BUILD)/tests/bench/bench_api: $(BENCH_API_SRCS) tests/bench/bench_api.h \
                                 tests/bench/loadgen.h $(LIBVNIB)
 	@mkdir -p $(@D)

@@ -62,7 +62,7 @@ struct httpd_req {
     size_t discard_max; /* refused body read and dropped before hanging up */
     void *data;         /* the service's own request state */
 
-    /* Internal to httpd.c. */
+    /* Internal to the httpd module (lib/httpd*.c). */
     void *conn; /* struct MHD_Connection */
     size_t body_cap;
     size_t discarded;

@@ -15,7 +15,8 @@
  * that answers 500 quickly must not meet a latency target.  The few helper
  * commands (freeport, nodekey, token) exist so that run.sh needs no other
  * tools to prepare the broker's credentials.  The table output is in
- * bench_output.c, the requests each scenario sends in bench_requests.c.
+ * bench_output.c, the requests each scenario sends in bench_requests.c,
+ * the scenarios of a full-machine job's nodes in bench_nodes.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,27 +34,22 @@
 #include "vnib/secfile.h"
 #include "vnib/token.h"
 
-#define BIG_NODES "nid[000001-011136]"
-#define BIG_COUNT 11136
-#define POPULATE_DEFAULT 10000
-
 /* ---- scenarios -------------------------------------------------------- */
 
-static int pick(int given, int def)
+int bapi_pick(int given, int def)
 {
     return given > 0 ? given : def;
 }
 
-static double pickd(double given, double def)
+double bapi_pickd(double given, double def)
 {
     return given > 0 ? given : def;
 }
 
-/* Run one load; on a harness error print it and return -1. */
-static int run(struct bench *b,
-               struct lg_config *cfg,
-               struct lg_result *res,
-               const char *what)
+int bapi_run(struct bench *b,
+             struct lg_config *cfg,
+             struct lg_result *res,
+             const char *what)
 {
     vnib_error_t err = {0};
 
@@ -69,32 +65,30 @@ static int run(struct bench *b,
     return 0;
 }
 
-/* Quantile q of h in milliseconds; NAN when nothing was recorded. */
-static double q_ms(const struct lg_hist *h, double q)
+double bapi_q_ms(const struct lg_hist *h, double q)
 {
     return h->count ? lg_hist_quantile(h, q) / 1e3 : NAN;
 }
 
-/* The row "p99 latency of kind k, in ms, at most target". */
-static void row_p99(const char *name,
-                    const struct lg_result *res,
-                    int k,
-                    double target)
+void bapi_row_p99(const char *name,
+                  const struct lg_result *res,
+                  int k,
+                  double target)
 {
     bout_row(name,
-             q_ms(&res->kind[k].latency, 0.99),
+             bapi_q_ms(&res->kind[k].latency, 0.99),
              "ms",
              target,
              true,
              bout_failures(res, k));
 }
 
-static double rate_of(const struct lg_result *res, uint64_t n)
+double bapi_rate_of(const struct lg_result *res, uint64_t n)
 {
     return res->elapsed_s > 0 ? (double)n / res->elapsed_s : NAN;
 }
 
-static int need_token(const struct bench *b)
+int bapi_need_token(const struct bench *b)
 {
     if (!b->token) {
         fprintf(stderr, "bench_api: this scenario needs -T TOKEN-FILE\n");
@@ -103,7 +97,7 @@ static int need_token(const struct bench *b)
     return 0;
 }
 
-static int need_key(const struct bench *b)
+int bapi_need_key(const struct bench *b)
 {
     if (!b->key) {
         fprintf(stderr, "bench_api: this scenario needs -k NODE-KEY-FILE\n");
@@ -118,9 +112,9 @@ static int need_key(const struct bench *b)
  */
 static int sc_healthz(struct bench *b, struct lg_result *res)
 {
-    struct lg_config cfg = {.connections = pick(b->conns, 32),
+    struct lg_config cfg = {.connections = bapi_pick(b->conns, 32),
                             .rate = b->rate,
-                            .duration_s = pickd(b->duration, 3),
+                            .duration_s = bapi_pickd(b->duration, 3),
                             .make = breq_healthz};
     bool open = cfg.rate > 0;
     char name[64];
@@ -135,7 +129,7 @@ static int sc_healthz(struct bench *b, struct lg_result *res)
                  sizeof(name),
                  "healthz: requests/s, %d connections (sanity)",
                  cfg.connections);
-    if (run(b, &cfg, res, "healthz") < 0) {
+    if (bapi_run(b, &cfg, res, "healthz") < 0) {
         bout_row(name,
                  NAN,
                  open ? "ms" : "req/s",
@@ -145,10 +139,10 @@ static int sc_healthz(struct bench *b, struct lg_result *res)
         return -1;
     }
     if (open)
-        row_p99(name, res, K_GET, 10);
+        bapi_row_p99(name, res, K_GET, 10);
     else
         bout_row(name,
-                 rate_of(res, res->kind[K_GET].ok),
+                 bapi_rate_of(res, res->kind[K_GET].ok),
                  "req/s",
                  5000,
                  false,
@@ -159,13 +153,13 @@ static int sc_healthz(struct bench *b, struct lg_result *res)
 
 static int sc_pairs(struct bench *b, struct lg_result *res)
 {
-    struct lg_config cfg = {.connections = pick(b->conns, 8),
-                            .duration_s = pickd(b->duration, 10),
+    struct lg_config cfg = {.connections = bapi_pick(b->conns, 8),
+                            .duration_s = bapi_pickd(b->duration, 10),
                             .make = breq_pairs};
     char prefix[32], name[3][64];
     int rc = 0;
 
-    if (need_token(b) < 0)
+    if (bapi_need_token(b) < 0)
         return -1;
     if (b->job_prefix)
         snprintf(prefix, sizeof(prefix), "%s", b->job_prefix);
@@ -189,8 +183,8 @@ static int sc_pairs(struct bench *b, struct lg_result *res)
              cfg.connections);
     double pairs = NAN;
     const char *why = "could not run";
-    if (run(b, &cfg, res, "pairs") == 0) {
-        pairs = rate_of(res, res->kind[K_RELEASE].ok);
+    if (bapi_run(b, &cfg, res, "pairs") == 0) {
+        pairs = bapi_rate_of(res, res->kind[K_RELEASE].ok);
         why = bout_failures(res, -1);
     } else {
         rc = -1;
@@ -217,13 +211,13 @@ static int sc_pairs(struct bench *b, struct lg_result *res)
 
 static int sc_openloop(struct bench *b, struct lg_result *res)
 {
-    struct lg_config cfg = {.connections = pick(b->conns, 64),
-                            .rate = pickd(b->rate, 1000),
-                            .duration_s = pickd(b->duration, 10),
+    struct lg_config cfg = {.connections = bapi_pick(b->conns, 64),
+                            .rate = bapi_pickd(b->rate, 1000),
+                            .duration_s = bapi_pickd(b->duration, 10),
                             .make = breq_reserve_seq};
     char name[64];
 
-    if (need_token(b) < 0)
+    if (bapi_need_token(b) < 0)
         return -1;
     b->prefix = b->job_prefix ? b->job_prefix : "o";
     b->nodes = "n[1-4]";
@@ -233,13 +227,14 @@ static int sc_openloop(struct bench *b, struct lg_result *res)
              sizeof(name),
              "reserve p99 latency at %.0f/s (open loop)",
              cfg.rate);
-    if (run(b, &cfg, res, "open loop") < 0) {
+    if (bapi_run(b, &cfg, res, "open loop") < 0) {
         bout_row(name, NAN, "ms", 10, true, "could not run");
         return -1;
     }
     const struct lg_kind_stats *s = &res->kind[K_RESERVE];
     const char *why = bout_failures(res, K_RESERVE);
-    double cli = q_ms(&s->latency, 0.99), srv = q_ms(&s->server, 0.99);
+    double cli = bapi_q_ms(&s->latency, 0.99),
+           srv = bapi_q_ms(&s->server, 0.99);
     bout_row(name, cli, "ms", 10, true, why);
     /* The broker's own time (Server-Timing, from the request's arrival
      * to its answer) beside the client's: what is left is queueing
@@ -265,7 +260,7 @@ static int sc_openloop(struct bench *b, struct lg_result *res)
     struct lg_config rel = {
         .connections = 8, .duration_s = 120, .make = breq_release_seq};
     b->limit = res->kind[K_RESERVE].sent;
-    if (run(b, &rel, res, "release") < 0)
+    if (bapi_run(b, &rel, res, "release") < 0)
         return -1;
     printf("#   released the open-loop jobs:\n");
     bout_detail_kind(res, K_RELEASE);
@@ -276,42 +271,42 @@ static int sc_bigjob(struct bench *b, struct lg_result *res)
 {
     long cycles = b->count > 0 ? b->count : 50;
     struct lg_config cfg = {.connections = 1,
-                            .duration_s = pickd(b->duration, 120),
+                            .duration_s = bapi_pickd(b->duration, 120),
                             .max_requests = (uint64_t)cycles * 2,
                             .make = breq_pairs};
     const char *srv_name = "reserve 11,136 nodes: server time p50";
     const char *cli_name = "reserve 11,136 nodes: client latency p50";
 
-    if (need_token(b) < 0)
+    if (bapi_need_token(b) < 0)
         return -1;
     b->prefix = "big";
     b->nodes = BIG_NODES;
     b->next_job = 1;
-    if (run(b, &cfg, res, "big job") < 0) {
+    if (bapi_run(b, &cfg, res, "big job") < 0) {
         bout_row(srv_name, NAN, "ms", 5, true, "could not run");
         return -1;
     }
     const struct lg_kind_stats *s = &res->kind[K_RESERVE];
     const char *why = bout_failures(res, -1);
     bout_row(srv_name,
-             q_ms(&s->server, 0.5),
+             bapi_q_ms(&s->server, 0.5),
              "ms",
              5,
              true,
              s->server.count ? why : "no Server-Timing header");
-    bout_row(cli_name, q_ms(&s->latency, 0.5), "ms", 5, true, why);
+    bout_row(cli_name, bapi_q_ms(&s->latency, 0.5), "ms", 5, true, why);
     bout_detail(res);
     return 0;
 }
 
 static int sc_populate(struct bench *b, struct lg_result *res)
 {
-    struct lg_config cfg = {.connections = pick(b->conns, 8),
-                            .duration_s = pickd(b->duration, 300),
+    struct lg_config cfg = {.connections = bapi_pick(b->conns, 8),
+                            .duration_s = bapi_pickd(b->duration, 300),
                             .make = breq_populate};
     char name[64];
 
-    if (need_token(b) < 0)
+    if (bapi_need_token(b) < 0)
         return -1;
     b->prefix = "a";
     b->limit = (uint64_t)(b->count > 0 ? b->count : POPULATE_DEFAULT);
@@ -320,7 +315,7 @@ static int sc_populate(struct bench *b, struct lg_result *res)
              sizeof(name),
              "setup: %llu active reservations on n[k-(k+3)]",
              (unsigned long long)b->limit);
-    if (run(b, &cfg, res, "populate") < 0) {
+    if (bapi_run(b, &cfg, res, "populate") < 0) {
         bout_row(name, NAN, "resv", (double)b->limit, false, "could not run");
         return -1;
     }
@@ -336,23 +331,23 @@ static int sc_populate(struct bench *b, struct lg_result *res)
 
 static int sc_nodeview(struct bench *b, struct lg_result *res)
 {
-    struct lg_config cfg = {.connections = pick(b->conns, 1),
-                            .duration_s = pickd(b->duration, 5),
+    struct lg_config cfg = {.connections = bapi_pick(b->conns, 1),
+                            .duration_s = bapi_pickd(b->duration, 5),
                             .make = breq_nodeview};
     const char *names[2] = {"GET /v1/nodes/{node}, 10k active: p50",
                             "GET /v1/nodes/{node}, 10k active: p99"};
 
-    if (need_key(b) < 0)
+    if (bapi_need_key(b) < 0)
         return -1;
     b->limit = (uint64_t)(b->count > 0 ? b->count : POPULATE_DEFAULT);
-    if (run(b, &cfg, res, "node view") < 0) {
+    if (bapi_run(b, &cfg, res, "node view") < 0) {
         bout_row(names[0], NAN, "ms", 2, true, "could not run");
         return -1;
     }
     const struct lg_kind_stats *s = &res->kind[K_GET];
     const char *why = bout_failures(res, K_GET);
-    bout_row(names[0], q_ms(&s->latency, 0.5), "ms", 2, true, why);
-    bout_row(names[1], q_ms(&s->latency, 0.99), "ms", 2, true, why);
+    bout_row(names[0], bapi_q_ms(&s->latency, 0.5), "ms", 2, true, why);
+    bout_row(names[1], bapi_q_ms(&s->latency, 0.99), "ms", 2, true, why);
     bout_detail(res);
     return 0;
 }
@@ -384,7 +379,7 @@ static int sc_rss(struct bench *b, struct lg_result *res)
     return 0;
 }
 
-static void free_tokens(struct bench *b)
+void bapi_free_tokens(struct bench *b)
 {
     for (int i = 0; i < b->ntokens; i++)
         free(b->node_tokens[i]);
@@ -396,13 +391,13 @@ static void free_tokens(struct bench *b)
 static int sc_storm(struct bench *b, struct lg_result *res)
 {
     struct lg_config one = {.connections = 1, .duration_s = 30};
-    struct lg_config cfg = {.connections = pick(b->conns, 48),
-                            .duration_s = pickd(b->duration, 10),
+    struct lg_config cfg = {.connections = bapi_pick(b->conns, 48),
+                            .duration_s = bapi_pickd(b->duration, 10),
                             .make = breq_storm};
     char name[64];
     int rc = -1;
 
-    if (need_token(b) < 0 || need_key(b) < 0)
+    if (bapi_need_token(b) < 0 || bapi_need_key(b) < 0)
         return -1;
     snprintf(name,
              sizeof(name),
@@ -411,7 +406,8 @@ static int sc_storm(struct bench *b, struct lg_result *res)
     b->job = "storm";
     b->nodes = BIG_NODES;
     one.make = breq_one_reserve;
-    if (run(b, &one, res, "storm job") < 0 || res->kind[K_RESERVE].ok != 1) {
+    if (bapi_run(b, &one, res, "storm job") < 0
+        || res->kind[K_RESERVE].ok != 1) {
         bout_row(name, NAN, "req/s", 20000, false, "could not reserve the job");
         bout_detail(res);
         return -1;
@@ -427,12 +423,12 @@ static int sc_storm(struct bench *b, struct lg_result *res)
             goto done;
         b->ntokens++;
     }
-    if (run(b, &cfg, res, "storm") < 0) {
+    if (bapi_run(b, &cfg, res, "storm") < 0) {
         bout_row(name, NAN, "req/s", 20000, false, "could not run");
         goto done;
     }
     bout_row(name,
-             rate_of(res, res->kind[K_GET].ok),
+             bapi_rate_of(res, res->kind[K_GET].ok),
              "req/s",
              20000,
              false,
@@ -442,486 +438,10 @@ static int sc_storm(struct bench *b, struct lg_result *res)
 done:
     if (rc < 0 && b->ntokens < BIG_COUNT)
         printf("#   storm: cannot derive the node tokens\n");
-    free_tokens(b);
+    bapi_free_tokens(b);
     one.make = breq_one_release;
-    (void)run(b, &one, res, "storm release");
+    (void)bapi_run(b, &one, res, "storm release");
     return rc;
-}
-
-/* ---- frag: a node's GET of a fragmented job against a compact one ---- */
-
-/* The two jobs of the frag scenarios, BIG_COUNT nodes each: "fragc" on
- * nid[000001-011136] (one range) and "fragf" on FRAG_RANGES ranges of 11
- * or 12 nodes one node apart (nid[000001-000012,000014-000025,...]), the
- * node list of a job placed on whatever nodes were free.
- */
-#define FRAG_RANGES 1000
-#define FRAG_COMPACT "fragc"
-#define FRAG_RANGED "fragf"
-
-/* Nodes in range r of job fragf: the first BIG_COUNT % FRAG_RANGES
- * ranges have one more than the others.
- */
-static unsigned frag_range_size(unsigned r)
-{
-    return BIG_COUNT / FRAG_RANGES + (r < BIG_COUNT % FRAG_RANGES ? 1 : 0);
-}
-
-/* The number of node k (0-based) of job fragf: k + 1, plus the one node
- * left out after each range before it.
- */
-static unsigned frag_number(unsigned k)
-{
-    unsigned r = 0, first = 0;
-
-    while (first + frag_range_size(r) <= k)
-        first += frag_range_size(r++);
-    return k + r + 1;
-}
-
-/* Job fragf's node list, in a buffer the caller frees. */
-static char *frag_expr(void)
-{
-    size_t size = 16 + (size_t)FRAG_RANGES * 16, len;
-    char *buf = malloc(size);
-    unsigned k = 0;
-
-    if (!buf)
-        return NULL;
-    len = (size_t)snprintf(buf, size, "nid[");
-    for (unsigned r = 0; r < FRAG_RANGES; r++) {
-        unsigned lo = frag_number(k);
-        len += (size_t)snprintf(buf + len,
-                                size - len,
-                                "%s%06u-%06u",
-                                r ? "," : "",
-                                lo,
-                                lo + frag_range_size(r) - 1);
-        k += frag_range_size(r);
-    }
-    snprintf(buf + len, size - len, "]");
-    return buf;
-}
-
-/* One node token for each node of job (fragc or fragf), in node order. */
-static int frag_tokens(struct bench *b, bool ranged)
-{
-    if (!(b->node_tokens = calloc(BIG_COUNT, sizeof(*b->node_tokens))))
-        return -1;
-    for (unsigned k = 0; k < BIG_COUNT; k++) {
-        char node[16], tok[TOKEN_NODE_SIZE];
-        snprintf(
-            node, sizeof(node), "nid%06u", ranged ? frag_number(k) : k + 1);
-        if (token_node_derive(b->key, b->key_len, node, tok, sizeof(tok), NULL)
-                < 0
-            || !(b->node_tokens[k] = strdup(tok)))
-            return -1;
-        b->ntokens++;
-    }
-    return 0;
-}
-
-/* frag-setup: reserve fragc and fragf. */
-static int sc_frag_setup(struct bench *b, struct lg_result *res)
-{
-    struct lg_config one = {
-        .connections = 1, .duration_s = 30, .make = breq_one_reserve};
-    char *expr = frag_expr();
-    int rc = -1;
-
-    if (need_token(b) < 0 || !expr)
-        goto done;
-    b->job = FRAG_COMPACT;
-    b->nodes = BIG_NODES;
-    if (run(b, &one, res, "frag compact job") < 0
-        || res->kind[K_RESERVE].ok != 1) {
-        printf("#   frag: cannot reserve %s\n", FRAG_COMPACT);
-        bout_detail(res);
-        goto done;
-    }
-    b->job = FRAG_RANGED;
-    b->nodes = expr;
-    if (run(b, &one, res, "frag ranged job") < 0
-        || res->kind[K_RESERVE].ok != 1) {
-        printf("#   frag: cannot reserve %s\n", FRAG_RANGED);
-        bout_detail(res);
-        goto done;
-    }
-    printf("#   frag: %s on %s, %s on %d ranges (%zu bytes of node list)\n",
-           FRAG_COMPACT,
-           BIG_NODES,
-           FRAG_RANGED,
-           FRAG_RANGES,
-           strlen(expr));
-    rc = 0;
-done:
-    free(expr);
-    return rc;
-}
-
-/* frag-get-compact and frag-get-ranged: every node of the job GETs it in
- * turn, closed loop on -c connections (1) for -d seconds (3); the row is
- * the client's p50, which run.sh compares between the two jobs.
- */
-static int frag_get(struct bench *b, struct lg_result *res, bool ranged)
-{
-    struct lg_config cfg = {.connections = pick(b->conns, 1),
-                            .duration_s = pickd(b->duration, 3),
-                            .make = breq_storm};
-    const char *name = ranged ? "node GET p50, 1,000-range job of 11,136 nodes"
-                              : "node GET p50, compact job of 11,136 nodes";
-    int rc = -1;
-
-    if (need_key(b) < 0)
-        return -1;
-    b->job = ranged ? FRAG_RANGED : FRAG_COMPACT;
-    if (frag_tokens(b, ranged) < 0) {
-        printf("#   frag: cannot derive the node tokens\n");
-        goto done;
-    }
-    if (run(b, &cfg, res, name) < 0) {
-        bout_row(name, NAN, "ms", NAN, true, "could not run");
-        goto done;
-    }
-    const struct lg_kind_stats *s = &res->kind[K_GET];
-    const char *why = bout_failures(res, K_GET);
-    bout_reference(name, why ? NAN : q_ms(&s->latency, 0.5), "ms");
-    printf("#   server time p50 %.3f ms\n", q_ms(&s->server, 0.5));
-    bout_detail(res);
-    rc = 0;
-done:
-    free_tokens(b);
-    return rc;
-}
-
-static int sc_frag_get_compact(struct bench *b, struct lg_result *res)
-{
-    return frag_get(b, res, false);
-}
-
-static int sc_frag_get_ranged(struct bench *b, struct lg_result *res)
-{
-    return frag_get(b, res, true);
-}
-
-/* frag-release: release fragc and fragf. */
-static int sc_frag_release(struct bench *b, struct lg_result *res)
-{
-    struct lg_config one = {
-        .connections = 1, .duration_s = 30, .make = breq_one_release};
-    int rc = 0;
-
-    if (need_token(b) < 0)
-        return -1;
-    b->job = FRAG_COMPACT;
-    if (run(b, &one, res, "frag compact release") < 0)
-        rc = -1;
-    b->job = FRAG_RANGED;
-    if (run(b, &one, res, "frag ranged release") < 0)
-        rc = -1;
-    return rc;
-}
-
-/* ---- stepstorm: each step's node fetch storm, on a full-machine job --- */
-
-/* The job of the stepstorm scenarios, on all BIG_COUNT nodes (BIG_NODES,
- * frag_tokens()'s compact job's), whose steps run on all of them.
- */
-#define STEP_JOB "stepjob"
-#define STEP_NAME_TIME "step storm: one step's 11,136 fetches, median"
-#define STEP_TARGET_S 1.0
-
-/* stepstorm-setup and stepstorm-release: reserve or release STEP_JOB. */
-static int stepstorm_job(struct bench *b, struct lg_result *res, bool reserve)
-{
-    struct lg_config one = {
-        .connections = 1,
-        .duration_s = 30,
-        .make = reserve ? breq_one_reserve : breq_one_release};
-    int k = reserve ? K_RESERVE : K_RELEASE;
-
-    if (need_token(b) < 0)
-        return -1;
-    b->job = STEP_JOB;
-    b->nodes = BIG_NODES;
-    if (run(b, &one, res, "stepstorm job") < 0 || res->kind[k].ok != 1) {
-        printf("#   stepstorm: cannot %s %s\n",
-               reserve ? "reserve" : "release",
-               STEP_JOB);
-        bout_detail(res);
-        return -1;
-    }
-    return 0;
-}
-
-static int sc_stepstorm_setup(struct bench *b, struct lg_result *res)
-{
-    return stepstorm_job(b, res, true);
-}
-
-static int sc_stepstorm_release(struct bench *b, struct lg_result *res)
-{
-    return stepstorm_job(b, res, false);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* One step of STEP_JOB on all its nodes: reserved, fetched once by each
- * node (the storm, closed loop on cfg's connections; its GETs added to
- * *all, its time to *secp), released.  0, or -1 after saying why.
- */
-static int stepstorm_step(struct bench *b,
-                          struct lg_result *res,
-                          const struct lg_config *cfg,
-                          struct lg_kind_stats *all,
-                          double *secp)
-{
-    struct lg_config one = {
-        .connections = 1, .duration_s = 30, .make = breq_step_reserve};
-
-    if (run(b, &one, res, "step reserve") < 0 || res->kind[K_RESERVE].ok != 1) {
-        printf("#   stepstorm: cannot reserve step %s\n", b->step);
-        bout_detail(res);
-        return -1;
-    }
-    struct lg_config storm = *cfg;
-    if (run(b, &storm, res, "step storm") < 0)
-        return -1;
-    lg_kind_add(all, &res->kind[K_GET]);
-    *secp = res->elapsed_s;
-    one.make = breq_step_release;
-    if (run(b, &one, res, "step release") < 0 || res->kind[K_RELEASE].ok != 1) {
-        printf("#   stepstorm: cannot release step %s\n", b->step);
-        bout_detail(res);
-        return -1;
-    }
-    return 0;
-}
-
-/* stepstorm: -n steps (100) of STEP_JOB, one after another, each on all
- * 11,136 nodes: reserved, fetched once by every node (11,136 node tokens,
- * -c connections, 48, closed loop), released.  Step ids are
- * <-x prefix><k>, so that runs on one job never reuse one.  Rows: a
- * step's storm time, median over the steps (target <= STEP_TARGET_S);
- * fetches per second over all the storms; the fetches' p50 and p99.
- * run.sh adds the database reads per step from the broker's /metrics.
- */
-static int sc_stepstorm(struct bench *b, struct lg_result *res)
-{
-    long steps = b->count > 0 ? b->count : 100;
-    struct lg_config cfg = {.connections = pick(b->conns, 48),
-                            .duration_s = 120,
-                            .max_requests = BIG_COUNT,
-                            .make = breq_step_storm};
-    struct lg_kind_stats *all = calloc(1, sizeof(*all));
-    double *secs = calloc((size_t)steps, sizeof(*secs));
-    double total_s = 0;
-    char step[80], name[64];
-    long done = 0;
-    int rc = -1;
-
-    if (need_token(b) < 0 || need_key(b) < 0)
-        goto out;
-    if (!all || !secs || frag_tokens(b, false) < 0) {
-        printf("#   stepstorm: cannot derive the node tokens\n");
-        goto out;
-    }
-    b->job = STEP_JOB;
-    b->nodes = BIG_NODES;
-    b->step = step;
-    for (; done < steps; done++) {
-        snprintf(step,
-                 sizeof(step),
-                 "%s%ld",
-                 b->job_prefix ? b->job_prefix : "s",
-                 done);
-        if (stepstorm_step(b, res, &cfg, all, &secs[done]) < 0)
-            break;
-        total_s += secs[done];
-    }
-    rc = done == steps ? 0 : -1;
-out:
-    snprintf(name, sizeof(name), "step storm: fetches/s over %ld steps", steps);
-    if (rc < 0) {
-        bout_row(
-            STEP_NAME_TIME, NAN, "s", STEP_TARGET_S, true, "could not run");
-    } else {
-        memset(res, 0, sizeof(*res));
-        res->kind[K_GET] = *all;
-        res->elapsed_s = total_s;
-        const char *why = bout_failures(res, K_GET);
-        qsort(secs, (size_t)steps, sizeof(*secs), cmp_double);
-        double median = steps % 2 ? secs[steps / 2]
-                                  : (secs[steps / 2 - 1] + secs[steps / 2]) / 2;
-        bout_row(STEP_NAME_TIME, median, "s", STEP_TARGET_S, true, why);
-        bout_reference(name, why ? NAN : rate_of(res, all->ok), "req/s");
-        bout_reference("step storm: fetch p50", q_ms(&all->latency, 0.5), "ms");
-        bout_reference(
-            "step storm: fetch p99", q_ms(&all->latency, 0.99), "ms");
-        printf(
-            "#   stepstorm: %ld steps of %d fetches; a step's storm s "
-            "min %.3f median %.3f max %.3f\n",
-            steps,
-            BIG_COUNT,
-            secs[0],
-            median,
-            secs[steps - 1]);
-        bout_detail_kind(res, K_GET);
-    }
-    free_tokens(b);
-    free(all);
-    free(secs);
-    return rc;
-}
-
-/* ---- fullmachine: a full-machine job's nodes, as their agents ------- */
-
-/* fullmachine -m MODE -x JOB [-s STEP] -i RESERVATION: every one of the
- * BIG_COUNT nodes of job JOB (on BIG_NODES, reserved by run.sh), or of
- * its step STEP, does what its agent does in MODE (breq_full), each node
- * a client of its own, -c (256) at a time: when one node is done the
- * next one starts, on a new connection from an address of its own (as
- * nodes are, none of them the broker's priority address).  Prints one row, the
- * time from the first request to the last answer (the broker's work for the
- * whole start or end; n/a unless every request was answered 2xx), and the
- * detail of each kind of request.
- */
-static int sc_fullmachine(struct bench *b, struct lg_result *res)
-{
-    int steps = breq_full_steps(b->mode);
-    struct lg_config cfg = {.connections = pick(b->conns, 256),
-                            .duration_s = pickd(b->duration, 300),
-                            .max_requests = (uint64_t)steps * BIG_COUNT,
-                            .make = breq_full,
-                            .own_addresses = true};
-    char name[64], why[64];
-    int rc = -1;
-
-    if (need_token(b) < 0 || need_key(b) < 0)
-        return -1;
-    b->job = b->job_prefix;
-    if (!steps || !b->job || b->resv_id < 1) {
-        fprintf(stderr,
-                "bench_api: fullmachine needs -m lease|today|creating|end, "
-                "-x JOB and -i RESERVATION\n");
-        return -1;
-    }
-    snprintf(name,
-             sizeof(name),
-             "fullmachine: %s %s, 11,136 nodes",
-             b->step ? "step" : "job",
-             b->mode);
-    if (frag_tokens(b, false) < 0) {
-        printf("#   fullmachine: cannot derive the node tokens\n");
-        goto done;
-    }
-    b->next_node = 0;
-    if (run(b, &cfg, res, "fullmachine") < 0)
-        goto done;
-    struct lg_kind_stats all;
-    lg_result_totals(res, &all);
-    uint64_t bad = all.non2xx + all.errors + res->timeouts;
-    snprintf(why,
-             sizeof(why),
-             "%llu of %llu requests failed",
-             (unsigned long long)bad,
-             (unsigned long long)cfg.max_requests);
-    /* A run with a failed request measured something else: no figure. */
-    bool failed = bad || all.sent < cfg.max_requests;
-    bout_reference(name, failed ? NAN : res->elapsed_s, "s");
-    if (failed)
-        printf("#   fullmachine: %s\n", why);
-    bout_detail(res);
-    rc = 0;
-done:
-    free_tokens(b);
-    return rc;
-}
-
-/* The FM release-queue drain (run.sh's "drain"), in three steps run.sh
- * sequences around broker restarts and fmsim faults:
- *   drain-fill    reserve -n jobs d0 .. d<n-1> with "hwcoll":"on"
- *   drain-release release them (with no hwcoll broker running they queue)
- *   drain-load    while the queue drains: open-loop reserves of fresh jobs
- *                 with "hwcoll":"off" at -r/s until the -S file exists (or
- *                 -d s), p99 row; then the load's jobs are released.
- * run.sh prints the drain rate row itself (it polls fm_queue).
- */
-static int sc_drain_step(struct bench *b, struct lg_result *res, bool fill)
-{
-    struct lg_config cfg = {.connections = pick(b->conns, 16),
-                            .duration_s = pickd(b->duration, 300),
-                            .make = fill ? breq_reserve_seq : breq_release_seq};
-    char name[64];
-    int k = fill ? K_RESERVE : K_RELEASE;
-
-    if (need_token(b) < 0)
-        return -1;
-    b->prefix = "d";
-    b->nodes = "n[1-4]";
-    b->hwcoll = "on";
-    b->limit = (uint64_t)(b->count > 0 ? b->count : POPULATE_DEFAULT);
-    cfg.max_requests = b->limit;
-    snprintf(name,
-             sizeof(name),
-             fill ? "setup: %llu reservations with hwcoll on"
-                  : "setup: %llu releases queued for the FM",
-             (unsigned long long)b->limit);
-    if (run(b, &cfg, res, fill ? "drain fill" : "drain release") < 0) {
-        bout_row(name, NAN, "resv", (double)b->limit, false, "could not run");
-        return -1;
-    }
-    bout_row(
-        name, (double)res->kind[k].ok, "resv", (double)b->limit, false, NULL);
-    bout_detail(res);
-    return 0;
-}
-
-static int sc_drain_fill(struct bench *b, struct lg_result *res)
-{
-    return sc_drain_step(b, res, true);
-}
-
-static int sc_drain_release(struct bench *b, struct lg_result *res)
-{
-    return sc_drain_step(b, res, false);
-}
-
-static int sc_drain_load(struct bench *b, struct lg_result *res)
-{
-    struct lg_config cfg = {.connections = pick(b->conns, 32),
-                            .rate = pickd(b->rate, 200),
-                            .duration_s = pickd(b->duration, 125),
-                            .make = breq_reserve_until};
-    const char *name = "reserve p99 during the drain";
-
-    if (need_token(b) < 0)
-        return -1;
-    b->prefix = "dl";
-    b->nodes = "n[1-4]";
-    b->hwcoll = "off";
-    b->limit = 0;
-    if (run(b, &cfg, res, "drain load") < 0) {
-        bout_row(name, NAN, "ms", 20, true, "could not run");
-        return -1;
-    }
-    row_p99(name, res, K_RESERVE, 20);
-    bout_detail(res);
-
-    struct lg_config rel = {
-        .connections = 8, .duration_s = 120, .make = breq_release_seq};
-    b->limit = res->kind[K_RESERVE].sent;
-    if (b->limit == 0)
-        return 0;
-    if (run(b, &rel, res, "release") < 0)
-        return -1;
-    printf("#   released the drain-load jobs:\n");
-    bout_detail_kind(res, K_RELEASE);
-    return 0;
 }
 
 /* ---- helpers for run.sh ----------------------------------------------- */
@@ -1023,21 +543,25 @@ static const struct scenario scenarios[] = {
     {"nodeview", sc_nodeview, "GET /v1/nodes/n<k> with node tokens, -d 5"},
     {"rss", sc_rss, "VmRSS of -p PID"},
     {"storm", sc_storm, "11,136 node tokens GET one job, -c 48 -d 10"},
-    {"frag-setup", sc_frag_setup, "reserve fragc (1 range), fragf (1,000)"},
-    {"frag-get-compact", sc_frag_get_compact, "nodes GET fragc, -c 1 -d 3"},
-    {"frag-get-ranged", sc_frag_get_ranged, "nodes GET fragf, -c 1 -d 3"},
-    {"frag-release", sc_frag_release, "release fragc and fragf"},
-    {"stepstorm-setup", sc_stepstorm_setup, "reserve stepjob, 11,136 nodes"},
+    {"frag-setup", bnodes_frag_setup, "reserve fragc (1 range), fragf (1,000)"},
+    {"frag-get-compact", bnodes_frag_get_compact, "nodes GET fragc, -c 1 -d 3"},
+    {"frag-get-ranged", bnodes_frag_get_ranged, "nodes GET fragf, -c 1 -d 3"},
+    {"frag-release", bnodes_frag_release, "release fragc and fragf"},
+    {"stepstorm-setup",
+     bnodes_stepstorm_setup,
+     "reserve stepjob, 11,136 nodes"},
     {"stepstorm",
-     sc_stepstorm,
+     bnodes_stepstorm,
      "-n 100 steps of stepjob, each GET once per node, -c 48 [-x PFX]"},
-    {"stepstorm-release", sc_stepstorm_release, "release stepjob"},
+    {"stepstorm-release", bnodes_stepstorm_release, "release stepjob"},
     {"fullmachine",
-     sc_fullmachine,
+     bnodes_fullmachine,
      "-m MODE -x JOB [-s STEP] -i RES: each of 11,136 nodes, -c 256"},
-    {"drain-fill", sc_drain_fill, "reserve -n 10000 jobs d<k>, hwcoll on"},
-    {"drain-release", sc_drain_release, "release -n 10000 jobs d<k>"},
-    {"drain-load", sc_drain_load, "reserve p99, -r 200, until -S FILE exists"},
+    {"drain-fill", bnodes_drain_fill, "reserve -n 10000 jobs d<k>, hwcoll on"},
+    {"drain-release", bnodes_drain_release, "release -n 10000 jobs d<k>"},
+    {"drain-load",
+     bnodes_drain_load,
+     "reserve p99, -r 200, until -S FILE exists"},
 };
 
 static void usage(FILE *f)

@@ -2,7 +2,8 @@
 /* What the REST API benchmarks share: the state of a scenario (struct
  * bench), the request kinds, the table output (bench_output.c) and the
  * request producers handed to the load generator (bench_requests.c).
- * bench_api.c holds the scenarios and the command line.
+ * bench_api.c holds the command line and most scenarios, bench_nodes.c
+ * those of a full-machine job's nodes.
  */
 #ifndef VNIB_BENCH_API_H
 #define VNIB_BENCH_API_H
@@ -115,5 +116,93 @@ int breq_full_steps(const char *mode);
 /* One reserve, then one release, of the fixed job b->job. */
 int breq_one_reserve(void *arg, struct lg_slot *slot, struct lg_request *req);
 int breq_one_release(void *arg, struct lg_slot *slot, struct lg_request *req);
+
+/* ---- scenarios (bench_api.c, bench_nodes.c) --------------------------- */
+
+/* The full-machine job of the big scenarios: every node of the machine. */
+#define BIG_NODES "nid[000001-011136]"
+#define BIG_COUNT 11136
+
+/* Jobs a scenario reserves or touches (populate, drain) without -n. */
+#define POPULATE_DEFAULT 10000
+
+/* given when positive, else the scenario's default def. */
+int bapi_pick(int given, int def);
+
+/* The same for a double. */
+double bapi_pickd(double given, double def);
+
+/* Run one load; on a harness error print it and return -1. */
+int bapi_run(struct bench *b,
+             struct lg_config *cfg,
+             struct lg_result *res,
+             const char *what);
+
+/* Quantile q of h in milliseconds; NAN when nothing was recorded. */
+double bapi_q_ms(const struct lg_hist *h, double q);
+
+/* The row "p99 latency of kind k, in ms, at most target". */
+void bapi_row_p99(const char *name,
+                  const struct lg_result *res,
+                  int k,
+                  double target);
+
+/* n per second of the run's elapsed time; NAN for an empty run. */
+double bapi_rate_of(const struct lg_result *res, uint64_t n);
+
+/* -1 with a message when the scenario was given no -T TOKEN-FILE. */
+int bapi_need_token(const struct bench *b);
+
+/* -1 with a message when the scenario was given no -k NODE-KEY-FILE. */
+int bapi_need_key(const struct bench *b);
+
+/* Free the node tokens of b (storm, frag, stepstorm, fullmachine). */
+void bapi_free_tokens(struct bench *b);
+
+/* frag-setup: reserve fragc and fragf. */
+int bnodes_frag_setup(struct bench *b, struct lg_result *res);
+
+/* frag-get-compact, frag-get-ranged: a node's GET of fragc or fragf. */
+int bnodes_frag_get_compact(struct bench *b, struct lg_result *res);
+
+int bnodes_frag_get_ranged(struct bench *b, struct lg_result *res);
+
+/* frag-release: release fragc and fragf. */
+int bnodes_frag_release(struct bench *b, struct lg_result *res);
+
+/* stepstorm-setup, stepstorm-release: reserve or release "stepjob" on
+ * every node. */
+int bnodes_stepstorm_setup(struct bench *b, struct lg_result *res);
+
+int bnodes_stepstorm_release(struct bench *b, struct lg_result *res);
+
+/* stepstorm: -n steps (100) of "stepjob", one after another, each on all
+ * 11,136 nodes: reserved, fetched once by every node (11,136 node tokens,
+ * -c connections, 48, closed loop), released.  Step ids are
+ * <-x prefix><k>, so that runs on one job never reuse one.  Rows: a
+ * step's storm time, median over the steps (target <= STEP_TARGET_S, 1 s);
+ * fetches per second over all the storms; the fetches' p50 and p99.
+ * run.sh adds the database reads per step from the broker's /metrics.
+ */
+int bnodes_stepstorm(struct bench *b, struct lg_result *res);
+
+/* fullmachine -m MODE -x JOB [-s STEP] -i RESERVATION: every one of the
+ * BIG_COUNT nodes of job JOB (on BIG_NODES, reserved by run.sh), or of
+ * its step STEP, does what its agent does in MODE (breq_full), each node
+ * a client of its own, -c (256) at a time: when one node is done the
+ * next one starts, on a new connection from an address of its own (as
+ * nodes are, none of them the broker's priority address).  Prints one row, the
+ * time from the first request to the last answer (the broker's work for the
+ * whole start or end; n/a unless every request was answered 2xx), and the
+ * detail of each kind of request.
+ */
+int bnodes_fullmachine(struct bench *b, struct lg_result *res);
+
+/* drain-fill, drain-release, drain-load: the drain scenario's steps. */
+int bnodes_drain_fill(struct bench *b, struct lg_result *res);
+
+int bnodes_drain_release(struct bench *b, struct lg_result *res);
+
+int bnodes_drain_load(struct bench *b, struct lg_result *res);
 
 #endif

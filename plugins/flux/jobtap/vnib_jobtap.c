@@ -39,6 +39,10 @@
  * The broker's job id is the Flux job id in decimal.  Settings:
  * fjt_conf.h and plugins/flux/README.md.  `flux jobtap query
  * vnib-jobtap.so` shows the plugin's view.
+ *
+ * This file holds the job callbacks, the recovery of a plugin loaded into
+ * a running instance, and the configuration, query, load and unload;
+ * vnib_jobtap_calls.c the broker calls and their outcomes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -51,558 +55,9 @@
 #include <flux/jobtap.h>
 #include <jansson.h>
 
-#include "plugins/flux/jobtap/fjt_conf.h"
-#include "plugins/flux/jobtap/fjt_spool.h"
-#include "plugins/flux/jobtap/fjt_worker.h"
+#include "plugins/flux/jobtap/vnib_jobtap.h"
 #include "vnib/monotime.h"
 #include "vnib/secfile.h"
-
-#define PLUGIN_NAME "vnibroker"
-#define HOLD "vnibroker" /* the prolog action's description */
-#define EVENT_CORAL2 "cray-slingshot"
-#define EVENT_OURS "vnibroker"
-#define EXCEPTION_TYPE "vnibroker"
-/* How often reserves ask a broker that signs no leases for one again. */
-#define LEASE_PROBE_MS (5 * 60 * 1000)
-
-/* A job the plugin holds (or will hold) until its reserve comes back. */
-struct pending {
-    uint64_t id;
-    int holds;   /* prolog actions of ours to end: 0 or 1 */
-    bool queued; /* its reserve is with the worker */
-    bool ended;  /* the job reached CLEANUP meanwhile */
-    struct pending *next;
-};
-
-struct counters {
-    unsigned long reserved;
-    unsigned long reserve_failed;
-    unsigned long released;
-    unsigned long release_spooled;
-    unsigned long release_failed;
-    unsigned long recovered;
-    unsigned long reconciled;
-};
-
-struct plugin_ctx {
-    flux_plugin_t *p;
-    flux_t *h;
-    struct fjt_conf conf;
-    struct fjt_spool *spool;
-    struct fjt_worker *worker;
-    flux_watcher_t *done_w;
-    flux_watcher_t *retry_w;
-    flux_watcher_t *reconcile_w;
-    char token_name[128];   /* the broker's name for our token, once known */
-    bool lease_disabled;    /* the broker answered lease_disabled: reserves
-                             * ask for no lease, but one at lease_probe_ms */
-    int64_t lease_probe_ms; /* monotonic: when a reserve asks again */
-    struct pending *pending;
-    struct recover *recovering; /* eventlog lookups outstanding */
-    struct counters n;
-    char last_error[160];
-};
-
-/* ---- pending jobs ---------------------------------------------------- */
-
-static struct pending *pending_find(struct plugin_ctx *ctx, uint64_t id)
-{
-    for (struct pending *q = ctx->pending; q; q = q->next)
-        if (q->id == id)
-            return q;
-    return NULL;
-}
-
-static struct pending *pending_add(struct plugin_ctx *ctx, uint64_t id)
-{
-    struct pending *q = pending_find(ctx, id);
-    if (q)
-        return q;
-    if (!(q = calloc(1, sizeof(*q))))
-        return NULL;
-    q->id = id;
-    q->next = ctx->pending;
-    ctx->pending = q;
-    return q;
-}
-
-static void pending_remove(struct plugin_ctx *ctx, uint64_t id)
-{
-    for (struct pending **pp = &ctx->pending; *pp; pp = &(*pp)->next) {
-        if ((*pp)->id == id) {
-            struct pending *q = *pp;
-            *pp = q->next;
-            free(q);
-            return;
-        }
-    }
-}
-
-/* End the holds of ours a job still has. */
-static void end_holds(struct plugin_ctx *ctx, struct pending *q, int status)
-{
-    while (q->holds > 0) {
-        if (flux_jobtap_prolog_finish(ctx->p, q->id, HOLD, status) < 0)
-            flux_log_error(ctx->h,
-                           "vnibroker: job %ju: cannot end the prolog hold",
-                           (uintmax_t)q->id);
-        q->holds--;
-    }
-}
-
-/* ---- posting a job's outcome ------------------------------------------ */
-
-static void post_empty(struct plugin_ctx *ctx, uint64_t id, const char *reason)
-{
-    char job_id[24];
-
-    snprintf(job_id, sizeof(job_id), "%ju", (uintmax_t)id);
-    if (flux_jobtap_event_post_pack(ctx->p,
-                                    id,
-                                    EVENT_CORAL2,
-                                    "{s:[] s:s}",
-                                    "vnis",
-                                    "empty-reason",
-                                    reason)
-            < 0
-        || flux_jobtap_event_post_pack(ctx->p,
-                                       id,
-                                       EVENT_OURS,
-                                       "{s:s s:[] s:s}",
-                                       "job_id",
-                                       job_id,
-                                       "vnis",
-                                       "empty-reason",
-                                       reason)
-               < 0)
-        flux_log_error(ctx->h,
-                       "vnibroker: job %ju: cannot post its events",
-                       (uintmax_t)id);
-}
-
-/* A job the plugin cannot reserve for: a fatal exception, or with
- * reserve-fatal = false an empty reservation and the job runs without
- * isolation.  Returns the hold's status. */
-static int fail_job(struct plugin_ctx *ctx, uint64_t id, const char *why)
-{
-    snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", why);
-    if (ctx->conf.reserve_fatal) {
-        /* Ours first, so that the node side's wait ends now: perilog
-         * does not cancel a prolog whose processes have not started yet,
-         * which is the case when the exception comes in the job's RUN
-         * callback (a bad option). */
-        char job_id[24];
-        snprintf(job_id, sizeof(job_id), "%ju", (uintmax_t)id);
-        if (flux_jobtap_event_post_pack(ctx->p,
-                                        id,
-                                        EVENT_OURS,
-                                        "{s:s s:[] s:s}",
-                                        "job_id",
-                                        job_id,
-                                        "vnis",
-                                        "error",
-                                        why)
-            < 0)
-            flux_log_error(ctx->h,
-                           "vnibroker: job %ju: cannot post %s",
-                           (uintmax_t)id,
-                           EVENT_OURS);
-        if (flux_jobtap_raise_exception(
-                ctx->p, id, EXCEPTION_TYPE, 0, "vnibroker: %s", why)
-            < 0)
-            flux_log_error(ctx->h,
-                           "vnibroker: job %ju: cannot raise an exception",
-                           (uintmax_t)id);
-        return 1;
-    }
-    flux_log(ctx->h,
-             LOG_WARNING,
-             "vnibroker: job %ju runs without VNI isolation: %s",
-             (uintmax_t)id,
-             why);
-    post_empty(ctx, id, why);
-    return 0;
-}
-
-/* The reservation's VNIs as the cray-slingshot event, and ours. */
-static int post_reserved(struct plugin_ctx *ctx,
-                         uint64_t id,
-                         json_t *resv,
-                         int ncores)
-{
-    json_t *vnis = json_object_get(resv, "vnis");
-    json_t *hw = json_object_get(resv, "hwcoll");
-    json_t *ours = NULL;
-    char job_id[24];
-    int rc = -1;
-
-    if (!json_is_array(vnis) || json_array_size(vnis) > 4) {
-        fail_job(ctx, id, "the broker's reply has no usable vnis");
-        return 1;
-    }
-    if (json_array_size(vnis) > 0)
-        rc = flux_jobtap_event_post_pack(
-            ctx->p, id, EVENT_CORAL2, "{s:O}", "vnis", vnis);
-    else {
-        const char *why =
-            json_string_value(json_object_get(resv, "empty_reason"));
-        rc = flux_jobtap_event_post_pack(ctx->p,
-                                         id,
-                                         EVENT_CORAL2,
-                                         "{s:[] s:s}",
-                                         "vnis",
-                                         "empty-reason",
-                                         why ? why : "none reserved");
-    }
-    if (rc < 0)
-        flux_log_error(ctx->h,
-                       "vnibroker: job %ju: cannot post %s",
-                       (uintmax_t)id,
-                       EVENT_CORAL2);
-    /* Ours: never the session token.  The job id is the one asked for
-     * (the node side needs it whatever the reply holds). */
-    snprintf(job_id, sizeof(job_id), "%ju", (uintmax_t)id);
-    if (!(ours = json_pack("{s:O s:s s:O}",
-                           "reservation",
-                           json_object_get(resv, "id")
-                               ? json_object_get(resv, "id")
-                               : json_null(),
-                           "job_id",
-                           job_id,
-                           "vnis",
-                           vnis))) {
-        flux_log(ctx->h,
-                 LOG_ERR,
-                 "vnibroker: job %ju: out of memory for its event",
-                 (uintmax_t)id);
-        return fail_job(ctx, id, "out of memory");
-    }
-    /* The node side sizes the services by it without reading R. */
-    if (ncores > 0)
-        json_object_set_new(ours, "ncores", json_integer(ncores));
-    /* What the nodes start from; signed, and without the session token. */
-    if (json_is_string(json_object_get(resv, "lease")))
-        json_object_set(ours, "lease", json_object_get(resv, "lease"));
-    if (json_is_object(hw)) {
-        json_t *h = json_object();
-        const char *keys[] = {"state", "mode", "reason", "fm_job_id"};
-        for (size_t i = 0; h && i < sizeof(keys) / sizeof(keys[0]); i++) {
-            json_t *v = json_object_get(hw, keys[i]);
-            if (v)
-                json_object_set(h, keys[i], v);
-        }
-        if (h)
-            json_object_set_new(ours, "hwcoll", h);
-    }
-    if (flux_jobtap_event_post_pack(ctx->p, id, EVENT_OURS, "O", ours) < 0)
-        flux_log_error(ctx->h,
-                       "vnibroker: job %ju: cannot post %s",
-                       (uintmax_t)id,
-                       EVENT_OURS);
-    json_decref(ours);
-    return 0;
-}
-
-/* ---- the worker's results, in the reactor ----------------------------- */
-
-static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
-{
-    struct pending *q = pending_find(ctx, c->id);
-    int status = 0;
-    char why[256];
-
-    if (c->result == FJT_OK) {
-        const char *by =
-            json_string_value(json_object_get(c->reply, "created_by"));
-        ctx->n.reserved++;
-        if (!ctx->token_name[0] && by)
-            snprintf(ctx->token_name, sizeof(ctx->token_name), "%s", by);
-    } else {
-        ctx->n.reserve_failed++;
-    }
-    if (c->lease_disabled) {
-        if (!ctx->lease_disabled)
-            flux_log(ctx->h,
-                     LOG_WARNING,
-                     "vnibroker: the broker signs no leases (lease_disabled): "
-                     "jobs start as before, each node asking the broker; "
-                     "a reserve asks again every %d s",
-                     LEASE_PROBE_MS / 1000);
-        ctx->lease_disabled = true;
-        ctx->lease_probe_ms = monotime_ms() + LEASE_PROBE_MS;
-    } else if (c->result == FJT_OK && c->lease && ctx->lease_disabled) {
-        ctx->lease_disabled = false;
-        flux_log(ctx->h,
-                 LOG_INFO,
-                 "vnibroker: the broker signs leases again: jobs start from "
-                 "them");
-    }
-    if (!q || q->ended) {
-        /* The job ended meanwhile: its cleanup queued the release,
-         * which runs after this reserve. */
-        if (q)
-            pending_remove(ctx, c->id);
-        return;
-    }
-    if (c->result == FJT_OK) {
-        status = post_reserved(ctx, c->id, c->reply, c->ncores);
-        flux_log(ctx->h,
-                 LOG_DEBUG,
-                 "vnibroker: job %ju reserved in %" PRId64 " ms (%d attempts)",
-                 (uintmax_t)c->id,
-                 c->finished_ms - c->started_ms,
-                 c->attempts);
-    } else {
-        snprintf(why,
-                 sizeof(why),
-                 "%s: %s",
-                 c->result == FJT_REFUSED ? "the broker refused the reservation"
-                                          : "the broker is unreachable",
-                 c->error.text);
-        flux_log(
-            ctx->h, LOG_ERR, "vnibroker: job %ju: %s", (uintmax_t)c->id, why);
-        status = fail_job(ctx, c->id, why);
-    }
-    end_holds(ctx, q, status);
-    pending_remove(ctx, c->id);
-}
-
-static void release_done(struct plugin_ctx *ctx, struct fjt_call *c)
-{
-    switch (c->result) {
-        case FJT_OK:
-            ctx->n.released++;
-            break;
-        case FJT_SPOOLED:
-            ctx->n.release_spooled++;
-            flux_log(ctx->h,
-                     LOG_WARNING,
-                     "vnibroker: job %s: release spooled in %s (sent again "
-                     "every %ld ms): %s",
-                     c->job_id,
-                     fjt_spool_path(ctx->spool),
-                     ctx->conf.retry_ms,
-                     c->error.text);
-            break;
-        default:
-            ctx->n.release_failed++;
-            snprintf(ctx->last_error,
-                     sizeof(ctx->last_error),
-                     "job %s: release: %.100s",
-                     c->job_id,
-                     c->error.text);
-            flux_log(ctx->h,
-                     LOG_ERR,
-                     "vnibroker: job %s: release failed: %s",
-                     c->job_id,
-                     c->error.text);
-            break;
-    }
-}
-
-static int queue_release(struct plugin_ctx *ctx, uint64_t id);
-
-/* The active reservations our token made: release those whose job this
- * instance no longer has active (its release was lost: a job-manager
- * killed with releases in memory, a KVS that lost the job). */
-static void list_done(struct plugin_ctx *ctx, struct fjt_call *c)
-{
-    size_t i;
-    json_t *v;
-
-    if (c->result != FJT_OK) {
-        flux_log(ctx->h,
-                 LOG_WARNING,
-                 "vnibroker: reconcile: cannot list the broker's "
-                 "reservations: %s",
-                 c->error.text);
-        return;
-    }
-    json_array_foreach (c->reply, i, v) {
-        const char *s = json_string_value(v);
-        char *end;
-        uint64_t id;
-        flux_plugin_arg_t *job;
-
-        errno = 0;
-        id = strtoull(s, &end, 10);
-        if (errno || end == s || *end || s[0] == '-')
-            continue; /* not a Flux job id: not ours */
-        /* The job-manager also knows inactive jobs it has not purged. */
-        if ((job = flux_jobtap_job_lookup(ctx->p, id))) {
-            int state = 0;
-            (void)flux_plugin_arg_unpack(
-                job, FLUX_PLUGIN_ARG_IN, "{s:i}", "state", &state);
-            flux_plugin_arg_destroy(job);
-            if (state != FLUX_JOB_STATE_INACTIVE)
-                continue;
-        } else if (errno != ENOENT) {
-            continue;
-        }
-        if (pending_find(ctx, id) || fjt_worker_busy(ctx->worker, id))
-            continue;
-        flux_log(ctx->h,
-                 LOG_WARNING,
-                 "vnibroker: reconcile: job %s is not active here but its "
-                 "reservation is; releasing it",
-                 s);
-        if (queue_release(ctx, id) == 0)
-            ctx->n.reconciled++;
-    }
-}
-
-static void done_cb(flux_reactor_t *r,
-                    flux_watcher_t *w,
-                    int revents,
-                    void *arg)
-{
-    struct plugin_ctx *ctx = arg;
-    struct fjt_call *list = fjt_worker_take(ctx->worker);
-
-    (void)r;
-    (void)w;
-    (void)revents;
-    while (list) {
-        struct fjt_call *c = list;
-        list = c->next;
-        if (c->op == FJT_RESERVE)
-            reserve_done(ctx, c);
-        else if (c->op == FJT_RELEASE)
-            release_done(ctx, c);
-        else if (c->op == FJT_LIST)
-            list_done(ctx, c);
-        else if (c->result != FJT_OK)
-            flux_log(ctx->h,
-                     LOG_WARNING,
-                     "vnibroker: spooled releases kept for later: %s",
-                     c->error.text);
-        fjt_call_destroy(c);
-    }
-}
-
-/* Queue a background call (FJT_FLUSH, FJT_LIST: "job" 0) unless one is
- * queued or running already. */
-static void queue_background(struct plugin_ctx *ctx,
-                             enum fjt_op op,
-                             const char *created_by)
-{
-    struct fjt_call *c;
-
-    if (fjt_worker_busy(ctx->worker, 0) || !(c = fjt_call_create(op, 0, NULL)))
-        return;
-    if (created_by && !(c->created_by = strdup(created_by))) {
-        fjt_call_destroy(c);
-        return;
-    }
-    fjt_worker_queue(ctx->worker, c);
-}
-
-/* Every retry-ms: send the spooled releases again. */
-static void retry_cb(flux_reactor_t *r,
-                     flux_watcher_t *w,
-                     int revents,
-                     void *arg)
-{
-    (void)r;
-    (void)w;
-    (void)revents;
-    queue_background(arg, FJT_FLUSH, NULL);
-}
-
-/* Every reconcile-s, once our token's name is known: list its active
- * reservations (list_done releases the lost ones). */
-static void reconcile_cb(flux_reactor_t *r,
-                         flux_watcher_t *w,
-                         int revents,
-                         void *arg)
-{
-    struct plugin_ctx *ctx = arg;
-
-    (void)r;
-    (void)w;
-    (void)revents;
-    if (ctx->token_name[0])
-        queue_background(ctx, FJT_LIST, ctx->token_name);
-}
-
-/* ---- queueing calls ------------------------------------------------ */
-
-static int queue_release(struct plugin_ctx *ctx, uint64_t id)
-{
-    struct fjt_call *c = fjt_call_create(FJT_RELEASE, id, NULL);
-    if (!c)
-        return -1;
-    fjt_worker_queue(ctx->worker, c);
-    return 0;
-}
-
-/* Queue the reserve of the job in args for the pending entry q.  On
- * failure the job is failed (fail_job) and q's holds ended. */
-static void queue_reserve(struct plugin_ctx *ctx,
-                          struct pending *q,
-                          flux_plugin_arg_t *args)
-{
-    json_t *jobspec = NULL;
-    json_t *R = NULL;
-    int userid = 0;
-    struct fjt_jobopts o;
-    vnib_error_t error;
-    char *nodes = NULL;
-    struct fjt_call *c = NULL;
-
-    if (flux_plugin_arg_unpack(args,
-                               FLUX_PLUGIN_ARG_IN,
-                               "{s:o s:i s?o}",
-                               "jobspec",
-                               &jobspec,
-                               "userid",
-                               &userid,
-                               "R",
-                               &R)
-        < 0) {
-        end_holds(ctx, q, fail_job(ctx, q->id, "cannot read the job's data"));
-        pending_remove(ctx, q->id);
-        return;
-    }
-    if (fjt_jobopts_parse(&o, jobspec, &error) < 0) {
-        end_holds(ctx, q, fail_job(ctx, q->id, error.text));
-        pending_remove(ctx, q->id);
-        return;
-    }
-    if (o.off || o.vni_count == 0
-        || (o.vni_count < 0 && ctx->conf.vnis_per_job == 0)) {
-        post_empty(
-            ctx, q->id, o.off ? "disabled by user request" : "none requested");
-        end_holds(ctx, q, 0);
-        pending_remove(ctx, q->id);
-        return;
-    }
-    if (!(nodes = fjt_R_nodes(R, &error))) {
-        end_holds(ctx, q, fail_job(ctx, q->id, error.text));
-        pending_remove(ctx, q->id);
-        return;
-    }
-    if (!(c = fjt_call_create(FJT_RESERVE, q->id, nodes))) {
-        free(nodes);
-        end_holds(ctx, q, fail_job(ctx, q->id, "out of memory"));
-        pending_remove(ctx, q->id);
-        return;
-    }
-    free(nodes);
-    c->uid = (uint32_t)userid;
-    c->ncores = fjt_R_ncores(R);
-    /* A broker that signs no leases is asked again now and then. */
-    c->lease = !ctx->lease_disabled || monotime_ms() >= ctx->lease_probe_ms;
-    if (ctx->lease_disabled && c->lease)
-        ctx->lease_probe_ms = monotime_ms() + LEASE_PROBE_MS;
-    c->vni_count = o.vni_count >= 0 ? o.vni_count : ctx->conf.vnis_per_job;
-    snprintf(c->hwcoll,
-             sizeof(c->hwcoll),
-             "%s",
-             o.hwcoll[0] ? o.hwcoll : ctx->conf.hwcoll);
-    q->queued = true;
-    fjt_worker_queue(ctx->worker, c);
-}
 
 /* ---- job callbacks ---------------------------------------------------- */
 
@@ -619,7 +74,7 @@ static int run_cb(flux_plugin_t *p,
     if (flux_plugin_arg_unpack(args, FLUX_PLUGIN_ARG_IN, "{s:I}", "id", &id)
         < 0)
         return -1;
-    if (!(q = pending_add(ctx, id))) {
+    if (!(q = vnib_jobtap_pending_add(ctx, id))) {
         flux_jobtap_raise_exception(
             p, FLUX_JOBTAP_CURRENT_JOB, EXCEPTION_TYPE, 0, "out of memory");
         return -1;
@@ -627,12 +82,13 @@ static int run_cb(flux_plugin_t *p,
     if (flux_jobtap_prolog_start(p, HOLD) < 0) {
         flux_log_error(
             ctx->h, "vnibroker: job %ju: cannot hold the job", (uintmax_t)id);
-        fail_job(ctx, id, "cannot hold the job for its reservation");
-        pending_remove(ctx, id);
+        vnib_jobtap_fail_job(
+            ctx, id, "cannot hold the job for its reservation");
+        vnib_jobtap_pending_remove(ctx, id);
         return -1;
     }
     q->holds = 1;
-    queue_reserve(ctx, q, args);
+    vnib_jobtap_queue_reserve(ctx, q, args);
     return 0;
 }
 
@@ -674,15 +130,15 @@ static int cleanup_cb(flux_plugin_t *p,
         return -1;
     /* An exception while the reserve was out: end the hold so the job can
      * clean up; the reserve's answer is then only released. */
-    if ((q = pending_find(ctx, id))) {
-        end_holds(ctx, q, 1);
+    if ((q = vnib_jobtap_pending_find(ctx, id))) {
+        vnib_jobtap_end_holds(ctx, q, 1);
         q->ended = true;
         if (!q->queued)
-            pending_remove(ctx, id);
+            vnib_jobtap_pending_remove(ctx, id);
     }
     if (!had_resources(args) || released_off(args))
         return 0;
-    if (queue_release(ctx, id) < 0)
+    if (vnib_jobtap_queue_release(ctx, id) < 0)
         flux_log_error(ctx->h,
                        "vnibroker: job %ju: cannot queue its release",
                        (uintmax_t)id);
@@ -772,14 +228,14 @@ static void recover_cb(flux_future_t *f, void *arg)
      * (in CLEANUP its release is queued already, by cleanup_cb). */
     if (job_state(ctx, rc->id) == FLUX_JOB_STATE_RUN
         && !flux_jobtap_job_event_posted(ctx->p, rc->id, EVENT_CORAL2)) {
-        if ((q = pending_add(ctx, rc->id))) {
+        if ((q = vnib_jobtap_pending_add(ctx, rc->id))) {
             q->holds += opens;
             ctx->n.recovered++;
-            queue_reserve(ctx, q, rc->args);
+            vnib_jobtap_queue_reserve(ctx, q, rc->args);
         }
     } else if (opens > 0) {
         struct pending tmp = {.id = rc->id, .holds = opens};
-        end_holds(ctx, &tmp, 1);
+        vnib_jobtap_end_holds(ctx, &tmp, 1);
     }
     recover_destroy(ctx, rc);
 }
@@ -835,12 +291,12 @@ static int new_cb(flux_plugin_t *p,
             return 0;
         if (flux_jobtap_job_event_posted(p, id, "prolog-start") <= 0) {
             /* Nobody holds it yet: hold it now, then reserve. */
-            if (!(q = pending_add(ctx, id)))
+            if (!(q = vnib_jobtap_pending_add(ctx, id)))
                 return -1;
             if (flux_jobtap_prolog_start(p, HOLD) == 0)
                 q->holds = 1;
             ctx->n.recovered++;
-            queue_reserve(ctx, q, args);
+            vnib_jobtap_queue_reserve(ctx, q, args);
             return 0;
         }
         recover_lookup(ctx, args, id);
@@ -849,7 +305,7 @@ static int new_cb(flux_plugin_t *p,
             && flux_jobtap_job_event_posted(p, id, "prolog-start") > 0)
             recover_lookup(ctx, args, id);
         if (had_resources(args) && !released_off(args))
-            (void)queue_release(ctx, id);
+            (void)vnib_jobtap_queue_release(ctx, id);
     }
     return 0;
 }
@@ -877,7 +333,7 @@ static void ctx_destroy(void *arg)
         while (ctx->recovering)
             recover_destroy(ctx, ctx->recovering);
         while (ctx->pending)
-            pending_remove(ctx, ctx->pending->id);
+            vnib_jobtap_pending_remove(ctx, ctx->pending->id);
         free(ctx);
     }
 }
@@ -905,10 +361,13 @@ static int ctx_start(struct plugin_ctx *ctx, vnib_error_t *errp)
     if (!(ctx->spool = fjt_spool_create(ctx->conf.spool_dir, errp))
         || !(ctx->worker = fjt_worker_create(&wc, ctx->spool, errp)))
         goto cleanup;
-    if (!(ctx->done_w = flux_fd_watcher_create(
-              r, fjt_worker_fd(ctx->worker), FLUX_POLLIN, done_cb, ctx))
+    if (!(ctx->done_w = flux_fd_watcher_create(r,
+                                               fjt_worker_fd(ctx->worker),
+                                               FLUX_POLLIN,
+                                               vnib_jobtap_done_cb,
+                                               ctx))
         || !(ctx->retry_w = flux_timer_watcher_create(
-                 r, 0., ctx->conf.retry_ms / 1e3, retry_cb, ctx))) {
+                 r, 0., ctx->conf.retry_ms / 1e3, vnib_jobtap_retry_cb, ctx))) {
         errprintf(errp, "cannot create watchers: %s", strerror(errno));
         goto cleanup;
     }
@@ -917,8 +376,12 @@ static int ctx_start(struct plugin_ctx *ctx, vnib_error_t *errp)
     /* The first pass soon after a load, then every reconcile-s. */
     if (ctx->conf.reconcile_s > 0) {
         double every = (double)ctx->conf.reconcile_s;
-        if (!(ctx->reconcile_w = flux_timer_watcher_create(
-                  r, every < 10. ? every : 10., every, reconcile_cb, ctx))) {
+        if (!(ctx->reconcile_w =
+                  flux_timer_watcher_create(r,
+                                            every < 10. ? every : 10.,
+                                            every,
+                                            vnib_jobtap_reconcile_cb,
+                                            ctx))) {
             errprintf(errp, "cannot create watchers: %s", strerror(errno));
             goto cleanup;
         }
