@@ -10,6 +10,7 @@
 # the outage longer than the bound (RESERVE_RETRY_S=2) the outage policy
 # applies: the job fails (ON_BROKER_DOWN=fail) or starts without isolation
 # (allow).  A refusal other than 503 and 429 (here 401) is final at once.
+# A job that finds the pool exhausted gets its VNI once another job ends.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
@@ -149,6 +150,32 @@ if [ "$took" -lt 10000 ]; then
 else
     not_ok "... at once (${took} ms)"
 fi
+
+# ---- a short pool: the reserve waits for a VNI to come back -----------------
+# Two VNIs, held by two jobs for 5 s; a third job starting meanwhile gets
+# 503 vni_pool_exhausted, and its reserve passes once one of them ends.
+slurm_hook_set VNIB_TOKEN_FILE "$T/sched.token"
+broker_stop
+sed -i 's/^pool = .*/pool = "3000-3001"/' "$T/b.toml"
+broker_start "$T/b.toml" || { not_ok "broker restarts with a pool of 2"; finish; }
+for n in 1 2; do
+    timeout 60 srun -N1 -w "n$n" sh -c 'echo "${SLINGSHOT_VNIS:-none}"; sleep 5' \
+        >"$T/hold$n.out" 2>&1 &
+    holders="${holders:-} $!"
+done
+_holding () { grep -q '^300[01]$' "$T/hold1.out" && grep -q '^300[01]$' "$T/hold2.out"; }
+wait_for 30 _holding
+expect_eq "two jobs hold the pool's two VNIs" "$(cat "$T/hold1.out" "$T/hold2.out" | sort | tr '\n' ' ')" "3000 3001 "
+out=$(timeout 60 srun -N1 -w n3 sh -c 'echo "$SLURM_JOB_ID ${SLINGSHOT_VNIS:-none}"' 2>&1)
+expect_eq "a third job, started on the exhausted pool, runs" "$?" 0
+job=${out%% *}
+expect_match "... isolated, once a VNI came back" "${out#* }" '^300[01]$'
+lines=$(hook_lines "$job")
+expect_match "... the hook retried on vni_pool_exhausted" "$lines" \
+    "job $job: reserve: the broker answered vni_pool_exhausted; retrying for up to"
+expect_match "... and reserved" "$lines" "job $job: reserve: reserved at attempt [0-9]+"
+# shellcheck disable=SC2086 # two PIDs
+wait $holders
 
 slurm_stop
 finish
