@@ -76,6 +76,7 @@ expect_match "... and it ends: reserved, with the attempts and the time" "$lines
 expect_eq "... two reserve lines in all, not one per attempt" \
     "$(printf '%s\n' "$lines" | grep -c ': reserve: ')" 2
 attempts=$(printf '%s\n' "$lines" | sed -n 's/.*reserved at attempt \([0-9]*\),.*/\1/p')
+echo "# broker stopped for ~3 s: $(printf '%s\n' "$lines" | grep -o 'reserved at attempt [0-9]*, after [0-9.]* s')"
 if [ "${attempts:-0}" -ge 3 ]; then
     ok "... after several attempts ($attempts)"
 else
@@ -98,6 +99,7 @@ lines=$(hook_lines "$job")
 expect_match "the hook's log: the broker answered a 503, retried" "$lines" \
     "job $job: reserve: the broker answered (unavailable|database_unavailable|deadline_exceeded); retrying"
 expect_match "... and reserved" "$lines" "job $job: reserve: reserved at attempt [0-9]+"
+echo "# PostgreSQL stopped for ~3 s: $(printf '%s\n' "$lines" | grep -o 'reserved at attempt [0-9]*, after [0-9.]* s')"
 
 # ---- longer than RESERVE_RETRY_S: the outage policy -------------------------
 slurm_hook_set RESERVE_RETRY_S 2
@@ -113,6 +115,7 @@ lines=$(hook_lines "$job")
 expect_match "... the hook gave up after the bound" "$lines" \
     "warning .*job $job: reserve: giving up after [0-9]+ attempts in 2\.[0-9]+ s \(first failure: broker unreachable"
 expect_match "... then refused the job" "$lines" "err .*job $job: no VNI reservation, job refused: "
+echo "# RESERVE_RETRY_S=2: srun failed after $took ms ($(printf '%s\n' "$lines" | grep -o 'giving up after [0-9]* attempts in [0-9.]* s'))"
 if [ "$took" -lt 15000 ]; then
     ok "... within the bound, not Slurm's timeout (${took} ms)"
 else
@@ -174,6 +177,7 @@ lines=$(hook_lines "$job")
 expect_match "... the hook retried on vni_pool_exhausted" "$lines" \
     "job $job: reserve: the broker answered vni_pool_exhausted; retrying for up to"
 expect_match "... and reserved" "$lines" "job $job: reserve: reserved at attempt [0-9]+"
+echo "# pool exhausted: $(printf '%s\n' "$lines" | grep -o 'reserved at attempt [0-9]*, after [0-9.]* s')"
 # shellcheck disable=SC2086 # two PIDs
 wait $holders
 
