@@ -62,10 +62,9 @@ sleep 3
 broker_start "$T/b.toml" || { not_ok "broker restarts"; finish; }
 wait "$SRUN"
 expect_eq "a job submitted while the broker is stopped runs once it is back" "$?" 0
-set -- $(ran down)
-job=${1:-0}
+read -r job vni <<<"$(ran down)"
 expect_match "... both tasks see the job's VNI" "$(ran down)" '^[0-9]+ 30[0-9][0-9]$'
-expect_eq "... the VNI of its reservation in the broker" "${2:-}" "$(job_vni "$job")"
+expect_eq "... the VNI of its reservation in the broker" "${vni:-}" "$(job_vni "${job:-0}")"
 lines=$(hook_lines "$job")
 expect_match "the hook's log: the retry begins, broker unreachable, for 25 s:" \
     "$lines" "warning vnibroker: prolog_slurmctld job $job: reserve: broker unreachable \(.*\); retrying for up to 25\.000 s"
@@ -91,10 +90,9 @@ sleep 3
 pg_resume_start || { not_ok "PostgreSQL restarts"; finish; }
 wait "$SRUN"
 expect_eq "a job submitted while PostgreSQL is stopped runs once it is back" "$?" 0
-set -- $(ran nodb)
-job=${1:-0}
+read -r job vni <<<"$(ran nodb)"
 expect_match "... both tasks see the job's VNI" "$(ran nodb)" '^[0-9]+ 30[0-9][0-9]$'
-expect_eq "... the VNI of its reservation in the broker" "${2:-}" "$(job_vni "$job")"
+expect_eq "... the VNI of its reservation in the broker" "${vni:-}" "$(job_vni "${job:-0}")"
 lines=$(hook_lines "$job")
 expect_match "the hook's log: the broker answered a 503, retried" "$lines" \
     "job $job: reserve: the broker answered (unavailable|database_unavailable|deadline_exceeded); retrying"
