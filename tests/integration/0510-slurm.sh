@@ -39,8 +39,10 @@ broker_pin_port "$T/b.toml"
 for n in n1 n2 n3; do agent_setup "$n" 4; done
 # What Slurm and the job's user run or load are copies in $T (the
 # checkout may be private): the hook, the programs it runs, the plugin.
+# The reserve's retries through an outage are 0525's; here a job that
+# starts in one is refused after 2 s of them.
 slurm_hook_setup "AGENT_CONFIG=$T/%n/agent.toml" EPILOG_RETRY_BUSY=2s \
-    RELEASE_ATTEMPTS=2 || { not_ok "the hook"; finish; }
+    RELEASE_ATTEMPTS=2 RESERVE_RETRY_S=2 || { not_ok "the hook"; finish; }
 echo "required $(share "$VNIB_SLURM_OUT/vnib_spank.so") state_dir=$T/%n/state" >"$T/plugstack.conf"
 mkdir -p "$T/out"
 chown nobody "$T/out"

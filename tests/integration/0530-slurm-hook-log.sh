@@ -31,6 +31,7 @@ chmod 755 "$T/logger"
     echo "VNIB_URL=http://127.0.0.1:$PORT"
     echo "VNIB_TOKEN_FILE=$T/sched.token"
     echo "RELEASE_ATTEMPTS=1"
+    echo "RESERVE_RETRY_S=0" # one reserve, as before the retries (0525)
     echo "RELEASE_SPOOL=$T/spool"
     echo "LOGGER=$T/logger"
     echo "LOG_FILE=$LOG"
