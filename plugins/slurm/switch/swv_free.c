@@ -108,11 +108,11 @@ static void resv_unlink(struct swv_free *f, struct claim *c)
         return;
     if (c->pprev)
         c->pprev->pnext = c->pnext;
-    else
-        f->by_resv.head = c->pnext;
     if (c->pnext)
         c->pnext->pprev = c->pprev;
-    else
+    if (f->by_resv.head == c)
+        f->by_resv.head = c->pnext;
+    if (f->by_resv.tail == c)
         f->by_resv.tail = c->pprev;
     c->pprev = c->pnext = NULL;
     c->pending = false;
@@ -138,13 +138,15 @@ static void claim_remove(struct swv_free *f, struct claim *c)
     part_drop(f, &c->job);
     part_drop(f, &c->step);
     resv_unlink(f, c);
+    /* The ends by identity, not by the neighbours' absence: whatever
+     * the links say, the list never keeps a freed claim. */
     if (c->prev)
         c->prev->next = c->next;
-    else
-        f->by_claim.head = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    else
+    if (f->by_claim.head == c)
+        f->by_claim.head = c->next;
+    if (f->by_claim.tail == c)
         f->by_claim.tail = c->prev;
     if (*pp == c)
         *pp = c->hnext;
