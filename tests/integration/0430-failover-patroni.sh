@@ -28,7 +28,11 @@
 #
 # Per run: the time from the fault to each broker's first reserve after
 # which it never fails again (probes every 0.1 s until the load ends) is
-# printed and must be at most 15 s; the history check passes (every
+# printed, and each broker must serve again within 60 s (a liveness
+# bound; the figure's target, 15 s, is `make bench`'s patroni scenario);
+# the load goes on AFTER seconds past that and then stops (the history
+# client's --stop-file), so a slow recovery still has load after it for
+# the check of 503s outside the window; the history check passes (every
 # acknowledged reservation is on the new leader, no VNI held twice); no
 # 503 outside the failover window, from the fault to the moment both
 # brokers serve again (a 503 counts as inside when its request was
@@ -64,7 +68,7 @@ RUNS=${PATRONI_RUNS:-kill freeze switchover}
 FAIL_AT=${PATRONI_AT:-5}
 AFTER=${PATRONI_AFTER:-8}
 THREADS=${PATRONI_THREADS:-6}
-BOUND_MS=15000
+LIVE_MS=60000
 POOL=2000-5999
 
 if ! patroni_tools; then
@@ -103,14 +107,16 @@ replica_config () {
 }
 
 # probe_until_done: probe broker A and B in turn from the fault ($t0)
-# until the history client's load ends ($hend; its final checks, which
-# read the pool and the live reservations, must see no other client's
-# reserves); sets REC_A and REC_B (ms after
-# the fault of each broker's first success after its last failure, empty
-# if it never succeeded) and FAILS_A, FAILS_B.
+# until the history client's load ends: AFTER seconds after both brokers
+# last came back, when this touches the client's stop file, or at the
+# latest at $hend (its final checks, which read the pool and the live
+# reservations, must see no other client's reserves); sets REC_A and REC_B
+# (ms after the fault of each broker's first success after its last
+# failure, empty if it never succeeded), FAILS_A, FAILS_B and LOAD_END
+# (when the load was told to stop, or $hend).
 probe_until_done () {
     n=0
-    ok_a="" ok_b="" FAILS_A=0 FAILS_B=0
+    ok_a="" ok_b="" FAILS_A=0 FAILS_B=0 LOAD_END=$hend
     while kill -0 "$hpid" 2>/dev/null && [ "$(now_ms)" -lt "$hend" ]; do
         n=$((n + 1))
         if probe_reserve "$url_a" "$mode-a$n"; then
@@ -124,6 +130,17 @@ probe_until_done () {
         else
             FAILS_B=$((FAILS_B + 1))
             ok_b=""
+        fi
+        # (not before a probe failed: a fault the brokers have not felt
+        # yet, a switchover still on its way, is no recovery)
+        if [ -n "$ok_a" ] && [ -n "$ok_b" ] && [ $((FAILS_A + FAILS_B)) -gt 0 ]; then
+            back=$ok_a
+            [ "$ok_b" -gt "$back" ] && back=$ok_b
+            if [ $(($(now_ms) - t0 - back)) -ge $((AFTER * 1000)) ]; then
+                LOAD_END=$(now_ms)
+                touch "$T/stop-$mode"
+                break
+            fi
         fi
         sleep 0.1
     done
@@ -145,23 +162,17 @@ one_run () {
     replica_first "${pfx}B" || { not_ok "$mode: replica B starts"; patroni_cluster_stop; return; }
     eval "url_a=\$URL_${pfx}A url_b=\$URL_${pfx}B pid_a=\$PID_${pfx}A pid_b=\$PID_${pfx}B"
 
-    # The load lasts until AFTER seconds past the recovery the mode is
-    # expected to need (kill and switchover a few seconds; freeze about
-    # ttl, then a connect timeout and a query timeout of the brokers).
-    # It lasts at least 4 s past the bound too: a recovery that is slow
-    # but within it (the kill's crash recovery took up to 12 s) still has
-    # load after it, for the check of 503s after the window.
-    case "$mode" in
-    freeze*) load=$((FAIL_AT + PATRONI_TTL + 8 + AFTER)) ;;
-    *) load=$((FAIL_AT + 6 + AFTER)) ;;
-    esac
-    [ "$load" -ge $((FAIL_AT + BOUND_MS / 1000 + 4)) ] ||
-        load=$((FAIL_AT + BOUND_MS / 1000 + 4))
+    # The load lasts until AFTER seconds past the recovery
+    # (probe_until_done stops it), at most until AFTER seconds past the
+    # liveness bound.
+    load=$((FAIL_AT + LIVE_MS / 1000 + AFTER))
+    rm -f "$T/stop-$mode"
     "$HISTORY" --url "$url_a" --url "$url_b" --threads "$THREADS" \
         --seconds "$load" --nodes-prefix "h$pfx" --outage \
         --attempts 60 --sched-token-file "$T/sched.token" \
         --admin-token-file "$T/admin.token" --node-key-file "$T/node.key" \
-        --settle 2 --log "$T/history-$mode.jsonl" >"$T/history-$mode.out" 2>&1 &
+        --settle 2 --stop-file "$T/stop-$mode" \
+        --log "$T/history-$mode.jsonl" >"$T/history-$mode.out" 2>&1 &
     hpid=$!
     track "$hpid"
     hend=$(($(now_ms) + load * 1000 - 500))
@@ -203,17 +214,17 @@ one_run () {
     [ "$mode" = switchover ] && { wait "$swpid"; swrc=$?; }
     wait "$hpid"
     hrc=$?
-    t_end=$hend
+    t_end=$LOAD_END
 
     # ---- each broker serving again, within the bound ----------------------
     for side in A B; do
         eval "rec=\$REC_$side fails=\$FAILS_$side"
         if [ -n "$rec" ]; then
             echo "# $mode: broker $side serving $(secs "$rec") s after the fault ($fails probes failed before)"
-            expect_match "$mode: broker $side serves again within 15 s of the fault ($rec ms)" \
-                "$([ "$rec" -le "$BOUND_MS" ] && echo yes)" '^yes$'
+            expect_match "$mode: broker $side serves again within $((LIVE_MS / 1000)) s of the fault ($rec ms)" \
+                "$([ "$rec" -le "$LIVE_MS" ] && echo yes)" '^yes$'
         else
-            not_ok "$mode: broker $side serves again within 15 s of the fault (it never did; last: $HTTP_STATUS $(head -c 200 "$T/http.body"))"
+            not_ok "$mode: broker $side serves again within $((LIVE_MS / 1000)) s of the fault (it never did; last: $HTTP_STATUS $(head -c 200 "$T/http.body"))"
         fi
     done
     win_end=$((t0 + ${REC_A:-0}))

@@ -31,7 +31,9 @@
  * jobs reserve with "lease": true, as a job that starts from a lease:
  * every node holds from the reserve on (presumed, docs/node-path.md) and
  * reports only destroyed, and the checker holds every quarantine end to
- * every node of the reservation.
+ * every node of the reservation.  With --stop-file the load ends early
+ * once that file exists, so a harness can end it a set time after an
+ * event it watches (a failover's recovery) rather than guess a length.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -546,7 +548,8 @@ static void *worker(void *arg)
     struct client *c = arg;
     uint64_t seq = 0;
 
-    while (hrec_now(CLOCK_MONOTONIC) < c->run->stop_mono && !c->failed)
+    while (hrec_now(CLOCK_MONOTONIC) < c->run->stop_mono && !c->failed
+           && !(c->run->stop_file && access(c->run->stop_file, F_OK) == 0))
         if (run_job(c, ++seq) < 0)
             c->failed = 1;
     c->end_mono = hrec_now(CLOCK_MONOTONIC);
@@ -565,6 +568,7 @@ static void usage(FILE *f)
         "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
         "               [--attempts N] [--no-reports] [--hwcoll] [--bench]\n"
         "               [--outage] [--job-nodes N [--lease]] [--log FILE]\n"
+        "               [--stop-file FILE]\n"
         "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
         "  the node reports (release is then immediate; no key needed).\n"
         "  --hwcoll: two-node jobs with hardware collectives, and every\n"
@@ -577,6 +581,8 @@ static void usage(FILE *f)
         "  --outage: the database fails over during the run, so 503\n"
         "  unavailable is legitimate (retried like any 5xx; raise\n"
         "  --attempts to outlast the failover).\n"
+        "  --stop-file FILE: the load ends before --seconds once FILE\n"
+        "  exists (checked before each job).\n"
         "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n",
         HREC_MAX_NODES);
 }
@@ -625,6 +631,7 @@ static int parse_args(int argc, char **argv, struct run *run)
         {"outage", no_argument, NULL, 'O'},
         {"job-nodes", required_argument, NULL, 'n'},
         {"lease", no_argument, NULL, 'L'},
+        {"stop-file", required_argument, NULL, 'X'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     bool bad = false;
@@ -699,6 +706,9 @@ static int parse_args(int argc, char **argv, struct run *run)
                 break;
             case 'L':
                 run->lease = true;
+                break;
+            case 'X':
+                run->stop_file = optarg;
                 break;
             case 'h':
                 usage(stdout);

@@ -39,6 +39,7 @@ struct run {
     char *key; /* node key */
     size_t key_len;
     const char *log_path;
+    const char *stop_file; /* the load ends early once this file exists */
     double settle;
     int attempts; /* per request, across the replicas */
     bool reports; /* the created and destroyed reports */
