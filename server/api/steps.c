@@ -24,6 +24,7 @@
 #include "vnib/hostlist.h"
 #include "vnib/hostset.h"
 #include "vnib/tclass.h"
+#include "vnib/logger.h"
 #include "server/api/cache.h"
 #include "server/api/leases.h"
 #include "server/config.h"
@@ -215,7 +216,7 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
     struct leases_ask lease;
     enum store_step_refusal refusal = STORE_STEP_ACCEPTED;
     struct hostlist *hosts = NULL;
-    json_t *body = NULL;
+    json_t *body = NULL, *differs = NULL;
     char *nodes = NULL;
     bool created = false;
     int status = -1;
@@ -261,17 +262,40 @@ int steps_reserve(struct request *req, json_t **out, vnib_error_t *errp)
         goto done;
     }
     status = created ? 201 : 200;
+    /* A retry whose lease differed (a plugin reloaded with other
+     * settings): logged, and put back in the reply after the lease, which
+     * holds the step alone (as a job's reserve does).
+     */
+    if ((differs = json_incref(json_object_get(*out, STORE_DIFFERS)))) {
+        json_object_del(*out, STORE_DIFFERS);
+        logger_printf(
+            req->broker->log,
+            LOG_WARNING,
+            req->id,
+            "reservation %s step %s: a reserve by %s found the "
+            "step's active reservation %lld (same nodes and VNI "
+            "count) and is answered with it; the request differs "
+            "in lease (asked %s, the step is presumed now)",
+            a.job_id,
+            a.step_id,
+            a.actor,
+            (long long)json_integer_value(json_object_get(*out, "id")),
+            a.presumed ? "one" : "none");
+    }
     cache_forget(req->broker->cache, a.job_id, a.step_id);
     /* Only schedulers, admins and the job's own job token reserve: they
      * may see the job's session token (never in the lease, made after).
      */
     hwcoll_reveal(req->broker->hwcoll, *out, true);
-    if (leases_add(req, *out, &lease, errp) < 0) {
+    if (leases_add(req, *out, &lease, errp) < 0
+        || (differs && json_object_set(*out, STORE_DIFFERS, differs) < 0
+            && (errno = ENOMEM, errprintf(errp, "out of memory")))) {
         json_decref(*out);
         *out = NULL;
         status = -1;
     }
 done:
+    json_decref(differs);
     free(nodes);
     hostlist_destroy(hosts);
     json_decref(body);

@@ -170,8 +170,17 @@ int store_step_reserve(struct store *s,
     *createdp = !strcmp(outcome, "created");
     if (step_result(s, r, resp, errp) < 0)
         goto done;
-    /* As a job's reserve (store_reservations.c): the request's. */
-    if (json_object_set_new(*resp, "presumed", json_boolean(a->presumed)) < 0) {
+    /* As a job's reserve (store_reservations.c): the request's, unless
+     * its lease differed from the existing step's (detail "lease"): a
+     * presumed step stays so, and one that was not became presumed.
+     */
+    const char *detail = *createdp ? NULL : store_col(r, 0, ROW_NCOLS);
+    bool presumed = a->presumed || (detail && !strcmp(detail, "lease"));
+    if (json_object_set_new(*resp, "presumed", json_boolean(presumed)) < 0
+        || (detail
+            && json_object_set_new(
+                   *resp, STORE_DIFFERS, json_pack("[s]", detail))
+                   < 0)) {
         json_decref(*resp);
         *resp = NULL;
         errno = ENOMEM;

@@ -59,6 +59,7 @@ out=$(vnibrokerd --check-config "$T/b.toml" 2>&1)
 expect_eq "--check-config with a good key exits 0" "$?" 0
 expect_match "... and prints its key id" "$out" 'lease.key_file: an Ed25519 key, key id [0-9a-f]{16}'
 broker_start "$T/b.toml" || { not_ok "broker starts"; finish; }
+MAIN_LOG=$BROKER_LOG
 URL=$BROKER_URL
 
 # show LEASE [ARGS...]: vnibctl lease show --json into $T/lease.json,
@@ -200,8 +201,26 @@ expect_eq "... with no session token in its environment" \
 H1_EXP=$(lease_json .exp)
 expect_eq "... and the job's lease_until follows it (its VNIs are in it)" \
     "$(psql_q "SELECT extract(epoch FROM lease_until)::bigint FROM reservations WHERE id = $H1_ID")" "$H1_EXP"
+# A step's retry that differs only in its lease (a plugin reloaded with
+# other settings) gets the step, as a job's does (0249).
 TOKEN=$SCHED_TOKEN http PUT /v1/reservations/h1/steps/0 -d '{"nodes":"tux[1-2]"}'
-expect_json "a step retry without the lease is 409 reservation_conflict" .error.code reservation_conflict
+expect_status "a step retry without the lease is 200" 200
+expect_eq "... the same step, still presumed, no lease signed, differs: lease" \
+    "$(jq -c '[.presumed, .lease, (.differs | join(","))]' "$T/http.body")" '[true,null,"lease"]'
+expect_match "... and the broker says so" \
+    "$(grep "reservation h1 step 0: " "$MAIN_LOG" | tail -1)" 'differs in lease \(asked none'
+TOKEN=$SCHED_TOKEN http PUT /v1/reservations/h1/steps/1 -d '{"nodes":"tux1"}'
+expect_status "step 1 reserved without a lease is 201" 201
+expect_json "... not presumed" .presumed false
+S1_ID=$(jq .id "$T/http.body")
+TOKEN=$SCHED_TOKEN http PUT /v1/reservations/h1/steps/1 -d '{"nodes":"tux1","lease":true}'
+expect_status "its retry with a lease is 200" 200
+expect_eq "... the same step, presumed from now on, with a lease, differs: lease" \
+    "$(jq -c '[.id, .presumed, (.lease | type), (.differs | join(","))]' "$T/http.body")" "[$S1_ID,true,\"string\",\"lease\"]"
+expect_eq "... presumed in the database too" \
+    "$(psql_q "SELECT presumed FROM reservations WHERE id = $S1_ID")" t
+TOKEN=$SCHED_TOKEN http PUT /v1/reservations/h1/steps/1 -d '{"nodes":"tux[1-2]","lease":true}'
+expect_json "a step retry on other nodes is still 409 reservation_conflict" .error.code reservation_conflict
 
 # The forced end of h1: its VNI cools down all the same.
 TOKEN=$ADMIN_TOKEN http DELETE '/v1/reservations/h1?force=true'
