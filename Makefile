@@ -89,7 +89,8 @@ AGENT_OBJS   := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
 STRESS_SRCS  := tests/stress/history.c tests/stress/hrec.c tests/stress/hcheck.c \
-                tests/stress/hnodes.c tests/stress/hview.c
+                tests/stress/hnodes.c tests/stress/hview.c tests/stress/hsteps.c \
+                tests/stress/hstepcheck.c tests/stress/smap.c
 STRESS_BINS  := $(BUILD)/tests/stress/history
 # The handlers' in-process tests need a database: 0025-handlers.sh runs them.
 INPROC_SRCS  := $(wildcard tests/inproc/*.c)
@@ -548,7 +549,8 @@ $(BUILD)/tests/bench/bench_api: $(BENCH_API_SRCS) tests/bench/bench_api.h \
 $(BUILD)/tests/stress/history: $(STRESS_SRCS) tests/stress/hrec.h \
                                tests/stress/hcheck.h tests/stress/hnodes.h \
                                tests/stress/history.h tests/stress/hview.h \
-                               $(LIBVNIB)
+                               tests/stress/hsteps.h tests/stress/hstepcheck.h \
+                               tests/stress/smap.h $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    $(STRESS_SRCS) $(LIBVNIB) $(LIBS_BASE) -lm

@@ -14,13 +14,15 @@
 # PostgreSQL log.
 #
 # Then the same with jobs of many nodes whose reports go all at once and
-# are written in groups, and with jobs reserved with a lease, whose every
-# node holds until it reports (see below).
+# are written in groups, with jobs reserved with a lease, whose every
+# node holds until it reports, and with jobs whose steps are reserved and
+# ended with their job tokens, as Slurm's stepmgr does (see below).
 #
 # Knobs: HISTORY_SECONDS (default 36), HISTORY_THREADS (16),
 # HISTORY_POOL ("2000-2023"), HISTORY_KILL_EVERY (7 s),
 # HISTORY_GROUP_THREADS (6) and HISTORY_JOB_NODES (16) for the second run,
-# HISTORY_LEASE_THREADS (4) for the third.
+# HISTORY_LEASE_THREADS (4) for the third, HISTORY_STEPS_THREADS (6) and
+# HISTORY_STEPS_SECONDS (24) for the fourth.
 . "$(dirname "$0")/lib.sh"
 
 HISTORY=$BUILD/tests/stress/history
@@ -101,6 +103,45 @@ expect_match "... and said so (jobs from leases, $JOB_NODES nodes)" \
 expect_match "... every quarantine end held to every node of its presumed reservation" \
     "$(grep 'a quarantine ends only once' "$T/history.out")" \
     '^PASS .* [1-9][0-9]* presumed, 0 while a node held'
+
+# ---- job steps reserved with the job tokens (stepmgr) --------------------
+# The same kills, with STEPS_THREADS clients whose jobs each act as their
+# own step manager (Slurm's stepmgr): with the job token of the job's
+# reserve reply, never the scheduler's token, each job reserves 1-2 steps
+# with VNIs of their own (PUT .../steps/{step}), reads them back and ends
+# them (DELETE) before the job is released, a step request that got no
+# reply or a 5xx going to the other replica as every request does.  The
+# checker counts a step's VNIs as held from its acknowledged reserve until
+# its end, beside the jobs' (no VNI in two live holders), and checks that
+# every acknowledged step is recorded with its VNIs, that a retried step
+# reserve got the same step back (one reservation per step, the one it was
+# answered with), that no step is left live, and that every step event's
+# actor is the job token ("job:JOB").  A shorter run: its time adds to
+# the three above.
+THREADS=${HISTORY_STEPS_THREADS:-6}
+SECONDS_RUN_SAVED=$SECONDS_RUN
+SECONDS_RUN=${HISTORY_STEPS_SECONDS:-24}
+history_with_kills --nodes-prefix hs --job-prefix hs --steps
+THREADS=$HISTORY_THREADS_SAVED
+SECONDS_RUN=$SECONDS_RUN_SAVED
+expect_match "... and said so (job steps with job tokens)" \
+    "$(tail -n 1 "$T/history.out")" '^history: PASS'
+expect_match "... having done step work" \
+    "$(grep 'the run did step work' "$T/history.out")" \
+    '^PASS .* [1-9][0-9]* acknowledged'
+expect_match "... every step event by its job token" \
+    "$(grep 'every step event is the job' "$T/history.out")" \
+    '^PASS .* [1-9][0-9]* reserves and [1-9][0-9]* ends checked'
+steps_db=$(psql_q "SELECT count(*) FROM reservations
+                    WHERE step_id IS NOT NULL AND job_id LIKE 'hs%'")
+expect_match "the database holds the run's step reservations ($steps_db)" \
+    "$steps_db" '^[1-9]'
+# (the checker above holds the ends too: a step the client did not end
+# itself is ended by its job's release, in the scheduler's name)
+expect_eq "... every one reserved by its job's token" \
+    "$(psql_q "SELECT count(*) FROM events
+                WHERE job_id LIKE 'hs%#%' AND action = 'reserve'
+                  AND actor <> 'job:' || split_part(job_id, '#', 1)")" 0
 
 # ---- the database --------------------------------------------------------
 expect_eq "at most one active reservation per job" \

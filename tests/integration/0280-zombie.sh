@@ -4,7 +4,9 @@
 #
 # A reserve whose broker died while the statement waited in PostgreSQL
 # must not commit behind the scheduler's retry on another replica: after
-# the retry and a release, the job holds nothing.  And release (also
+# the retry and a release, the job holds nothing.  The same for a job's
+# steps reserved with its job token, and a step reserve that committed
+# unseen is the step its retry gets back.  And release (also
 # forced) acts on the job's live reservation whatever its id, not on the
 # newest row.
 . "$(dirname "$0")/lib.sh"
@@ -119,6 +121,103 @@ zombie_round () {
 
 zombie_round z 0
 zombie_round z2 1
+
+# ---- a job's steps, reserved with its job token (Slurm's step manager) -----
+# The step manager holds the job token of the job's reserve reply and
+# retries a step reserve that got no answer on the other replica, as the
+# scheduler does a job's.  The API promises (openapi.yaml, PUT
+# .../steps/{step}) that the retry of a step reserve whose first attempt
+# committed unseen gets that step back (200, the same reservation and
+# VNIs), and that an attempt overtaken by its own retry's answer and the
+# step's end makes nothing (409 reservation_superseded, which no one sees
+# here: its replica is dead).
+a_step_backends () {
+    psql_q "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity
+             WHERE wait_event_type = 'Lock' AND query LIKE '%vnib_step_reserve%'"
+}
+a_step_backends_found () {
+    [ -n "$(a_step_backends)" ]
+}
+step_row_active () {
+    [ -n "$(psql_q "SELECT id FROM reservations WHERE job_id = '$1' AND state = 'active'")" ]
+}
+# step_put URL STEP OUT: PUT step STEP of job sj with the job token (2 VNIs
+# of its own on n1); the reply in $T/OUT.body, its status in $T/OUT.code.
+step_put () {
+    curl -s -m 20 -o "$T/$3.body" -w '%{http_code}' -X PUT \
+        -H "Authorization: Bearer $JOB_TOKEN" -H "Content-Type: application/json" \
+        -d '{"nodes":"n1","vni_count":2}' "$1/v1/reservations/sj/steps/$2" \
+        >"$T/$3.code" 2>/dev/null
+}
+# step_round STEP MODE: a step reserve sent to a fresh replica A waits in
+# PostgreSQL behind the job's lock (3 s).  MODE unseen: A is stopped (its
+# session is not: it commits and its answer waits in A's socket), then
+# killed once the step is in the database; the retry on B must get that
+# step back.  MODE late: A's session is stopped and A killed; the retry on
+# B is answered and the step ended before the session goes on, which must
+# then make nothing.
+step_round () {
+    step=$1 mode=$2
+    broker_start "$T/a.toml" || { not_ok "replica A starts"; return 1; }
+    url_a=$BROKER_URL
+    pid_a=$BROKER_PID
+    BROKER_URL=$URL_B
+    hold_job_lock sj 3
+    locker=$LOCKER
+    step_put "$url_a" "$step" sa &
+    curl_a=$!
+    wait_for 5 a_step_backends_found || not_ok "sj#$step: A's step reserve waits in PostgreSQL"
+    backend_a=$(a_step_backends)
+    if [ "$mode" = unseen ]; then
+        kill -STOP "$pid_a"
+        wait "$locker"
+        wait_for 10 step_row_active "sj#$step"
+        orphan=$(psql_q "SELECT id FROM reservations WHERE job_id = 'sj#$step' AND state = 'active'")
+        kill -KILL "$pid_a"
+    else
+        for p in $backend_a; do kill -STOP "$p"; done
+        kill -KILL "$pid_a"
+        wait "$locker"
+    fi
+    wait "$pid_a" 2>/dev/null
+    wait "$curl_a" 2>/dev/null
+    expect_match "sj#$step ($mode): A died without answering" "$(cat "$T/sa.code")" '^(000)?$'
+    step_put "$URL_B" "$step" sb
+    rid_b=$(jq -r .id "$T/sb.body" 2>/dev/null)
+    if [ "$mode" = unseen ]; then
+        expect_match "sj#$step: A's step reserve committed unseen ($orphan)" "$orphan" '^[0-9]+$'
+        expect_eq "sj#$step: the retry on B with the job token gets that step back: 200, the same reservation" \
+            "$(cat "$T/sb.code") $rid_b" "200 $orphan"
+        expect_eq "sj#$step: ... and its VNIs" "$(jq -c .vnis "$T/sb.body" 2>/dev/null)" \
+            "$(psql_q "SELECT array_to_json(vnis) FROM reservations WHERE id = ${orphan:-0}")"
+        TOKEN=$JOB_TOKEN http DELETE "/v1/reservations/sj/steps/$step"
+        expect_status "sj#$step: the step manager ends it: 202" 202
+    else
+        expect_eq "sj#$step: the retry on B while A's session is stopped: 201" "$(cat "$T/sb.code")" 201
+        TOKEN=$JOB_TOKEN http DELETE "/v1/reservations/sj/steps/$step"
+        expect_status "sj#$step: the step manager ends it: 202" 202
+        for p in $backend_a; do kill -CONT "$p"; done
+        wait_for 20 a_backends_gone
+        expect_eq "sj#$step: A's orphaned database session has ended" "$?" 0
+    fi
+    expect_eq "sj#$step ($mode): no zombie step: its one reservation, B's answer, is released" \
+        "$(psql_q "SELECT string_agg(id || ' ' || state, ',') FROM reservations WHERE job_id = 'sj#$step'")" \
+        "${rid_b:-none} released"
+}
+
+BROKER_URL=$URL_B
+TOKEN=$SCHED_TOKEN http POST /v1/reservations \
+    -d '{"job_id":"sj","uid":1001,"user":"alice","nodes":"n[1-2]","vni_count":1}'
+expect_status "job sj reserved (its steps' job)" 201
+JOB_TOKEN=$(jq -r '.job_token // empty' "$T/http.body")
+expect_match "... with a job token" "$JOB_TOKEN" '^vnibjob\.'
+step_round 0 unseen
+step_round 1 late
+expect_eq "every step event of sj is the job token's" \
+    "$(psql_q "SELECT string_agg(DISTINCT actor, ',') FROM events WHERE job_id LIKE 'sj#%'")" "job:sj"
+TOKEN=$SCHED_TOKEN http DELETE /v1/reservations/sj
+expect_status "job sj released: 200 (no node reported)" 200
+expect_eq "no VNI is held after the steps' rounds" "$(psql_q 'SELECT count(*) FROM vni_holds')" 0
 
 # ---- release acts on the live reservation, whatever its id ---------------------------------
 # An older active reservation and a newer released one of the same job, as

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The invariants of a stress run's history (see hcheck.h).
  *
- * Two small tables keep the bookkeeping: a string-keyed hash map (jobs by
- * name, reservations by decimal id) and, for the events replay, the holder
- * of each of the 65536 VNIs.  Everything is allocated per call and freed
- * before hcheck_run() returns.
+ * Two small tables keep the bookkeeping: a string-keyed hash map (smap.h:
+ * jobs and steps by name, reservations by decimal id) and, for the events
+ * replay, the holder of each of the 65536 VNIs.  A step's reservation is
+ * one more holder, named "JOB#STEP" as the broker keys it; the step
+ * invariants of their own are in hstepcheck.c.  Everything is allocated
+ * per call and freed before hcheck_run() returns.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,91 +16,13 @@
 #include <string.h>
 
 #include "tests/stress/hcheck.h"
+#include "tests/stress/hstepcheck.h"
+#include "tests/stress/smap.h"
 #include "vnib/hostlist.h"
 
 #define VNI_SPACE 65536
 #define EXAMPLES 3
-
-/* ---- a string-keyed map ------------------------------------------------- */
-
-struct smap_entry {
-    char *key; /* owned; NULL: empty slot */
-    void *val; /* not owned */
-};
-
-struct smap {
-    struct smap_entry *e;
-    size_t cap, n;
-};
-
-static uint64_t smap_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static struct smap_entry *smap_slot(const struct smap *m, const char *key)
-{
-    size_t i = (size_t)(smap_hash(key) & (m->cap - 1));
-
-    while (m->e[i].key && strcmp(m->e[i].key, key) != 0)
-        i = (i + 1) & (m->cap - 1);
-    return &m->e[i];
-}
-
-static void *smap_get(const struct smap *m, const char *key)
-{
-    if (m->cap == 0)
-        return NULL;
-    return smap_slot(m, key)->val;
-}
-
-static int smap_put(struct smap *m, const char *key, void *val)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        struct smap old = *m;
-        size_t ncap = m->cap ? m->cap * 2 : 1024;
-        if (!(m->e = calloc(ncap, sizeof(*m->e)))) {
-            *m = old;
-            errno = ENOMEM;
-            return -1;
-        }
-        m->cap = ncap;
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.e[i].key)
-                *smap_slot(m, old.e[i].key) = old.e[i];
-        free(old.e);
-    }
-    struct smap_entry *s = smap_slot(m, key);
-    if (!s->key) {
-        if (!(s->key = strdup(key)))
-            return -1;
-        m->n++;
-    }
-    s->val = val;
-    return 0;
-}
-
-/* Free the keys, and the values too when free_vals. */
-static void smap_cleanup(struct smap *m, bool free_vals)
-{
-    for (size_t i = 0; i < m->cap; i++) {
-        free(m->e[i].key);
-        if (free_vals)
-            free(m->e[i].val);
-    }
-    free(m->e);
-    memset(m, 0, sizeof(*m));
-}
-
-static const char *id_key(char *buf, size_t size, long long id)
-{
-    snprintf(buf, size, "%lld", id);
-    return buf;
-}
+#define KEY_SIZE (HREC_JOB_SIZE + HREC_STEP_SIZE + 2) /* "JOB#STEP" */
 
 /* ---- output --------------------------------------------------------------- */
 
@@ -107,6 +31,27 @@ struct out {
     int failed;
 };
 
+static void vverdict(const char *prefix, bool pass, const char *fmt,
+                     va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void vverdict(const char *prefix, bool pass, const char *fmt,
+                     va_list ap)
+{
+    printf("%s%s ", prefix, pass ? "PASS" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+}
+
+int hcheck_verdict(const char *prefix, bool pass, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vverdict(prefix, pass, fmt, ap);
+    va_end(ap);
+    return !pass;
+}
+
 static void verdict(struct out *o, bool pass, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -114,16 +59,14 @@ static void verdict(struct out *o, bool pass, const char *fmt, ...)
 {
     va_list ap;
 
-    printf("%s%s ", o->prefix, pass ? "PASS" : "FAIL");
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vverdict(o->prefix, pass, fmt, ap);
     va_end(ap);
-    printf("\n");
     if (!pass)
         o->failed++;
 }
 
-static void vnis_text(char *buf, size_t size, const int *v, int n)
+void hcheck_vnis_text(char *buf, size_t size, const int *v, int n)
 {
     size_t off = 0;
 
@@ -185,10 +128,15 @@ void hcheck_tally(const struct hrec_log *logs, int nlogs,
 
 /* ---- replies: certainly-live intervals ------------------------------------ */
 
+/* One VNI of an acknowledged reservation, a job's or (step set) one of
+ * its steps', and when it was certainly held.
+ */
 struct span {
     int vni;
     int64_t from, until;
+    long long resv_id;
     const struct hjob *job;
+    const char *step; /* NULL: the job's own */
 };
 
 static int span_cmp(const void *a, const void *b)
@@ -202,39 +150,82 @@ static int span_cmp(const void *a, const void *b)
     return 0;
 }
 
-/* Two acknowledged reservations whose certainly-live intervals overlap and
- * that share a VNI.  Returns the number of such intervals, -1 on ENOMEM.
+struct spans {
+    struct span *s;
+    size_t n, cap;
+};
+
+/* Add the spans of an acknowledged reservation's VNIs.  -1 on ENOMEM. */
+static int spans_add(struct spans *sp, const int *vnis, int nvnis,
+                     int64_t from, int64_t until, long long resv_id,
+                     const struct hjob *job, const char *step)
+{
+    for (int v = 0; v < nvnis; v++) {
+        if (sp->n == sp->cap) {
+            size_t cap = sp->cap ? sp->cap * 2 : 4096;
+            struct span *p = realloc(sp->s, cap * sizeof(*p));
+            if (!p) {
+                errno = ENOMEM;
+                return -1;
+            }
+            sp->s = p;
+            sp->cap = cap;
+        }
+        sp->s[sp->n++] =
+            (struct span){vnis[v], from, until, resv_id, job, step};
+    }
+    return 0;
+}
+
+/* Every acknowledged reservation's spans, jobs' and steps'; *nres counts
+ * the reservations.  -1 on ENOMEM.
+ */
+static int spans_collect(const struct hcheck_input *in, struct spans *sp,
+                         size_t *nres)
+{
+    for (int l = 0; l < in->nlogs; l++) {
+        const struct hrec_log *log = &in->logs[l];
+        for (size_t i = 0; i < log->njobs; i++) {
+            const struct hjob *j = &log->jobs[i];
+            if (!j->acked)
+                continue;
+            (*nres)++;
+            if (spans_add(sp, j->vnis, j->nvnis, j->live_from, j->live_until,
+                          j->resv_id, j, NULL) < 0)
+                return -1;
+        }
+        for (size_t i = 0; i < log->nsteps; i++) {
+            const struct hstep *st = &log->steps[i];
+            if (!st->acked || st->job >= log->njobs)
+                continue;
+            (*nres)++;
+            if (spans_add(sp, st->vnis, st->nvnis, st->live_from,
+                          st->live_until, st->resv_id, &log->jobs[st->job],
+                          st->step) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Two acknowledged reservations (jobs' or steps') whose certainly-live
+ * intervals overlap and that share a VNI.  Returns the number of such
+ * intervals, -1 on ENOMEM.
  */
 static long check_replies(const struct hcheck_input *in, struct out *o,
                           size_t *nres)
 {
-    struct span *s = NULL;
-    size_t n = 0, cap = 0;
+    struct spans sp = {0};
     long bad = 0;
     int shown = 0;
 
     *nres = 0;
-    for (int l = 0; l < in->nlogs; l++)
-        for (size_t i = 0; i < in->logs[l].njobs; i++) {
-            const struct hjob *j = &in->logs[l].jobs[i];
-            if (!j->acked)
-                continue;
-            (*nres)++;
-            for (int v = 0; v < j->nvnis; v++) {
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 4096;
-                    struct span *p = realloc(s, cap * sizeof(*s));
-                    if (!p) {
-                        free(s);
-                        errno = ENOMEM;
-                        return -1;
-                    }
-                    s = p;
-                }
-                s[n++] = (struct span){j->vnis[v], j->live_from,
-                                       j->live_until, j};
-            }
-        }
+    if (spans_collect(in, &sp, nres) < 0) {
+        free(sp.s);
+        return -1;
+    }
+    struct span *s = sp.s;
+    size_t n = sp.n;
     if (n)
         qsort(s, n, sizeof(*s), span_cmp);
     for (size_t i = 0; i < n;) {
@@ -242,16 +233,18 @@ static long check_replies(const struct hcheck_input *in, struct out *o,
         const struct span *longest = &s[i];
         for (k = i + 1; k < n && s[k].vni == s[i].vni; k++) {
             if (s[k].from < longest->until
-                && s[k].job->resv_id != longest->job->resv_id) {
+                && s[k].resv_id != longest->resv_id) {
                 bad++;
                 if (shown++ < EXAMPLES)
-                    printf("%s  e.g. VNI %d: %s (reservation %lld) acked at"
-                           " +%.3f s while %s (reservation %lld) was live"
-                           " until +%.3f s\n",
+                    printf("%s  e.g. VNI %d: %s%s%s (reservation %lld) acked"
+                           " at +%.3f s while %s%s%s (reservation %lld) was"
+                           " live until +%.3f s\n",
                            o->prefix, s[k].vni, s[k].job->job,
-                           s[k].job->resv_id, s[k].from / 1e9,
-                           longest->job->job, longest->job->resv_id,
-                           longest->until / 1e9);
+                           s[k].step ? "#" : "", s[k].step ? s[k].step : "",
+                           s[k].resv_id, s[k].from / 1e9, longest->job->job,
+                           longest->step ? "#" : "",
+                           longest->step ? longest->step : "",
+                           longest->resv_id, longest->until / 1e9);
             }
             if (s[k].until > longest->until)
                 longest = &s[k];
@@ -272,7 +265,7 @@ struct resv_node {
 
 struct resv {
     long long id;
-    char job[HREC_JOB_SIZE];
+    char job[KEY_SIZE]; /* a step's: "JOB#STEP" */
     int vnis[HREC_MAX_VNIS];
     int n;
     bool live;
@@ -339,7 +332,7 @@ static int replay_reserve(struct replay *rp, struct out *o, long long id,
         }
         hostlist_destroy(hl);
     }
-    if (smap_get(&rp->resv, id_key(key, sizeof(key), id))) {
+    if (smap_get(&rp->resv, smap_id_key(key, sizeof(key), id))) {
         rp->unordered++; /* a second reserve event for one reservation */
         free(r->nodes);
         free(r);
@@ -376,7 +369,7 @@ static int replay_report(struct replay *rp, long long id, const char *node,
                          const json_t *detail)
 {
     char key[32];
-    struct resv *r = smap_get(&rp->resv, id_key(key, sizeof(key), id));
+    struct resv *r = smap_get(&rp->resv, smap_id_key(key, sizeof(key), id));
     const char *cxi = json_string_value(json_object_get(detail, "cxi"));
     int k;
 
@@ -411,7 +404,7 @@ static void replay_end_check(struct replay *rp, struct out *o, long long id,
                              const char *action)
 {
     char key[32];
-    const struct resv *r = smap_get(&rp->resv, id_key(key, sizeof(key), id));
+    const struct resv *r = smap_get(&rp->resv, smap_id_key(key, sizeof(key), id));
 
     if (!r || !strcmp(action, "force"))
         return;
@@ -431,7 +424,7 @@ static void replay_end_check(struct replay *rp, struct out *o, long long id,
 static void replay_free(struct replay *rp, long long id)
 {
     char key[32];
-    struct resv *r = smap_get(&rp->resv, id_key(key, sizeof(key), id));
+    struct resv *r = smap_get(&rp->resv, smap_id_key(key, sizeof(key), id));
 
     if (!r || !r->live)
         return;
@@ -455,8 +448,12 @@ static int replay_events(struct replay *rp, const json_t *events,
             json_integer_value(json_object_get(ev, "reservation_id"));
         const char *action = json_string_value(json_object_get(ev, "action"));
         const char *job = json_string_value(json_object_get(ev, "job_id"));
+        const char *step = json_string_value(json_object_get(ev, "step_id"));
         const json_t *detail = json_object_get(ev, "detail");
+        char key[KEY_SIZE]; /* a step's reservation is its own holder */
 
+        snprintf(key, sizeof(key), "%s%s%s", job ? job : "", step ? "#" : "",
+                 step ? step : "");
         rp->events++;
         if (id <= rp->last_id)
             rp->unordered++;
@@ -465,7 +462,7 @@ static int replay_events(struct replay *rp, const json_t *events,
             continue;
         if (!strcmp(action, "reserve")) {
             rp->reserves++;
-            if (replay_reserve(rp, o, rid, job ? job : "", detail) < 0)
+            if (replay_reserve(rp, o, rid, key, detail) < 0)
                 return -1;
         } else if (!strcmp(action, "report")) {
             if (replay_report(rp, rid,
@@ -506,7 +503,7 @@ static void check_acked(const struct hcheck_input *in, struct replay *rp,
             checked++;
             const struct resv *r =
                 in->events ? smap_get(&rp->resv,
-                                      id_key(key, sizeof(key), j->resv_id))
+                                      smap_id_key(key, sizeof(key), j->resv_id))
                            : NULL;
             if (r && !strcmp(r->job, j->job)
                 && same_vnis(r->vnis, r->n, j->vnis, j->nvnis))
@@ -524,8 +521,8 @@ static void check_acked(const struct hcheck_input *in, struct replay *rp,
             missing++;
             if (shown++ < EXAMPLES) {
                 char want[64], got[64];
-                vnis_text(want, sizeof(want), j->vnis, j->nvnis);
-                vnis_text(got, sizeof(got), vnis, rc == 0 ? n : 0);
+                hcheck_vnis_text(want, sizeof(want), j->vnis, j->nvnis);
+                hcheck_vnis_text(got, sizeof(got), vnis, rc == 0 ? n : 0);
                 printf("%s  e.g. %s acknowledged as reservation %lld [%s];"
                        " the broker has %lld [%s]%s\n",
                        o->prefix, j->job, j->resv_id, want,
@@ -561,15 +558,19 @@ static void check_end(const struct hcheck_input *in, struct out *o)
     json_array_foreach(in->live, i, r)
     {
         const char *job = json_string_value(json_object_get(r, "job_id"));
+        const char *step = json_string_value(json_object_get(r, "step_id"));
         long nv = (long)json_array_size(json_object_get(r, "vnis"));
+        char key[KEY_SIZE]; /* a step's own, as in the replay */
         if (!job)
             continue;
         live++;
         held += nv;
-        intptr_t c = (intptr_t)smap_get(&per_job, job);
+        snprintf(key, sizeof(key), "%s%s%s", job, step ? "#" : "",
+                 step ? step : "");
+        intptr_t c = (intptr_t)smap_get(&per_job, key);
         if (c == 1)
             dup_jobs++;
-        if (smap_put(&per_job, job, (void *)(c + 1)) < 0)
+        if (smap_put(&per_job, key, (void *)(c + 1)) < 0)
             oom = true;
         const struct hjob *j = smap_get(&ours, job);
         if (!j) {
@@ -583,7 +584,7 @@ static void check_end(const struct hcheck_input *in, struct out *o)
                 printf("%s  e.g. %s: reservation %lld is still %s, but the"
                        " client released it (it acknowledged reservation"
                        " %lld)\n",
-                       o->prefix, job,
+                       o->prefix, key,
                        (long long)json_integer_value(json_object_get(r, "id")),
                        json_string_value(json_object_get(r, "state")),
                        j->resv_id);
@@ -595,8 +596,8 @@ static void check_end(const struct hcheck_input *in, struct out *o)
         printf("%s  (out of memory: the end-state counts are incomplete)\n",
                o->prefix);
     verdict(o, dup_jobs == 0 && !oom,
-            "no job with two live reservations (end state): %ld live"
-            " reservations, %ld jobs with more than one",
+            "no job or step with two live reservations (end state): %ld"
+            " live reservations, %ld jobs or steps with more than one",
             live, dup_jobs);
     verdict(o, leaked == 0 && !oom,
             "nothing left live but what abandoned jobs may hold: %ld live"
@@ -686,8 +687,9 @@ int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
     if (bad < 0)
         goto done;
     verdict(&o, bad == 0,
-            "no VNI in two live reservations (replies): %zu acknowledged"
-            " reservations, %ld overlapping a live holder of a VNI",
+            "no VNI in two live reservations, jobs' or steps' (replies): %zu"
+            " acknowledged reservations, %ld overlapping a live holder of a"
+            " VNI",
             nres, bad);
 
     if (in->events) {
@@ -701,8 +703,8 @@ int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
                 " out of order or repeated",
                 rp.events, rp.reserves, rp.frees, rp.vni_bad, rp.unordered);
         verdict(&o, rp.job_bad == 0,
-                "no job with two live reservations (events): %ld reserves"
-                " while the job's previous reservation was live",
+                "no job or step with two live reservations (events): %ld"
+                " reserves while its previous reservation was live",
                 rp.job_bad);
         verdict(&o, rp.ended_held == 0,
                 "a quarantine ends only once every node that reported has"
@@ -717,6 +719,12 @@ int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
     check_acked(in, &rp, &o);
     if (in->get_reports)
         check_reports(in, &o);
+    if (in->steps) {
+        int sf = hstepcheck_run(in);
+        if (sf < 0)
+            goto done;
+        o.failed += sf;
+    }
     if (in->live)
         check_end(in, &o);
     else

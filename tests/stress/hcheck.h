@@ -5,10 +5,11 @@
  * said at the end (the whole audit trail, the live reservations and the
  * pool) and prints one PASS or FAIL line per invariant, with counts:
  *
- *   - no VNI in two live reservations, from the replies (certainly-live
- *     intervals of acknowledged reservations) and from the events replayed
- *     in id order;
- *   - no job with two live reservations, from the events and at the end;
+ *   - no VNI in two live reservations, jobs' and steps', from the replies
+ *     (certainly-live intervals of acknowledged reservations) and from the
+ *     events replayed in id order;
+ *   - no job, and no step, with two live reservations, from the events
+ *     and at the end;
  *   - every acknowledged reservation is recorded with its VNIs;
  *   - the pool's totals add up, and at the end nothing is held but what
  *     abandoned jobs may legitimately have left;
@@ -17,7 +18,8 @@
  *     only once every node that reported for it has reported destroyed;
  *   - with the node reports read back (get_reports): each node's stored
  *     report is at least the furthest one it was answered 200 for, and no
- *     further than the furthest one it sent.
+ *     further than the furthest one it sent;
+ *   - with steps (history --steps), those of hstepcheck.h.
  *
  * Transport failures (a replica that was just killed) are counted but are
  * not failures: the client retried them on another replica.
@@ -26,6 +28,7 @@
 #define VNIB_TESTS_HCHECK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -57,6 +60,16 @@ typedef int (*hcheck_get_f)(void *arg,
                             int *vnis,
                             int *n);
 
+/* Look up a step's newest reservation (of its job's current one): as
+ * hcheck_get_f.
+ */
+typedef int (*hcheck_get_step_f)(void *arg,
+                                 const char *job,
+                                 const char *step,
+                                 long long *id,
+                                 int *vnis,
+                                 int *n);
+
 /* A stored report state: enum hrec_cxi, or this for "failed". */
 #define HCHECK_FAILED 4
 
@@ -78,17 +91,29 @@ struct hcheck_input {
     const json_t *live;   /* active and releasing reservations; NULL: not read */
     const json_t *pool;   /* GET /v1/pool; NULL: not read */
     hcheck_get_f get;     /* for acknowledged jobs missing from events */
+    hcheck_get_step_f get_step; /* the same for steps (with get_arg) */
     void *get_arg;
     hcheck_reports_f get_reports; /* NULL: the reports are not compared
                                      (called with get_arg) */
     const char *prefix;   /* printed before every line ("" or "#   ") */
     bool outage;          /* the database fails over during the run: 503
                            * unavailable is legitimate too */
+    bool steps;           /* the jobs reserved steps with their job tokens:
+                           * hstepcheck.h's invariants are checked too */
 };
 
 /* Count the attempts of every log. */
 void hcheck_tally(const struct hrec_log *logs, int nlogs,
                   struct hcheck_tally *t);
+
+/* Print one invariant's line: prefix, PASS or FAIL, then fmt's text.
+ * Returns 1 when it failed (!pass), else 0.
+ */
+int hcheck_verdict(const char *prefix, bool pass, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* v[0..n) as "1,2,3" in buf (size bytes, truncated to fit). */
+void hcheck_vnis_text(char *buf, size_t size, const int *v, int n);
 
 /* Print the invariants.  Returns the number that failed, or -1 (with
  * errno) when the check itself could not run (out of memory).

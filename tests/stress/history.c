@@ -34,6 +34,15 @@
  * every node of the reservation.  With --stop-file the load ends early
  * once that file exists, so a harness can end it a set time after an
  * event it watches (a failover's recovery) rather than guess a length.
+ *
+ * With --steps each job, once reserved and its nodes' created reports in,
+ * acts as its own step manager (Slurm's stepmgr): with the job token of
+ * its reserve's reply, never the scheduler's, it reserves 1-2 steps with
+ * VNIs of their own (jobs then take 1-2 VNIs, each step 1-2, within the
+ * 4 a CXI service holds), reads each back, and ends each before the job
+ * is released (hsteps.c).  The checker then holds the steps to their own
+ * invariants as well (hstepcheck.h), and counts a step's VNIs as held from
+ * its acknowledged reserve until its end.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -56,13 +65,14 @@
 #include "tests/stress/history.h"
 #include "tests/stress/hnodes.h"
 #include "tests/stress/hrec.h"
+#include "tests/stress/hsteps.h"
 #include "tests/stress/hview.h"
 #include "vnib/httpc.h"
 #include "vnib/secfile.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static uint64_t rng_next(uint64_t *s)
+uint64_t history_rng(uint64_t *s)
 {
     *s ^= *s << 13;
     *s ^= *s >> 7;
@@ -124,7 +134,7 @@ static int node_token(const struct run *run, const char *node, char *out,
 long history_attempt(struct client *c, struct hrec *r, const char *method,
                      const char *path, const char *body, const char *token)
 {
-    char url[512], auth[NODE_TOKEN_SIZE + 64];
+    char url[512], auth[512]; /* a node's token or a job's */
     struct curl_slist *h = NULL, *h2;
     CURL *e = c->curl;
 
@@ -178,15 +188,10 @@ static bool worth_retrying(const struct hrec *r)
            && !(r->status == 503 && !strcmp(r->code, "vni_pool_exhausted"));
 }
 
-/* A request with retries on the other replicas.  Records every attempt
- * for job (an index into the thread's jobs) and returns the last status;
- * *first_send is the first attempt's send time, *ambiguous whether some
- * attempt may have been carried out unseen.  *last is the last attempt.
- */
-static long request(struct client *c, uint64_t job, enum hrec_op op,
-                    const char *node, const char *method, const char *path,
-                    const char *body, const char *token, int64_t *first_send,
-                    bool *ambiguous, struct hrec **last)
+long history_request(struct client *c, uint64_t job, enum hrec_op op,
+                     const char *node, const char *step, const char *method,
+                     const char *path, const char *body, const char *token,
+                     int64_t *first_send, bool *ambiguous, struct hrec **last)
 {
     const struct run *run = c->run;
     struct hrec *r = NULL;
@@ -207,6 +212,7 @@ static long request(struct client *c, uint64_t job, enum hrec_op op,
         r->url = (start + a) % run->nurls;
         r->job = job;
         snprintf(r->node, sizeof(r->node), "%s", node ? node : "");
+        snprintf(r->step, sizeof(r->step), "%s", step ? step : "");
         st = history_attempt(c, r, method, path, body, token);
         if (a == 0 && first_send)
             *first_send = r->send_mono;
@@ -355,8 +361,8 @@ static int run_job_nodes(struct client *c, uint64_t ji, const char *path,
             return -1;
         c->log.jobs[ji].abandoned |= bad > 0;
     }
-    long st = request(c, ji, HREC_RELEASE, NULL, "DELETE", path, NULL,
-                      run->sched, &t_send, &amb, &last);
+    long st = history_request(c, ji, HREC_RELEASE, NULL, NULL, "DELETE",
+                              path, NULL, run->sched, &t_send, &amb, &last);
     if (st < 0)
         return -1;
     struct hjob *j = &c->log.jobs[ji];
@@ -382,14 +388,41 @@ static int run_job_nodes(struct client *c, uint64_t ji, const char *path,
     return 0;
 }
 
-/* Reserve, report created, release, report destroyed.  Returns -1 only
- * when the client itself broke (out of memory).
+/* --steps: the job token of the reserve reply in c->reply.buf, which the
+ * job's steps are reserved with (never written to the log: a secret).  -1
+ * when the reply has none (the broker has no node key): the client cannot
+ * run.
+ */
+static int job_token(struct client *c, const char *job, char *out,
+                     size_t size)
+{
+    json_t *told = json_loadb(c->reply.buf ? c->reply.buf : "",
+                              c->reply.len, 0, NULL);
+    const char *tok =
+        json_string_value(json_object_get(told, "job_token"));
+    int n = tok ? snprintf(out, size, "%s", tok) : -1;
+
+    json_decref(told);
+    if (n < 0 || (size_t)n >= size) {
+        fprintf(stderr,
+                "history: the reserve of %s answered without a usable "
+                "job_token (has the broker a node key?)\n",
+                job);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reserve, report created, (--steps: reserve the job's steps and end
+ * them, with the job token), release, report destroyed.  Returns -1 only
+ * when the client itself broke (out of memory, or no job token).
  */
 static int run_job(struct client *c, uint64_t seq)
 {
     const struct run *run = c->run;
     char path[256], body[512], hostlist[96];
     char tokens[HREC_MAX_NODES][NODE_TOKEN_SIZE];
+    char jtoken[HSTEPS_TOKEN_SIZE] = "";
     struct hrec *last = NULL;
     bool amb = false, created[HREC_MAX_NODES] = {false};
     int64_t t_send = 0;
@@ -402,11 +435,14 @@ static int run_job(struct client *c, uint64_t seq)
     snprintf(j->job, sizeof(j->job), "%s%d-%" PRIu64, run->job_prefix,
              c->index, seq);
     j->thread = c->index;
+    /* --steps: 1-2, so that the steps' own VNIs fit beside the job's in
+     * the HREC_MAX_VNIS a CXI service holds */
     j->vni_count = run->vni_count ? run->vni_count
-                                  : 1 + (int)(rng_next(&c->rng) % 4);
+                   : run->steps   ? 1 + (int)(history_rng(&c->rng) % 2)
+                                  : 1 + (int)(history_rng(&c->rng) % 4);
     j->nnodes = run->job_nodes ? run->job_nodes
                 : run->hwcoll  ? 2
-                : run->reports ? 1 + (int)(rng_next(&c->rng) % 2)
+                : run->reports ? 1 + (int)(history_rng(&c->rng) % 2)
                                : 1;
     j->live_until = INT64_MAX;
     int base = c->index * HREC_MAX_NODES;
@@ -429,8 +465,9 @@ static int run_job(struct client *c, uint64_t seq)
              run->lease ? ",\"lease\":true" : "");
     char job[HREC_JOB_SIZE];
     snprintf(job, sizeof(job), "%s", j->job);
-    st = request(c, ji, HREC_RESERVE, NULL, "POST", "/v1/reservations", body,
-                 run->sched, NULL, &amb, &last);
+    st = history_request(c, ji, HREC_RESERVE, NULL, NULL, "POST",
+                         "/v1/reservations", body, run->sched, NULL, &amb,
+                         &last);
     if (st < 0)
         return -1;
     j->ambiguous = amb;
@@ -440,19 +477,21 @@ static int run_job(struct client *c, uint64_t seq)
         if (amb) {
             /* an unseen attempt may hold VNIs: release it as a scheduler
              * would after a failed job start */
-            st = request(c, ji, HREC_CLEANUP, NULL, "DELETE", path, NULL,
-                         run->sched, NULL, &amb, &last);
+            st = history_request(c, ji, HREC_CLEANUP, NULL, NULL, "DELETE",
+                                 path, NULL, run->sched, NULL, &amb, &last);
             if (st != 200 && st != 202 && st != 404)
                 j->abandoned = true;
         } else if (!j->refused) {
             j->abandoned = true;
         }
-        history_sleep_ms(j->refused ? 20 + (long)(rng_next(&c->rng) % 30) : 5);
+        history_sleep_ms(j->refused ? 20 + (long)(history_rng(&c->rng) % 30) : 5);
         return st < 0 ? -1 : 0;
     }
     j->acked = true;
     j->live_from = last->recv_mono;
     history_parse_reservation(c->reply.buf, &j->resv_id, j->vnis, &j->nvnis);
+    if (run->steps && job_token(c, job, jtoken, sizeof(jtoken)) < 0)
+        return -1;
     long long rid = j->resv_id;
     int nnodes = j->nnodes;
     if (run->hwcoll)
@@ -470,18 +509,23 @@ static int run_job(struct client *c, uint64_t seq)
                  j->nodes[i]);
         snprintf(body, sizeof(body),
                  "{\"cxi\":\"created\",\"reservation_id\":%lld}", rid);
-        st = request(c, ji, HREC_CREATED, j->nodes[i], "PUT",
-                     npath, body, tokens[i], NULL, &amb, &last);
+        st = history_request(c, ji, HREC_CREATED, j->nodes[i], NULL, "PUT",
+                             npath, body, tokens[i], NULL, &amb, &last);
         if (st < 0)
             return -1;
         created[i] = st == 200;
         if (!created[i])
             j->abandoned = true;
     }
-    st = request(c, ji, HREC_RELEASE, NULL, "DELETE", path, NULL, run->sched,
-                 &t_send, &amb, &last);
+    if (run->steps && hsteps_run(c, ji, hostlist, jtoken) < 0)
+        return -1;
+    j = &c->log.jobs[ji];
+    st = history_request(c, ji, HREC_RELEASE, NULL, NULL, "DELETE", path,
+                         NULL, run->sched, &t_send, &amb, &last);
     if (st < 0)
         return -1;
+    if (run->steps)
+        hsteps_job_released(c, ji, t_send, st == 200 || st == 202);
     int64_t until = t_send;
     if (st != 200 && st != 202) {
         j->abandoned = true;
@@ -496,8 +540,9 @@ static int run_job(struct client *c, uint64_t seq)
                  j->nodes[i]);
         snprintf(body, sizeof(body),
                  "{\"cxi\":\"destroyed\",\"reservation_id\":%lld}", rid);
-        st = request(c, ji, HREC_DESTROYED, j->nodes[i], "PUT",
-                     npath, body, tokens[i], &d_send, &amb, &last);
+        st = history_request(c, ji, HREC_DESTROYED, j->nodes[i], NULL,
+                             "PUT", npath, body, tokens[i], &d_send, &amb,
+                             &last);
         if (st < 0)
             return -1;
         /* a node that said created holds the VNIs until its destroyed
@@ -568,7 +613,7 @@ static void usage(FILE *f)
         "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
         "               [--attempts N] [--no-reports] [--hwcoll] [--bench]\n"
         "               [--outage] [--job-nodes N [--lease]] [--log FILE]\n"
-        "               [--stop-file FILE]\n"
+        "               [--stop-file FILE] [--steps]\n"
         "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
         "  the node reports (release is then immediate; no key needed).\n"
         "  --hwcoll: two-node jobs with hardware collectives, and every\n"
@@ -583,6 +628,11 @@ static void usage(FILE *f)
         "  --attempts to outlast the failover).\n"
         "  --stop-file FILE: the load ends before --seconds once FILE\n"
         "  exists (checked before each job).\n"
+        "  --steps: each job reserves 1-2 steps with VNIs of their own with\n"
+        "  its job token (as Slurm's stepmgr), reads them back and ends\n"
+        "  them before its release; their invariants are checked too\n"
+        "  (the broker needs a node key to give job tokens; --vni-count\n"
+        "  at most 3; not with --job-nodes or --hwcoll).\n"
         "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n",
         HREC_MAX_NODES);
 }
@@ -632,6 +682,7 @@ static int parse_args(int argc, char **argv, struct run *run)
         {"job-nodes", required_argument, NULL, 'n'},
         {"lease", no_argument, NULL, 'L'},
         {"stop-file", required_argument, NULL, 'X'},
+        {"steps", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     bool bad = false;
@@ -710,6 +761,9 @@ static int parse_args(int argc, char **argv, struct run *run)
             case 'X':
                 run->stop_file = optarg;
                 break;
+            case 'T':
+                run->steps = true;
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -725,7 +779,10 @@ static int parse_args(int argc, char **argv, struct run *run)
         || (run->job_nodes
             && (run->job_nodes < 3 || run->job_nodes > HREC_MAX_NODES
                 || !run->reports || run->hwcoll))
-        || (run->lease && !run->job_nodes)) {
+        || (run->lease && !run->job_nodes)
+        || (run->steps
+            && (run->job_nodes || run->hwcoll
+                || run->vni_count >= HREC_MAX_VNIS))) {
         usage(stderr);
         return -1;
     }
@@ -839,6 +896,8 @@ int main(int argc, char **argv)
                               .get_arg = &final,
                               .get_reports = run.job_nodes ? hview_get_reports
                                                            : NULL,
+                              .get_step = hview_get_step,
+                              .steps = run.steps,
                               .prefix = run.bench ? "#   " : "",
                               .outage = run.outage};
     int failed = hcheck_run(&in, &tally);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the history client's files share (history.c: the load and its
- * jobs; hview.c, hview.h: the broker's view at the end, and the bench
- * rows): the run as the command line says it, a client thread, one HTTP
- * attempt.
+ * jobs; hsteps.c: the jobs' steps, reserved with their job tokens; hview.c,
+ * hview.h: the broker's view at the end, and the bench rows): the run as
+ * the command line says it, a client thread, one HTTP attempt, one request
+ * retried on the replicas.
  */
 #ifndef VNIB_TESTS_HISTORY_H
 #define VNIB_TESTS_HISTORY_H
@@ -48,6 +49,7 @@ struct run {
     bool outage; /* 503 unavailable is legitimate (a database failover) */
     int job_nodes; /* 0: 1-2 nodes a job, reporting one after the other */
     bool lease;    /* --job-nodes jobs reserve with a lease (presumed) */
+    bool steps;    /* each job reserves 1-2 steps with its job token */
     int64_t start_mono, stop_mono;
 };
 
@@ -75,12 +77,30 @@ struct client {
 /* Sleep ms milliseconds (through signals). */
 void history_sleep_ms(long ms);
 
+/* The thread's next pseudo-random number (xorshift64; *s never 0). */
+uint64_t history_rng(uint64_t *s);
+
 /* One attempt of method path (body, or a GET) with token to the URL r->url
  * names: fills r's times, status and error fields; the reply's body stays
  * in c->reply.buf.  Returns the status (0: no reply).
  */
 long history_attempt(struct client *c, struct hrec *r, const char *method,
                      const char *path, const char *body, const char *token);
+
+/* A request with retries on the other replicas, as a scheduler (or a
+ * job's step manager) would: sent again, with the same parameters, to the
+ * next replica after a short sleep while it gets no reply or a 5xx other
+ * than 503 vni_pool_exhausted, at most run->attempts times.  Records every
+ * attempt for job (an index into the thread's jobs) and step (NULL: none)
+ * and returns the last status, or -1 when the client broke (out of
+ * memory); *first_send is the first attempt's send time (first_send may be
+ * NULL), *ambiguous whether some attempt may have been carried out unseen,
+ * *last the last attempt (valid until the next append to the log).
+ */
+long history_request(struct client *c, uint64_t job, enum hrec_op op,
+                     const char *node, const char *step, const char *method,
+                     const char *path, const char *body, const char *token,
+                     int64_t *first_send, bool *ambiguous, struct hrec **last);
 
 /* A reservation's id and VNIs (at most HREC_MAX_VNIS of them, *n) from
  * its JSON text buf (NULL: none).

@@ -13,7 +13,8 @@
 #include "tests/stress/hrec.h"
 
 static const char *const op_names[HREC_OPS] = {
-    "reserve", "created", "release", "destroyed", "cleanup", "creating"};
+    "reserve",  "created",      "release",  "destroyed", "cleanup",
+    "creating", "step_reserve", "step_end", "step_cleanup"};
 
 /* Make room for one more element of size elem in *arr. */
 static void *grow(void **arr, size_t *n, size_t *cap, size_t elem)
@@ -50,12 +51,21 @@ struct hjob *hrec_add_job(struct hrec_log *log)
     return j;
 }
 
+struct hstep *hrec_add_step(struct hrec_log *log)
+{
+    void *arr = log->steps;
+    struct hstep *s = grow(&arr, &log->nsteps, &log->steps_cap, sizeof(*s));
+    log->steps = arr;
+    return s;
+}
+
 void hrec_log_cleanup(struct hrec_log *log)
 {
     if (!log)
         return;
     free(log->recs);
     free(log->jobs);
+    free(log->steps);
     memset(log, 0, sizeof(*log));
 }
 
@@ -130,12 +140,13 @@ static json_t *rec_json(const struct hrec_log *log,
     const char *job = r->job < log->njobs ? log->jobs[r->job].job : "";
 
     return json_pack(
-        "{s:s, s:i, s:s, s:s, s:i, s:s, s:s?, s:I, s:I, s:I, s:I, s:i,"
+        "{s:s, s:i, s:s, s:s, s:s?, s:i, s:s, s:s?, s:I, s:I, s:I, s:I, s:i,"
         " s:s?, s:s?, s:s?, s:b, s:I, s:o}",
         "type", "request",
         "thread", r->thread,
         "op", hrec_op_name(r->op),
         "job", job,
+        "step", r->step[0] ? r->step : NULL,
         "attempt", r->attempt,
         "url", urls[r->url],
         "node", r->node[0] ? r->node : NULL,
@@ -171,6 +182,32 @@ static json_t *job_json(const struct hjob *j)
         "live_until_mono_ns", (json_int_t)j->live_until);
 }
 
+static json_t *step_json(const struct hrec_log *log, const struct hstep *s)
+{
+    static const char *const readback[] = {"not_read", "same", "differs",
+                                           "refused"};
+    const char *job = s->job < log->njobs ? log->jobs[s->job].job : "";
+
+    return json_pack(
+        "{s:s, s:s, s:s, s:i, s:b, s:i, s:b, s:b, s:b, s:b, s:I, s:o, s:I,"
+        " s:I, s:s}",
+        "type", "step",
+        "job", job,
+        "step", s->step,
+        "vni_count", s->vni_count,
+        "acked", s->acked,
+        "acked_status", (int)s->acked_status,
+        "refused", s->refused,
+        "ambiguous", s->ambiguous,
+        "ended", s->ended,
+        "abandoned", s->abandoned,
+        "reservation_id", (json_int_t)s->resv_id,
+        "vnis", vni_array(s->vnis, s->nvnis),
+        "live_from_mono_ns", (json_int_t)s->live_from,
+        "live_until_mono_ns", (json_int_t)s->live_until,
+        "readback", readback[s->readback]);
+}
+
 int hrec_write_json(FILE *f, const struct hrec_log *log,
                     const char *const *urls)
 {
@@ -179,6 +216,9 @@ int hrec_write_json(FILE *f, const struct hrec_log *log,
             return -1;
     for (size_t i = 0; i < log->njobs; i++)
         if (put_line(f, job_json(&log->jobs[i])) < 0)
+            return -1;
+    for (size_t i = 0; i < log->nsteps; i++)
+        if (put_line(f, step_json(log, &log->steps[i])) < 0)
             return -1;
     return 0;
 }

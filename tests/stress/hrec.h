@@ -6,7 +6,8 @@
  * broker's URL, the status and error code, and for reserves the
  * reservation id and VNIs) and one struct hjob per job it tried to run
  * (whether the reservation was acknowledged, and the interval in which it
- * was certainly live).  Each thread appends to its own struct hrec_log, so
+ * was certainly live), and with --steps one struct hstep per job step it
+ * tried to reserve with the job's token (hsteps.c).  Each thread appends to its own struct hrec_log, so
  * recording takes no lock; the checks in hcheck.c read every log once the
  * threads have been joined.  hrec_write_json() writes the history as JSON
  * lines for a post-mortem.
@@ -25,6 +26,7 @@
 #define HREC_MAX_NODES 32 /* of a job (history --job-nodes) */
 #define HREC_JOB_SIZE 64
 #define HREC_NODE_SIZE 32
+#define HREC_STEP_SIZE 16
 
 /* What a request was for. */
 enum hrec_op {
@@ -34,6 +36,10 @@ enum hrec_op {
     HREC_DESTROYED, /* PUT .../nodes/{node} {"cxi":"destroyed"} */
     HREC_CLEANUP,   /* DELETE after a reserve that may have been orphaned */
     HREC_CREATING,  /* PUT .../nodes/{node} {"cxi":"creating"} */
+    HREC_STEP_RESERVE, /* PUT .../steps/{step} with the job token */
+    HREC_STEP_END,     /* DELETE .../steps/{step} with the job token */
+    HREC_STEP_CLEANUP, /* that DELETE after a step reserve that may have
+                        * been orphaned */
     HREC_OPS
 };
 
@@ -51,6 +57,7 @@ struct hrec {
     int url;                /* index of the broker URL it went to */
     uint64_t job;           /* index into the thread's jobs */
     char node[HREC_NODE_SIZE]; /* for reports; "" otherwise */
+    char step[HREC_STEP_SIZE]; /* for step requests; "" otherwise */
     int64_t send_mono, send_real; /* just before the request was sent */
     int64_t recv_mono, recv_real; /* when the reply (or failure) came */
     long status;            /* HTTP status; 0 when the transport failed */
@@ -90,12 +97,50 @@ struct hjob {
     unsigned char tried[HREC_MAX_NODES];
 };
 
-/* One thread's records: two growing arrays. */
+/* How a step reservation read back with the job token (GET of the step,
+ * just after its acknowledged reserve) compared with the reserve's reply:
+ * not read (no replica answered), the same, different, or refused (4xx).
+ */
+enum hrec_readback {
+    HREC_NOT_READ,
+    HREC_READ_SAME,
+    HREC_READ_DIFFERS,
+    HREC_READ_REFUSED
+};
+
+/* One job step as the client, acting as the job's step manager, saw it:
+ * reserved (PUT .../steps/{step}) and ended (DELETE) with the job token.
+ */
+struct hstep {
+    uint64_t job;            /* index into the thread's jobs */
+    char step[HREC_STEP_SIZE];
+    int vni_count;           /* what was asked for (its own VNIs) */
+    bool acked;              /* a reserve answered 200 or 201 */
+    long acked_status;       /* which */
+    bool refused;            /* 503 vni_pool_exhausted, finally */
+    bool ambiguous;          /* some reserve attempt may have committed
+                              * unseen (transport failure or 5xx) */
+    bool ended;              /* its DELETE was answered 202 */
+    bool abandoned;          /* neither its end nor its job's release was
+                              * answered: the broker may hold it still */
+    long long resv_id;       /* when acked: the step's reservation */
+    int vnis[HREC_MAX_VNIS];
+    int nvnis;
+    int64_t live_from;       /* mono: the acknowledging reply */
+    int64_t live_until;      /* mono: the earliest its VNIs could be freed
+                              * (its end's, or its job's release's, first
+                              * send); INT64_MAX when never released */
+    enum hrec_readback readback;
+};
+
+/* One thread's records: three growing arrays. */
 struct hrec_log {
     struct hrec *recs;
     size_t nrecs, recs_cap;
     struct hjob *jobs;
     size_t njobs, jobs_cap;
+    struct hstep *steps;
+    size_t nsteps, steps_cap;
 };
 
 /* Append an attempt or a job.  The returned pointer stays valid until the
@@ -104,6 +149,8 @@ struct hrec_log {
 struct hrec *hrec_add(struct hrec_log *log)
     VNIB_MUST_CHECK;
 struct hjob *hrec_add_job(struct hrec_log *log)
+    VNIB_MUST_CHECK;
+struct hstep *hrec_add_step(struct hrec_log *log)
     VNIB_MUST_CHECK;
 
 /* Free the arrays (the struct itself is the caller's). */
@@ -124,7 +171,8 @@ enum hrec_cxi hrec_cxi_of(const char *cxi);
 void hrec_parse_error(struct hrec *r, const char *buf, size_t len);
 
 /* Write one log as JSON lines ({"type":"request",...} per attempt, then
- * {"type":"job",...} per job), with the URLs by name.  0 or -1 with errno.
+ * {"type":"job",...} per job and {"type":"step",...} per step), with the
+ * URLs by name.  0 or -1 with errno.
  */
 int hrec_write_json(FILE *f, const struct hrec_log *log,
                     const char *const *urls);

@@ -55,14 +55,14 @@ int hview_get_pages(struct client *c, const char *path, const char *key,
     }
 }
 
-int hview_get_one(void *arg, const char *job, long long *id, int *vnis,
-                  int *n)
+/* A reservation at path: 0 with its id and VNIs, 1 when the broker has
+ * none (404), -1 when no replica answered.
+ */
+static int get_reservation(struct client *c, const char *path, long long *id,
+                           int *vnis, int *n)
 {
-    struct client *c = arg;
-    char path[256];
     struct hrec r = {0};
 
-    snprintf(path, sizeof(path), "/v1/reservations/%s", job);
     for (int a = 0; a < c->run->attempts; a++) {
         memset(&r, 0, sizeof(r));
         r.url = a % c->run->nurls;
@@ -76,6 +76,24 @@ int hview_get_one(void *arg, const char *job, long long *id, int *vnis,
         history_sleep_ms(100);
     }
     return -1;
+}
+
+int hview_get_one(void *arg, const char *job, long long *id, int *vnis,
+                  int *n)
+{
+    char path[256];
+
+    snprintf(path, sizeof(path), "/v1/reservations/%s", job);
+    return get_reservation(arg, path, id, vnis, n);
+}
+
+int hview_get_step(void *arg, const char *job, const char *step,
+                   long long *id, int *vnis, int *n)
+{
+    char path[256];
+
+    snprintf(path, sizeof(path), "/v1/reservations/%s/steps/%s", job, step);
+    return get_reservation(arg, path, id, vnis, n);
 }
 
 int hview_get_reports(void *arg, const char *job, long long resv_id, int n,

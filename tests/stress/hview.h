@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The history client's view of the broker once the load has run
  * (hview.c): the audit trail and the live reservations page by page, a
- * job's reservation and its node reports for the checker (hcheck.h's
- * callbacks), and the rows `make bench` prints.
+ * job's or a step's reservation and a job's node reports for the checker
+ * (hcheck.h's callbacks), and the rows `make bench` prints.
  */
 #ifndef VNIB_TESTS_HVIEW_H
 #define VNIB_TESTS_HVIEW_H
@@ -26,6 +26,13 @@ int hview_get_pages(struct client *c, const char *path, const char *key,
 /* hcheck_get_f: a job's newest reservation (arg: a struct client). */
 int hview_get_one(void *arg, const char *job, long long *id, int *vnis,
                   int *n);
+
+/* hcheck_get_step_f: a step's newest reservation of its job's current one
+ * (GET /v1/reservations/{job}/steps/{step} with the scheduler's token: the
+ * job token dies with the job's release; arg: a struct client).
+ */
+int hview_get_step(void *arg, const char *job, const char *step,
+                   long long *id, int *vnis, int *n);
 
 /* hcheck_reports_f: the node reports the broker keeps for the job's
  * reservation (GET /v1/reservations/{job}/nodes; arg: a struct client).
