@@ -593,8 +593,10 @@ FUZZ_LDLIBS_spank_env := -lslurm
 FUZZ_CPPFLAGS_spank_env := $(SLURM_CPPFLAGS)
 
 $(BUILD)/tests/fuzz/replay_request: $(FUZZ_LIBS_request)
-# test_swv compiles the switch plugin's Slurm-free sources into itself.
+# test_swv compiles the switch plugin's Slurm-free sources into itself,
+# test_swv_free its free count.
 $(BUILD)/tests/unit/switch/test_swv: $(wildcard plugins/slurm/switch/swv_*)
+$(BUILD)/tests/unit/switch/test_swv_free: $(wildcard plugins/slurm/switch/swv_free.*)
 # test_fjt compiles the Flux jobtap plugin's Flux-free sources into itself,
 # test_fxn the node side's.
 $(BUILD)/tests/unit/flux/test_fjt: $(wildcard plugins/flux/jobtap/fjt_*)

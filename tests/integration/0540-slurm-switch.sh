@@ -16,7 +16,10 @@
 # the broker down at a step's start the step is refused
 # (vnib_outage=fail), or runs without isolation, logged
 # (vnib_outage=open); a node that cannot reach the broker starts a
-# step from its lease, or, when it refuses the lease, fails it.
+# step from its lease, or, when it refuses the lease, fails it.  The
+# steps started with the broker down are those of jobs that start then:
+# vnib_broker_hold_s=0, so that 25.11+ admits them at once (the hold,
+# which keeps them PENDING first, is 0567's).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
@@ -25,7 +28,7 @@ pg_start || exit 1
 broker_up "$T/b.toml" "$(vni_pool 3000-3099)$(slurm_lease_toml)"
 broker_pin_port "$T/b.toml"
 
-slurm_switch_setup || { not_ok "switch plugin set-up"; finish; }
+slurm_switch_setup vnib_broker_hold_s=0 || { not_ok "switch plugin set-up"; finish; }
 mkdir -p "$T/out"
 chown nobody "$T/out"
 slurm_start switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \

@@ -9,7 +9,10 @@
  * reserve time (the oldest end at a poll).  What the live parts count is
  * kept as a running sum (explicit VNIs, plus how many parts take the
  * broker's default), so an admission costs O(1) under the mutex plus
- * the claims it expires, each once.
+ * the claims it expires, each once.  The hold for an unreachable broker
+ * needs no list: a job held is asked again at every scheduling pass,
+ * and one flag says that a pass is owed when the broker answers or the
+ * hold runs out.
  */
 #include "swv_free.h"
 
@@ -62,11 +65,17 @@ struct swv_free {
     bool first_done; /* the first fetch answered, well or not */
     long free_vnis;
     long per_job_default;
-    int64_t fetched_ms; /* 0: never */
-    bool refused;       /* a job was told to wait since the last nudge */
-    long refused_avail; /* ... seeing this many free and unclaimed */
-    long claimed_vnis;  /* the live parts' explicit VNIs */
-    long claimed_deflt; /* the live parts that take the default */
+    int64_t fetched_ms;    /* 0: never */
+    bool refused;          /* a job was told to wait since the last nudge */
+    long refused_avail;    /* ... seeing this many free and unclaimed */
+    int64_t hold_ms;       /* how long jobs wait for the broker; 0 never */
+    int64_t hold_since_ms; /* ... counted from here until it answers */
+    bool failing;          /* the last fetch failed */
+    bool held;             /* a job waited for the broker since a nudge */
+    bool hold_said;        /* the hold's end was logged (this outage) */
+    vnib_error_t error;    /* the last fetch's error, "" after an answer */
+    long claimed_vnis;     /* the live parts' explicit VNIs */
+    long claimed_deflt;    /* the live parts that take the default */
     struct claim *hash[BUCKETS];
     struct list by_claim;
     struct list by_resv;
@@ -184,6 +193,24 @@ static bool fresh(const struct swv_free *f, int64_t now_ms)
     return f->fetched_ms != 0 && now_ms - f->fetched_ms <= 3 * f->interval_ms;
 }
 
+/* Within the hold: the broker answered (or the hold began) less than
+ * hold_ms ago. */
+static bool holding(const struct swv_free *f, int64_t now_ms)
+{
+    int64_t since = f->fetched_ms != 0 ? f->fetched_ms : f->hold_since_ms;
+
+    return f->hold_ms > 0 && now_ms - since < f->hold_ms;
+}
+
+/* Whether a job needs any VNI; the broker's default counts as some
+ * until the broker has said what it is. */
+static bool needs_vnis(const struct swv_free *f, int need, int step_need)
+{
+    if (step_need > 0 || need > 0)
+        return true;
+    return need < 0 && (f->fetched_ms == 0 || f->per_job_default > 0);
+}
+
 bool swv_free_admit_at(
     struct swv_free *f, int need, int step_need, int64_t now_ms, long *freep)
 {
@@ -192,6 +219,13 @@ bool swv_free_admit_at(
 
     pthread_mutex_lock(&f->lock);
     expire(f, now_ms);
+    if ((f->failing || !fresh(f, now_ms)) && holding(f, now_ms)
+        && needs_vnis(f, need, step_need)) {
+        *freep = -1;
+        ok = false; /* it waits for the broker */
+        f->held = true;
+        goto out;
+    }
     if (!fresh(f, now_ms)) {
         *freep = -1;
         goto out;
@@ -318,8 +352,27 @@ bool swv_free_should_nudge(struct swv_free *f, int64_t now_ms)
         f->refused = false;
         nudge = true;
     }
+    if (f->held && ((!f->failing && fresh(f, now_ms)) || !holding(f, now_ms))) {
+        f->held = false; /* the broker is back, or the hold is over */
+        nudge = true;
+    }
     pthread_mutex_unlock(&f->lock);
     return nudge;
+}
+
+void swv_free_set_hold(struct swv_free *f, long hold_ms, int64_t since_ms)
+{
+    pthread_mutex_lock(&f->lock);
+    f->hold_ms = hold_ms > 0 ? hold_ms : 0;
+    f->hold_since_ms = since_ms;
+    pthread_mutex_unlock(&f->lock);
+}
+
+void swv_free_last_error(struct swv_free *f, vnib_error_t *errp)
+{
+    pthread_mutex_lock(&f->lock);
+    *errp = f->error;
+    pthread_mutex_unlock(&f->lock);
 }
 
 void swv_free_update_at(struct swv_free *f,
@@ -333,6 +386,9 @@ void swv_free_update_at(struct swv_free *f,
     f->free_vnis = free_vnis;
     f->per_job_default = per_job_default;
     f->fetched_ms = begun_ms > 0 ? begun_ms : 1;
+    f->error.text[0] = '\0';
+    f->failing = false;
+    f->hold_said = false;
     /* The broker counted what was reserved before this fetch began. */
     while ((c = f->by_resv.head) != NULL && c->reserved_ms < begun_ms) {
         resv_unlink(f, c);
@@ -343,6 +399,23 @@ void swv_free_update_at(struct swv_free *f,
         claim_settle(f, c);
     }
     pthread_mutex_unlock(&f->lock);
+}
+
+bool swv_free_failed_at(struct swv_free *f,
+                        const vnib_error_t *err,
+                        int64_t now_ms)
+{
+    bool over = false;
+
+    pthread_mutex_lock(&f->lock);
+    f->error = *err;
+    f->failing = true;
+    if (f->hold_ms > 0 && !f->hold_said && !holding(f, now_ms)) {
+        f->hold_said = true;
+        over = true;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return over;
 }
 
 static void *poll_loop(void *arg)
@@ -356,19 +429,25 @@ static void *poll_loop(void *arg)
         vnib_error_t err = {0};
         long free_vnis = 0, per_job = 0;
         int64_t begun;
+        bool over = false;
         int rc;
 
         pthread_mutex_unlock(&f->lock);
         begun = monotime_ms();
         rc = f->fetch(f->arg, &free_vnis, &per_job, &err);
-        if (rc == 0) {
+        if (rc == 0)
             swv_free_update_at(f, free_vnis, per_job, begun);
-            if (f->nudge != NULL && swv_free_should_nudge(f, monotime_ms()))
-                f->nudge();
-        }
+        else
+            over = swv_free_failed_at(f, &err, monotime_ms());
         if ((rc < 0) != failing && f->log != NULL)
-            f->log(f->arg, rc == 0, rc == 0 ? "" : err.text);
+            f->log(f->arg,
+                   rc == 0 ? SWV_FREE_BACK : SWV_FREE_FAILING,
+                   rc == 0 ? "" : err.text);
+        if (over && f->log != NULL)
+            f->log(f->arg, SWV_FREE_HOLD_OVER, err.text);
         failing = rc < 0;
+        if (f->nudge != NULL && swv_free_should_nudge(f, monotime_ms()))
+            f->nudge();
         pthread_mutex_lock(&f->lock);
         if (!f->first_done) {
             f->first_done = true;

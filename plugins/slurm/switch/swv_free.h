@@ -36,10 +36,17 @@
  *
  * The count exists before the first job is admitted: creation waits up
  * to first_ms for the first poll's answer.  The answer is advice: the
- * real reserve still fails closed.  When the count is unknown (the
- * first poll failed or took longer than first_ms) or stale (the broker
- * unreachable for 3 intervals), every job is admitted and the reserve
- * decides, so a broker outage never holds the whole queue.
+ * real reserve still fails closed.  While the broker does not answer (a
+ * poll failed, or the count is unknown: the first poll failed or took
+ * longer than first_ms), a job that needs VNIs waits for it, up to the
+ * hold (swv_free_set_hold) counted from the start of the last poll it
+ * answered, or from the hold's start while it has answered none: a
+ * short outage (a switchover, a restart) delays jobs instead of failing
+ * them at their reserve.  Jobs held are nudged when the broker answers
+ * again and when the hold runs out.  Past the hold, or with a hold of 0,
+ * the count is used while fresh and, once stale (no answer for 3
+ * intervals) or unknown, every job is admitted and the reserve decides
+ * (the outage policy), so a long outage never holds the whole queue.
  */
 #ifndef SWV_FREE_H
 #define SWV_FREE_H
@@ -56,8 +63,19 @@ typedef int (*swv_free_fetch_fn)(void *arg,
                                  long *per_job_defaultp,
                                  vnib_error_t *errp);
 
-/* Called on the poll thread when a fetch fails or recovers (for logs). */
-typedef void (*swv_free_log_fn)(void *arg, bool ok, const char *text);
+/* What the poll thread tells the log. */
+enum swv_free_event {
+    SWV_FREE_FAILING,   /* a fetch failed after one that answered;
+                           text: why */
+    SWV_FREE_BACK,      /* a fetch answered after one that failed */
+    SWV_FREE_HOLD_OVER, /* the hold ran out: jobs start without the
+                           broker; text: its last error */
+};
+
+/* Called on the poll thread at each event, once per change. */
+typedef void (*swv_free_log_fn)(void *arg,
+                                enum swv_free_event event,
+                                const char *text);
 
 struct swv_free;
 
@@ -78,13 +96,19 @@ struct swv_free *swv_free_create(long interval_ms,
                                  void *arg,
                                  vnib_error_t *errp);
 
+/* Hold jobs that need VNIs up to hold_ms while the count is unknown or
+ * stale, counted from the start of the broker's last answer, or from
+ * since_ms while it has not answered yet (0, the default: no hold). */
+void swv_free_set_hold(struct swv_free *f, long hold_ms, int64_t since_ms);
+
 /* Stop the thread and free (NULL accepted). */
 void swv_free_destroy(struct swv_free *f);
 
 /* May a job needing `need` VNIs of its own (-1: the broker's default)
  * and `step_need` for its first step start now?  true or false; *freep
- * receives the count it was compared with, -1 when unknown.  Never
- * blocks on I/O. */
+ * receives the count it was compared with, -1 when unknown: false with
+ * -1 means that it waits for the broker (the hold), false with a count
+ * that it waits for VNIs.  Never blocks on I/O. */
 bool swv_free_admit(struct swv_free *f, int need, int step_need, long *freep);
 
 /* Job job_id starts with that need: claim it (a claim of the same job
@@ -115,8 +139,12 @@ void swv_free_reserved_at(struct swv_free *f,
                           bool with_step,
                           int64_t now_ms);
 
+/* The last fetch's error into errp ("" when it answered). */
+void swv_free_last_error(struct swv_free *f, vnib_error_t *errp);
+
 /* True once when VNIs came back for a refused job since the last call:
- * more are free and unclaimed than the last refused job saw. */
+ * more are free and unclaimed than the last refused job saw; or when a
+ * job waited for the broker and it answered again or the hold ran out. */
 bool swv_free_should_nudge(struct swv_free *f, int64_t now_ms);
 
 /* Set the count as a fetch begun at begun_ms would (tests; the thread
@@ -125,5 +153,13 @@ void swv_free_update_at(struct swv_free *f,
                         long free_vnis,
                         long per_job_default,
                         int64_t begun_ms);
+
+/* A fetch failed at now_ms with err (tests; the thread uses it): while
+ * the hold lasts, jobs that need VNIs wait for the broker from now on,
+ * not only once the count is stale.  True once per outage when the hold
+ * has run out. */
+bool swv_free_failed_at(struct swv_free *f,
+                        const vnib_error_t *err,
+                        int64_t now_ms);
 
 #endif /* !SWV_FREE_H */

@@ -23,6 +23,7 @@ enum key_kind {
     KEY_HWCOLL, /* on|off|auto */
     KEY_MS,     /* a positive number of milliseconds */
     KEY_ONOFF,  /* on|off */
+    KEY_HOLD_S, /* seconds 0-SWV_BROKER_HOLD_MAX_S, more read as the max */
 };
 
 struct config_key {
@@ -46,6 +47,9 @@ static const struct config_key config_keys[] = {
     {"vnib_timeout_ms", KEY_MS, offsetof(struct swv_config, timeout_ms)},
     {"vnib_retry_busy_ms", KEY_MS, offsetof(struct swv_config, retry_busy_ms)},
     {"vnib_free_poll_ms", KEY_MS, offsetof(struct swv_config, free_poll_ms)},
+    {"vnib_broker_hold_s",
+     KEY_HOLD_S,
+     offsetof(struct swv_config, broker_hold_s)},
 };
 
 /* HPE's --network keys that switch/vnib accepts and ignores: the broker
@@ -82,6 +86,7 @@ static void config_defaults(struct swv_config *cfg)
     cfg->timeout_ms = 5000;
     cfg->retry_busy_ms = 5000;
     cfg->free_poll_ms = 1000;
+    cfg->broker_hold_s = 60;
 }
 
 /* A count of VNIs, 0-4. */
@@ -185,6 +190,32 @@ static int apply_config_key(struct swv_config *cfg,
                                  "1-600000, not '%s'",
                                  k->name,
                                  val);
+            }
+            *(long *)(void *)field = ms;
+            return 0;
+        case KEY_HOLD_S:
+            errno = 0;
+            ms = strtol(val, &end, 10); /* seconds; decimal, even "030" */
+            if (val[0] < '0' || val[0] > '9' || *end != '\0'
+                || (errno != 0 && errno != ERANGE)) {
+                errno = EINVAL;
+                return errprintf(errp,
+                                 "SwitchParameters: %s: want seconds 0-%d, "
+                                 "not '%s'",
+                                 k->name,
+                                 SWV_BROKER_HOLD_MAX_S,
+                                 val);
+            }
+            if (errno == ERANGE || ms > SWV_BROKER_HOLD_MAX_S) {
+                snprintf(cfg->warning,
+                         sizeof(cfg->warning),
+                         "SwitchParameters: %s=%s is more than %d s; "
+                         "read as %d",
+                         k->name,
+                         val,
+                         SWV_BROKER_HOLD_MAX_S,
+                         SWV_BROKER_HOLD_MAX_S);
+                ms = SWV_BROKER_HOLD_MAX_S;
             }
             *(long *)(void *)field = ms;
             return 0;

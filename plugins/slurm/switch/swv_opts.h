@@ -19,6 +19,10 @@
 #include "vnib/tclass.h"
 
 #define SWV_PATH_MAX 512
+#define SWV_WARNING_MAX 160
+
+/* The longest vnib_broker_hold_s: a larger value is read as this. */
+#define SWV_BROKER_HOLD_MAX_S 3600
 
 /* The helper's file name (swv_helper.h, swv_load.h). */
 #define SWV_HELPER_NAME "vnib-switch-helper.so"
@@ -53,6 +57,11 @@ struct swv_config {
     long retry_busy_ms;              /* vnib_retry_busy_ms: destroy */
     long free_poll_ms;               /* vnib_free_poll_ms: slurmctld's
                                         free count (Slurm 25.11+) */
+    long broker_hold_s;              /* vnib_broker_hold_s: how long a
+                                        job that needs VNIs waits for an
+                                        unreachable broker (25.11+) */
+    char warning[SWV_WARNING_MAX];   /* what the parse bounded, for the
+                                        log; "" when nothing */
 };
 
 /* What one step asks for, after the defaults and --network. */
@@ -65,7 +74,9 @@ struct swv_network {
 /* Fill cfg from SwitchParameters (NULL or "" gives the defaults).  Keys
  * that do not start with vnib_ belong to no one here and are refused,
  * as is an unknown vnib_ key or a bad value.  Returns 0, or -1 with
- * errno EINVAL and errp naming the key.
+ * errno EINVAL and errp naming the key.  A value above its bound that
+ * is read as the bound (vnib_broker_hold_s) leaves a line for the log
+ * in cfg->warning.
  */
 int swv_config_parse(struct swv_config *cfg,
                      const char *params,

@@ -55,6 +55,9 @@ static int load_config(void)
         error("switch/vnib: %s", err.text);
         return SLURM_ERROR;
     }
+    /* As Slurm's warning(), which 22.05's headers do not declare. */
+    if (swv_cfg.warning[0] != '\0')
+        info("warning: switch/vnib: %s", swv_cfg.warning);
     return SLURM_SUCCESS;
 }
 
@@ -460,16 +463,33 @@ static int free_fetch(void *arg,
     return h->pool_free(&swv_cfg, freep, per_jobp, errp);
 }
 
-static void free_log(void *arg, bool ok, const char *text)
+static void free_log(void *arg, enum swv_free_event event, const char *text)
 {
     (void)arg;
-    if (ok)
+    if (event == SWV_FREE_BACK)
         info("switch/vnib: the broker's free VNI count is known again");
-    else
+    else if (event == SWV_FREE_FAILING && swv_cfg.broker_hold_s > 0)
+        error(
+            "switch/vnib: cannot read the broker's free VNI count (%s); "
+            "jobs that need VNIs wait for the broker at %s up to %ld s "
+            "after its last answer (vnib_broker_hold_s)",
+            text,
+            swv_cfg.url,
+            swv_cfg.broker_hold_s);
+    else if (event == SWV_FREE_FAILING)
         error(
             "switch/vnib: cannot read the broker's free VNI count (%s); "
             "jobs start without waiting for VNIs",
             text);
+    else
+        error(
+            "switch/vnib: the broker at %s has not answered for %ld s "
+            "(vnib_broker_hold_s; %s): jobs start without waiting for it, "
+            "and vnib_outage=%s applies at their steps",
+            swv_cfg.url,
+            swv_cfg.broker_hold_s,
+            text,
+            swv_cfg.outage == SWV_OUTAGE_OPEN ? "open" : "fail");
 }
 
 #if SWV_IFACE == 25
@@ -494,13 +514,15 @@ static void free_nudge(void)
 static void free_start(void)
 {
     vnib_error_t err = {0};
+    int64_t t0 = monotime_ms();
 
     /* A claim outlives several polls: the job reserves at its first
      * step, which may come a few seconds after it starts; it ends sooner
      * when the plugin reserves the job or the job ends.  The first
      * admission waits (once, under slurmctld's locks) for the first
-     * poll, at most FREE_FIRST_MS: past it, or on a failure, every job
-     * is admitted until the count is known. */
+     * poll, at most FREE_FIRST_MS: past it, or on a failure, jobs that
+     * need VNIs wait for the broker up to vnib_broker_hold_s from now,
+     * then every job is admitted until the count is known. */
     free_count = swv_free_create(
         swv_cfg.free_poll_ms,
         10000 + 5 * swv_cfg.free_poll_ms,
@@ -510,8 +532,11 @@ static void free_start(void)
         free_nudge,
         NULL,
         &err);
-    if (free_count == NULL)
+    if (free_count == NULL) {
         error("switch/vnib: %s; jobs start without waiting for VNIs", err.text);
+        return;
+    }
+    swv_free_set_hold(free_count, swv_cfg.broker_hold_s * 1000, t0);
 }
 
 /* May job_ptr start now, as far as VNIs go?  From memory only. */
@@ -529,9 +554,19 @@ static int job_start_test(job_record_t *job_ptr)
         return SLURM_SUCCESS; /* a bad --network fails at its step */
     if (swv_free_admit(free_count, net.vnis, net.step_vnis, &free_vnis))
         return SLURM_SUCCESS;
-    /* An out-of-tree plugin cannot add a reason: "Resources" it is. */
+    /* An out-of-tree plugin cannot add a reason: "Resources" it is
+     * (slurmctld frees any state_desc set here). */
     job_ptr->state_reason = WAIT_RESOURCES;
-    if (net.vnis < 0)
+    if (free_vnis < 0) {
+        swv_free_last_error(free_count, &err);
+        debug(
+            "switch/vnib: JobId=%u waits for the broker at %s: %s (up to "
+            "%ld s after its last answer, vnib_broker_hold_s)",
+            job_ptr->job_id,
+            swv_cfg.url,
+            err.text[0] != '\0' ? err.text : "no answer yet",
+            swv_cfg.broker_hold_s);
+    } else if (net.vnis < 0)
         debug(
             "switch/vnib: JobId=%u waits for VNIs: it needs the broker's "
             "default and %d for its first step, %ld free and unclaimed",

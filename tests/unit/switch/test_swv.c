@@ -4,8 +4,9 @@
  * (swv_opts.c), the jobinfo's wire form with and without a lease
  * (swv_jobinfo.c), the release spool record (swv_ctld.c, the hook's
  * format) and slurmctld's release outbox (swv_outbox.c) against a
- * stand-in for the broker.  The plugin's sources
- * are compiled in: they are not part of any library.
+ * stand-in for the broker (slurmctld's free count: test_swv_free.c).
+ * The plugin's sources are compiled in: they are not part of any
+ * library.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,7 +25,6 @@
 
 #include "plugins/slurm/switch/swv_conn.c"
 #include "plugins/slurm/switch/swv_ctld.c"
-#include "plugins/slurm/switch/swv_free.c"
 #include "plugins/slurm/switch/swv_jobinfo.c"
 #include "plugins/slurm/switch/swv_outbox.c"
 #include "plugins/slurm/switch/swv_opts.c"
@@ -52,6 +52,8 @@ static void test_config_defaults(void **state)
     assert_int_equal(cfg.vnis, -1);
     assert_int_equal(cfg.step_vnis, 0);
     assert_int_equal(cfg.timeout_ms, 5000);
+    assert_int_equal(cfg.broker_hold_s, 60);
+    assert_string_equal(cfg.warning, "");
 }
 
 static void test_config_keys(void **state)
@@ -74,6 +76,54 @@ static void test_config_keys(void **state)
     assert_string_equal(cfg.hwcoll, "off");
     assert_int_equal(cfg.timeout_ms, 1500);
     assert_string_equal(cfg.agent_config, "/e/%n.toml");
+    assert_string_equal(cfg.warning, "");
+}
+
+/* vnib_broker_hold_s: seconds 0-3600, decimal even with a leading zero;
+ * a longer hold is read as 3600, with a line for the log. */
+static void test_config_broker_hold(void **state)
+{
+    static const struct {
+        const char *params;
+        long hold_s;
+        bool warned;
+    } good[] = {
+        {"vnib_broker_hold_s=0", 0, false},
+        {"vnib_broker_hold_s=030", 30, false},
+        {"vnib_broker_hold_s=3600", 3600, false},
+        {"vnib_broker_hold_s=3601", 3600, true},
+        {"vnib_broker_hold_s=99999999999999999999999", 3600, true},
+    };
+    static const char *const bad[] = {
+        "vnib_broker_hold_s=-1",
+        "vnib_broker_hold_s=",
+        "vnib_broker_hold_s=+5",
+        "vnib_broker_hold_s=5s",
+        "vnib_broker_hold_s= 5",
+        "vnib_broker_hold_s",
+    };
+    struct swv_config cfg;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        vnib_error_t err = {0};
+
+        assert_int_equal(swv_config_parse(&cfg, good[i].params, &err), 0);
+        assert_int_equal(cfg.broker_hold_s, good[i].hold_s);
+        if (good[i].warned)
+            assert_non_null(
+                strstr(cfg.warning, "more than 3600 s; read as 3600"));
+        else
+            assert_string_equal(cfg.warning, "");
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        vnib_error_t err = {0};
+
+        assert_int_equal(swv_config_parse(&cfg, bad[i], &err), -1);
+        assert_int_equal(errno, EINVAL);
+        assert_non_null(strstr(err.text, "vnib_broker_hold_s"));
+    }
 }
 
 static void test_config_refusals(void **state)
@@ -322,276 +372,6 @@ static void test_jobdata(void **state)
     assert_int_equal(n, 18);
     assert_int_equal(swv_jobdata_decode(bad, n, &out, &err), 0);
     assert_int_equal(out.job_resv, 0);
-}
-
-/* slurmctld's free count: admits while the count allows, counts what
- * started jobs claimed, forgets claims after claim_ms, admits everything
- * when the count is unknown or stale, and asks for a scheduling pass
- * once VNIs come back for a refused job. */
-static void test_free_count(void **state)
-{
-    vnib_error_t err = {0};
-    struct swv_free *f;
-    long free_vnis = 0;
-
-    (void)state;
-    assert_null(swv_free_create(0, 1000, 0, NULL, NULL, NULL, NULL, &err));
-    assert_null(swv_free_create(1000, 0, 0, NULL, NULL, NULL, NULL, &err));
-    f = swv_free_create(1000, 3200, 0, NULL, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    /* never fetched: admitted, count unknown */
-    assert_true(swv_free_admit_at(f, 4, 0, 5000, &free_vnis));
-    assert_int_equal(free_vnis, -1);
-
-    swv_free_update_at(f, 5, 2, 10000);
-    /* the test alone claims nothing: asked twice, the same answer */
-    assert_true(swv_free_admit_at(f, 5, 0, 10000, &free_vnis));
-    assert_true(swv_free_admit_at(f, 5, 0, 10000, &free_vnis));
-    assert_int_equal(free_vnis, 5);
-    swv_free_claim_at(f, 1, 2, 0, 10000);
-    swv_free_claim_at(f, 2, -1, 0, 10100); /* the default, 2 */
-    assert_true(swv_free_admit_at(f, 1, 0, 10200, &free_vnis));
-    assert_int_equal(free_vnis, 1);
-    assert_false(swv_free_admit_at(f, 2, 0, 10200, &free_vnis));
-    assert_false(swv_free_admit_at(f, -1, 0, 10200, &free_vnis));
-    swv_free_claim_at(f, 3, 1, 0, 10300);
-    assert_false(swv_free_admit_at(f, 1, 0, 10400, &free_vnis));
-    assert_int_equal(free_vnis, 0);
-    /* the default changes: so does what its claims count */
-    swv_free_update_at(f, 5, 1, 10500);
-    assert_true(swv_free_admit_at(f, 1, 0, 10500, &free_vnis));
-    assert_int_equal(free_vnis, 1);
-    swv_free_update_at(f, 5, 2, 10600);
-
-    /* no nudge while nothing came back */
-    swv_free_update_at(f, 5, 2, 11000);
-    assert_false(swv_free_should_nudge(f, 11000));
-    assert_false(swv_free_admit_at(f, 1, 0, 11000, &free_vnis));
-    /* after claim_ms the claims are gone: VNIs came back for the refused
-     * jobs, one nudge */
-    swv_free_update_at(f, 5, 2, 13500);
-    assert_true(swv_free_should_nudge(f, 13500));
-    assert_false(swv_free_should_nudge(f, 13500));
-    assert_true(swv_free_admit_at(f, 5, 0, 13500, &free_vnis));
-    assert_int_equal(free_vnis, 5);
-
-    /* stale after 3 intervals without a fetch: admitted, unknown */
-    assert_true(swv_free_admit_at(f, 4, 0, 13500 + 3001, &free_vnis));
-    assert_int_equal(free_vnis, -1);
-    swv_free_destroy(f);
-}
-
-/* Issue 45 (a): a job that needs no VNI starts, even when the count
- * shows fewer than none free and unclaimed. */
-static void test_free_zero_need(void **state)
-{
-    vnib_error_t err = {0};
-    struct swv_free *f;
-    long free_vnis = 0;
-
-    (void)state;
-    f = swv_free_create(1000, 10000, 0, NULL, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    swv_free_update_at(f, 1, 0, 1000);
-    swv_free_claim_at(f, 1, 2, 0, 1000);
-    swv_free_claim_at(f, 2, 1, 0, 1000);
-    assert_false(swv_free_admit_at(f, 1, 0, 1100, &free_vnis));
-    assert_int_equal(free_vnis, -2);
-    assert_true(swv_free_admit_at(f, 0, 0, 1100, &free_vnis));
-    /* the broker's default is none: a job asking for it needs none */
-    assert_true(swv_free_admit_at(f, -1, 0, 1100, &free_vnis));
-    /* no VNI of its own, one for its first step: it waits */
-    assert_false(swv_free_admit_at(f, 0, 1, 1100, &free_vnis));
-    /* a job that needs nothing claims nothing */
-    swv_free_claim_at(f, 3, 0, 0, 1200);
-    assert_false(swv_free_admit_at(f, 1, 0, 1200, &free_vnis));
-    assert_int_equal(free_vnis, -2);
-    swv_free_destroy(f);
-}
-
-/* Issue 45 (b): a job's claim ends at the first poll begun after the
- * plugin reserved it, or at once when it ends unreserved: the count
- * never counts a reserved job twice past that poll, nor goes below
- * none because of it. */
-static void test_free_reserved(void **state)
-{
-    vnib_error_t err = {0};
-    struct swv_free *f;
-    long free_vnis = 0;
-    uint32_t j;
-
-    (void)state;
-    f = swv_free_create(1000, 10000, 0, NULL, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    /* a pool of 6: six 1-VNI jobs start */
-    swv_free_update_at(f, 6, 1, 1000);
-    for (j = 1; j <= 6; j++) {
-        assert_true(swv_free_admit_at(f, 1, 0, 1000, &free_vnis));
-        swv_free_claim_at(f, j, 1, 0, 1000);
-    }
-    assert_false(swv_free_admit_at(f, 1, 0, 1000, &free_vnis));
-    assert_int_equal(free_vnis, 0);
-    /* four reserve at 1500; a poll begun at 1400 (before the reserves)
-     * answers 2 free: all six still claimed, not below none by more
-     * than the broker's lag */
-    for (j = 1; j <= 4; j++)
-        swv_free_reserved_at(f, j, true, 1500);
-    swv_free_reserved_at(f, 99, true, 1500); /* no claim: nothing */
-    swv_free_update_at(f, 6, 1, 1400);
-    assert_false(swv_free_admit_at(f, 1, 0, 1600, &free_vnis));
-    assert_int_equal(free_vnis, 0);
-    /* a poll begun at 2000 shows the four: 2 free, 2 claimed */
-    swv_free_update_at(f, 2, 1, 2000);
-    assert_false(swv_free_admit_at(f, 1, 0, 2100, &free_vnis));
-    assert_int_equal(free_vnis, 0);
-    /* job 5 ends unreserved: its claim ends now, no poll needed */
-    swv_free_ended(f, 5);
-    assert_true(swv_free_admit_at(f, 1, 0, 2200, &free_vnis));
-    assert_int_equal(free_vnis, 1);
-    /* job 6 reserves, then ends before a poll showed it: counted until
-     * a poll begun after its reserve */
-    swv_free_reserved_at(f, 6, true, 2300);
-    swv_free_ended(f, 6);
-    swv_free_update_at(f, 2, 1, 2300); /* begun with the reserve */
-    assert_int_equal(f->claimed_vnis, 1);
-    swv_free_update_at(f, 1, 1, 2400);
-    assert_true(swv_free_admit_at(f, 1, 0, 2500, &free_vnis));
-    assert_int_equal(free_vnis, 1);
-    assert_null(f->by_claim.head);
-    assert_int_equal(f->claimed_vnis, 0);
-    assert_int_equal(f->claimed_deflt, 0);
-    /* a requeued job's second start replaces its first claim */
-    swv_free_claim_at(f, 7, 1, 0, 2600);
-    swv_free_claim_at(f, 7, 1, 0, 2700);
-    assert_false(swv_free_admit_at(f, 1, 0, 2700, &free_vnis));
-    assert_int_equal(free_vnis, 0);
-    /* NULL accepted where Slurm has no count (before 25.11) */
-    swv_free_reserved(NULL, 7, true);
-    swv_free_ended(NULL, 7);
-    swv_free_destroy(f);
-}
-
-/* Issue 45 (d): a job that asks for per-step VNIs needs its first
- * step's too; a stepmgr job's reserve (the job's VNIs only) leaves the
- * step's part claimed until the job ends. */
-static void test_free_step_need(void **state)
-{
-    vnib_error_t err = {0};
-    struct swv_free *f;
-    long free_vnis = 0;
-
-    (void)state;
-    f = swv_free_create(1000, 10000, 0, NULL, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    swv_free_update_at(f, 3, 1, 1000);
-    assert_false(swv_free_admit_at(f, 1, 3, 1000, &free_vnis));
-    assert_false(swv_free_admit_at(f, -1, 3, 1000, &free_vnis));
-    assert_true(swv_free_admit_at(f, 1, 2, 1000, &free_vnis));
-    swv_free_claim_at(f, 1, 1, 2, 1000);
-    assert_false(swv_free_admit_at(f, 0, 1, 1000, &free_vnis));
-    assert_int_equal(free_vnis, 0);
-    /* its stepmgr reserve: the job's VNI is counted by the broker after
-     * the next poll, its step's 2 stay claimed */
-    swv_free_reserved_at(f, 1, false, 1100);
-    swv_free_update_at(f, 2, 1, 1200);
-    assert_int_equal(f->claimed_vnis, 2);
-    assert_false(swv_free_admit_at(f, 1, 0, 1200, &free_vnis));
-    assert_int_equal(free_vnis, 0);
-    /* the job ends: its step's part goes at once */
-    swv_free_ended(f, 1);
-    assert_true(swv_free_admit_at(f, 1, 1, 1300, &free_vnis));
-    assert_int_equal(free_vnis, 2);
-    assert_null(f->by_claim.head);
-    swv_free_destroy(f);
-}
-
-static int fetches;
-static long fetch_free = 3;
-static useconds_t fetch_sleep_us;
-static bool fetch_fails;
-
-static int fake_fetch(void *arg, long *freep, long *defp, vnib_error_t *errp)
-{
-    (void)arg;
-    if (fetch_sleep_us > 0)
-        usleep(fetch_sleep_us);
-    fetches++;
-    if (fetch_fails) {
-        errno = ECONNREFUSED;
-        return errprintf(errp, "connection refused");
-    }
-    *freep = fetch_free;
-    *defp = 1;
-    return 0;
-}
-
-/* The poll thread fetches at once, then every interval, and stops. */
-static void test_free_thread(void **state)
-{
-    vnib_error_t err = {0};
-    struct swv_free *f;
-    long free_vnis = 0;
-    int i;
-
-    (void)state;
-    fetches = 0;
-    f = swv_free_create(20, 1000, 0, fake_fetch, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    for (i = 0; i < 200 && fetches < 3; i++)
-        usleep(10000);
-    assert_true(fetches >= 3);
-    assert_false(swv_free_admit(f, 4, 0, &free_vnis));
-    assert_int_equal(free_vnis, 3);
-    swv_free_destroy(f);
-}
-
-/* Issue 45 (c): a fresh count answers its first admission from the
- * broker's count, asked before it; a broker that fails or is slower
- * than the bound leaves every job admitted, the reserve deciding. */
-static void test_free_first(void **state)
-{
-    vnib_error_t err = {0};
-    struct swv_free *f;
-    long free_vnis = 0;
-    int64_t t0;
-
-    (void)state;
-    /* the broker answers at once: known from the first admission on */
-    fetch_free = 2;
-    f = swv_free_create(60000, 10000, 1000, fake_fetch, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    assert_false(swv_free_admit(f, 3, 0, &free_vnis));
-    assert_int_equal(free_vnis, 2);
-    swv_free_destroy(f);
-
-    /* the broker takes 50 ms: the first admission waits for it */
-    fetch_sleep_us = 50000;
-    f = swv_free_create(60000, 10000, 1000, fake_fetch, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    assert_false(swv_free_admit(f, 3, 0, &free_vnis));
-    assert_int_equal(free_vnis, 2);
-    swv_free_destroy(f);
-
-    /* slower than the bound: creation returns at the bound, admitting */
-    fetch_sleep_us = 400000;
-    t0 = monotime_ms();
-    f = swv_free_create(60000, 10000, 100, fake_fetch, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    assert_true(monotime_ms() - t0 < 350);
-    assert_true(swv_free_admit(f, 3, 0, &free_vnis));
-    assert_int_equal(free_vnis, -1);
-    swv_free_destroy(f);
-
-    /* unreachable: admitted at once, the reserve decides */
-    fetch_sleep_us = 0;
-    fetch_fails = true;
-    f = swv_free_create(60000, 10000, 1000, fake_fetch, NULL, NULL, NULL, &err);
-    assert_non_null(f);
-    assert_true(swv_free_admit(f, 3, 0, &free_vnis));
-    assert_int_equal(free_vnis, -1);
-    swv_free_destroy(f);
-    fetch_fails = false;
-    fetch_free = 3;
 }
 
 static void test_spool(void **state)
@@ -864,17 +644,12 @@ int main(void)
         cmocka_unit_test(test_config_defaults),
         cmocka_unit_test(test_config_keys),
         cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_config_broker_hold),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_expand_node),
         cmocka_unit_test(test_jobinfo_round_trip),
         cmocka_unit_test(test_jobinfo_lease),
         cmocka_unit_test(test_jobdata),
-        cmocka_unit_test(test_free_count),
-        cmocka_unit_test(test_free_zero_need),
-        cmocka_unit_test(test_free_reserved),
-        cmocka_unit_test(test_free_step_need),
-        cmocka_unit_test(test_free_thread),
-        cmocka_unit_test(test_free_first),
         cmocka_unit_test(test_spool),
         cmocka_unit_test(test_outbox),
         cmocka_unit_test(test_outbox_superseded),
