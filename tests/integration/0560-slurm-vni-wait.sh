@@ -21,13 +21,7 @@ pg_start || exit 1
 broker_up "$T/b.toml" "$(vni_pool 3000-3001)$(slurm_lease_toml)"
 broker_pin_port "$T/b.toml"
 
-slurm_switch_setup vnib_free_poll_ms=200,vnib_broker_hold_s=0 ||
-    { not_ok "switch plugin set-up"; finish; }
-mkdir -p "$T/out"
-chown nobody "$T/out"
-slurm_start switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \
-    plugin_dir="$VNIB_PLUGIN_DIR" || { not_ok "slurm starts"; slurm_dump_logs 30; finish; }
-ok "slurmctld and slurmd n1-n3 are up with SwitchType=switch/vnib, a pool of two VNIs"
+slurm_vnib_up vnib_free_poll_ms=200,vnib_broker_hold_s=0 "a pool of two VNIs"
 
 cat >"$T/out/job.sh" <<'EOS'
 #!/bin/sh

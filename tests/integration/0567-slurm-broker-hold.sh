@@ -34,13 +34,7 @@ pg_start || exit 1
 broker_up "$T/b.toml" "$(vni_pool 3000-3001)$(slurm_lease_toml)"
 broker_pin_port "$T/b.toml"
 
-slurm_switch_setup vnib_free_poll_ms=200,vnib_broker_hold_s=$HOLD ||
-    { not_ok "switch plugin set-up"; finish; }
-mkdir -p "$T/out"
-chown nobody "$T/out"
-slurm_start switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \
-    plugin_dir="$VNIB_PLUGIN_DIR" || { not_ok "slurm starts"; slurm_dump_logs 30; finish; }
-ok "slurmctld and slurmd n1-n3 are up with switch/vnib, vnib_broker_hold_s=$HOLD"
+slurm_vnib_up vnib_free_poll_ms=200,vnib_broker_hold_s=$HOLD "vnib_broker_hold_s=$HOLD"
 
 cat >"$T/out/job.sh" <<'EOS'
 #!/bin/sh

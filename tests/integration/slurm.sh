@@ -440,19 +440,6 @@ slurm_ctld_kill () {
     STARTED_PIDS=$(echo " $STARTED_PIDS " | sed "s/ $pid / /; s/^ *//; s/ *$//")
 }
 
-# slurm_switch_setup [NAME=VALUE...]: the switch plugin: a copy of the
-# built switch_vnib.so in $T/plugins (VNIB_PLUGIN_DIR), of its helper
-# vnib-switch-helper.so and the agent's vnib-agent-broker.so in $T/helper
-# (VNIB_HELPER_DIR; vnib_helper names it), the agent settings
-# $T/NODE/agent.toml of n1-n3 (the broker at $BROKER_URL, node.name set,
-# four simulated NICs each; tokens from node_token; the broker's lease
-# key, when slurm_lease_toml made one), slurmctld's token in
-# $T/sched.token, and VNIB_SWITCH_PARAMS: SwitchParameters for them, the
-# release spool in $T/spool/release (VNIB_SPOOL); NAME=VALUE items are
-# appended.  Pass switch=vnib switch_params="$VNIB_SWITCH_PARAMS"
-# plugin_dir="$VNIB_PLUGIN_DIR" to slurm_start.  With AGENT_RUN_ROOT set,
-# the nodes' state and NIC files are in AGENT_RUN_ROOT/NODE/, as
-# agent_setup's (agent.sh).
 # slurm_plugin_unresolved SO: the symbols SO needs that neither this
 # release's Slurm libraries (libslurmfull, which every Slurm program
 # loads, and libslurm) nor the libraries SO links define, one per line.
@@ -473,6 +460,19 @@ slurm_plugin_unresolved () {
         sort -u | comm -23 - "$T/defined.syms"
 }
 
+# slurm_switch_setup [NAME=VALUE...]: the switch plugin: a copy of the
+# built switch_vnib.so in $T/plugins (VNIB_PLUGIN_DIR), of its helper
+# vnib-switch-helper.so and the agent's vnib-agent-broker.so in $T/helper
+# (VNIB_HELPER_DIR; vnib_helper names it), the agent settings
+# $T/NODE/agent.toml of n1-n3 (the broker at $BROKER_URL, node.name set,
+# four simulated NICs each; tokens from node_token; the broker's lease
+# key, when slurm_lease_toml made one), slurmctld's token in
+# $T/sched.token, and VNIB_SWITCH_PARAMS: SwitchParameters for them, the
+# release spool in $T/spool/release (VNIB_SPOOL); NAME=VALUE items are
+# appended.  Pass switch=vnib switch_params="$VNIB_SWITCH_PARAMS"
+# plugin_dir="$VNIB_PLUGIN_DIR" to slurm_start.  With AGENT_RUN_ROOT set,
+# the nodes' state and NIC files are in AGENT_RUN_ROOT/NODE/, as
+# agent_setup's (agent.sh).
 slurm_switch_setup () {
     local n arg
     [ -f "$VNIB_SLURM_OUT/switch_vnib.so" ] || {
@@ -527,6 +527,19 @@ EOF
     for arg in "$@"; do
         VNIB_SWITCH_PARAMS="$VNIB_SWITCH_PARAMS,$arg"
     done
+}
+
+# slurm_vnib_up PARAMS WHAT: slurm_switch_setup with the NAME=VALUE items
+# PARAMS (comma-separated), $T/out for the jobs (nobody's), and slurmctld
+# and slurmd n1-n3 started with switch/vnib; the "ok" line names WHAT, and
+# a failure ends the test.
+slurm_vnib_up () {
+    slurm_switch_setup "$1" || { not_ok "switch plugin set-up"; finish; }
+    mkdir -p "$T/out"
+    chown nobody "$T/out"
+    slurm_start switch=vnib switch_params="$VNIB_SWITCH_PARAMS" \
+        plugin_dir="$VNIB_PLUGIN_DIR" || { not_ok "slurm starts"; slurm_dump_logs 30; finish; }
+    ok "slurmctld and slurmd n1-n3 are up with SwitchType=switch/vnib, $2"
 }
 
 # slurm_lease_toml: the broker's [lease] table (EXTRA-TOML for broker_up)
