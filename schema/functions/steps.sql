@@ -88,15 +88,15 @@ END $$;
 -- Reserve for step p_step of job p_job, whose active reservation the
 -- broker checked is p_parent (the step's nodes within the job's, the VNI
 -- counts within a CXI service's four).  outcome: created | exists (the
--- step's active reservation, same nodes and count) | conflict (different
--- ones) | superseded (a newer reservation of the step was made while this
--- request waited) | not_found (the job has no reservation) |
--- job_not_active (the job's newest is not active) | parent_changed (the
--- job's active reservation is no longer p_parent: check again).  Pool
--- exhaustion raises VN001.  p_presumed, p_lease_until and p_lease_skew
--- as vnib_reserve_batch's (a retry must repeat p_presumed); the step's
--- lease names its job's VNIs too, so the job's lease_until moves on with
--- it.
+-- step's active reservation, same nodes and count; detail 'lease' when
+-- the request's lease differs) | conflict (different ones) | superseded
+-- (a newer reservation of the step was made while this request waited) |
+-- not_found (the job has no reservation) | job_not_active (the job's
+-- newest is not active) | parent_changed (the job's active reservation
+-- is no longer p_parent: check again).  Pool exhaustion raises VN001.
+-- p_presumed, p_lease_until and p_lease_skew as vnib_reserve_batch's; the
+-- step's lease names its job's VNIs too, so the job's lease_until moves
+-- on with it.
 CREATE OR REPLACE FUNCTION vnib_step_reserve(
     p_job text, p_step text, p_parent bigint, p_nodes text,
     p_node_count integer, p_vni_count integer, p_empty_reason text,
@@ -129,13 +129,23 @@ BEGIN
     SELECT id, nodes, vni_count, parent_id, presumed INTO r FROM reservations
      WHERE job_id = key AND state = 'active';
     IF FOUND AND r.nodes = p_nodes AND r.vni_count = p_vni_count
-       AND r.parent_id = par.id AND r.presumed = coalesce(p_presumed, false) THEN
+       AND r.parent_id = par.id THEN
         IF p_lease_until IS NOT NULL THEN
             -- The job's row before the step's (see the top of this file).
             PERFORM vnib_lease_extend(par.id, p_lease_until, p_lease_skew);
             PERFORM vnib_lease_extend(r.id, p_lease_until, p_lease_skew);
         END IF;
-        RETURN vnib_step_row('exists', r.id, NULL);
+        -- A retry that asks a lease the step was made without (a plugin
+        -- reloaded with other settings) gets the step, presumed from now
+        -- on as its lease lets the nodes start without a report; one that
+        -- asks none of a presumed step gets it as it is.  detail 'lease'
+        -- says the request differed.
+        IF coalesce(p_presumed, false) AND NOT r.presumed THEN
+            UPDATE reservations SET presumed = true WHERE id = r.id;
+        END IF;
+        RETURN vnib_step_row('exists', r.id,
+                             CASE WHEN r.presumed <> coalesce(p_presumed, false)
+                                  THEN 'lease' END);
     ELSIF FOUND THEN
         RETURN vnib_step_row('conflict', r.id, NULL);
     END IF;
