@@ -42,6 +42,12 @@ unfill () {
     TOKEN=$SCHED_TOKEN http DELETE "/v1/reservations/$1"
     expect_match "the other scheduler releases $1" "$HTTP_STATUS" '^20[02]$'
 }
+# refusals: the reserves the broker answered 503 so far.
+refusals () {
+    curl -sS --max-time 10 "$BROKER_URL/metrics" | awk '
+        /^vnib_http_requests_total\{/ && /method="POST",route="\/v1\/reservations",code="503"/ { n += $NF }
+        END { print n + 0 }'
+}
 waits () { fluxc job eventlog "$1" 2>/dev/null | grep -c ' vnibroker-wait '; }
 conf_line () {
     sed -i '/^pool-wait-ms = /d' "$T/flux.d/vnibroker.toml"
@@ -68,6 +74,7 @@ expect_eq "... and no wait" "$(waits "$id")" 0
 # ---- a job waits, and is canceled while it waits --------------------------------
 conf_line ""
 expect_eq "pool-wait-ms back to its default" "$(flux_query | jq -r '.["pool-wait-ms"]')" 1500000
+r0=$(refusals)
 id=$(fluxc submit -N1 true)
 dec=$(fluxc job id --to=dec "$id")
 ev=$(flux_event "$id" vnibroker-wait)
@@ -77,6 +84,9 @@ expect_eq "... and how long it may wait" "$(jq -r '.["pool-wait-ms"]' <<<"$ev")"
 sleep 4
 expect_eq "four seconds later it is still held (RUN, not started), not failed" \
     "$(fluxc jobs -no {state} "$id"):$(fluxc job eventlog "$id" | grep -c -e ' start' -e ' exception')" RUN:0
+r1=$(refusals)
+echo "# its reserve was refused $((r1 - r0)) times in about 4 s"
+expect_match "... its reserve is made again and again ($((r1 - r0)) refusals)" "$((r1 - r0))" '^([3-9]|[1-9][0-9])$'
 q=$(flux_query)
 expect_eq "the plugin counts it waiting" "$(jq -c '[.calls.waiting, .counts["pool-waited"]]' <<<"$q")" '[1,1]'
 expect_eq "... its wait is logged once" "$(grep -c "job $dec waits for VNIs" "$T/flux.log")" 1
@@ -90,7 +100,10 @@ echo "# its exceptions: $(printf '%s\n' "$exs" | grep -c .)"
 expect_eq "... with the cancel exception, and none of vnibroker's" \
     "$(grep -c 'type="cancel"' <<<"$exs"):$(grep -c 'type="vnibroker"' <<<"$exs")" 1:0
 expect_eq "... its wait is over" "$(flux_query | jq -r .calls.waiting)" 0
-sleep 1
+sleep 0.5
+r2=$(refusals)
+sleep 3
+expect_eq "... no reserve of it is made after it ended" "$(refusals)" "$r2"
 resv "$dec"
 expect_eq "... and nothing is reserved for it" "$HTTP_STATUS" 404
 expect_eq "... no node is drained" "$(drained)" 0

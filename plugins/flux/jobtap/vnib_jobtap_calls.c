@@ -233,26 +233,6 @@ static bool reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
 
     if (q)
         q->queued = false;
-    if (c->result == FJT_POOL_SHORT && q && !q->ended) {
-        if (vnib_jobtap_wait(ctx, q, c) == 0)
-            return true;
-    }
-    if (q && q->wait_since_ms > 0)
-        snprintf(waited,
-                 sizeof(waited),
-                 " (after %" PRId64 " ms waiting for VNIs, %d attempts)",
-                 monotime_ms() - q->wait_since_ms,
-                 c->attempts);
-    if (c->result == FJT_OK) {
-        const char *by =
-            json_string_value(json_object_get(c->reply, "created_by"));
-        ctx->n.reserved++;
-        if (!ctx->token_name[0] && by)
-            snprintf(ctx->token_name, sizeof(ctx->token_name), "%s", by);
-    } else if (c->result != FJT_POOL_SHORT || (q && !q->ended)) {
-        /* (Not a wait that the job's end cut short.) */
-        ctx->n.reserve_failed++;
-    }
     if (c->lease_disabled) {
         if (!ctx->lease_disabled)
             flux_log(ctx->h,
@@ -269,6 +249,25 @@ static bool reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
                  LOG_INFO,
                  "vnibroker: the broker signs leases again: jobs start from "
                  "them");
+    }
+    if (c->result == FJT_POOL_SHORT && q && !q->ended
+        && vnib_jobtap_wait(ctx, q, c) == 0)
+        return true;
+    if (q && q->wait_since_ms > 0)
+        snprintf(waited,
+                 sizeof(waited),
+                 " (after %" PRId64 " ms waiting for VNIs, %d attempts)",
+                 monotime_ms() - q->wait_since_ms,
+                 c->attempts);
+    if (c->result == FJT_OK) {
+        const char *by =
+            json_string_value(json_object_get(c->reply, "created_by"));
+        ctx->n.reserved++;
+        if (!ctx->token_name[0] && by)
+            snprintf(ctx->token_name, sizeof(ctx->token_name), "%s", by);
+    } else if (c->result != FJT_POOL_SHORT || (q && !q->ended)) {
+        /* (Not a wait that the job's end cut short.) */
+        ctx->n.reserve_failed++;
     }
     if (!q || q->ended) {
         /* The job ended meanwhile: its cleanup queued the release,
