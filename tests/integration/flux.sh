@@ -61,15 +61,17 @@ flux_require () {
     command -v jq >/dev/null || skip_flux "jq is missing: make deps"
 }
 
-# flux_cluster [TOML]: PostgreSQL, a broker (pool 3000-3099, the lease key
-# unless FLUX_LEASES=0, TOML added to its configuration) and the agents of
+# flux_cluster [TOML]: PostgreSQL, a broker (pool FLUX_VNI_POOL, default
+# 3000-3099; the lease key unless FLUX_LEASES=0, FLUX_LEASE_TOML added to
+# its [lease] table; TOML added to its configuration) and the agents of
 # fx0-fx2, four simulated NICs each, with the lease's public key.
 flux_cluster () {
     pg_start || exit 1
     lease_keys
     fc_lease=""
-    [ "${FLUX_LEASES:-1}" = 1 ] && fc_lease=$(printf '\n[lease]\nkey_file = "%s"' "$T/lease.key")
-    broker_up "$T/b.toml" "$(vni_pool 3000-3099)$fc_lease
+    [ "${FLUX_LEASES:-1}" = 1 ] &&
+        fc_lease=$(printf '\n[lease]\nkey_file = "%s"\n%s' "$T/lease.key" "${FLUX_LEASE_TOML:-}")
+    broker_up "$T/b.toml" "$(vni_pool "${FLUX_VNI_POOL:-3000-3099}")$fc_lease
 ${1:-}"
     for n in fx0 fx1 fx2; do
         agent_setup "$n" 4 "[lease]

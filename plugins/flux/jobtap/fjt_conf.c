@@ -115,6 +115,7 @@ static const char *const known_keys[] = {
     "hwcoll",
     "reconcile-s",
     "token-name",
+    "pool-wait-ms",
     NULL,
 };
 
@@ -159,6 +160,7 @@ int fjt_conf_parse(struct fjt_conf *c,
     c->reserve_fatal = true;
     c->vnis_per_job = -1;
     c->reconcile_s = 300;
+    c->pool_wait_ms = FJT_DEFAULT_POOL_WAIT_MS;
 
     if (check_keys(table, "[vnibroker]", errp) < 0
         || check_keys(load, "the plugin's arguments", errp) < 0
@@ -202,6 +204,14 @@ int fjt_conf_parse(struct fjt_conf *c,
                     errp)
                < 0
         || get_long(table, load, "retry-ms", 100, 3600000, &c->retry_ms, errp)
+               < 0
+        || get_long(table,
+                    load,
+                    "pool-wait-ms",
+                    0,
+                    FJT_MAX_POOL_WAIT_MS,
+                    &c->pool_wait_ms,
+                    errp)
                < 0
         || get_bool(table, load, "reserve-fatal", &c->reserve_fatal, errp) < 0)
         return -1;

@@ -22,6 +22,12 @@
 
 #define FJT_DEFAULT_TOKEN_FILE "/etc/vnibroker/flux.token"
 #define FJT_DEFAULT_SPOOL_DIR "/var/spool/vnibroker/flux/release"
+/* How long a job whose reserve finds the pool short waits for VNIs, held
+ * in its prolog: 25 minutes, under perilog's default prolog timeout (30
+ * minutes), so that the wait ends with the broker's refusal rather than
+ * the prolog's timeout.  At most a day. */
+#define FJT_DEFAULT_POOL_WAIT_MS (25L * 60 * 1000)
+#define FJT_MAX_POOL_WAIT_MS (24L * 3600 * 1000)
 
 struct fjt_conf {
     char url[512];
@@ -36,6 +42,7 @@ struct fjt_conf {
     int vnis_per_job;        /* -1: the broker's default */
     char hwcoll[8];          /* "": the broker's default */
     long reconcile_s;        /* 0: never (default 300) */
+    long pool_wait_ms;       /* a job waits for VNIs; 0: refused at once */
     char token_name[128];    /* the token's name at the broker; "": learnt */
 };
 

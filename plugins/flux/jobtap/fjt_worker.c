@@ -131,11 +131,9 @@ static bool pause_ms(struct fjt_worker *w, long ms)
     return !stop;
 }
 
-/* A 503 the broker means as a final answer (the pool is empty). */
-static bool final_refusal(int status, const vnib_error_t *e)
+/* 503 vni_pool_exhausted: the broker is up, but has too few VNIs free. */
+static bool pool_short(int status, const vnib_error_t *e)
 {
-    if (status >= 400 && status < 500)
-        return true;
     return status == 503 && strncmp(e->text, "vni_pool_exhausted", 18) == 0;
 }
 
@@ -184,8 +182,16 @@ static void do_reserve(struct fjt_worker *w,
             r.lease = c->lease = false;
             continue;
         }
-        if (c->status > 0 && final_refusal(c->status, &c->error)) {
+        if (c->status >= 400 && c->status < 500) {
             c->result = FJT_REFUSED;
+            return;
+        }
+        /* Back to the plugin at once: the job's wait for VNIs is the
+         * reactor's (a timer, or a release's end, queues the call again),
+         * never a thread's.  A thread that slept here until VNIs came
+         * back could hold up the very releases that free them. */
+        if (pool_short(c->status, &c->error)) {
+            c->result = FJT_POOL_SHORT;
             return;
         }
         c->result = FJT_UNREACHABLE;

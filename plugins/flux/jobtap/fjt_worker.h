@@ -18,6 +18,12 @@
  * reservation_conflict (it wanted a retry to ask as the first did; a
  * newer one answers the job's reservation, made presumed, with a lease).
  *
+ * A reserve answered 503 vni_pool_exhausted comes back at once as
+ * FJT_POOL_SHORT, after one request: no thread ever waits for VNIs (a
+ * thread that did could stand in front of the releases that free them).
+ * The plugin holds such a call and queues it again (the same call, its
+ * attempts counted on) when VNIs may be free.
+ *
  * Releases the broker cannot take (unreachable, 5xx) are kept in the
  * spool (fjt_spool.h) before the call comes back, so a release is never
  * only in memory: FJT_FLUSH calls send them again.  Calls still queued
@@ -48,8 +54,10 @@ enum fjt_op {
 
 /* How a call ended, for the plugin's decision. */
 enum fjt_result {
-    FJT_OK,      /* reserved (reply set), released, or flushed all */
-    FJT_REFUSED, /* the broker answered no (4xx, or 503 vni_pool_exhausted) */
+    FJT_OK,          /* reserved (reply set), released, or flushed all */
+    FJT_REFUSED,     /* the broker answered no (4xx) */
+    FJT_POOL_SHORT,  /* reserve: 503 vni_pool_exhausted, nothing reserved;
+                      * the plugin may queue the call again later */
     FJT_UNREACHABLE, /* no answer before the deadline (or 5xx throughout) */
     FJT_SPOOLED,     /* release: kept in the spool, sent again later */
     FJT_FAILED,      /* release: the broker refused it and the spool too */

@@ -19,7 +19,10 @@
  * that such a broker costs one request per job.  A reserve that fails
  * raises a fatal
  * exception of type vnibroker, or, with reserve-fatal = false, lets the job run
- * without isolation (an empty cray-slingshot event saying why).
+ * without isolation (an empty cray-slingshot event saying why).  A reserve
+ * that finds the pool short (503 vni_pool_exhausted) does neither at
+ * first: the job stays held and its reserve is made again as VNIs come
+ * back, for up to pool-wait-ms (vnib_jobtap_wait.c).
  *
  * At job.state.cleanup (any job that had resources) it releases the job's
  * reservation; the broker keeps the VNIs quarantined until every node
@@ -42,7 +45,8 @@
  *
  * This file holds the job callbacks, the recovery of a plugin loaded into
  * a running instance, and the configuration, query, load and unload;
- * vnib_jobtap_calls.c the broker calls and their outcomes.
+ * vnib_jobtap_calls.c the broker calls and their outcomes;
+ * vnib_jobtap_wait.c the jobs waiting for VNIs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -133,6 +137,16 @@ static int cleanup_cb(flux_plugin_t *p,
     if ((q = vnib_jobtap_pending_find(ctx, id))) {
         vnib_jobtap_end_holds(ctx, q, 1);
         q->ended = true;
+        /* One that waited for VNIs: its wait ends here.  Its reserve,
+         * held between retries, reserved nothing and is dropped; one in
+         * flight is released by the release queued below, after it. */
+        if (q->wait_since_ms > 0)
+            flux_log(ctx->h,
+                     LOG_INFO,
+                     "vnibroker: job %ju ended while it waited for VNIs "
+                     "(%" PRId64 " ms)",
+                     (uintmax_t)id,
+                     monotime_ms() - q->wait_since_ms);
         if (!q->queued)
             vnib_jobtap_pending_remove(ctx, id);
     }
@@ -457,6 +471,7 @@ static int conf_update_cb(flux_plugin_t *p,
         ctx->lease_probe_ms = 0;
         ctx->conf.reserve_fatal = c.reserve_fatal;
         ctx->conf.vnis_per_job = c.vnis_per_job;
+        ctx->conf.pool_wait_ms = c.pool_wait_ms;
         memcpy(ctx->conf.hwcoll, c.hwcoll, sizeof(c.hwcoll));
     }
     rc = 0;
@@ -485,8 +500,8 @@ static int query_cb(flux_plugin_t *p,
             args,
             FLUX_PLUGIN_ARG_OUT,
             "{s:s s:s s:s s:i s:b s:i s:s s:b s:{s:s s:i s:I} "
-            "s:{s:i s:i s:o} s:{s:I s:I s:I s:I s:I s:I s:I} s:{s:I s:s} "
-            "s:s}",
+            "s:I s:{s:i s:i s:o s:i} s:{s:I s:I s:I s:I s:I s:I s:I s:I} "
+            "s:{s:I s:s} s:s}",
             "url",
             ctx->conf.url,
             "token-file",
@@ -510,6 +525,8 @@ static int query_cb(flux_plugin_t *p,
             ctx->spool ? fjt_spool_count(ctx->spool) : -1,
             "retry-ms",
             (json_int_t)ctx->conf.retry_ms,
+            "pool-wait-ms",
+            (json_int_t)ctx->conf.pool_wait_ms,
             "calls",
             "queued",
             queued,
@@ -517,6 +534,8 @@ static int query_cb(flux_plugin_t *p,
             running,
             "held",
             held ? held : json_array(),
+            "waiting",
+            vnib_jobtap_waiting(ctx),
             "counts",
             "reserved",
             (json_int_t)ctx->n.reserved,
@@ -532,6 +551,8 @@ static int query_cb(flux_plugin_t *p,
             (json_int_t)ctx->n.recovered,
             "reconciled",
             (json_int_t)ctx->n.reconciled,
+            "pool-waited",
+            (json_int_t)ctx->n.pool_waited,
             "reconcile",
             "every-s",
             (json_int_t)ctx->conf.reconcile_s,

@@ -27,12 +27,28 @@
 /* How often reserves ask a broker that signs no leases for one again. */
 #define LEASE_PROBE_MS (5 * 60 * 1000)
 
+/* The job event that says a job waits for VNIs (once per job). */
+#define EVENT_WAIT "vnibroker-wait"
+/* A job waiting for VNIs retries after this, doubled each time up to
+ * POOL_RETRY_MAX_MS; after a release of ours ends, at once, then from
+ * POOL_RETRY_WAKE_MS (the VNIs leave quarantine when the nodes'
+ * housekeeping reports, a little after the release). */
+#define POOL_RETRY_FIRST_MS 250
+#define POOL_RETRY_WAKE_MS 100
+#define POOL_RETRY_MAX_MS 2000
+
 /* A job the plugin holds (or will hold) until its reserve comes back. */
 struct pending {
     uint64_t id;
     int holds;   /* prolog actions of ours to end: 0 or 1 */
     bool queued; /* its reserve is with the worker */
     bool ended;  /* the job reached CLEANUP meanwhile */
+    /* A job whose reserve found the pool short (vnib_jobtap_wait). */
+    struct fjt_call *call;  /* its reserve, held until it is queued again */
+    flux_watcher_t *timer;  /* queues it again */
+    int64_t wait_since_ms;  /* monotonic, the first 503; 0: not waiting */
+    long backoff_ms;        /* the next retry's delay */
+    struct plugin_ctx *ctx; /* for the timer's callback */
     struct pending *next;
 };
 
@@ -44,6 +60,7 @@ struct counters {
     unsigned long release_failed;
     unsigned long recovered;
     unsigned long reconciled;
+    unsigned long pool_waited; /* jobs that waited for VNIs */
 };
 
 struct plugin_ctx {
@@ -108,6 +125,22 @@ void vnib_jobtap_reconcile_cb(flux_reactor_t *r,
 /* Queue the release of job id's reservation with the worker: 0, or -1
  * when out of memory. */
 int vnib_jobtap_queue_release(struct plugin_ctx *ctx, uint64_t id);
+
+/* A reserve c of job q came back FJT_POOL_SHORT.  Returns 0 when the
+ * job waits on for VNIs (q keeps c and queues it again later: a timer
+ * with back-off, or vnib_jobtap_wake); -1 when it must not wait
+ * (pool-wait-ms is 0, or its wait is over): the caller refuses it. */
+int vnib_jobtap_wait(struct plugin_ctx *ctx,
+                     struct pending *q,
+                     struct fjt_call *c);
+
+/* A release of ours ended: VNIs may come back.  Queue the reserves of
+ * the jobs that have waited longest (as many as there are threads) now,
+ * and retry them soon after. */
+void vnib_jobtap_wake(struct plugin_ctx *ctx);
+
+/* The number of jobs waiting for VNIs now. */
+int vnib_jobtap_waiting(const struct plugin_ctx *ctx);
 
 /* Queue the reserve of the job in args for the pending entry q.  On
  * failure the job is failed (vnib_jobtap_fail_job) and q's holds ended. */

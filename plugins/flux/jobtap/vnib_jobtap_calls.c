@@ -49,6 +49,9 @@ void vnib_jobtap_pending_remove(struct plugin_ctx *ctx, uint64_t id)
         if ((*pp)->id == id) {
             struct pending *q = *pp;
             *pp = q->next;
+            /* A held reserve reserved nothing: dropped with its timer. */
+            flux_watcher_destroy(q->timer);
+            fjt_call_destroy(q->call);
             free(q);
             return;
         }
@@ -220,21 +223,16 @@ static int post_reserved(struct plugin_ctx *ctx,
 
 /* ---- the worker's results, in the reactor ----------------------------- */
 
-static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
+/* Returns true when it kept c (the job waits for VNIs with it). */
+static bool reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
 {
     struct pending *q = vnib_jobtap_pending_find(ctx, c->id);
     int status = 0;
-    char why[256];
+    char why[320];
+    char waited[96] = "";
 
-    if (c->result == FJT_OK) {
-        const char *by =
-            json_string_value(json_object_get(c->reply, "created_by"));
-        ctx->n.reserved++;
-        if (!ctx->token_name[0] && by)
-            snprintf(ctx->token_name, sizeof(ctx->token_name), "%s", by);
-    } else {
-        ctx->n.reserve_failed++;
-    }
+    if (q)
+        q->queued = false;
     if (c->lease_disabled) {
         if (!ctx->lease_disabled)
             flux_log(ctx->h,
@@ -252,14 +250,39 @@ static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
                  "vnibroker: the broker signs leases again: jobs start from "
                  "them");
     }
+    if (c->result == FJT_POOL_SHORT && q && !q->ended
+        && vnib_jobtap_wait(ctx, q, c) == 0)
+        return true;
+    if (q && q->wait_since_ms > 0)
+        snprintf(waited,
+                 sizeof(waited),
+                 " (after %" PRId64 " ms waiting for VNIs, %d attempts)",
+                 monotime_ms() - q->wait_since_ms,
+                 c->attempts);
+    if (c->result == FJT_OK) {
+        const char *by =
+            json_string_value(json_object_get(c->reply, "created_by"));
+        ctx->n.reserved++;
+        if (!ctx->token_name[0] && by)
+            snprintf(ctx->token_name, sizeof(ctx->token_name), "%s", by);
+    } else if (c->result != FJT_POOL_SHORT || (q && !q->ended)) {
+        /* (Not a wait that the job's end cut short.) */
+        ctx->n.reserve_failed++;
+    }
     if (!q || q->ended) {
         /* The job ended meanwhile: its cleanup queued the release,
          * which runs after this reserve. */
         if (q)
             vnib_jobtap_pending_remove(ctx, c->id);
-        return;
+        return false;
     }
     if (c->result == FJT_OK) {
+        if (waited[0])
+            flux_log(ctx->h,
+                     LOG_INFO,
+                     "vnibroker: job %ju got its VNIs%s",
+                     (uintmax_t)c->id,
+                     waited);
         status = post_reserved(ctx, c->id, c->reply, c->ncores);
         flux_log(ctx->h,
                  LOG_DEBUG,
@@ -270,16 +293,19 @@ static void reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
     } else {
         snprintf(why,
                  sizeof(why),
-                 "%s: %s",
-                 c->result == FJT_REFUSED ? "the broker refused the reservation"
-                                          : "the broker is unreachable",
-                 c->error.text);
+                 "%s: %s%s",
+                 c->result == FJT_UNREACHABLE
+                     ? "the broker is unreachable"
+                     : "the broker refused the reservation",
+                 c->error.text,
+                 waited);
         flux_log(
             ctx->h, LOG_ERR, "vnibroker: job %ju: %s", (uintmax_t)c->id, why);
         status = vnib_jobtap_fail_job(ctx, c->id, why);
     }
     vnib_jobtap_end_holds(ctx, q, status);
     vnib_jobtap_pending_remove(ctx, c->id);
+    return false;
 }
 
 static void release_done(struct plugin_ctx *ctx, struct fjt_call *c)
@@ -287,6 +313,10 @@ static void release_done(struct plugin_ctx *ctx, struct fjt_call *c)
     switch (c->result) {
         case FJT_OK:
             ctx->n.released++;
+            /* VNIs come back (once the nodes report): the jobs waiting
+             * for them try now. */
+            if (c->status != 404)
+                vnib_jobtap_wake(ctx);
             break;
         case FJT_SPOOLED:
             ctx->n.release_spooled++;
@@ -379,9 +409,10 @@ void vnib_jobtap_done_cb(flux_reactor_t *r,
     while (list) {
         struct fjt_call *c = list;
         list = c->next;
-        if (c->op == FJT_RESERVE)
-            reserve_done(ctx, c);
-        else if (c->op == FJT_RELEASE)
+        if (c->op == FJT_RESERVE) {
+            if (reserve_done(ctx, c))
+                continue;
+        } else if (c->op == FJT_RELEASE)
             release_done(ctx, c);
         else if (c->op == FJT_LIST)
             list_done(ctx, c);
@@ -390,6 +421,8 @@ void vnib_jobtap_done_cb(flux_reactor_t *r,
                      LOG_WARNING,
                      "vnibroker: spooled releases kept for later: %s",
                      c->error.text);
+        else if (c->attempts > 0)
+            vnib_jobtap_wake(ctx); /* spooled releases sent */
         fjt_call_destroy(c);
     }
 }

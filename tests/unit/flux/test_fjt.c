@@ -7,7 +7,9 @@
  * queued at destroy are spooled, never lost; a reserve asks for a lease,
  * and is asked again at once without one from a broker that signs none
  * (400 lease_disabled) or for a job reserved without one (409
- * reservation_conflict), against a fake broker.  The plugin's sources are
+ * reservation_conflict), against a fake broker; a reserve answered 503
+ * vni_pool_exhausted comes back at once (FJT_POOL_SHORT, one request),
+ * for the plugin to retry, with no thread waiting.  The plugin's sources are
  * compiled in: they are not part of any library.  The plugin against a
  * real broker and a real Flux: tests/integration/07*-flux.sh.
  */
@@ -57,6 +59,7 @@ static void test_conf_defaults(void **state)
     assert_string_equal(c.hwcoll, "");
     assert_int_equal(c.reconcile_s, 300);
     assert_string_equal(c.token_name, "");
+    assert_int_equal(c.pool_wait_ms, 25L * 60 * 1000);
     json_decref(t);
 }
 
@@ -78,6 +81,16 @@ static void test_conf_load_overrides(void **state)
     assert_int_equal(c.threads, 8);
     assert_false(c.reserve_fatal);
     assert_string_equal(c.hwcoll, "on");
+    assert_int_equal(c.pool_wait_ms, 25L * 60 * 1000);
+    json_decref(t);
+    json_decref(l);
+    /* pool-wait-ms: 0 (refused at once) and a load argument's string. */
+    t = js("{\"url\":\"https://b:8443\",\"pool-wait-ms\":0}");
+    assert_int_equal(fjt_conf_parse(&c, t, NULL, &e), 0);
+    assert_int_equal(c.pool_wait_ms, 0);
+    l = js("{\"pool-wait-ms\":\"5000\"}");
+    assert_int_equal(fjt_conf_parse(&c, t, l, &e), 0);
+    assert_int_equal(c.pool_wait_ms, 5000);
     json_decref(t);
     json_decref(l);
 }
@@ -116,6 +129,10 @@ static void test_conf_errors(void **state)
                       "timeout-ms must be an integer");
     expect_conf_error("{\"url\":\"http://x\",\"reconcile-s\":-1}",
                       "reconcile-s must be an integer from 0 to 86400");
+    expect_conf_error("{\"url\":\"http://x\",\"pool-wait-ms\":-1}",
+                      "pool-wait-ms must be an integer from 0 to 86400000");
+    expect_conf_error("{\"url\":\"http://x\",\"pool-wait-ms\":86400001}",
+                      "pool-wait-ms must be an integer from 0 to 86400000");
 }
 
 static int opts(const char *jobspec_opts,
@@ -446,6 +463,10 @@ static void test_worker_lease(void **state)
         "{\"error\":{\"code\":\"reservation_conflict\",\"message\":"
         "\"x\"}}",
         "{\"id\":7,\"job_id\":\"42\",\"vnis\":[3000]}"};
+    const char *exhausted[] = {
+        "{\"error\":{\"code\":\"vni_pool_exhausted\",\"message\":"
+        "\"VNI pool exhausted: 1 VNIs requested, 0 free\"}}"};
+    const int unavailable[] = {503};
     const int twice[] = {400, 200};
     const int conflicted[] = {409, 200};
     char *bodies[2] = {NULL, NULL};
@@ -486,6 +507,17 @@ static void test_worker_lease(void **state)
     fjt_call_destroy(c);
     free(bodies[0]);
     free(bodies[1]);
+
+    /* A pool too short: back at once after one request, nothing waited
+     * for in the thread (the plugin's reactor retries it). */
+    c = reserve_against(exhausted, unavailable, 1, true, bodies);
+    assert_int_equal(c->result, FJT_POOL_SHORT);
+    assert_int_equal(c->status, 503);
+    assert_int_equal(c->attempts, 1);
+    if (!strstr(c->error.text, "vni_pool_exhausted"))
+        fail_msg("'%s' does not name vni_pool_exhausted", c->error.text);
+    fjt_call_destroy(c);
+    free(bodies[0]);
 
     /* Without a lease asked for, a conflict is final. */
     c = reserve_against(conflict, conflicted, 1, false, bodies);
