@@ -147,7 +147,7 @@ static int cleanup_cb(flux_plugin_t *p,
                      "(%" PRId64 " ms)",
                      (uintmax_t)id,
                      monotime_ms() - q->wait_since_ms);
-        if (!q->queued)
+        if (!q->queued && !q->busy)
             vnib_jobtap_pending_remove(ctx, id);
     }
     if (!had_resources(args) || released_off(args))

@@ -43,6 +43,10 @@ struct pending {
     int holds;   /* prolog actions of ours to end: 0 or 1 */
     bool queued; /* its reserve is with the worker */
     bool ended;  /* the job reached CLEANUP meanwhile */
+    /* A reserve's answer is being applied (reserve_done): an exception
+     * raised there moves the job to CLEANUP at once, inside that call, and
+     * cleanup_cb then leaves the entry for reserve_done to drop. */
+    bool busy;
     /* A job whose reserve found the pool short (vnib_jobtap_wait). */
     struct fjt_call *call;  /* its reserve, held until it is queued again */
     flux_watcher_t *timer;  /* queues it again */

@@ -276,6 +276,9 @@ static bool reserve_done(struct plugin_ctx *ctx, struct fjt_call *c)
             vnib_jobtap_pending_remove(ctx, c->id);
         return false;
     }
+    /* Failing the job (or posting its events) runs its CLEANUP callback
+     * before returning: q stays ours until the end. */
+    q->busy = true;
     if (c->result == FJT_OK) {
         if (waited[0])
             flux_log(ctx->h,
@@ -480,6 +483,20 @@ int vnib_jobtap_queue_release(struct plugin_ctx *ctx, uint64_t id)
     return 0;
 }
 
+/* Fail q's job, end its holds and drop q.  Outside a jobtap callback (a
+ * recovery's lookup) the exception runs the job's CLEANUP callback at
+ * once, inside fail_job: q is kept for us there (busy) and freed here. */
+static void fail_and_drop(struct plugin_ctx *ctx,
+                          struct pending *q,
+                          const char *why)
+{
+    uint64_t id = q->id;
+
+    q->busy = true;
+    vnib_jobtap_end_holds(ctx, q, vnib_jobtap_fail_job(ctx, id, why));
+    vnib_jobtap_pending_remove(ctx, id);
+}
+
 void vnib_jobtap_queue_reserve(struct plugin_ctx *ctx,
                                struct pending *q,
                                flux_plugin_arg_t *args)
@@ -491,6 +508,7 @@ void vnib_jobtap_queue_reserve(struct plugin_ctx *ctx,
     vnib_error_t error;
     char *nodes = NULL;
     struct fjt_call *c = NULL;
+    uint64_t id = q->id;
 
     if (flux_plugin_arg_unpack(args,
                                FLUX_PLUGIN_ARG_IN,
@@ -502,38 +520,29 @@ void vnib_jobtap_queue_reserve(struct plugin_ctx *ctx,
                                "R",
                                &R)
         < 0) {
-        vnib_jobtap_end_holds(
-            ctx,
-            q,
-            vnib_jobtap_fail_job(ctx, q->id, "cannot read the job's data"));
-        vnib_jobtap_pending_remove(ctx, q->id);
+        fail_and_drop(ctx, q, "cannot read the job's data");
         return;
     }
     if (fjt_jobopts_parse(&o, jobspec, &error) < 0) {
-        vnib_jobtap_end_holds(
-            ctx, q, vnib_jobtap_fail_job(ctx, q->id, error.text));
-        vnib_jobtap_pending_remove(ctx, q->id);
+        fail_and_drop(ctx, q, error.text);
         return;
     }
     if (o.off || o.vni_count == 0
         || (o.vni_count < 0 && ctx->conf.vnis_per_job == 0)) {
+        q->busy = true;
         post_empty(
-            ctx, q->id, o.off ? "disabled by user request" : "none requested");
+            ctx, id, o.off ? "disabled by user request" : "none requested");
         vnib_jobtap_end_holds(ctx, q, 0);
-        vnib_jobtap_pending_remove(ctx, q->id);
+        vnib_jobtap_pending_remove(ctx, id);
         return;
     }
     if (!(nodes = fjt_R_nodes(R, &error))) {
-        vnib_jobtap_end_holds(
-            ctx, q, vnib_jobtap_fail_job(ctx, q->id, error.text));
-        vnib_jobtap_pending_remove(ctx, q->id);
+        fail_and_drop(ctx, q, error.text);
         return;
     }
     if (!(c = fjt_call_create(FJT_RESERVE, q->id, nodes))) {
         free(nodes);
-        vnib_jobtap_end_holds(
-            ctx, q, vnib_jobtap_fail_job(ctx, q->id, "out of memory"));
-        vnib_jobtap_pending_remove(ctx, q->id);
+        fail_and_drop(ctx, q, "out of memory");
         return;
     }
     free(nodes);
