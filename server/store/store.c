@@ -643,6 +643,7 @@ static PGresult *conn_wait_result(struct store *s,
     const char *state = PQresultErrorField(last, PG_DIAG_SQLSTATE);
     const char *primary = PQresultErrorField(last, PG_DIAG_MESSAGE_PRIMARY);
     int e = sqlstate_errno(state);
+    c->conflict = state && (!strcmp(state, "40P01") || !strcmp(state, "40001"));
     if (e == ENOSPC) {
         /* Expected under load, not a database fault (vnib_reserve of
          * schema 7, kept for brokers of that schema).
@@ -654,12 +655,13 @@ static PGresult *conn_wait_result(struct store *s,
         return NULL;
     }
     logger_printf(s->log,
-                  LOG_ERR,
+                  c->conflict ? LOG_WARNING : LOG_ERR,
                   NULL,
-                  "database: %s: %s (SQLSTATE %s)",
+                  "database: %s: %s (SQLSTATE %s)%s",
                   what,
                   primary ? primary : "error",
-                  state ? state : "none");
+                  state ? state : "none",
+                  c->conflict ? "; rolled back, run again" : "");
     stat_add(s, &s->stats.errors);
     if (e == EDQUOT) {
         pthread_mutex_lock(&s->lock);
@@ -721,6 +723,7 @@ PGresult *store_conn_exec(struct store *s,
     int64_t deadline = monotime_ms() + timeout_ms;
     PGresult *r;
 
+    c->conflict = false;
     if (!(c->prepared & (UINT64_C(1) << id))) {
         if (!PQsendPrepare(c->pg,
                            store_stmts[id].name,
@@ -776,14 +779,21 @@ static bool stmt_writes(enum stmt_id id)
  * then dropped.  The statement is run again until it fails on a
  * connection opened for it, not on one more of those: each retry removes
  * an open connection from the pool, so there are at most nconns of them.
- * Every store operation is idempotent, so a retry is safe even if an
- * attempt committed before its connection died.
+ * A statement that PostgreSQL rolled back to break a deadlock, or for a
+ * serialization failure, is run again too, up to STORE_CONFLICT_RUNS
+ * times in all: the transaction it lost to has gone on, so the next run
+ * normally passes, and a client is not told 503 for the database's own
+ * lock order.  Every store operation is idempotent, so a retry is safe
+ * even if an attempt committed before its connection died.
  */
+#define STORE_CONFLICT_RUNS 4
 PGresult *store_run(struct store *s,
                     enum stmt_id id,
                     const char *const *params,
                     vnib_error_t *errp)
 {
+    int conflicts = 0;
+
     for (size_t attempt = 0; attempt <= s->nconns; attempt++) {
         struct conn *c = store_conn_acquire(s, errp);
         if (!c)
@@ -796,6 +806,10 @@ PGresult *store_run(struct store *s,
          * try again, on the next open one or a fresh one.
          */
         bool retry = !r && e == EAGAIN && was_open && !c->pg;
+        if (!r && c->pg && c->conflict && ++conflicts < STORE_CONFLICT_RUNS) {
+            retry = true;
+            attempt--; /* not a dead connection: does not count there */
+        }
         store_conn_release(s, c);
         errno = e;
         if (retry)

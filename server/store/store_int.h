@@ -150,6 +150,9 @@ struct conn {
     uint64_t prepared; /* bit per enum stmt_id prepared on this connection */
     bool fresh;        /* opened by the current borrower */
     unsigned *count;   /* the open counter in stats; NULL: stats.open */
+    /* Its last statement was rolled back by a deadlock or a serialization
+     * failure (SQLSTATE 40P01, 40001): nothing of it stayed. */
+    bool conflict;
 };
 
 struct store {
