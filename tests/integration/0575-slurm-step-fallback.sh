@@ -21,7 +21,9 @@
 #     exhausted completes once VNIs come back: on 25.11 and later it
 #     waits PENDING (admission); before, it starts, its reservation at
 #     its start is refused, and it runs without a stepmgr (slurmctld's
-#     log says so), its step retried by srun until VNIs are free.
+#     log says so), its step retried by srun until VNIs are free.  A
+#     stepmgr job that takes the pool's last VNI: its step's own VNI is
+#     refused at the stepmgr, and the step runs on the job's there.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
@@ -160,6 +162,29 @@ EOS
     unhold 900002
     expect_eq "the stepmgr job completes once VNIs come back" "$(slurm_wait_job "$s" 150)" COMPLETED
     expect_match "... its step with the job's VNI" "$(grep '^S ' "$T/out/s.out")" '^S VNIS=300[01]$'
+
+    # A stepmgr job that holds the pool's last VNI: its step's own VNI,
+    # refused at the stepmgr, falls back there on the job's.
+    wait_for 40 _all_free
+    hold 900003 1
+    cat >"$T/out/m.sh" <<'EOS'
+#!/bin/sh
+srun -N1 -n1 --network=step_vnis=1 sh -c 'echo "M VNIS=$SLINGSHOT_VNIS FB=$VNIB_STEP_FALLBACK"'
+EOS
+    chmod 755 "$T/out/m.sh"
+    m=$(submit m --stepmgr --network=vnis=1 "$T/out/m.sh")
+    expect_eq "a stepmgr job whose step finds no VNI of its own completes" \
+        "$(slurm_wait_job "$m" 60)" COMPLETED
+    M=$(TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$m" && jq -r '.vnis | join(",")' <<<"$HTTP_BODY")
+    expect_eq "... its step on the job's VNI alone" "$(grep '^M ' "$T/out/m.out")" "M VNIS=$M FB=job"
+    expect_eq "... reserved by the stepmgr with the job's token" \
+        "$(TOKEN=$SCHED_TOKEN http GET "/v1/events?job_id=$m&action=reserve" &&
+            jq -r '.events[] | select(.step_id != null) | .actor' <<<"$HTTP_BODY" | sort -u | tr '\n' ' ')" "job:$m "
+    grep -q "switch/vnib: JobId=$m StepId=0: its own 1 VNI(s) cannot be had (.*vni_pool_exhausted.*the step runs on its job's VNIs alone" \
+        "$VNIB_SLURM_LOGS"/slurmd.n*.log &&
+        ok "... the stepmgr's log (slurmd's) says so" ||
+        { not_ok "... the stepmgr's log (slurmd's) says so"; grep -h "JobId=$m " "$VNIB_SLURM_LOGS"/slurmd.n*.log | tail -n 3 | sed 's/^/# /'; }
+    unhold 900003
 fi
 expect_db_consistent
 slurm_stop
