@@ -358,7 +358,7 @@ static int reserve_step_or_fallback(struct swv_conn *cc,
                                     vnib_error_t *errp)
 {
     struct swv_network alone = *net;
-    vnib_error_t why = {0};
+    vnib_error_t why = {0}, ignored = {0};
     json_t *reply = NULL;
     int answer_vnis = -1;
 
@@ -384,7 +384,7 @@ static int reserve_step_or_fallback(struct swv_conn *cc,
         /* The job holds none after all (the broker's default is 0): the
          * step reserved without VNIs is released, nothing runs. */
         (void)cc->api->step_release(
-            cc->c, req->job_id, req->step_id, false, &reply, NULL);
+            cc->c, req->job_id, req->step_id, false, &reply, &ignored);
         json_decref(reply);
         free(out->lease);
         out->lease = NULL;
