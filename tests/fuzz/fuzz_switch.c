@@ -68,7 +68,8 @@ static void fuzz_opts(const uint8_t *data, size_t size)
     if (swv_config_parse(&cfg, s, &err) == 0) {
         if (swv_network_parse(&cfg, net_s, net_s, &net, &err) == 0
             && (net.vnis < -1 || net.vnis > VNIB_SERVICE_VNIS_MAX
-                || net.step_vnis < 0 || net.step_vnis > VNIB_SERVICE_VNIS_MAX))
+                || net.step_vnis < 0 || net.step_vnis > VNIB_SERVICE_VNIS_MAX
+                || (unsigned)net.step_fallback > SWV_FALLBACK_FAIL))
             abort();
     }
     free(s);

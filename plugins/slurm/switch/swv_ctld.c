@@ -42,6 +42,7 @@
 struct jobmap_node {
     uint32_t job_id;
     long long resv;
+    int vnis; /* how many VNIs the reservation holds */
     struct jobmap_node *next;
 };
 
@@ -70,8 +71,9 @@ static struct jobmap_node **map_find(struct ctld_state *st, uint32_t job_id)
     return pp;
 }
 
-/* The reservation of job_id this slurmctld made, 0 when none. */
-static long long map_get(struct ctld_state *st, uint32_t job_id)
+/* The reservation of job_id this slurmctld made, 0 when none, and the
+ * VNIs it holds into *vnisp (-1 when none is known). */
+static long long map_get(struct ctld_state *st, uint32_t job_id, int *vnisp)
 {
     struct jobmap_node **pp;
     long long resv;
@@ -79,20 +81,25 @@ static long long map_get(struct ctld_state *st, uint32_t job_id)
     pthread_mutex_lock(&st->map_lock);
     pp = map_find(st, job_id);
     resv = *pp ? (*pp)->resv : 0;
+    *vnisp = *pp ? (*pp)->vnis : -1;
     pthread_mutex_unlock(&st->map_lock);
     return resv;
 }
 
-static void map_set(struct ctld_state *st, uint32_t job_id, long long resv)
+static void map_set(struct ctld_state *st,
+                    uint32_t job_id,
+                    long long resv,
+                    int vnis)
 {
     struct jobmap_node **pp, *n;
 
     pthread_mutex_lock(&st->map_lock);
     pp = map_find(st, job_id);
-    if (*pp)
+    if (*pp) {
         (*pp)->resv = resv;
-    else if (st->map_count < JOBMAP_MAX && (n = malloc(sizeof(*n)))) {
-        *n = (struct jobmap_node){job_id, resv, NULL};
+        (*pp)->vnis = vnis;
+    } else if (st->map_count < JOBMAP_MAX && (n = malloc(sizeof(*n)))) {
+        *n = (struct jobmap_node){job_id, resv, vnis, NULL};
         *pp = n;
         st->map_count++;
     }
@@ -162,6 +169,23 @@ static const char *reply_code(const json_t *reply)
     return code != NULL ? code : "";
 }
 
+/* The broker's message in a reply ({"error": {"message": ...}}), or "". */
+static const char *reply_message(const json_t *reply)
+{
+    const char *m = json_string_value(
+        json_object_get(json_object_get(reply, "error"), "message"));
+
+    return m != NULL ? m : "";
+}
+
+/* How many VNIs of key ("vnis", "job_vnis") a reply lists; -1 none. */
+static int reply_vnis(const json_t *reply, const char *key)
+{
+    const json_t *a = json_object_get(reply, key);
+
+    return json_is_array(a) ? (int)json_array_size(a) : -1;
+}
+
 /* errno for a refusal: EAGAIN for an exhausted pool (the step may wait
  * and retry), EACCES for a role refused, EINVAL otherwise. */
 static int refusal_errno(int status, const json_t *reply)
@@ -185,19 +209,24 @@ static int reserved_id(int status,
     if (status != 200 && status != 201) {
         errno = refusal_errno(status, reply);
         return errprintf(errp,
-                         "%s: the broker refused the reservation (%d %s)",
+                         "%s: the broker refused the reservation (%d %s%s%s)",
                          what,
                          status,
-                         reply_code(reply));
+                         reply_code(reply),
+                         reply_message(reply)[0] != '\0' ? ": " : "",
+                         reply_message(reply));
     }
     *idp = (long long)json_integer_value(json_object_get(reply, "id"));
     return 0;
 }
 
+/* Reserve the job: *idp its id, *vnisp (when not NULL) how many VNIs
+ * it holds, jd (when not NULL) its job token. */
 static int reserve_job(struct swv_conn *cc,
                        const struct swv_step_req *req,
                        const struct swv_network *net,
                        long long *idp,
+                       int *vnisp,
                        struct swv_jobdata *jd,
                        vnib_error_t *errp)
 {
@@ -229,6 +258,8 @@ static int reserve_job(struct swv_conn *cc,
     status = cc->api->reserve(cc->c, &r, &reply, errp);
     if (status < 0 || reserved_id(status, reply, what, idp, errp) < 0)
         goto cleanup;
+    if (vnisp != NULL)
+        *vnisp = reply_vnis(reply, "vnis");
     if (jd != NULL) {
         token = json_string_value(json_object_get(reply, "job_token"));
         if (token == NULL || strlen(token) >= sizeof(jd->token)) {
@@ -254,13 +285,15 @@ cleanup:
 static _Atomic int64_t lease_disabled_at;
 
 /* Reserve the step into out (its id and lease); *statusp the broker's
- * answer (-1 none). */
+ * answer (-1 none), *job_vnisp how many VNIs its answer says the job
+ * holds (-1 not said). */
 static int reserve_step(struct swv_conn *cc,
                         const struct swv_config *cfg,
                         const struct swv_step_req *req,
                         const struct swv_network *net,
                         struct swv_step_resv *out,
                         int *statusp,
+                        int *job_vnisp,
                         vnib_error_t *errp)
 {
     int64_t off = atomic_load(&lease_disabled_at), now = monotime_ms();
@@ -289,9 +322,11 @@ static int reserve_step(struct swv_conn *cc,
         status = cc->api->step_reserve(cc->c, &r, &reply, errp);
     }
     *statusp = status;
+    *job_vnisp = -1;
     if (status < 0
         || reserved_id(status, reply, what, &out->step_resv, errp) < 0)
         goto cleanup;
+    *job_vnisp = reply_vnis(reply, "job_vnis");
     lease = json_string_value(json_object_get(reply, "lease"));
     if (r.lease && lease == NULL) {
         errno = EPROTO;
@@ -307,6 +342,62 @@ static int reserve_step(struct swv_conn *cc,
 cleanup:
     json_decref(reply);
     return rc;
+}
+
+/* Reserve the step; when its own VNIs are refused for want of them and
+ * its step_fallback is job, reserve it again without them if its job
+ * holds VNIs (job_vnis, -1 unknown: the step's answer says).  See
+ * swv_ctld_step_begin. */
+static int reserve_step_or_fallback(struct swv_conn *cc,
+                                    const struct swv_config *cfg,
+                                    const struct swv_step_req *req,
+                                    const struct swv_network *net,
+                                    int job_vnis,
+                                    struct swv_step_resv *out,
+                                    int *statusp,
+                                    vnib_error_t *errp)
+{
+    struct swv_network alone = *net;
+    vnib_error_t why = {0}, ignored = {0};
+    json_t *reply = NULL;
+    int answer_vnis = -1;
+
+    if (reserve_step(cc, cfg, req, net, out, statusp, &answer_vnis, errp) == 0)
+        return 0;
+    if (errno != EAGAIN || net->step_vnis == 0)
+        return -1;
+    out->exhausted = 2;
+    if (net->step_fallback != SWV_FALLBACK_JOB)
+        return -1;
+    if (errp)
+        why = *errp;
+    if (job_vnis == 0) {
+        errprintf(errp, "%s; its job holds no VNIs to run on", why.text);
+        errno = EAGAIN;
+        return -1;
+    }
+    alone.step_vnis = 0;
+    if (reserve_step(cc, cfg, req, &alone, out, statusp, &answer_vnis, errp)
+        < 0)
+        return -1;
+    if (job_vnis < 0 && answer_vnis == 0) {
+        /* The job holds none after all (the broker's default is 0): the
+         * step reserved without VNIs is released, nothing runs. */
+        (void)cc->api->step_release(
+            cc->c, req->job_id, req->step_id, false, &reply, &ignored);
+        json_decref(reply);
+        free(out->lease);
+        out->lease = NULL;
+        out->step_resv = 0;
+        errprintf(errp, "%s; its job holds no VNIs to run on", why.text);
+        errno = EAGAIN;
+        return -1;
+    }
+    out->exhausted = 0;
+    out->fallback = 1;
+    if (errp)
+        *errp = why;
+    return 0;
 }
 
 /* Is e the errno of a transport failure (no HTTP answer; see client.h)? */
@@ -348,25 +439,30 @@ static int reserve_in_ctld(struct ctld_state *st,
                            vnib_error_t *errp)
 {
     uint32_t job = job_number(req->job_id);
-    int status = -1;
+    int status = -1, job_vnis = -1;
     int64_t t0;
 
     /* A late release of this job must not end what is reserved now. */
     if (job && st->outbox
         && swv_outbox_drain(st->outbox, job, send_release, cc, errp) < 0)
         return -1;
-    out->job_resv = job ? map_get(st, job) : 0;
+    out->job_resv = job ? map_get(st, job, &job_vnis) : 0;
     for (int tries = 0; tries < 2; tries++) {
         if (out->job_resv == 0) {
             t0 = monotime_ns();
-            if (reserve_job(cc, req, net, &out->job_resv, NULL, errp) < 0)
+            if (reserve_job(cc, req, net, &out->job_resv, &job_vnis, NULL, errp)
+                < 0) {
+                out->exhausted = errno == EAGAIN ? 1 : 0;
                 return -1;
+            }
             out->job_ms = ms_since(t0);
             if (job)
-                map_set(st, job, out->job_resv);
+                map_set(st, job, out->job_resv, job_vnis);
         }
         t0 = monotime_ns();
-        if (reserve_step(cc, cfg, req, net, out, &status, errp) == 0) {
+        if (reserve_step_or_fallback(
+                cc, cfg, req, net, job_vnis, out, &status, errp)
+            == 0) {
             out->step_ms = ms_since(t0);
             return 0;
         }
@@ -388,6 +484,9 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
     struct ctld_state *st = req->job_token == NULL ? ctld : NULL;
     struct swv_conn cc = {0};
     int rc = -1, status = -1;
+    /* In the stepmgr: what the job's --network says it holds (-1 the
+     * broker's default, which the step's answer tells). */
+    int job_vnis = net->vnis;
     int64_t t0;
 
     memset(out, 0, sizeof(*out));
@@ -404,12 +503,17 @@ int swv_ctld_step_begin(const struct swv_config *cfg,
             out->job_resv = req->job_resv;
         } else {
             t0 = monotime_ns();
-            if (reserve_job(&cc, req, net, &out->job_resv, NULL, errp) < 0)
+            if (reserve_job(
+                    &cc, req, net, &out->job_resv, &job_vnis, NULL, errp)
+                < 0) {
+                out->exhausted = errno == EAGAIN ? 1 : 0;
                 goto fail;
+            }
             out->job_ms = ms_since(t0);
         }
         t0 = monotime_ns();
-        rc = reserve_step(&cc, cfg, req, net, out, &status, errp);
+        rc = reserve_step_or_fallback(
+            &cc, cfg, req, net, job_vnis, out, &status, errp);
         out->step_ms = ms_since(t0);
     }
 fail:
@@ -436,6 +540,7 @@ int swv_ctld_job_begin(const struct swv_config *cfg,
     uint32_t job = job_number(req->job_id);
     struct swv_conn cc = {0};
     long long id = 0;
+    int vnis = -1;
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
@@ -446,15 +551,15 @@ int swv_ctld_job_begin(const struct swv_config *cfg,
         errno = 0;
         if ((!job || !st->outbox
              || swv_outbox_drain(st->outbox, job, send_release, &cc, errp) == 0)
-            && reserve_job(&cc, req, net, &id, out, errp) == 0) {
+            && reserve_job(&cc, req, net, &id, &vnis, out, errp) == 0) {
             rc = 0;
             if (job)
-                map_set(st, job, id);
+                map_set(st, job, id, vnis);
         }
         swv_conn_put(&st->lockpath, &cc, rc < 0 && unreachable(errno));
     } else if (swv_conn_open(cfg, NULL, &cc, errp) == 0) {
         errno = 0;
-        rc = reserve_job(&cc, req, net, &id, out, errp);
+        rc = reserve_job(&cc, req, net, &id, NULL, out, errp);
     }
 fail:
     swv_conn_close(&cc);

@@ -52,6 +52,12 @@ struct swv_step_resv {
     int lease_disabled; /* the broker answered 400 lease_disabled */
     double job_ms;      /* how long the job's reserve took; -1 none made */
     double step_ms;     /* ... and the step's */
+    int fallback;       /* the step's own VNIs could not be had: it was
+                           reserved without them, on its job's alone (errp
+                           says the broker's refusal) */
+    int exhausted;      /* on -1 with EAGAIN: 1 the job's VNIs could not be
+                           had, 2 the step's own (its job holds none, or
+                           its step_fallback is wait or fail) */
 };
 
 /* slurmctld starts: keep a copy of cfg, start the outbox in
@@ -70,10 +76,17 @@ void swv_ctld_stop(void);
  * off).  Returns 0 (out filled; unisolated when the broker could not be
  * reached and cfg->outage is open: errp then says why), or -1 with errp
  * set and errno: EAGAIN when the VNI pool is exhausted (the step may be
- * retried), EHOSTUNREACH when the broker could not be reached (outage
- * fail), EACCES or EINVAL when it refused.  A broker that issues no
- * leases (400 lease_disabled) is asked again without one (lease_disabled
- * set), and not asked for one for a minute.
+ * retried; out->exhausted says whose VNIs), EHOSTUNREACH when the broker
+ * could not be reached (outage fail), EACCES or EINVAL when it refused.
+ * A broker that issues no leases (400 lease_disabled) is asked again
+ * without one (lease_disabled set), and not asked for one for a minute.
+ *
+ * A step whose own VNIs (net->step_vnis) the broker refuses for want of
+ * them (503 vni_pool_exhausted), under net->step_fallback job, is
+ * reserved again without them when its job holds VNIs (this slurmctld's
+ * reserve said how many; in the stepmgr the job's --network, or, for the
+ * broker's default, the step's answer): 0 with out->fallback set and
+ * errp the broker's refusal.  A job that holds none gets -1, EAGAIN.
  */
 int swv_ctld_step_begin(const struct swv_config *cfg,
                         const struct swv_step_req *req,

@@ -29,7 +29,7 @@
 #include "vnib/error.h"
 
 #define SWV_HELPER_SYMBOL "swv_helper_v1"
-#define SWV_HELPER_ABI 2u
+#define SWV_HELPER_ABI 3u
 
 /* The sizes both sides must agree on, in one number. */
 #define SWV_HELPER_SIZES                                                   \

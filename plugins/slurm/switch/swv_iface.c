@@ -45,8 +45,9 @@ int switch_p_job_postfini(stepd_step_rec_t *step)
     return swv_stepd_postfini(step);
 }
 
-/* The environment was set in the step's env array at preinit, which
- * every task copies. */
+/* The environment was set in the step's env array at job_init, which
+ * every task copies; a step on its job's VNIs alone says so here, in the
+ * task of rank 0, whose stderr is the user's by now. */
 int switch_p_job_attach(struct swv_step *stepinfo,
                         char ***env,
                         uint32_t nodeid,
@@ -55,14 +56,12 @@ int switch_p_job_attach(struct swv_step *stepinfo,
                         uint32_t nprocs,
                         uint32_t rank)
 {
-    (void)stepinfo;
     (void)env;
     (void)nodeid;
     (void)procid;
     (void)nnodes;
     (void)nprocs;
-    (void)rank;
-    return SLURM_SUCCESS;
+    return swv_step_attach(stepinfo, rank);
 }
 
 /* A step record ended (slurmctld, or the job's stepmgr). */

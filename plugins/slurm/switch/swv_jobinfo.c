@@ -134,9 +134,17 @@ int swv_jobinfo_decode(const uint8_t *buf,
     in.step_id = get32(buf + 16);
     in.job_resv = get64(buf + 20);
     in.step_resv = get64(buf + 28);
-    if ((in.flags & ~(SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED)) != 0)
+    if ((in.flags
+         & ~(SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED | SWV_JOBINFO_FALLBACK))
+        != 0)
         return errprintf(
             errp, "switch/vnib jobinfo: unknown flags 0x%" PRIx32, in.flags);
+    if ((in.flags & SWV_JOBINFO_FALLBACK) != 0
+        && (in.flags & (SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED))
+               != SWV_JOBINFO_BUILT)
+        return errprintf(errp,
+                         "switch/vnib jobinfo: a fallback on a step that is "
+                         "not reserved");
     if (in.job_resv < 0 || in.step_resv < 0)
         return errprintf(errp, "switch/vnib jobinfo: negative reservation");
     if ((in.flags & SWV_JOBINFO_BUILT) != 0

@@ -40,6 +40,9 @@
 /* flags */
 #define SWV_JOBINFO_BUILT 0x1u      /* the controller reserved for it */
 #define SWV_JOBINFO_UNISOLATED 0x2u /* broker down, vnib_outage=open */
+#define SWV_JOBINFO_FALLBACK                  \
+    0x4u /* its own VNIs could not be had: it \
+            runs on its job's alone */
 
 struct swv_jobinfo {
     uint32_t flags;

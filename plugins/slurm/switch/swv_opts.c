@@ -17,13 +17,14 @@
 #define SWV_PARAMS_MAX 4096 /* bytes in one SwitchParameters or --network */
 
 enum key_kind {
-    KEY_PATH,   /* a string into a char[SWV_PATH_MAX] */
-    KEY_OUTAGE, /* fail|open */
-    KEY_VNIS,   /* 0-4; for vnib_vnis also "default" (-1) */
-    KEY_HWCOLL, /* on|off|auto */
-    KEY_MS,     /* a positive number of milliseconds */
-    KEY_ONOFF,  /* on|off */
-    KEY_HOLD_S, /* seconds 0-SWV_BROKER_HOLD_MAX_S, more read as the max */
+    KEY_PATH,     /* a string into a char[SWV_PATH_MAX] */
+    KEY_OUTAGE,   /* fail|open */
+    KEY_VNIS,     /* 0-4; for vnib_vnis also "default" (-1) */
+    KEY_HWCOLL,   /* on|off|auto */
+    KEY_MS,       /* a positive number of milliseconds */
+    KEY_ONOFF,    /* on|off */
+    KEY_HOLD_S,   /* seconds 0-SWV_BROKER_HOLD_MAX_S, more read as the max */
+    KEY_FALLBACK, /* job|wait|fail */
 };
 
 struct config_key {
@@ -43,6 +44,9 @@ static const struct config_key config_keys[] = {
     {"vnib_lease", KEY_ONOFF, offsetof(struct swv_config, lease)},
     {"vnib_vnis", KEY_VNIS, offsetof(struct swv_config, vnis)},
     {"vnib_step_vnis", KEY_VNIS, offsetof(struct swv_config, step_vnis)},
+    {"vnib_step_fallback",
+     KEY_FALLBACK,
+     offsetof(struct swv_config, step_fallback)},
     {"vnib_hwcoll", KEY_HWCOLL, offsetof(struct swv_config, hwcoll)},
     {"vnib_timeout_ms", KEY_MS, offsetof(struct swv_config, timeout_ms)},
     {"vnib_retry_busy_ms", KEY_MS, offsetof(struct swv_config, retry_busy_ms)},
@@ -106,6 +110,36 @@ static int parse_vnis(const char *key,
     }
     *out = val[0] - '0';
     return 0;
+}
+
+static const char *const fallback_names[] = {
+    [SWV_FALLBACK_JOB] = "job",
+    [SWV_FALLBACK_WAIT] = "wait",
+    [SWV_FALLBACK_FAIL] = "fail",
+};
+
+const char *swv_step_fallback_name(enum swv_step_fallback f)
+{
+    return (unsigned)f < sizeof(fallback_names) / sizeof(fallback_names[0])
+               ? fallback_names[f]
+               : "?";
+}
+
+static int parse_fallback(const char *key,
+                          const char *val,
+                          enum swv_step_fallback *out,
+                          vnib_error_t *errp)
+{
+    for (size_t i = 0; i < sizeof(fallback_names) / sizeof(fallback_names[0]);
+         i++) {
+        if (val != NULL && strcmp(val, fallback_names[i]) == 0) {
+            *out = (enum swv_step_fallback)i;
+            return 0;
+        }
+    }
+    errno = EINVAL;
+    return errprintf(
+        errp, "%s: want job, wait or fail, not '%s'", key, val ? val : "");
 }
 
 static int parse_hwcoll(const char *key,
@@ -179,6 +213,11 @@ static int apply_config_key(struct swv_config *cfg,
             return parse_vnis(k->name, val, (int *)(void *)field, errp);
         case KEY_HWCOLL:
             return parse_hwcoll(k->name, val, field, errp);
+        case KEY_FALLBACK:
+            return parse_fallback("SwitchParameters: vnib_step_fallback",
+                                  val,
+                                  (enum swv_step_fallback *)(void *)field,
+                                  errp);
         case KEY_MS:
             errno = 0;
             ms = strtol(val, &end, 10);
@@ -335,6 +374,9 @@ static int network_item(void *arg,
     }
     if (strcmp(key, "step_vnis") == 0)
         return parse_vnis("--network step_vnis", val, &net->step_vnis, errp);
+    if (strcmp(key, "step_fallback") == 0)
+        return parse_fallback(
+            "--network step_fallback", val, &net->step_fallback, errp);
     if (strcmp(key, "hwcoll") == 0) {
         char v[8];
 
@@ -361,6 +403,7 @@ int swv_network_parse(const struct swv_config *cfg,
     memset(net, 0, sizeof(*net));
     net->vnis = cfg->vnis;
     net->step_vnis = cfg->step_vnis;
+    net->step_fallback = cfg->step_fallback;
     snprintf(net->hwcoll, sizeof(net->hwcoll), "%s", cfg->hwcoll);
     if (for_each_item("--network", job_net, network_item, &a, errp) < 0)
         return -1;

@@ -38,6 +38,16 @@ enum swv_outage {
     SWV_OUTAGE_OPEN = 1, /* it runs without VNI isolation, logged */
 };
 
+/* What a step does when its own VNIs cannot be had (503
+ * vni_pool_exhausted) while its job holds VNIs. */
+enum swv_step_fallback {
+    SWV_FALLBACK_JOB = 0,  /* it runs on its job's VNIs alone, logged and
+                              told to its tasks */
+    SWV_FALLBACK_WAIT = 1, /* srun retries it (ESLURM_INTERCONNECT_BUSY,
+                              Slurm < 25.11; JOB on 25.11 and later) */
+    SWV_FALLBACK_FAIL = 2, /* it fails: ESLURM_INTERCONNECT_FAILURE */
+};
+
 /* The site's settings (SwitchParameters). */
 struct swv_config {
     char url[SWV_PATH_MAX];          /* vnib_url: the broker */
@@ -52,22 +62,24 @@ struct swv_config {
                                         the broker's lease */
     int vnis;                        /* vnib_vnis: job VNIs; -1 broker's */
     int step_vnis;                   /* vnib_step_vnis: a step's own */
-    char hwcoll[8];                  /* vnib_hwcoll: "" the broker's */
-    long timeout_ms;                 /* vnib_timeout_ms: per request */
-    long retry_busy_ms;              /* vnib_retry_busy_ms: destroy */
-    long free_poll_ms;               /* vnib_free_poll_ms: slurmctld's
-                                        free count (Slurm 25.11+) */
-    long broker_hold_s;              /* vnib_broker_hold_s: how long a
-                                        job that needs VNIs waits for an
-                                        unreachable broker (25.11+) */
-    char warning[SWV_WARNING_MAX];   /* what the parse bounded, for the
-                                        log; "" when nothing */
+    enum swv_step_fallback step_fallback; /* vnib_step_fallback */
+    char hwcoll[8];                       /* vnib_hwcoll: "" the broker's */
+    long timeout_ms;                      /* vnib_timeout_ms: per request */
+    long retry_busy_ms;                   /* vnib_retry_busy_ms: destroy */
+    long free_poll_ms;                    /* vnib_free_poll_ms: slurmctld's
+                                             free count (Slurm 25.11+) */
+    long broker_hold_s;                   /* vnib_broker_hold_s: how long a
+                                             job that needs VNIs waits for an
+                                             unreachable broker (25.11+) */
+    char warning[SWV_WARNING_MAX];        /* what the parse bounded, for the
+                                             log; "" when nothing */
 };
 
 /* What one step asks for, after the defaults and --network. */
 struct swv_network {
     int vnis;      /* the job's VNIs, 0-4, or -1 for the broker's default */
     int step_vnis; /* the step's own VNIs, 0-4 */
+    enum swv_step_fallback step_fallback; /* when step_vnis cannot be had */
     char hwcoll[8];
 };
 
@@ -83,16 +95,19 @@ int swv_config_parse(struct swv_config *cfg,
                      vnib_error_t *errp);
 
 /* What a step gets: cfg's defaults, then the job's --network (job_net:
- * vnis, job_vni, no_vni, hwcoll), then the step's (step_net: step_vnis,
- * no_vni).  Either may be NULL.  HPE's keys that mean nothing here
- * (depth, tcs, limits...) are accepted and ignored; anything else is
- * refused: -1 with errno EINVAL and errp naming it.
+ * vnis, job_vni, no_vni, hwcoll, step_vnis, step_fallback), then the
+ * step's (step_net: step_vnis, no_vni, step_fallback).  Either may be NULL.
+ * HPE's keys that mean nothing here (depth, tcs, limits...) are accepted and
+ * ignored; anything else is refused: -1 with errno EINVAL and errp naming it.
  */
 int swv_network_parse(const struct swv_config *cfg,
                       const char *job_net,
                       const char *step_net,
                       struct swv_network *net,
                       vnib_error_t *errp);
+
+/* The name of a vnib_step_fallback value: "job", "wait" or "fail". */
+const char *swv_step_fallback_name(enum swv_step_fallback f);
 
 /* Replace each "%n" in pattern by node into out (size bytes).  Returns 0,
  * or -1 with errno ENAMETOOLONG when it does not fit.

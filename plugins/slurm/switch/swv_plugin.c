@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "swv_free.h"
 #include "swv_load.h"
@@ -268,6 +269,34 @@ static const char *ms_text(double ms, char *buf, size_t size)
     return buf;
 }
 
+/* A step's reserve failed (e its errno): log why and set Slurm's errno.
+ * A short pool (EAGAIN) is retried by srun (ESLURM_INTERCONNECT_BUSY,
+ * before 25.11) unless the step's own VNIs were refused under
+ * step_fallback=fail; elsewhere the step fails. */
+static void step_refused(const char *job,
+                         const char *step,
+                         const struct swv_network *net,
+                         const struct swv_step_resv *resv,
+                         int e,
+                         const vnib_error_t *err)
+{
+    const char *then = "";
+    int rc = ESLURM_INTERCONNECT_FAILURE;
+
+    if (e == EAGAIN && resv->exhausted == 2
+        && net->step_fallback == SWV_FALLBACK_FAIL)
+        then = "; the step fails (vnib_step_fallback=fail)";
+    else if (e == EAGAIN) {
+        rc = SWV_ERR_BUSY;
+        then = SWV_IFACE == 25 ? "; the step fails: Slurm 25.11 and later "
+                                 "retry no step a switch plugin refuses"
+                               : "; srun retries the step until VNIs are "
+                                 "free";
+    }
+    error("switch/vnib: JobId=%s StepId=%s: %s%s", job, step, err->text, then);
+    errno = rc;
+}
+
 int swv_step_build(struct swv_step *si,
                    step_record_t *step_ptr,
                    const char *step_nodes,
@@ -337,12 +366,28 @@ int swv_step_build(struct swv_step *si,
         errno = ESLURM_INTERCONNECT_FAILURE;
         return SLURM_ERROR;
     }
+#if SWV_IFACE == 25
+    /* 25.11 and later fail every step a switch plugin refuses (stepmgr.c,
+     * _switch_setup): nothing would retry it, so wait means job. */
+    if (net.step_fallback == SWV_FALLBACK_WAIT)
+        net.step_fallback = SWV_FALLBACK_JOB;
+#endif
     if (h->step_begin(&swv_cfg, &req, &net, &resv, &err) < 0) {
-        error("switch/vnib: JobId=%s StepId=%s: %s", job, step, err.text);
-        errno = errno == EAGAIN ? SWV_ERR_BUSY : ESLURM_INTERCONNECT_FAILURE;
+        step_refused(job, step, &net, &resv, errno, &err);
         return SLURM_ERROR;
     }
     si->info.flags = SWV_JOBINFO_BUILT;
+    if (resv.fallback) {
+        si->info.flags |= SWV_JOBINFO_FALLBACK;
+        info(
+            "switch/vnib: JobId=%s StepId=%s: its own %d VNI(s) cannot be "
+            "had (%s); the step runs on its job's VNIs alone "
+            "(vnib_step_fallback=job)",
+            job,
+            step,
+            net.step_vnis,
+            err.text);
+    }
     if (resv.unisolated) {
         si->info.flags |= SWV_JOBINFO_UNISOLATED;
         error(
@@ -612,7 +657,7 @@ int swv_job_start(job_record_t *job_ptr, bool test_only)
     struct swv_jobdata *jd;
     const struct swv_helper *h;
     char job[16], who[64];
-    int unisolated = 0;
+    int unisolated = 0, rc;
 #endif
 
     if (test_only)
@@ -640,8 +685,25 @@ int swv_job_start(job_record_t *job_ptr, bool test_only)
     if (!(h = helper(who)))
         return SLURM_ERROR; /* its steps fail at the stepmgr: no token */
     jd = xmalloc(sizeof(*jd));
-    if (h->job_begin(&swv_cfg, &req, &net, jd, &unisolated, &err) < 0
-        || unisolated) {
+    rc = h->job_begin(&swv_cfg, &req, &net, jd, &unisolated, &err);
+    if (rc < 0 && errno == EAGAIN) {
+        /* A short pool: a stepmgr without the job's token could only
+         * fail its steps, and Slurm gives this call no way to make the
+         * job wait.  Its steps go through slurmctld instead (this runs
+         * before the job's launch tells anyone of a stepmgr), where the
+         * job is reserved at its first step, which waits for VNIs as any
+         * job's (srun retries it before 25.11). */
+        job_ptr->bit_flags &= ~STEPMGR_ENABLED;
+        error(
+            "switch/vnib: JobId=%s: the job's reservation at its start was "
+            "refused (%s); it runs without a stepmgr: slurmctld creates "
+            "its steps, which reserve it when VNIs are free",
+            job,
+            err.text);
+        swv_jobdata_free(jd);
+        return SLURM_SUCCESS;
+    }
+    if (rc < 0 || unisolated) {
         /* Slurm ignores what this call returns: the job's steps fail
          * (or run unisolated under vnib_outage=open) at the stepmgr. */
         error("switch/vnib: JobId=%s: the job's reservation failed (%s)",
@@ -730,6 +792,7 @@ int swv_stepd_init(stepd_step_rec_t *job)
     int unisolated = 0, rc;
 
     env_clear_ours(job->env);
+    unsetenvp(job->env, SWV_FALLBACK_ENV);
     snprintf(who,
              sizeof(who),
              "JobId=%u StepId=%u on %s",
@@ -784,6 +847,9 @@ int swv_stepd_init(stepd_step_rec_t *job)
     }
     rc = env_apply(&job->env, add);
     h->node_env_free(add);
+    if (rc == SLURM_SUCCESS && (info->flags & SWV_JOBINFO_FALLBACK) != 0
+        && !env_array_overwrite(&job->env, SWV_FALLBACK_ENV, "job"))
+        rc = SLURM_ERROR;
     if (rc != SLURM_SUCCESS) {
         error("switch/vnib: %s: cannot set the task environment", who);
         (void)h->node_teardown(
@@ -796,6 +862,27 @@ int swv_stepd_init(stepd_step_rec_t *job)
           info->lease ? "from its lease" : "from the broker",
           (double)(monotime_ns() - t0) / 1e6,
           (double)(t1 - t0) / 1e6);
+    return SLURM_SUCCESS;
+}
+
+int swv_step_attach(const struct swv_step *si, uint32_t rank)
+{
+    char line[256];
+    int n;
+
+    if (si == NULL || (si->info.flags & SWV_JOBINFO_FALLBACK) == 0 || rank != 0)
+        return SLURM_SUCCESS;
+    /* The task's stderr is the user's (srun's output) by now. */
+    n = snprintf(line,
+                 sizeof(line),
+                 "switch/vnib: step %u.%u: the VNI pool had none free for "
+                 "the step's own VNIs; it runs on its job's VNIs alone "
+                 "(%s=job)\n",
+                 si->info.job_id,
+                 si->info.step_id,
+                 SWV_FALLBACK_ENV);
+    if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+        return SLURM_SUCCESS; /* told in the environment anyway */
     return SLURM_SUCCESS;
 }
 

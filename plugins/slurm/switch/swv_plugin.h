@@ -67,4 +67,12 @@ void swv_jobdata_free(void *jd);
 int swv_stepd_init(stepd_step_rec_t *step);
 int swv_stepd_postfini(stepd_step_rec_t *step);
 
+/* What a step's tasks see of a step that runs on its job's VNIs alone
+ * (its own could not be had, vnib_step_fallback=job): this name, "job",
+ * in their environment (set at job_init), and one line on the stderr of
+ * the task of rank 0, from switch_p_job_attach in the task before its
+ * exec (then the user's stderr). */
+#define SWV_FALLBACK_ENV "VNIB_STEP_FALLBACK"
+int swv_step_attach(const struct swv_step *si, uint32_t rank);
+
 #endif /* !SWV_PLUGIN_H */

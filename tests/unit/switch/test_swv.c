@@ -51,6 +51,7 @@ static void test_config_defaults(void **state)
     assert_int_equal(cfg.outage, SWV_OUTAGE_FAIL);
     assert_int_equal(cfg.vnis, -1);
     assert_int_equal(cfg.step_vnis, 0);
+    assert_int_equal(cfg.step_fallback, SWV_FALLBACK_JOB);
     assert_int_equal(cfg.timeout_ms, 5000);
     assert_int_equal(cfg.broker_hold_s, 60);
     assert_string_equal(cfg.warning, "");
@@ -136,6 +137,8 @@ static void test_config_refusals(void **state)
         {"vnib_url", "vnib_url needs a value"},
         {"vnib_timeout_ms=0", "want milliseconds"},
         {"vnib_hwcoll=yes", "want on, off or auto"},
+        {"vnib_step_fallback=never", "want job, wait or fail, not 'never'"},
+        {"vnib_step_fallback", "vnib_step_fallback needs a value"},
     };
     struct swv_config cfg;
     size_t i;
@@ -186,6 +189,45 @@ static void test_network(void **state)
     assert_non_null(strstr(err.text, "unknown option 'hpe'"));
     assert_int_equal(swv_network_parse(&cfg, "step_vnis=9", NULL, &net, &err),
                      -1);
+}
+
+/* vnib_step_fallback and --network step_fallback: the site's default,
+ * then the job's, then the step's. */
+static void test_step_fallback(void **state)
+{
+    struct swv_config cfg;
+    struct swv_network net;
+    vnib_error_t err = {0};
+
+    (void)state;
+    assert_int_equal(swv_config_parse(&cfg, "vnib_step_fallback=wait", &err),
+                     0);
+    assert_int_equal(cfg.step_fallback, SWV_FALLBACK_WAIT);
+    assert_int_equal(swv_config_parse(&cfg, "vnib_step_fallback=fail", &err),
+                     0);
+    assert_int_equal(cfg.step_fallback, SWV_FALLBACK_FAIL);
+    assert_int_equal(swv_network_parse(&cfg, NULL, NULL, &net, &err), 0);
+    assert_int_equal(net.step_fallback, SWV_FALLBACK_FAIL);
+    assert_int_equal(
+        swv_network_parse(&cfg, "step_fallback=job", NULL, &net, &err), 0);
+    assert_int_equal(net.step_fallback, SWV_FALLBACK_JOB);
+    assert_int_equal(swv_network_parse(&cfg,
+                                       "step_fallback=job,step_vnis=1",
+                                       "step_fallback=wait",
+                                       &net,
+                                       &err),
+                     0);
+    assert_int_equal(net.step_fallback, SWV_FALLBACK_WAIT);
+    assert_int_equal(net.step_vnis, 1);
+    assert_int_equal(
+        swv_network_parse(&cfg, NULL, "step_fallback=maybe", &net, &err), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_non_null(strstr(err.text, "--network step_fallback"));
+    assert_int_equal(swv_network_parse(&cfg, "step_fallback", NULL, &net, &err),
+                     -1);
+    assert_string_equal(swv_step_fallback_name(SWV_FALLBACK_JOB), "job");
+    assert_string_equal(swv_step_fallback_name(SWV_FALLBACK_WAIT), "wait");
+    assert_string_equal(swv_step_fallback_name(SWV_FALLBACK_FAIL), "fail");
 }
 
 static void test_expand_node(void **state)
@@ -242,6 +284,25 @@ static void test_jobinfo_round_trip(void **state)
     in.job_resv = 0;
     swv_jobinfo_encode(&in, wire);
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), 0);
+    /* a step on its job's VNIs alone: only on a reserved step */
+    in.flags = SWV_JOBINFO_BUILT | SWV_JOBINFO_FALLBACK;
+    in.job_resv = 1001;
+    in.step_resv = 1002;
+    swv_jobinfo_encode(&in, wire);
+    assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), 0);
+    assert_int_equal(out.flags, SWV_JOBINFO_BUILT | SWV_JOBINFO_FALLBACK);
+    in.flags = SWV_JOBINFO_FALLBACK;
+    swv_jobinfo_encode(&in, wire);
+    assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
+    assert_non_null(strstr(err.text, "fallback on a step that is not"));
+    in.flags =
+        SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED | SWV_JOBINFO_FALLBACK;
+    swv_jobinfo_encode(&in, wire);
+    assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
+    in.flags = SWV_JOBINFO_BUILT | 0x8u;
+    swv_jobinfo_encode(&in, wire);
+    assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
+    assert_non_null(strstr(err.text, "unknown flags 0x9"));
 }
 
 /* Version 2, with the step's lease: round trip, copy, and each refusal;
@@ -646,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_config_refusals),
         cmocka_unit_test(test_config_broker_hold),
         cmocka_unit_test(test_network),
+        cmocka_unit_test(test_step_fallback),
         cmocka_unit_test(test_expand_node),
         cmocka_unit_test(test_jobinfo_round_trip),
         cmocka_unit_test(test_jobinfo_lease),
