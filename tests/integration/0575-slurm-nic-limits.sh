@@ -50,17 +50,32 @@ user_svcs () {
 slurmd_log=$VNIB_SLURM_LOGS/slurmd.n1.log
 
 # ---- 1. four steps at once, three TLE pools --------------------------------
-# Each step writes its exit status to rc.I when it ends; the three that
-# start wait for $T/out/stop1.
+# Each step writes its exit status to rc.I when it ends, its srun's
+# errors to err.I; the three that start wait for $T/out/stop1.  A step
+# failed when srun says so: its exit status, or (Slurm 22.05's srun exits
+# 0 after "task 0 launch failed") its message.
 cat >"$T/out/job1.sh" <<EOF
 #!/bin/sh
 for i in 0 1 2 3; do
-    ( srun -N1 -n1 --overlap sh -c 'echo "VNIS=\$SLINGSHOT_VNIS"; while [ ! -e $T/out/stop1 ]; do sleep 0.2; done'
+    ( srun -N1 -n1 --overlap sh -c 'echo "VNIS=\$SLINGSHOT_VNIS"; while [ ! -e $T/out/stop1 ]; do sleep 0.2; done' 2>$T/out/err.\$i
       echo \$? >$T/out/rc.\$i ) &
 done
 wait
 exit 0
 EOF
+# outcome I: "0" when step I ran, "F" when it failed.
+outcome () {
+    if [ "$(cat "$T/out/rc.$1")" != 0 ] ||
+        grep -q 'Error configuring interconnect' "$T/out/err.$1"; then
+        echo F
+    else
+        echo 0
+    fi
+}
+outcomes () {
+    local i
+    for i in "$@"; do outcome "$i"; done | sort | tr '\n' ' '
+}
 job=$(cd "$T/out" && timeout 30 sbatch --parsable -N1 -n4 -w n1 \
     --network=vnis=1,step_vnis=1 -o "$T/out/job1.out" job1.sh)
 expect_match "a job of four concurrent steps is submitted" "$job" '^[0-9]+$'
@@ -71,15 +86,14 @@ _one_failed () {
 wait_for 60 _one_failed
 expect_eq "three steps run, each with a service on each of n1's 4 NICs" "$(user_svcs)" 12
 expect_eq "one step ended" "$(cat "$T"/out/rc.* 2>/dev/null | wc -l)" 1
-expect_match "... and it failed" "$(cat "$T"/out/rc.* 2>/dev/null)" '^[1-9][0-9]*$'
+expect_eq "... and it failed" "$(outcome "$(ls "$T"/out/rc.* | sed 's/.*\.//')")" F
 expect_match "slurmd's log names the NIC and the pool" \
     "$(grep 'switch/vnib' "$slurmd_log" | grep -c 'the NIC cxi0 has no free TLE pool (3 in use by other services)')" '^[1-9]'
 expect_eq "n1 is not drained while the job runs (broker)" "$(drained_nodes)" 0
 touch "$T/out/stop1"
 expect_eq "the job completes" "$(slurm_wait_job "$job" 60)" COMPLETED
-expect_eq "three steps succeeded, one failed" \
-    "$(sort -n "$T"/out/rc.* | sed 's/^[1-9][0-9]*$/F/' | tr '\n' ' ')" "0 0 0 F "
-echo "# srun's output for the failed step: $(grep -i 'error' "$T/out/job1.out" | head -3 | tr '\n' '|')"
+expect_eq "three steps succeeded, one failed" "$(outcomes 0 1 2 3)" "0 0 0 F "
+echo "# srun's output for the failed step: $(cat "$T"/out/err.* | head -3 | tr '\n' '|')"
 expect_eq "no node is drained in the broker" "$(drained_nodes)" 0
 expect_eq "no node is drained in Slurm" "$(timeout 5 sinfo -h -N -o '%t' | grep -c drain)" 0
 _clean () { [ "$(user_svcs)" = 0 ]; }
@@ -97,8 +111,8 @@ for i in 0 1 2; do
       echo \$? >$T/out/lim.\$i ) &
 done
 wait
-srun -N1 -n1 --overlap --network=res_acs=2000 true
-echo \$? >$T/out/big
+srun -N1 -n1 --overlap --network=res_acs=2000 true 2>$T/out/err.big
+echo \$? >$T/out/rc.big
 exit 0
 EOF
 job=$(cd "$T/out" && timeout 30 sbatch --parsable -N1 -n4 -w n1 \
@@ -113,7 +127,7 @@ expect_eq "each step's service reserves 2 PTEs a CPU and 64 LEs" "$sizes" "2/64"
 touch "$T/out/stop2"
 expect_eq "the job completes" "$(slurm_wait_job "$job" 60)" COMPLETED
 expect_eq "its three steps succeeded" "$(cat "$T"/out/lim.* | tr '\n' ' ')" "0 0 0 "
-expect_match "the step asking res_acs=2000 failed" "$(cat "$T/out/big")" '^[1-9][0-9]*$'
+expect_eq "the step asking res_acs=2000 failed" "$(outcome big)" F
 expect_match "slurmd's log names the limit the NIC cannot give" \
     "$(grep -c 'res_acs=2000: it has' "$slurmd_log")" '^[1-9]'
 expect_eq "no node is drained in the broker" "$(drained_nodes)" 0
