@@ -10,7 +10,9 @@
 #     other services)").  The job completes (its script tolerates the
 #     failure), no node is drained (the broker's /v1/nodes, sinfo), no
 #     service is left on n1's NICs, and every VNI is free at the end
-#     (/v1/pool): the failed step's reservation quarantine ended.
+#     (/v1/pool): the failed step's reservation quarantine ended.  Once
+#     with the steps' leases (the step's end reports its node), once
+#     without (3. below: the failed start reports it, "destroyed").
 #  2. HPE's limits: a job whose --network sets def_ptes and res_les that
 #     fit runs three steps at once, each service sized by them; a step
 #     asking res_acs=2000 (more than the NIC has) fails alone, naming it.
@@ -50,58 +52,67 @@ user_svcs () {
 slurmd_log=$VNIB_SLURM_LOGS/slurmd.n1.log
 
 # ---- 1. four steps at once, three TLE pools --------------------------------
-# Each step writes its exit status to rc.I when it ends, its srun's
-# errors to err.I; the three that start wait for $T/out/stop1.  A step
+# four_steps TAG WHAT: the job of four concurrent steps, its files in
+# $T/out/TAG.  Each step writes its exit status to rc.I when it ends, its
+# srun's errors to err.I; the three that start wait for TAG/stop.  A step
 # failed when srun says so: its exit status, or (Slurm 22.05's srun exits
 # 0 after "task 0 launch failed") its message.
-cat >"$T/out/job1.sh" <<EOF
-#!/bin/sh
-for i in 0 1 2 3; do
-    ( srun -N1 -n1 --overlap sh -c 'echo "VNIS=\$SLINGSHOT_VNIS"; while [ ! -e $T/out/stop1 ]; do sleep 0.2; done' 2>$T/out/err.\$i
-      echo \$? >$T/out/rc.\$i ) &
-done
-wait
-exit 0
-EOF
-# outcome I: "0" when step I ran, "F" when it failed.
+# outcome DIR I: "0" when step I ran, "F" when it failed.
 outcome () {
-    if [ "$(cat "$T/out/rc.$1")" != 0 ] ||
-        grep -q 'Error configuring interconnect' "$T/out/err.$1"; then
+    if [ "$(cat "$1/rc.$2")" != 0 ] ||
+        grep -q 'Error configuring interconnect' "$1/err.$2"; then
         echo F
     else
         echo 0
     fi
 }
 outcomes () {
-    local i
-    for i in "$@"; do outcome "$i"; done | sort | tr '\n' ' '
+    local d=$1 i
+    shift
+    for i in "$@"; do outcome "$d" "$i"; done | sort | tr '\n' ' '
 }
-job=$(cd "$T/out" && timeout 30 sbatch --parsable -N1 -n4 -w n1 \
-    --network=vnis=1,step_vnis=1 -o "$T/out/job1.out" job1.sh)
-expect_match "a job of four concurrent steps is submitted" "$job" '^[0-9]+$'
-
-_one_failed () {
-    [ "$(cat "$T"/out/rc.* 2>/dev/null | wc -l)" -ge 1 ] && [ "$(user_svcs)" -ge 12 ]
-}
-wait_for 60 _one_failed
-expect_eq "three steps run, each with a service on each of n1's 4 NICs" "$(user_svcs)" 12
-expect_eq "one step ended" "$(cat "$T"/out/rc.* 2>/dev/null | wc -l)" 1
-expect_eq "... and it failed" "$(outcome "$(ls "$T"/out/rc.* | sed 's/.*\.//')")" F
-expect_match "slurmd's log names the NIC and the pool" \
-    "$(grep 'switch/vnib' "$slurmd_log" | grep -c 'the NIC cxi0 has no free TLE pool (3 in use by other services)')" '^[1-9]'
-expect_eq "n1 is not drained while the job runs (broker)" "$(drained_nodes)" 0
-touch "$T/out/stop1"
-expect_eq "the job completes" "$(slurm_wait_job "$job" 60)" COMPLETED
-expect_eq "three steps succeeded, one failed" "$(outcomes 0 1 2 3)" "0 0 0 F "
-echo "# srun's output for the failed step: $(cat "$T"/out/err.* | head -3 | tr '\n' '|')"
-expect_eq "no node is drained in the broker" "$(drained_nodes)" 0
-expect_eq "no node is drained in Slurm" "$(timeout 5 sinfo -h -N -o '%t' | grep -c drain)" 0
 _clean () { [ "$(user_svcs)" = 0 ]; }
-wait_for 30 _clean
-expect_eq "no service is left on n1's NICs" "$(user_svcs)" 0
 _all_free () { [ "$(free_vnis)" = "$POOL" ]; }
-wait_for 60 _all_free
-expect_eq "every VNI is free again (the failed step's quarantine ended)" "$(free_vnis)" "$POOL"
+four_steps () {
+    local d=$T/out/$1 what=$2 job before
+    mkdir -p "$d" && chmod 777 "$d"
+    cat >"$d/job.sh" <<EOF
+#!/bin/sh
+for i in 0 1 2 3; do
+    ( srun -N1 -n1 --overlap sh -c 'echo "VNIS=\$SLINGSHOT_VNIS"; while [ ! -e $d/stop ]; do sleep 0.2; done' 2>$d/err.\$i
+      echo \$? >$d/rc.\$i ) &
+done
+wait
+exit 0
+EOF
+    before=$(grep -c 'the NIC cxi0 has no free TLE pool (3 in use by other services)' "$slurmd_log")
+    job=$(cd "$d" && timeout 30 sbatch --parsable -N1 -n4 -w n1 \
+        --network=vnis=1,step_vnis=1 -o "$d/job.out" job.sh)
+    expect_match "$what: a job of four concurrent steps is submitted" "$job" '^[0-9]+$'
+    _one_failed () {
+        [ "$(cat "$d"/rc.* 2>/dev/null | wc -l)" -ge 1 ] && [ "$(user_svcs)" -ge 12 ]
+    }
+    wait_for 60 _one_failed
+    expect_eq "$what: three steps run, each with a service on each of n1's 4 NICs" "$(user_svcs)" 12
+    expect_eq "$what: one step ended" "$(cat "$d"/rc.* 2>/dev/null | wc -l)" 1
+    expect_eq "$what: ... and it failed" "$(outcome "$d" "$(ls "$d"/rc.* | sed 's/.*\.//')")" F
+    expect_eq "$what: slurmd's log names the NIC and the pool" \
+        "$(grep -c 'the NIC cxi0 has no free TLE pool (3 in use by other services)' "$slurmd_log")" \
+        $((before + 1))
+    expect_eq "$what: n1 is not drained while the job runs (broker)" "$(drained_nodes)" 0
+    touch "$d/stop"
+    expect_eq "$what: the job completes" "$(slurm_wait_job "$job" 60)" COMPLETED
+    expect_eq "$what: three steps succeeded, one failed" "$(outcomes "$d" 0 1 2 3)" "0 0 0 F "
+    echo "# srun's output for the failed step: $(cat "$d"/err.* | head -3 | tr '\n' '|')"
+    expect_eq "$what: no node is drained in the broker" "$(drained_nodes)" 0
+    expect_eq "$what: no node is drained in Slurm" "$(timeout 5 sinfo -h -N -o '%t' | grep -c drain)" 0
+    wait_for 30 _clean
+    expect_eq "$what: no service is left on n1's NICs" "$(user_svcs)" 0
+    wait_for 60 _all_free
+    expect_eq "$what: every VNI is free again (the failed step's quarantine ended)" \
+        "$(free_vnis)" "$POOL"
+}
+four_steps lease "steps from their leases"
 
 # ---- 2. HPE's limits, carried with the step -----------------------------
 cat >"$T/out/job2.sh" <<EOF
@@ -134,6 +145,15 @@ expect_eq "no node is drained in the broker" "$(drained_nodes)" 0
 expect_eq "no node is drained in Slurm" "$(timeout 5 sinfo -h -N -o '%t' | grep -c drain)" 0
 wait_for 60 _all_free
 expect_eq "every VNI is free at the end" "$(free_vnis)" "$POOL"
+
+# ---- 3. the same from the broker (vnib_lease=off): the report path ------
+# A step without a lease reports its node to the broker itself: the
+# failed one "destroyed" with why, never "failed" (which would drain n1
+# and keep its VNIs quarantined).
+slurm_stop
+slurm_start switch=vnib switch_params="$VNIB_SWITCH_PARAMS,vnib_lease=off" cpus=16 \
+    plugin_dir="$VNIB_PLUGIN_DIR" || { not_ok "slurm restarts"; slurm_dump_logs 30; finish; }
+four_steps broker "steps from the broker"
 
 slurm_stop
 finish
