@@ -139,19 +139,33 @@ static int job_cores(struct cmd_ctx *a, const struct cmd_opts *o, unsigned *np)
     return 0;
 }
 
-/* The prolog failed before it made any service (or after destroying what
- * it made): report "failed", which drains the node in the broker and
- * records why, and exit 1.
+/* The prolog failed, and this node holds nothing of the job (or step):
+ * it made no service, or destroyed and checked gone what it made
+ * (services_create).  Report "destroyed", with why, so that the
+ * reservation's quarantine ends as the job's end would end it and the
+ * node is not drained: it lost nothing.  When held (services left on its
+ * NICs, as a report carries them) is not empty, or the NICs could not be
+ * checked (!checked), report "failed" naming them instead, which drains
+ * the node in the broker until an admin looks.  Exit 1 either way.
  */
 static int prolog_failed(struct cmd_ctx *a,
                          const struct cmd_opts *o,
                          const char *who,
                          long long res_id,
+                         bool checked,
+                         json_t *held,
                          const vnib_error_t *error)
 {
     vnib_error_t rerr = {0};
-    char msg[sizeof(error->text) + 32];
-    snprintf(msg, sizeof(msg), "prolog: %s", error->text);
+    bool left = !checked || json_array_size(held) > 0;
+    int cause = errno;
+    char msg[sizeof(error->text) + 96];
+    snprintf(msg,
+             sizeof(msg),
+             "prolog: %s; %s",
+             error->text,
+             left ? "services left on this node"
+                  : "nothing of it is left on this node");
     /* A start from a lease reports nothing: the reservation counts this
      * node as holding services until it reports them destroyed, which its
      * epilog does from the record. */
@@ -160,7 +174,8 @@ static int prolog_failed(struct cmd_ctx *a,
                       (struct vnib_report){.job_id = o->job,
                                            .step_id = o->step,
                                            .reservation = res_id,
-                                           .cxi = "failed",
+                                           .cxi = left ? "failed" : "destroyed",
+                                           .services = left ? held : NULL,
                                            .message = msg},
                       &rerr)
                != 200)
@@ -168,7 +183,20 @@ static int prolog_failed(struct cmd_ctx *a,
                  "job %s: the broker did not take the failure report: %s",
                  who,
                  rerr.text);
+    /* For the in-process callers: a NIC short of what the service needs,
+     * and nothing left behind. */
+    if (cause == ENOSPC && !left)
+        a->errnum = ENOSPC;
     return cmd_fail(a, CMD_FAILED, "job %s: %s", who, error->text);
+}
+
+/* Whether a failed services_create left a service it made. */
+static bool any_left(const bool *created, int ndev)
+{
+    for (int d = 0; d < ndev; d++)
+        if (created[d])
+            return true;
+    return false;
 }
 
 /* What the prolog's record and its --json output say of the job (or
@@ -221,6 +249,7 @@ static int own_vnis_only(struct cmd_ctx *a,
 {
     json_t *own = json_object_get(res, "step_vnis");
     unsigned ncores = job->ncores;
+    const struct limits_want *limits = job->limits;
 
     if (json_array_size(own) == 0
         || json_array_size(own) == json_array_size(json_object_get(res, "vnis"))
@@ -229,6 +258,7 @@ static int own_vnis_only(struct cmd_ctx *a,
         || cmd_job_from(res, job, a->cfg->floor_percent) < 0)
         return -1;
     job->ncores = ncores;
+    job->limits = limits;
     cmd_warn(a,
              "job %s: %s; this NIC keeps a VNI in one service only (libcxi "
              "up to SHS 14.0.0), so the step gets its own VNIs, without the "
@@ -354,6 +384,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
     }
     if ((rc = job_cores(a, o, &job.ncores)) != CMD_DONE)
         goto done;
+    job.limits = o->limits;
     if ((rc = cmd_open_nics(a)) != CMD_DONE)
         goto done;
     if (!(ids = calloc((size_t)a->ndev + 1, sizeof(*ids)))
@@ -425,7 +456,7 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
      * teardown takes before deciding to destroy it. */
     if (o->step
         && (lock = jobstate_lock(a->cfg->state_dir, o->job, &error)) < 0) {
-        rc = prolog_failed(a, o, who, res_id, &error);
+        rc = prolog_failed(a, o, who, res_id, true, NULL, &error);
         goto done;
     }
     /* The record comes before any service, so a node without a record
@@ -436,20 +467,21 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
         record = NULL;
     }
     if (!record || jobstate_save(a->cfg->state_dir, key, record, &error) < 0) {
-        rc = prolog_failed(a, o, who, res_id, &error);
+        rc = prolog_failed(a, o, who, res_id, true, NULL, &error);
         goto done;
     }
-    if (services_create(
-            a->nb, a->devs, a->ndev, &job, ids, created, a->err, &error)
-            < 0
-        && (errno != EEXIST || !o->step
-            || own_vnis_only(a, who, res, record, key, &job, &error) < 0
-            || services_create(
-                   a->nb, a->devs, a->ndev, &job, ids, created, a->err, &error)
-                   < 0)) {
-        /* services_create destroyed what it made.  The epilog (or clean
-         * --all) later reports the node clean. */
-        rc = prolog_failed(a, o, who, res_id, &error);
+    int made = services_create(
+        a->nb, a->devs, a->ndev, &job, ids, created, a->err, &error);
+    if (made < 0 && errno == EEXIST && o->step && !any_left(created, a->ndev)
+        && own_vnis_only(a, who, res, record, key, &job, &error) == 0)
+        made = services_create(
+            a->nb, a->devs, a->ndev, &job, ids, created, a->err, &error);
+    if (made < 0) {
+        /* services_create destroyed what it made and checked it gone;
+         * ids[] names what it could not. */
+        json_t *held = cmd_services_list(a->devs, ids, a->ndev);
+        rc = prolog_failed(a, o, who, res_id, true, held, &error);
+        json_decref(held);
         goto done;
     }
     svcs = cmd_services_list(a->devs, ids, a->ndev);
@@ -461,30 +493,21 @@ int cmd_prolog(struct cmd_ctx *a, const struct cmd_opts *o)
                < 0) {
         vnib_error_t rerr = {0};
         json_t *left = json_array(), *gone = json_array();
-        (void)services_destroy(a->nb,
-                               a->devs,
-                               a->ndev,
-                               services_match,
-                               &job,
-                               0,
-                               false,
-                               gone,
-                               left,
-                               &rerr);
+        int nleft = services_destroy(a->nb,
+                                     a->devs,
+                                     a->ndev,
+                                     services_match,
+                                     &job,
+                                     0,
+                                     false,
+                                     gone,
+                                     left,
+                                     &rerr);
         json_t *held = cmd_report_services(left);
-        if (!o->lease)
-            (void)cmd_report(a,
-                             (struct vnib_report){.job_id = o->job,
-                                                  .step_id = o->step,
-                                                  .reservation = res_id,
-                                                  .cxi = "failed",
-                                                  .services = held,
-                                                  .message = error.text},
-                             &rerr);
+        rc = prolog_failed(a, o, who, res_id, nleft >= 0, held, &error);
         json_decref(held);
         json_decref(left);
         json_decref(gone);
-        rc = cmd_fail(a, CMD_FAILED, "job %s: %s", who, error.text);
         goto done;
     }
     jobstate_unlock(lock);

@@ -121,6 +121,9 @@ struct cmd_opts {
     bool lease_arg;     /* lease is --lease's argument: "-" reads it from
                          * stdin and "@FILE" from FILE */
     long nics;
+    const struct limits_want *limits; /* prolog: the site's and user's
+                                       * def_/res_/max_/depth (NULL:
+                                       * HPE's table; agent/limits.h) */
 };
 
 /* The commands, one per `vnib-agent COMMAND`.  Each returns an exit

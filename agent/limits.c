@@ -28,12 +28,42 @@ static unsigned long min_ul(unsigned long a, unsigned long b)
     return a < b ? a : b;
 }
 
-void limits_plan(const struct nic_info *dev,
-                 const struct nic_svc *svcs,
-                 int n,
-                 unsigned ncores,
-                 struct nic_svc *req)
+void limits_want_init(struct limits_want *w)
 {
+    for (int r = 0; r < NIC_RSRC_COUNT; r++)
+        w->def[r] = w->res[r] = w->max[r] = -1;
+    w->depth = -1;
+}
+
+bool limits_want_empty(const struct limits_want *w)
+{
+    for (int r = 0; r < NIC_RSRC_COUNT; r++)
+        if (w->def[r] >= 0 || w->res[r] >= 0 || w->max[r] >= 0)
+            return false;
+    return w->depth < 0;
+}
+
+int limits_pool_users(const struct nic_svc *svcs, int n, enum nic_rsrc r)
+{
+    int count = 0;
+    for (int i = 0; i < n; i++)
+        count +=
+            !svcs[i].is_system && svcs[i].svc_id != 1 && svcs[i].res[r] > 0;
+    return count;
+}
+
+int limits_plan(const struct nic_info *dev,
+                const struct nic_svc *svcs,
+                int n,
+                unsigned ncores,
+                const struct limits_want *w,
+                struct nic_svc *req,
+                vnib_error_t *errp)
+{
+    char bad[512] = "";
+    size_t used = 0;
+    unsigned long mult = w && w->depth > 0 ? (unsigned long)w->depth : ncores;
+
     req->resource_limits = true;
     for (int r = 0; r < NIC_RSRC_COUNT; r++) {
         unsigned long held = 0;
@@ -44,14 +74,44 @@ void limits_plan(const struct nic_info *dev,
                                                     : svcs[i].use[r];
         }
         unsigned long left = dev->cap[r] > held ? dev->cap[r] - held : 0;
-        unsigned long want = (unsigned long)hpe[r].per_core * ncores;
-        unsigned long max = hpe[r].max ? hpe[r].max : ncores;
+        unsigned long per =
+            w && w->def[r] >= 0 ? (unsigned long)w->def[r] : hpe[r].per_core;
+        unsigned long want = per * mult;
+        unsigned long max = hpe[r].max ? hpe[r].max : mult;
+        if (w && w->max[r] >= 0)
+            max = (unsigned long)w->max[r];
+        if (w && w->res[r] >= 0) {
+            want = (unsigned long)w->res[r];
+            if (r == NIC_RSRC_TLE && w->max[r] < 0)
+                max = want;
+            if (want > left || want > max) {
+                int k = snprintf(bad + used,
+                                 sizeof(bad) - used,
+                                 "%sres_%ss=%lu: %s %lu",
+                                 used ? "; " : "",
+                                 nic_rsrc_name(r),
+                                 want,
+                                 want > left ? "it has" : "its maximum is",
+                                 want > left ? left : max);
+                if (k > 0 && (size_t)k < sizeof(bad) - used)
+                    used += (size_t)k;
+            }
+        }
         max = min_ul(min_ul(max, left), UINT16_MAX);
         req->max[r] = (uint16_t)max;
         req->res[r] = (uint16_t)min_ul(want, max);
         if (r == NIC_RSRC_TLE)
             req->max[r] = req->res[r];
     }
+    if (used) {
+        errno = ENOSPC;
+        return errprintf(errp,
+                         "the NIC %s cannot give the reservation asked (%s, "
+                         "once its system services have taken theirs)",
+                         dev->name,
+                         bad);
+    }
+    return 0;
 }
 
 int limits_scale_back(const struct nic_svc *want,

@@ -49,6 +49,57 @@ int services_find(struct nic_backend *nb,
     return 0;
 }
 
+/* ENOSPC naming the pool dev ran out of and how many services hold one:
+ * no smaller request helps, only another service's end. */
+static int pools_gone(struct nic_backend *nb,
+                      const struct nic_info *dev,
+                      const struct nic_fail *fail,
+                      vnib_error_t *errp)
+{
+    enum nic_rsrc r = fail->no_tle_pools ? NIC_RSRC_TLE : NIC_RSRC_LE;
+    struct nic_svc *svcs = NULL;
+    vnib_error_t ignore = {0};
+    char count[48] = "";
+    int n = 0;
+
+    if (nic_svc_list(nb, dev, &svcs, &n, &ignore) == 0)
+        snprintf(count,
+                 sizeof(count),
+                 " (%d in use by other services)",
+                 limits_pool_users(svcs, n, r));
+    free(svcs);
+    errno = ENOSPC;
+    return errprintf(errp,
+                     "the NIC %s has no free %s pool%s: a service that "
+                     "reserves %ss needs one, and none is free until another "
+                     "job or step on this node ends",
+                     dev->name,
+                     r == NIC_RSRC_TLE ? "TLE" : "LE",
+                     count,
+                     r == NIC_RSRC_TLE ? "TLE" : "LE");
+}
+
+/* Destroy service id on dev and check that its list no longer has it. */
+static int destroy_checked(struct nic_backend *nb,
+                           const struct nic_info *dev,
+                           unsigned id)
+{
+    struct nic_svc *svcs = NULL;
+    vnib_error_t ignore = {0};
+    int n = 0, rc = -1;
+
+    if (nic_svc_destroy(nb, dev, id, &ignore) < 0
+        || nic_svc_list(nb, dev, &svcs, &n, &ignore) < 0)
+        goto done;
+    rc = 0;
+    for (int i = 0; i < n; i++)
+        if (svcs[i].svc_id == id)
+            rc = -1;
+done:
+    free(svcs);
+    return rc;
+}
+
 /* Allocate the job's service on one NIC, scaling back as needed. */
 static int alloc_one(struct nic_backend *nb,
                      const struct nic_info *dev,
@@ -72,7 +123,8 @@ static int alloc_one(struct nic_backend *nb,
     memcpy(want.vnis, job->vnis, sizeof(want.vnis));
     want.restricted_tcs = true;
     want.tcs_mask = job->tcs_mask;
-    limits_plan(dev, svcs, n, job->ncores, &want);
+    if (limits_plan(dev, svcs, n, job->ncores, job->limits, &want, errp) < 0)
+        return -1;
     req = want;
     for (int attempt = 0; attempt < ALLOC_ATTEMPTS; attempt++) {
         memset(&fail, 0, sizeof(fail));
@@ -90,6 +142,8 @@ static int alloc_one(struct nic_backend *nb,
             < 0) {
             if (errno == EAGAIN)
                 continue;
+            if (fail.no_tle_pools || fail.no_le_pools)
+                return pools_gone(nb, dev, &fail, errp);
             errno = ENOSPC;
             return errprintf(errp,
                              "%s: cannot reserve the job's resources: %s",
@@ -157,11 +211,12 @@ undo : {
     int saved = errno;
     for (int k = 0; k < ndev; k++) {
         if (created[k]) {
-            vnib_error_t ignore;
-            (void)nic_svc_destroy(nb, &devs[k], (unsigned)ids[k], &ignore);
+            if (destroy_checked(nb, &devs[k], (unsigned)ids[k]) < 0)
+                continue; /* left: created[k] and ids[k] say which */
             created[k] = false;
             ids[k] = -1;
-        }
+        } else
+            ids[k] = -1;
     }
     errno = saved;
     return -1;

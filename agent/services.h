@@ -19,6 +19,8 @@
 #include "agent/nic.h"
 #include "vnib/error.h"
 
+struct limits_want;
+
 struct services_job {
     uid_t uid;
     int nvnis;
@@ -26,6 +28,7 @@ struct services_job {
     unsigned tcs_mask;
     unsigned ncores;
     long floor_percent;
+    const struct limits_want *limits; /* NULL: HPE's table (limits.h) */
 };
 
 /* Which services a destroy pass takes. */
@@ -46,8 +49,12 @@ int services_find(struct nic_backend *nb,
  * else allocate one sized by limits_plan, scaling back on ENOSPC.
  * ids[d] gets each service id, created[d] whether this call made it.
  * Scale-backs and other warnings go to warn, one line each.  On failure
- * the services this call created are destroyed again and -1 is returned
- * with errp naming the NIC and the cause.
+ * -1 is returned with errp naming the NIC and the cause (for a NIC out of
+ * TLE or LE pools: "the NIC cxi0 has no free TLE pool (3 in use by other
+ * services)"), after the services this call created are destroyed again
+ * and each is checked gone from its NIC's list: then created[] is all
+ * false.  One that could not be destroyed, or not be checked, keeps
+ * created[d] true and its id in ids[d], for the caller to report.
  */
 int services_create(struct nic_backend *nb,
                     const struct nic_info *devs,

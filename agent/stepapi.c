@@ -170,6 +170,7 @@ int vnib_step_setup(const char *agent_config,
                     const char *step,
                     long uid,
                     long ncores,
+                    const struct limits_want *limits,
                     char ***envp,
                     vnib_error_t *errp)
 {
@@ -179,7 +180,8 @@ int vnib_step_setup(const char *agent_config,
                          .ncores = ncores > 0 ? ncores : 0,
                          .retry_ms = -1,
                          .format = "export",
-                         .nics = -1};
+                         .nics = -1,
+                         .limits = limits};
     struct cmd_ctx a;
 
     *envp = NULL;
@@ -197,6 +199,7 @@ int vnib_step_setup_lease(const char *agent_config,
                           const char *step,
                           long uid,
                           long ncores,
+                          const struct limits_want *limits,
                           const char *lease,
                           char ***envp,
                           vnib_error_t *errp)
@@ -208,7 +211,8 @@ int vnib_step_setup_lease(const char *agent_config,
                          .retry_ms = -1,
                          .format = "export",
                          .lease = lease,
-                         .nics = -1};
+                         .nics = -1,
+                         .limits = limits};
     struct cmd_ctx a;
 
     *envp = NULL;

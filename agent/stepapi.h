@@ -25,6 +25,10 @@
  *                 the lease was refused
  *   EINVAL        bad arguments, a malformed lease, or agent.toml, the
  *                 node token or a lease key file is unusable
+ *   ENOSPC        a NIC cannot hold the step's service (no free TLE or
+ *                 LE pool, or a res_ limit it cannot give): the step fails
+ *                 alone; nothing of it is left on the node, which told the
+ *                 broker so ("destroyed"), and no drain is called for
  *   EIO           the NICs: a CXI operation failed (drain the node)
  */
 #ifndef VNIB_AGENT_STEPAPI_H
@@ -37,7 +41,9 @@ struct cmd_ctx;
 /* Set up the step: fetch its reservation, create one service per NIC (or
  * reuse the one a previous call made), record it, report "created".  uid
  * (-1: the reservation's) must match the reservation's owner; ncores (0:
- * Slurm's environment or the CPU count) sizes the services.  On success
+ * Slurm's environment or the CPU count) sizes the services, with the
+ * site's and the user's def_/res_/max_/depth in limits (NULL: HPE's table;
+ * agent/limits.h).  On success
  * *envp is the task environment: a NULL-terminated array of "NAME=value"
  * (SLINGSHOT_VNIS, _DEVICES, _SVC_IDS, _TCS and, when the job has
  * hardware collectives, FI_CXI_COLL_* and FI_CXI_HWCOLL_*, with
@@ -46,11 +52,14 @@ struct cmd_ctx;
  * every other name of vnib_step_env_name in the tasks, so nothing leaks
  * from the submitting shell.
  */
+struct limits_want;
+
 int vnib_step_setup(const char *agent_config,
                     const char *job,
                     const char *step,
                     long uid,
                     long ncores,
+                    const struct limits_want *limits,
                     char ***envp,
                     vnib_error_t *errp);
 
@@ -74,6 +83,7 @@ int vnib_step_setup_lease(const char *agent_config,
                           const char *step,
                           long uid,
                           long ncores,
+                          const struct limits_want *limits,
                           const char *lease,
                           char ***envp,
                           vnib_error_t *errp);

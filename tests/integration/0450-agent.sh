@@ -135,8 +135,11 @@ expect_eq "a NIC below the floor (25%) fails the prolog (exit 1)" "$AGENT_RC" 1
 expect_match "... naming the resource and floor" "$AGENT_ERR" "cxi3: cannot reserve the job's resources: below the floor: pte 40 available, floor 96 \\(25% of 384\\)"
 expect_eq "... and destroys what it had made on the other NICs" "$(sim_count n2 cxi0)$(sim_count n2 cxi1)$(sim_count n2 cxi2)" 010
 TOKEN=$(node_token n2) http GET /v1/nodes/n2
-expect_json "the broker drained n2" .drained true
-expect_match "... with the prolog's reason" "$(jq -r .drained_reason <<<"$HTTP_BODY")" "prolog: cxi3"
+expect_json "... so n2 holds nothing of j4, and the broker does not drain it" .drained false
+TOKEN=$SCHED_TOKEN http GET /v1/reservations/j4/nodes
+expect_eq "n2 reported j4 destroyed" "$(jq -r '.reports[] | select(.node == "n2") | .cxi' <<<"$HTTP_BODY")" destroyed
+expect_match "... with the prolog's reason" \
+    "$(jq -r '.reports[] | select(.node == "n2") | .message' <<<"$HTTP_BODY")" "prolog: cxi3: .*; nothing of it is left on this node"
 
 # ---- dry run and list --------------------------------------------------------
 reserve j3 n9 1

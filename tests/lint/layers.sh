@@ -123,7 +123,7 @@ for file in "$@"; do
                         plugins/slurm/switch/swv_node.c:agent/* | plugins/slurm/switch/swv_broker.c:agent/* | \
                         plugins/slurm/switch/swv_conn.c:agent/*)
                         case ${inc#agent/} in
-                            commands.h | agentcfg.h | brokerso.h | broker.h | jobstate.h) continue ;;
+                            commands.h | agentcfg.h | brokerso.h | broker.h | jobstate.h | limits.h) continue ;;
                         esac
                         ;;
                 esac

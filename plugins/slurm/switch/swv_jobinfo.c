@@ -3,8 +3,10 @@
  *
  * Layout (big-endian): magic u32, version u32, flags u32, job u32, step
  * u32, job reservation i64, step reservation i64: 36 bytes, version 1;
- * version 2 adds the lease's length u32 and its bytes.  The job-level
- * data: see swv_jobinfo.h.
+ * version 2 adds the lease's length u32 and its bytes; version 3 adds
+ * the limits (def, res, max of each resource, then depth: u32 each,
+ * 0xffffffff unset), then the lease's length u32 (0: none) and its
+ * bytes.  The job-level data: see swv_jobinfo.h.
  */
 #include "swv_jobinfo.h"
 
@@ -41,9 +43,50 @@ static int64_t get64(const uint8_t *p)
 
 size_t swv_jobinfo_wire_size(const struct swv_jobinfo *info)
 {
+    size_t n = info->lease != NULL ? strlen(info->lease) : 0;
+
+    if ((info->flags & SWV_JOBINFO_LIMITS) != 0)
+        return SWV_JOBINFO_WIRE_LIMITS + n;
     if (info->lease == NULL)
         return SWV_JOBINFO_WIRE;
-    return SWV_JOBINFO_WIRE_LEASE + strlen(info->lease);
+    return SWV_JOBINFO_WIRE_LEASE + n;
+}
+
+/* The limits as 25 u32 at p, in, or out of, their wire order. */
+static int32_t *limit_slot(struct swv_limits *l, int i)
+{
+    if (i < SWV_RSRC_COUNT)
+        return &l->def[i];
+    if (i < 2 * SWV_RSRC_COUNT)
+        return &l->res[i - SWV_RSRC_COUNT];
+    if (i < 3 * SWV_RSRC_COUNT)
+        return &l->max[i - 2 * SWV_RSRC_COUNT];
+    return &l->depth;
+}
+
+static void limits_encode(const struct swv_jobinfo *info, uint8_t *out)
+{
+    struct swv_limits l = info->limits;
+
+    for (int i = 0; i < 3 * SWV_RSRC_COUNT + 1; i++) {
+        int32_t v = *limit_slot(&l, i);
+        put32(out + 36 + 4 * i, v < 0 ? 0xffffffffu : (uint32_t)v);
+    }
+}
+
+static int limits_decode(const uint8_t *buf,
+                         struct swv_limits *l,
+                         vnib_error_t *errp)
+{
+    for (int i = 0; i < 3 * SWV_RSRC_COUNT + 1; i++) {
+        uint32_t v = get32(buf + 36 + 4 * i);
+        uint32_t bound =
+            i == 3 * SWV_RSRC_COUNT ? SWV_DEPTH_MAX : SWV_LIMIT_MAX;
+        if (v != 0xffffffffu && (v > bound || (i == 3 * SWV_RSRC_COUNT && !v)))
+            return errprintf(errp, "switch/vnib jobinfo: a limit out of range");
+        *limit_slot(l, i) = v == 0xffffffffu ? -1 : (int32_t)v;
+    }
+    return 0;
 }
 
 void swv_jobinfo_encode(const struct swv_jobinfo *info, uint8_t *out)
@@ -51,6 +94,19 @@ void swv_jobinfo_encode(const struct swv_jobinfo *info, uint8_t *out)
     size_t n = info->lease != NULL ? strlen(info->lease) : 0;
 
     put32(out, SWV_JOBINFO_MAGIC);
+    if ((info->flags & SWV_JOBINFO_LIMITS) != 0) {
+        put32(out + 4, SWV_JOBINFO_VERSION_LIMITS);
+        put32(out + 8, info->flags);
+        put32(out + 12, info->job_id);
+        put32(out + 16, info->step_id);
+        put64(out + 20, info->job_resv);
+        put64(out + 28, info->step_resv);
+        limits_encode(info, out);
+        put32(out + SWV_JOBINFO_WIRE_LIMITS - 4, (uint32_t)n);
+        if (n)
+            memcpy(out + SWV_JOBINFO_WIRE_LIMITS, info->lease, n);
+        return;
+    }
     put32(
         out + 4,
         info->lease != NULL ? SWV_JOBINFO_VERSION_LEASE : SWV_JOBINFO_VERSION);
@@ -108,34 +164,44 @@ int swv_jobinfo_decode(const uint8_t *buf,
                              "switch/vnib jobinfo: %zu bytes, want %d",
                              len,
                              SWV_JOBINFO_WIRE);
-    } else if (version == SWV_JOBINFO_VERSION_LEASE) {
-        if (len < SWV_JOBINFO_WIRE_LEASE)
+    } else if (version == SWV_JOBINFO_VERSION_LEASE
+               || version == SWV_JOBINFO_VERSION_LIMITS) {
+        size_t head = version == SWV_JOBINFO_VERSION_LEASE
+                          ? SWV_JOBINFO_WIRE_LEASE
+                          : SWV_JOBINFO_WIRE_LIMITS;
+        if (len < head)
             return errprintf(errp,
-                             "switch/vnib jobinfo: %zu bytes, want %d or more",
+                             "switch/vnib jobinfo: %zu bytes, want %zu or more",
                              len,
-                             SWV_JOBINFO_WIRE_LEASE);
-        n = get32(buf + 36);
-        if (n != len - SWV_JOBINFO_WIRE_LEASE)
+                             head);
+        n = get32(buf + head - 4);
+        if (n != len - head)
             return errprintf(errp,
                              "switch/vnib jobinfo: a lease of %zu bytes in %zu",
                              n,
-                             len - SWV_JOBINFO_WIRE_LEASE);
-        if (lease_ok(buf + SWV_JOBINFO_WIRE_LEASE, n, errp) < 0)
+                             len - head);
+        if ((version == SWV_JOBINFO_VERSION_LEASE || n > 0)
+            && lease_ok(buf + head, n, errp) < 0)
+            return -1;
+        if (version == SWV_JOBINFO_VERSION_LIMITS
+            && limits_decode(buf, &in.limits, errp) < 0)
             return -1;
     } else
         return errprintf(errp,
                          "switch/vnib jobinfo: version %" PRIu32
-                         ", want %u or %u",
+                         ", want %u, %u or %u",
                          version,
                          SWV_JOBINFO_VERSION,
-                         SWV_JOBINFO_VERSION_LEASE);
+                         SWV_JOBINFO_VERSION_LEASE,
+                         SWV_JOBINFO_VERSION_LIMITS);
     in.flags = get32(buf + 8);
     in.job_id = get32(buf + 12);
     in.step_id = get32(buf + 16);
     in.job_resv = get64(buf + 20);
     in.step_resv = get64(buf + 28);
     if ((in.flags
-         & ~(SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED | SWV_JOBINFO_FALLBACK))
+         & ~(SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED | SWV_JOBINFO_FALLBACK
+             | SWV_JOBINFO_LIMITS))
         != 0)
         return errprintf(
             errp, "switch/vnib jobinfo: unknown flags 0x%" PRIx32, in.flags);
@@ -145,6 +211,11 @@ int swv_jobinfo_decode(const uint8_t *buf,
         return errprintf(errp,
                          "switch/vnib jobinfo: a fallback on a step that is "
                          "not reserved");
+    if (((in.flags & SWV_JOBINFO_LIMITS) != 0)
+        != (version == SWV_JOBINFO_VERSION_LIMITS))
+        return errprintf(errp,
+                         "switch/vnib jobinfo: limits flag without its "
+                         "version, or the version without the flag");
     if (in.job_resv < 0 || in.step_resv < 0)
         return errprintf(errp, "switch/vnib jobinfo: negative reservation");
     if ((in.flags & SWV_JOBINFO_BUILT) != 0
@@ -153,18 +224,21 @@ int swv_jobinfo_decode(const uint8_t *buf,
         return errprintf(errp,
                          "switch/vnib jobinfo: a reserved step "
                          "without its reservations");
-    if (version == SWV_JOBINFO_VERSION_LEASE
+    if (version != SWV_JOBINFO_VERSION
         && (in.flags & (SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED))
                != SWV_JOBINFO_BUILT)
         return errprintf(errp,
-                         "switch/vnib jobinfo: a lease on a step that is "
-                         "not reserved");
-    if (version == SWV_JOBINFO_VERSION_LEASE) {
+                         "switch/vnib jobinfo: a lease or limits on a step "
+                         "that is not reserved");
+    if (version != SWV_JOBINFO_VERSION && n > 0) {
+        size_t head = version == SWV_JOBINFO_VERSION_LEASE
+                          ? SWV_JOBINFO_WIRE_LEASE
+                          : SWV_JOBINFO_WIRE_LIMITS;
         if ((in.lease = malloc(n + 1)) == NULL) {
             errno = ENOMEM;
             return errprintf(errp, "switch/vnib jobinfo: out of memory");
         }
-        memcpy(in.lease, buf + SWV_JOBINFO_WIRE_LEASE, n);
+        memcpy(in.lease, buf + head, n);
         in.lease[n] = '\0';
     }
     *info = in;

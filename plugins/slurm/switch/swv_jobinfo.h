@@ -13,11 +13,14 @@
  * request cannot hand a step someone else's VNIs: CVE-2024-42511 cannot
  * arise).
  *
- * Two wire forms, both version-tagged: version 1, 36 bytes, without a
+ * Three wire forms, all version-tagged: version 1, 36 bytes, without a
  * lease (what a step without one still packs, so that a node whose
  * plugin predates leases reads it), and version 2, the same fields then
- * the lease.  Decoding accepts exactly those and nothing else, so
- * garbage is refused, never trusted (tests/fuzz/fuzz_switch.c).
+ * the lease; version 3, only for a step with NIC limits set (HPE's
+ * def_/res_/max_<rsrc> and depth, from SwitchParameters or --network,
+ * which the node's agent applies), the same fields, the limits, then
+ * the lease or none.  Decoding accepts exactly those and nothing else,
+ * so garbage is refused, never trusted (tests/fuzz/fuzz_switch.c).
  */
 #ifndef SWV_JOBINFO_H
 #define SWV_JOBINFO_H
@@ -25,32 +28,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "swv_opts.h"
 #include "vnib/error.h"
 
 #define SWV_JOBINFO_MAGIC 0x564e4942u /* "VNIB" */
 #define SWV_JOBINFO_VERSION 1u        /* without a lease */
 #define SWV_JOBINFO_VERSION_LEASE 2u  /* with one */
+#define SWV_JOBINFO_VERSION_LIMITS 3u /* with limits, and a lease or not */
 #define SWV_JOBINFO_WIRE 36           /* bytes of version 1 */
 #define SWV_JOBINFO_WIRE_LEASE 40     /* bytes of version 2 before the lease */
+/* bytes of version 3 before the lease: the limits, 25 u32 (0xffffffff
+ * unset), then the lease's length (0: none) */
+#define SWV_JOBINFO_WIRE_LIMITS (36 + 4 * (3 * SWV_RSRC_COUNT + 1) + 4)
 /* The longest lease carried: LEASE_MAX_LEN (vnib/lease.h). */
 #define SWV_JOBINFO_LEASE_MAX (256u * 1024)
 /* The most bytes an encoded jobinfo takes. */
-#define SWV_JOBINFO_WIRE_MAX (SWV_JOBINFO_WIRE_LEASE + SWV_JOBINFO_LEASE_MAX)
+#define SWV_JOBINFO_WIRE_MAX (SWV_JOBINFO_WIRE_LIMITS + SWV_JOBINFO_LEASE_MAX)
 
 /* flags */
 #define SWV_JOBINFO_BUILT 0x1u      /* the controller reserved for it */
 #define SWV_JOBINFO_UNISOLATED 0x2u /* broker down, vnib_outage=open */
-#define SWV_JOBINFO_FALLBACK                  \
-    0x4u /* its own VNIs could not be had: it \
-            runs on its job's alone */
+/* its own VNIs could not be had: it runs on its job's alone */
+#define SWV_JOBINFO_FALLBACK 0x4u
+#define SWV_JOBINFO_LIMITS 0x8u /* limits holds the step's NIC limits */
 
 struct swv_jobinfo {
     uint32_t flags;
     uint32_t job_id;
     uint32_t step_id;
-    int64_t job_resv;  /* the broker's reservation id of the job */
-    int64_t step_resv; /* ... and of the step */
-    char *lease;       /* the step's lease (malloc'd), or NULL */
+    int64_t job_resv;         /* the broker's reservation id of the job */
+    int64_t step_resv;        /* ... and of the step */
+    char *lease;              /* the step's lease (malloc'd), or NULL */
+    struct swv_limits limits; /* with SWV_JOBINFO_LIMITS */
 };
 
 /* What travels with a JOB (Slurm 24.05 and later pack a job-level blob
@@ -89,7 +98,8 @@ int swv_jobdata_decode(const uint8_t *buf,
 size_t swv_jobinfo_wire_size(const struct swv_jobinfo *info);
 
 /* Encode info into out (swv_jobinfo_wire_size bytes, big-endian fields):
- * version 1 without a lease, version 2 with one. */
+ * version 3 with SWV_JOBINFO_LIMITS, else version 1 without a lease and
+ * version 2 with one. */
 void swv_jobinfo_encode(const struct swv_jobinfo *info, uint8_t *out);
 
 /* Decode len bytes at buf into info (its lease a new string, for
@@ -97,7 +107,8 @@ void swv_jobinfo_encode(const struct swv_jobinfo *info, uint8_t *out);
  * errp saying why: wrong size, magic or version, unknown flags, negative
  * reservation ids, a built step without ids, a lease on a step that is
  * not reserved, longer than SWV_JOBINFO_LEASE_MAX, not starting "vnib1."
- * or with a byte outside base64url and ".".  info holds nothing then.
+ * or with a byte outside base64url and ".", limits out of their range or
+ * on a step that is not reserved.  info holds nothing then.
  */
 int swv_jobinfo_decode(const uint8_t *buf,
                        size_t len,

@@ -23,6 +23,7 @@
 #include "agent/broker.h"
 #include "agent/commands.h"
 #include "agent/jobstate.h"
+#include "agent/limits.h"
 #include "agent/stepapi.h"
 #include "vnib/monotime.h"
 #include "vnib/secfile.h"
@@ -39,6 +40,28 @@ static int agent_config(const struct swv_config *cfg,
     return 0;
 }
 
+/* The step's NIC limits for the agent: those the step carries (the
+ * site's and its --network, as slurmctld read them), else this node's
+ * SwitchParameters.  swv_limits is in libcxi's order, as nic_rsrc is.
+ * NULL when none is set: HPE's table. */
+static const struct limits_want *step_limits(const struct swv_config *cfg,
+                                             const struct swv_jobinfo *info,
+                                             struct limits_want *w)
+{
+    const struct swv_limits *l =
+        (info->flags & SWV_JOBINFO_LIMITS) ? &info->limits : &cfg->limits;
+
+    if (!swv_limits_any(l))
+        return NULL;
+    for (int r = 0; r < SWV_RSRC_COUNT && r < NIC_RSRC_COUNT; r++) {
+        w->def[r] = l->def[r];
+        w->res[r] = l->res[r];
+        w->max[r] = l->max[r];
+    }
+    w->depth = l->depth;
+    return w;
+}
+
 int swv_node_setup(const struct swv_config *cfg,
                    const char *node,
                    const struct swv_jobinfo *info,
@@ -50,6 +73,8 @@ int swv_node_setup(const struct swv_config *cfg,
                    vnib_error_t *errp)
 {
     char conf[SWV_PATH_MAX], job[16], step[16];
+    struct limits_want want;
+    const struct limits_want *limits;
 
     *envp = NULL;
     *unisolated = 0;
@@ -64,9 +89,11 @@ int swv_node_setup(const struct swv_config *cfg,
     if (agent_config(cfg, node, conf, sizeof(conf), errp) < 0)
         return -1;
     swv_jobinfo_ids(info, job, step);
+    limits_want_init(&want);
+    limits = step_limits(cfg, info, &want);
     if (info->lease != NULL) {
         if (vnib_step_setup_lease(
-                conf, job, step, uid, ncores, info->lease, envp, errp)
+                conf, job, step, uid, ncores, limits, info->lease, envp, errp)
             == 0)
             return 0;
         if (errno != EACCES)
@@ -75,7 +102,7 @@ int swv_node_setup(const struct swv_config *cfg,
          * reservation either way: the broker's own says. */
         errprintf(warnp, "lease refused, asking the broker: %s", errp->text);
     }
-    if (vnib_step_setup(conf, job, step, uid, ncores, envp, errp) == 0)
+    if (vnib_step_setup(conf, job, step, uid, ncores, limits, envp, errp) == 0)
         return 0;
     if ((errno == EHOSTUNREACH || errno == ETIMEDOUT || errno == ECONNREFUSED)
         && cfg->outage == SWV_OUTAGE_OPEN) {

@@ -56,10 +56,13 @@ static const struct config_key config_keys[] = {
      offsetof(struct swv_config, broker_hold_s)},
 };
 
+const char *const swv_rsrc_names[SWV_RSRC_COUNT] = {
+    "ptes", "txqs", "tgqs", "eqs", "cts", "les", "tles", "acs"};
+
 /* HPE's --network keys that switch/vnib accepts and ignores: the broker
- * and the agent decide traffic classes and limits. */
+ * decides traffic classes, and the agent always fits the limits to what
+ * the NIC has left (adjust_limits). */
 static const char *const hpe_ignored[] = {
-    "depth",
     "tcs",
     "single_node_vni",
     "adjust_limits",
@@ -67,6 +70,72 @@ static const char *const hpe_ignored[] = {
     "disable_rdzv_get",
     NULL,
 };
+
+static void limits_unset(struct swv_limits *l)
+{
+    for (int r = 0; r < SWV_RSRC_COUNT; r++)
+        l->def[r] = l->res[r] = l->max[r] = -1;
+    l->depth = -1;
+}
+
+bool swv_limits_any(const struct swv_limits *l)
+{
+    for (int r = 0; r < SWV_RSRC_COUNT; r++)
+        if (l->def[r] >= 0 || l->res[r] >= 0 || l->max[r] >= 0)
+            return true;
+    return l->depth >= 0;
+}
+
+/* HPE's def_<rsrc>, res_<rsrc>, max_<rsrc> and (with depth_ok) depth into
+ * l.  Returns 1 when key is one, 0 when not, -1 with errno EINVAL and
+ * errp for a bad value. */
+static int limit_item(const char *what,
+                      struct swv_limits *l,
+                      const char *key,
+                      const char *val,
+                      bool depth_ok,
+                      vnib_error_t *errp)
+{
+    int32_t *field = NULL;
+    long bound = SWV_LIMIT_MAX, lo = 0, v;
+    char *end;
+
+    if (depth_ok && strcmp(key, "depth") == 0) {
+        field = &l->depth;
+        bound = SWV_DEPTH_MAX;
+        lo = 1;
+    } else if (strncmp(key, "def_", 4) == 0 || strncmp(key, "res_", 4) == 0
+               || strncmp(key, "max_", 4) == 0) {
+        int32_t *row = key[0] == 'd' ? l->def : key[0] == 'r' ? l->res : l->max;
+        for (int r = 0; r < SWV_RSRC_COUNT && !field; r++)
+            if (strcmp(key + 4, swv_rsrc_names[r]) == 0)
+                field = &row[r];
+        if (!field) {
+            errno = EINVAL;
+            return errprintf(errp,
+                             "%s: %s: no such resource (ptes, txqs, tgqs, "
+                             "eqs, cts, les, tles or acs)",
+                             what,
+                             key);
+        }
+    } else
+        return 0;
+    errno = 0;
+    v = val ? strtol(val, &end, 10) : 0;
+    if (!val || val[0] < '0' || val[0] > '9' || *end != '\0' || errno != 0
+        || v < lo || v > bound) {
+        errno = EINVAL;
+        return errprintf(errp,
+                         "%s: %s: want a number %ld-%ld, not '%s'",
+                         what,
+                         key,
+                         lo,
+                         bound,
+                         val ? val : "");
+    }
+    *field = (int32_t)v;
+    return 1;
+}
 
 static void config_defaults(struct swv_config *cfg)
 {
@@ -91,6 +160,7 @@ static void config_defaults(struct swv_config *cfg)
     cfg->retry_busy_ms = 5000;
     cfg->free_poll_ms = 1000;
     cfg->broker_hold_s = 60;
+    limits_unset(&cfg->limits);
 }
 
 /* A count of VNIs, 0-4. */
@@ -313,6 +383,11 @@ static int config_item(void *arg,
         if (strcmp(key, config_keys[i].name) == 0)
             return apply_config_key(arg, &config_keys[i], val, errp);
     }
+    struct swv_config *cfg = arg;
+    int rc =
+        limit_item("SwitchParameters", &cfg->limits, key, val, false, errp);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
     errno = EINVAL;
     return errprintf(errp, "SwitchParameters: unknown key '%s'", key);
 }
@@ -333,9 +408,7 @@ static bool hpe_key_ignored(const char *key)
         if (strcmp(key, hpe_ignored[i]) == 0)
             return true;
     }
-    /* def_txqs=, res_les=, max_acs=...: per-resource limits */
-    return strncmp(key, "def_", 4) == 0 || strncmp(key, "res_", 4) == 0
-           || strncmp(key, "max_", 4) == 0;
+    return false;
 }
 
 struct net_arg {
@@ -386,6 +459,9 @@ static int network_item(void *arg,
             snprintf(net->hwcoll, sizeof(net->hwcoll), "%s", v);
         return 0;
     }
+    int rc = limit_item("--network", &net->limits, key, val, true, errp);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
     if (hpe_key_ignored(key))
         return 0;
     errno = EINVAL;
@@ -405,6 +481,7 @@ int swv_network_parse(const struct swv_config *cfg,
     net->step_vnis = cfg->step_vnis;
     net->step_fallback = cfg->step_fallback;
     snprintf(net->hwcoll, sizeof(net->hwcoll), "%s", cfg->hwcoll);
+    net->limits = cfg->limits;
     if (for_each_item("--network", job_net, network_item, &a, errp) < 0)
         return -1;
     a.step = true;

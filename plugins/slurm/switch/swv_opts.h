@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vnib/error.h"
 #include "vnib/tclass.h"
@@ -48,6 +49,26 @@ enum swv_step_fallback {
     SWV_FALLBACK_FAIL = 2, /* it fails: ESLURM_INTERCONNECT_FAILURE */
 };
 
+/* HPE's per-resource NIC limits, as switch/hpe_slingshot takes them in
+ * SwitchParameters and --network: def_<rsrc> (per CPU of the step on the
+ * node, or per depth), res_<rsrc> (the reservation itself) and max_<rsrc>
+ * (the most the service may use), <rsrc> in libcxi's order below, and
+ * depth (the multiplier instead of the CPUs).  -1 where not set.  The
+ * agent applies them (agent/limits.h). */
+#define SWV_RSRC_COUNT 8
+#define SWV_LIMIT_MAX 65535 /* a def_, res_ or max_: libcxi's 16 bits */
+#define SWV_DEPTH_MAX 1024  /* depth, as HPE's plugin bounds it */
+extern const char *const swv_rsrc_names[SWV_RSRC_COUNT]; /* "ptes"... */
+struct swv_limits {
+    int32_t def[SWV_RSRC_COUNT];
+    int32_t res[SWV_RSRC_COUNT];
+    int32_t max[SWV_RSRC_COUNT];
+    int32_t depth;
+};
+
+/* True when l sets any limit. */
+bool swv_limits_any(const struct swv_limits *l);
+
 /* The site's settings (SwitchParameters). */
 struct swv_config {
     char url[SWV_PATH_MAX];          /* vnib_url: the broker */
@@ -71,6 +92,8 @@ struct swv_config {
     long broker_hold_s;                   /* vnib_broker_hold_s: how long a
                                              job that needs VNIs waits for an
                                              unreachable broker (25.11+) */
+    struct swv_limits limits;             /* def_/res_/max_<rsrc> (HPE's
+                                             names, without vnib_) */
     char warning[SWV_WARNING_MAX];        /* what the parse bounded, for the
                                              log; "" when nothing */
 };
@@ -81,11 +104,14 @@ struct swv_network {
     int step_vnis; /* the step's own VNIs, 0-4 */
     enum swv_step_fallback step_fallback; /* when step_vnis cannot be had */
     char hwcoll[8];
+    struct swv_limits limits; /* the site's, then the job's and the
+                                 step's --network over them */
 };
 
 /* Fill cfg from SwitchParameters (NULL or "" gives the defaults).  Keys
- * that do not start with vnib_ belong to no one here and are refused,
- * as is an unknown vnib_ key or a bad value.  Returns 0, or -1 with
+ * that do not start with vnib_, other than HPE's def_<rsrc>, res_<rsrc>
+ * and max_<rsrc>, belong to no one here and are refused, as is an
+ * unknown vnib_ key or a bad value.  Returns 0, or -1 with
  * errno EINVAL and errp naming the key.  A value above its bound that
  * is read as the bound (vnib_broker_hold_s) leaves a line for the log
  * in cfg->warning.
@@ -97,8 +123,10 @@ int swv_config_parse(struct swv_config *cfg,
 /* What a step gets: cfg's defaults, then the job's --network (job_net:
  * vnis, job_vni, no_vni, hwcoll, step_vnis, step_fallback), then the
  * step's (step_net: step_vnis, no_vni, step_fallback).  Either may be NULL.
- * HPE's keys that mean nothing here (depth, tcs, limits...) are accepted and
- * ignored; anything else is refused: -1 with errno EINVAL and errp naming it.
+ * HPE's limits (def_<rsrc>, res_<rsrc>, max_<rsrc>, depth) in either
+ * override cfg's, the step's last.  HPE's keys that mean nothing here (tcs,
+ * adjust_limits...) are accepted and ignored; anything else, or a limit out
+ * of range, is refused: -1 with errno EINVAL and errp naming it.
  */
 int swv_network_parse(const struct swv_config *cfg,
                       const char *job_net,

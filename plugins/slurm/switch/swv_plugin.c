@@ -396,9 +396,16 @@ int swv_step_build(struct swv_step *si,
             job,
             step,
             err.text);
-    } else if (running_in_slurmctld()) {
-        /* The job and this step hold their VNIs at the broker now. */
-        swv_free_reserved(free_count, job_ptr->job_id, true);
+    } else {
+        if (running_in_slurmctld()) {
+            /* The job and this step hold their VNIs at the broker now. */
+            swv_free_reserved(free_count, job_ptr->job_id, true);
+        }
+        if (swv_limits_any(&net.limits)) {
+            /* The node's agent sizes the step's services by them. */
+            si->info.flags |= SWV_JOBINFO_LIMITS;
+            si->info.limits = net.limits;
+        }
     }
     if (resv.lease_disabled && !atomic_exchange(&lease_disabled_said, true))
         info(

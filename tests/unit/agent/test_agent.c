@@ -37,7 +37,7 @@ static void test_plan(void **state)
     sys.res[NIC_RSRC_TXQ] = 64;
     sys.use[NIC_RSRC_TXQ] = 100; /* use above res: use counts */
     sys.res[NIC_RSRC_PTE] = 48;
-    limits_plan(&dev, &sys, 1, 128, &req);
+    assert_int_equal(limits_plan(&dev, &sys, 1, 128, NULL, &req, NULL), 0);
     assert_true(req.resource_limits);
     /* TXQ: 2/core = 256, max min(2048, 1024 - 100) = 924 */
     assert_int_equal(req.res[NIC_RSRC_TXQ], 256);
@@ -56,7 +56,7 @@ static void test_plan(void **state)
     assert_int_equal(req.max[NIC_RSRC_AC], 1022);
 
     /* Reserved is clamped to the maximum: 2000 cores. */
-    limits_plan(&dev, &sys, 1, 2000, &req);
+    assert_int_equal(limits_plan(&dev, &sys, 1, 2000, NULL, &req, NULL), 0);
     assert_int_equal(req.res[NIC_RSRC_TXQ], 924);
     assert_int_equal(req.res[NIC_RSRC_AC], 1022);
     assert_int_equal(req.res[NIC_RSRC_LE], 16384);
@@ -70,7 +70,7 @@ static void test_scale_back(void **state)
     char note[128];
     (void)state;
 
-    limits_plan(&dev, NULL, 0, 64, &want);
+    assert_int_equal(limits_plan(&dev, NULL, 0, 64, NULL, &want, NULL), 0);
     req = want;
     for (int r = 0; r < NIC_RSRC_COUNT; r++)
         fail.avail[r] = 60000;

@@ -850,7 +850,8 @@ static void test_stepapi_unreachable(void **state)
     assert_int_equal(fclose(f), 0);
     assert_int_equal(chmod(conf, 0600), 0);
 
-    assert_int_equal(vnib_step_setup(conf, JOB, "0", -1, 0, &env, &e), -1);
+    assert_int_equal(vnib_step_setup(conf, JOB, "0", -1, 0, NULL, &env, &e),
+                     -1);
     assert_int_equal(errno, EHOSTUNREACH);
     assert_null(env);
 

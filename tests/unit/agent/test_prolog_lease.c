@@ -680,10 +680,12 @@ static void test_lease_step(void **state)
 
     /* The public call needs a uid and a lease. */
     assert_int_equal(
-        vnib_step_setup_lease(NULL, JOB, "0", -1, 0, "vnib1.x", &env, &e), -1);
+        vnib_step_setup_lease(NULL, JOB, "0", -1, 0, NULL, "vnib1.x", &env, &e),
+        -1);
     assert_int_equal(errno, EINVAL);
     assert_int_equal(
-        vnib_step_setup_lease(NULL, JOB, "0", 1000, 0, NULL, &env, &e), -1);
+        vnib_step_setup_lease(NULL, JOB, "0", 1000, 0, NULL, NULL, &env, &e),
+        -1);
     assert_int_equal(errno, EINVAL);
 }
 

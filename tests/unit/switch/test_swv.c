@@ -230,6 +230,68 @@ static void test_step_fallback(void **state)
     assert_string_equal(swv_step_fallback_name(SWV_FALLBACK_FAIL), "fail");
 }
 
+/* HPE's NIC limits: SwitchParameters def_/res_/max_<rsrc>, --network the
+ * same and depth, the step's over the job's over the site's. */
+static void test_limits(void **state)
+{
+    static const char *const bad[][2] = {
+        {"def_foos=1", "def_foos: no such resource"},
+        {"res_tles=-1", "res_tles: want a number 0-65535"},
+        {"max_les=65536", "max_les: want a number 0-65535"},
+        {"depth=0", "depth: want a number 1-1024"},
+        {"depth=1025", "depth: want a number 1-1024"},
+        {"res_ptes", "res_ptes: want a number"},
+    };
+    struct swv_config cfg;
+    struct swv_network net;
+    vnib_error_t err = {0};
+
+    (void)state;
+    assert_int_equal(swv_config_parse(&cfg, "", &err), 0);
+    for (int r = 0; r < SWV_RSRC_COUNT; r++) {
+        assert_int_equal(cfg.limits.def[r], -1);
+        assert_int_equal(cfg.limits.res[r], -1);
+        assert_int_equal(cfg.limits.max[r], -1);
+    }
+    assert_int_equal(cfg.limits.depth, -1);
+    assert_int_equal(
+        swv_config_parse(
+            &cfg, "vnib_vnis=1,def_tles=2,res_les=64,max_acs=8", &err),
+        0);
+    assert_int_equal(cfg.limits.def[6], 2);  /* tles */
+    assert_int_equal(cfg.limits.res[5], 64); /* les */
+    assert_int_equal(cfg.limits.max[7], 8);  /* acs */
+    assert_string_equal(swv_rsrc_names[6], "tles");
+    /* depth belongs to --network only, as in HPE's plugin */
+    assert_int_equal(swv_config_parse(&cfg, "depth=2", &err), -1);
+    assert_int_equal(swv_config_parse(&cfg, "def_tles=2,res_les=64", &err), 0);
+    assert_int_equal(swv_network_parse(&cfg, NULL, NULL, &net, &err), 0);
+    assert_int_equal(net.limits.def[6], 2);
+    assert_int_equal(net.limits.res[5], 64);
+    /* the job's over the site's, the step's over both */
+    assert_int_equal(swv_network_parse(&cfg,
+                                       "def_tles=4,depth=8,res_ptes=10",
+                                       "def_tles=1,max_txqs=3",
+                                       &net,
+                                       &err),
+                     0);
+    assert_int_equal(net.limits.def[6], 1);
+    assert_int_equal(net.limits.depth, 8);
+    assert_int_equal(net.limits.res[0], 10);
+    assert_int_equal(net.limits.max[1], 3);
+    assert_int_equal(net.limits.res[5], 64);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(swv_network_parse(&cfg, bad[i][0], NULL, &net, &err),
+                         -1);
+        assert_int_equal(errno, EINVAL);
+        assert_non_null(strstr(err.text, bad[i][1]));
+        if (strncmp(bad[i][0], "depth", 5) != 0) {
+            assert_int_equal(swv_config_parse(&cfg, bad[i][0], &err), -1);
+            assert_non_null(strstr(err.text, bad[i][1]));
+        }
+    }
+}
+
 static void test_expand_node(void **state)
 {
     char out[32];
@@ -246,7 +308,12 @@ static void test_expand_node(void **state)
 
 static void test_jobinfo_round_trip(void **state)
 {
-    struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002, NULL}, out;
+    struct swv_jobinfo in = {.flags = SWV_JOBINFO_BUILT,
+                             .job_id = 42,
+                             .step_id = 7,
+                             .job_resv = 1001,
+                             .step_resv = 1002},
+                       out;
     uint8_t wire[SWV_JOBINFO_WIRE];
     vnib_error_t err = {0};
 
@@ -268,9 +335,11 @@ static void test_jobinfo_round_trip(void **state)
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
     assert_non_null(strstr(err.text, "bad magic"));
     wire[0] ^= 1;
-    wire[7] = 3;
+    wire[7] = 4;
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
-    assert_non_null(strstr(err.text, "version 3"));
+    assert_non_null(strstr(err.text, "version 4"));
+    wire[7] = 3; /* version 3 is 140 bytes and more */
+    assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
     wire[7] = 2; /* version 2 is 40 bytes and more */
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
     wire[7] = 1;
@@ -299,10 +368,75 @@ static void test_jobinfo_round_trip(void **state)
         SWV_JOBINFO_BUILT | SWV_JOBINFO_UNISOLATED | SWV_JOBINFO_FALLBACK;
     swv_jobinfo_encode(&in, wire);
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
-    in.flags = SWV_JOBINFO_BUILT | 0x8u;
+    in.flags = SWV_JOBINFO_BUILT | 0x10u;
     swv_jobinfo_encode(&in, wire);
     assert_int_equal(swv_jobinfo_decode(wire, sizeof(wire), &out, &err), -1);
-    assert_non_null(strstr(err.text, "unknown flags 0x9"));
+    assert_non_null(strstr(err.text, "unknown flags 0x11"));
+}
+
+/* Version 3, a step with NIC limits: round trip with and without a
+ * lease, and the refusals of limits out of range or without the flag. */
+static void test_jobinfo_limits(void **state)
+{
+    static char lease[] = "vnib1.eyJ2IjoxfQ.c2ln-_";
+    struct swv_jobinfo in = {.flags = SWV_JOBINFO_BUILT | SWV_JOBINFO_LIMITS,
+                             .job_id = 42,
+                             .step_id = 7,
+                             .job_resv = 1001,
+                             .step_resv = 1002},
+                       out;
+    uint8_t wire[SWV_JOBINFO_WIRE_LIMITS + sizeof(lease)];
+    vnib_error_t err = {0};
+    size_t n;
+
+    (void)state;
+    for (int r = 0; r < SWV_RSRC_COUNT; r++)
+        in.limits.def[r] = in.limits.res[r] = in.limits.max[r] = -1;
+    in.limits.depth = 4;
+    in.limits.res[6] = 8;     /* res_tles */
+    in.limits.max[5] = 65535; /* max_les */
+    n = swv_jobinfo_wire_size(&in);
+    assert_int_equal(n, SWV_JOBINFO_WIRE_LIMITS);
+    swv_jobinfo_encode(&in, wire);
+    assert_int_equal(wire[7], 3);
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), 0);
+    assert_null(out.lease);
+    assert_int_equal(out.flags, in.flags);
+    assert_int_equal(out.step_resv, 1002);
+    assert_int_equal(out.limits.depth, 4);
+    assert_int_equal(out.limits.res[6], 8);
+    assert_int_equal(out.limits.max[5], 65535);
+    assert_int_equal(out.limits.def[0], -1);
+    /* with a lease */
+    in.lease = lease;
+    n = swv_jobinfo_wire_size(&in);
+    assert_int_equal(n, SWV_JOBINFO_WIRE_LIMITS + strlen(lease));
+    swv_jobinfo_encode(&in, wire);
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), 0);
+    assert_string_equal(out.lease, lease);
+    assert_int_equal(out.limits.res[6], 8);
+    swv_jobinfo_clear(&out);
+    assert_int_equal(swv_jobinfo_decode(wire, n - 1, &out, &err), -1);
+    /* a res_ above 65535 */
+    wire[36 + 4 * 14] = 1;
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), -1);
+    assert_non_null(strstr(err.text, "limit out of range"));
+    wire[36 + 4 * 14] = 0;
+    /* depth 0 */
+    wire[36 + 4 * 24 + 3] = 0;
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), -1);
+    wire[36 + 4 * 24 + 3] = 4;
+    /* the flag without version 3, version 3 without the flag */
+    wire[11] &= (uint8_t)~SWV_JOBINFO_LIMITS;
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), -1);
+    assert_non_null(strstr(err.text, "limits flag"));
+    wire[11] |= SWV_JOBINFO_LIMITS;
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), 0);
+    swv_jobinfo_clear(&out);
+    /* limits on a step that is not reserved */
+    wire[11] |= SWV_JOBINFO_UNISOLATED;
+    assert_int_equal(swv_jobinfo_decode(wire, n, &out, &err), -1);
+    assert_non_null(strstr(err.text, "not reserved"));
 }
 
 /* Version 2, with the step's lease: round trip, copy, and each refusal;
@@ -310,7 +444,11 @@ static void test_jobinfo_round_trip(void **state)
 static void test_jobinfo_lease(void **state)
 {
     static const char lease[] = "vnib1.eyJ2IjoxfQ.c2ln-_";
-    struct swv_jobinfo in = {SWV_JOBINFO_BUILT, 42, 7, 1001, 1002, NULL};
+    struct swv_jobinfo in = {.flags = SWV_JOBINFO_BUILT,
+                             .job_id = 42,
+                             .step_id = 7,
+                             .job_resv = 1001,
+                             .step_resv = 1002};
     struct swv_jobinfo out, copy;
     uint8_t *wire, *bad;
     vnib_error_t err = {0};
@@ -708,6 +846,8 @@ int main(void)
         cmocka_unit_test(test_config_broker_hold),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_step_fallback),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_jobinfo_limits),
         cmocka_unit_test(test_expand_node),
         cmocka_unit_test(test_jobinfo_round_trip),
         cmocka_unit_test(test_jobinfo_lease),
