@@ -10,7 +10,7 @@
 # start and in --check-config.  A presumed reservation released before
 # any node reported stays releasing (the node views and the status page
 # say which nodes hold it) until every node reported destroyed, counted
-# once each.  Cool-down: with lease.ttl_s 10 and a pool of two VNIs, a
+# once each.  Cool-down: with lease.ttl_s 14 and a pool of two VNIs, a
 # leased job's VNI, released normally or forced, is not handed out before
 # its last lease expired plus lease.max_skew_s (503 vni_pool_exhausted,
 # saying so), and then is; a VNI without a lease is reused at once.  A
@@ -20,7 +20,7 @@
 
 CTL=$BUILD/vnibctl
 SKEW=2
-TTL=10
+TTL=14
 
 pg_start || exit 1
 fm_start || { not_ok "fmsim starts"; finish; }
@@ -229,6 +229,10 @@ expect_json "... presumed" .presumed true
 H1_USABLE=$((H1_EXP + SKEW))
 
 # ---- a presumed job's quarantine --------------------------------------------
+# q1's lease is signed at least 5 s after h1's last one, so that q1's VNI
+# still cools for a few seconds once h1's is usable again (the cool-down
+# checks below), however fast or slow the run is.
+while [ "$(date +%s)" -lt "$((H1_EXP - TTL + 5))" ]; do sleep 0.2; done
 TOKEN=$SCHED_TOKEN http POST /v1/reservations \
     -d '{"job_id":"q1","uid":1001,"user":"alice","nodes":"n[1-3]","vni_count":1,"hwcoll":"off","lease":true}'
 expect_status "q1 reserved with a lease" 201
