@@ -792,9 +792,10 @@ PGresult *store_run(struct store *s,
                     const char *const *params,
                     vnib_error_t *errp)
 {
+    size_t dead = 0; /* pooled connections found dead so far */
     int conflicts = 0;
 
-    for (size_t attempt = 0; attempt <= s->nconns; attempt++) {
+    for (;;) {
         struct conn *c = store_conn_acquire(s, errp);
         if (!c)
             return NULL;
@@ -803,13 +804,13 @@ PGresult *store_run(struct store *s,
             s, c, id, params, s->cfg->database.query_timeout_ms, errp);
         int e = errno;
         /* A pooled connection found dead (EAGAIN, connection dropped):
-         * try again, on the next open one or a fresh one.
+         * try again, on the next open one or a fresh one.  A statement
+         * rolled back for a conflict: run it again.
          */
-        bool retry = !r && e == EAGAIN && was_open && !c->pg;
-        if (!r && c->pg && c->conflict && ++conflicts < STORE_CONFLICT_RUNS) {
-            retry = true;
-            attempt--; /* not a dead connection: does not count there */
-        }
+        bool retry =
+            !r
+            && ((e == EAGAIN && was_open && !c->pg && dead++ < s->nconns)
+                || (c->pg && c->conflict && ++conflicts < STORE_CONFLICT_RUNS));
         store_conn_release(s, c);
         errno = e;
         if (retry)
@@ -824,7 +825,6 @@ PGresult *store_run(struct store *s,
         }
         return r;
     }
-    return NULL;
 }
 
 PGresult *store_run_one(struct store *s,
