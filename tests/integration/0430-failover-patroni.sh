@@ -89,13 +89,6 @@ secs () {
     awk "BEGIN { printf \"%.3f\", $1 / 1000 }"
 }
 
-# The example's watchdog safety margin: the emulated reset comes
-# ttl - safety_margin seconds after the freeze (at least loop_wait + 1).
-SAFETY=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["watchdog"]["safety_margin"])' \
-    "$PATRONI_EXAMPLE")
-RESET_AFTER=$((PATRONI_TTL - SAFETY))
-[ "$RESET_AFTER" -gt "$PATRONI_LOOP_WAIT" ] || RESET_AFTER=$((PATRONI_LOOP_WAIT + 1))
-
 # replica_config NAME: lib.sh's config with the cluster's conninfo.
 replica_config () {
     broker_config "$T/$1.toml" 'report_rate = 0'
@@ -178,40 +171,18 @@ one_run () {
     hend=$(($(now_ms) + load * 1000 - 500))
     sleep "$FAIL_AT"
     acked_before=$(psql_q "SELECT count(*) FROM reservations")
-    old_dir=$T/patroni/$old/data
-    old_pid=$(head -n 1 "$old_dir/postmaster.pid")
-
-    t0=$(now_ms)
-    case "$mode" in
-    kill)
-        kill -KILL "$old_pid"
-        ;;
-    freeze*)
-        frozen=$(pg_pids "$old_dir")
-        pg_freeze "$old_dir"
-        if [ "$mode" = freeze ]; then
-            eval "wd_patroni=\$PATRONI_PID_$old"
-            (sleep "$RESET_AFTER"
-                kill -KILL "$wd_patroni" $frozen 2>/dev/null
-                echo "$(now_ms)" >"$T/reset-$mode") &
-            track "$!"
-        fi
-        ;;
-    switchover)
+    if [ "$mode" = switchover ]; then
         # The example's restapi.authentication: a switchover asked without
         # it (anyone who reaches the port) is refused; patronictl sends it.
         code=$(curl -s --max-time 5 -o "$T/switchover-noauth.out" -w '%{http_code}' -X POST \
             -d "{\"leader\":\"$old\",\"candidate\":\"$sync\"}" \
             "http://$PATRONI_ADDR:$(patroni_api "$old")/switchover")
         expect_eq "$mode: the REST API refuses a switchover without the password" "$code" 401
-        patronictl -c "$PATRONI_CFG" switchover --leader "$old" --candidate "$sync" \
-            --force >"$T/switchover.out" 2>&1 &
-        swpid=$!
-        track "$swpid"
-        ;;
-    esac
+    fi
+    patroni_fault "$mode"
+    t0=$FAULT_T0
     probe_until_done
-    [ "$mode" = switchover ] && { wait "$swpid"; swrc=$?; }
+    [ "$mode" = switchover ] && { wait "$FAULT_PID"; swrc=$?; }
     wait "$hpid"
     hrc=$?
     t_end=$LOAD_END
@@ -252,7 +223,7 @@ one_run () {
         ;;
     freeze)
         expect_match "$mode: a member other than the frozen $old leads ($new)" "$new" '.'
-        [ -n "$new" ] && echo "# freeze: $new took over; $old's host reset (emulated) $(secs $(($(cat "$T/reset-$mode" 2>/dev/null || echo "$t0") - t0))) s after the freeze"
+        [ -n "$new" ] && echo "# freeze: $new took over; $old's host reset (emulated) $(secs $(($(cat "$T/reset-$old" 2>/dev/null || echo "$t0") - t0))) s after the freeze"
         ;;
     switchover)
         expect_eq "$mode: patronictl switchover succeeded ($(tail -n 1 "$T/switchover.out" | cut -c1-100))" "$swrc" 0
@@ -288,19 +259,12 @@ one_run () {
     fi
 
     # ---- the cluster afterwards ---------------------------------------------
-    if [ "$mode" = freeze ]; then
-        # The reset host comes back: its Patroni starts again.
-        patroni_member_start "$old"
-    elif [ "$mode" = freeze-nowatchdog ]; then
-        pg_resume "$old_dir"
-    fi
-    if wait_for 120 patroni_healthy; then
+    # The reset host comes back (its Patroni starts again), or the frozen
+    # one is resumed.
+    if patroni_fault_end "$mode"; then
         ok "$mode: one leader, two replicas streaming, one synchronous"
     else
         not_ok "$mode: one leader, two replicas streaming, one synchronous"
-        patroni_cluster_json | sed 's/^/#   /'
-        # Why the old leader did not rejoin, in its own words.
-        [ -n "$old" ] && tail -n 40 "$T/patroni/$old.log" | sed "s/^/#   $old: /"
     fi
     if [ "$mode" = freeze ] || [ "$mode" = freeze-nowatchdog ]; then
         expect_eq "$mode: the old leader $old is a replica again, read-only" \

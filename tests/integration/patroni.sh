@@ -25,7 +25,7 @@
 # Functions: patroni_tools (are the programs here), patroni_cluster_start
 # PREFIX, patroni_leader, patroni_leader_pid, patroni_port NAME,
 # patroni_healthy, patroni_wait_new_leader OLD SECONDS, patroni_conninfo,
-# patroni_cluster_stop.  PATRONI_MEMBERS names the members of the current
+# patroni_fault MODE, patroni_fault_end MODE, patroni_cluster_stop.  PATRONI_MEMBERS names the members of the current
 # cluster; PATRONI_CFG is the first member's config (for patronictl).
 
 PATRONI_TTL=${PATRONI_TTL:-8}
@@ -310,6 +310,81 @@ patroni_wait_new_leader () {
         done
         sleep 0.2
     done
+    return 1
+}
+
+# patroni_fault MODE: a fault of the current leader, as an admin or the
+# machine makes one (deploy/README.md, "Running PostgreSQL under
+# Patroni"); sets FAULT_OLD (the leader), FAULT_SYNC (its synchronous
+# standby), FAULT_T0 (now_ms at the fault) and FAULT_PID (a background
+# process to wait for, or empty).
+#   kill        kill -9 of the leader's postmaster only.  Patroni either
+#               restarts it where it is or fails over.
+#   freeze      SIGSTOP of the leader's postmaster and every backend (a hung
+#               host).  The example's watchdog (mode required) would reset
+#               the host ttl - safety_margin seconds after the last pet; a
+#               test cannot reset its machine, so at that moment the
+#               member's Patroni and its PostgreSQL processes get SIGKILL
+#               (FAULT_PID; $T/reset-$FAULT_OLD holds when, in ms).
+#   freeze-nowatchdog  the freeze without the emulated reset.
+#   switchover  `patronictl switchover --force` to the synchronous standby
+#               (FAULT_PID; its output in $T/switchover.out).
+patroni_fault () {
+    FAULT_OLD=$(patroni_leader)
+    FAULT_SYNC=$(patroni_cluster_json | jq -r '.members[] | select(.role == "sync_standby") | .name')
+    FAULT_PID=""
+    pf_dir=$T/patroni/$FAULT_OLD/data
+    FAULT_T0=$(now_ms)
+    case "$1" in
+    kill)
+        kill -KILL "$(head -n 1 "$pf_dir/postmaster.pid")"
+        ;;
+    freeze*)
+        pf_frozen=$(pg_pids "$pf_dir")
+        pg_freeze "$pf_dir"
+        if [ "$1" = freeze ]; then
+            eval "pf_patroni=\$PATRONI_PID_$FAULT_OLD"
+            (sleep "$(patroni_reset_after)"
+                kill -KILL "$pf_patroni" $pf_frozen 2>/dev/null
+                now_ms >"$T/reset-$FAULT_OLD") &
+            FAULT_PID=$!
+            track "$FAULT_PID"
+        fi
+        ;;
+    switchover)
+        patronictl -c "$PATRONI_CFG" switchover --leader "$FAULT_OLD" \
+            --candidate "$FAULT_SYNC" --force >"$T/switchover.out" 2>&1 &
+        FAULT_PID=$!
+        track "$FAULT_PID"
+        ;;
+    *) echo "# patroni_fault: no fault $1"; return 1 ;;
+    esac
+}
+
+# patroni_reset_after: seconds from a freeze to the watchdog's reset of
+# its host: the example's ttl - safety_margin (at least loop_wait + 1).
+patroni_reset_after () {
+    pra_margin=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["watchdog"]["safety_margin"])' \
+        "$PATRONI_EXAMPLE")
+    pra=$((PATRONI_TTL - pra_margin))
+    [ "$pra" -gt "$PATRONI_LOOP_WAIT" ] || pra=$((PATRONI_LOOP_WAIT + 1))
+    echo "$pra"
+}
+
+# patroni_fault_end MODE: after patroni_fault MODE, the machine is whole
+# again: the reset host back (its Patroni started again), the frozen one
+# (freeze-nowatchdog) resumed; waits up to 120 s for one leader and two
+# replicas streaming, one synchronous.  Fails, showing the cluster and the
+# old leader's log, when they do not come.
+patroni_fault_end () {
+    [ -z "$FAULT_PID" ] || { wait "$FAULT_PID"; } 2>/dev/null
+    case "$1" in
+    freeze) patroni_member_start "$FAULT_OLD" ;;
+    freeze-nowatchdog) pg_resume "$T/patroni/$FAULT_OLD/data" ;;
+    esac
+    wait_for 120 patroni_healthy && return 0
+    patroni_cluster_json | sed 's/^/#   /'
+    tail -n 40 "$T/patroni/$FAULT_OLD.log" | sed "s/^/#   $FAULT_OLD: /"
     return 1
 }
 
