@@ -155,13 +155,18 @@ run_fuzz_regressions () {
     done
 }
 
-# One integration script, run as NAME (its label in the summary), with
-# the environment given before it.
+# One integration script, run as LABEL (its name in the summary), with the
+# environment given before it.  Its report (one line, and on failure the
+# failed checks and the end of its output) is printed whole, under a lock,
+# so that the reports of scripts run at once never interleave; its counts
+# go to $log/results and its skips to $log/skips.d/LABEL, which the summary
+# adds up.
 run_script () {
     t=$1
     label=$2
     shift 2
     out=$log/$label.out
+    rep=$log/$label.report
     start=$(date +%s)
     env "$@" bash "$t" >"$out" 2>&1
     rc=$?
@@ -169,28 +174,45 @@ run_script () {
     set -- $counts
     p=${1:-0} f=${2:-1} s=${3:-0}
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-    passed=$((passed + p))
-    [ "$s" -eq 0 ] || note_skips "$label" "$s" \
-        "$(sed -n 's/^ok [0-9]* # skip //p' "$out")"
+    [ "$s" -eq 0 ] || sed -n 's/^ok [0-9]* # skip //p' "$out" |
+        sed "s|^|    $label: |" >"$log/skips.d/$label"
     secs=$(($(date +%s) - start))
     sk=""
     [ "$s" -eq 0 ] || sk=", $s skipped"
     if [ "$f" -gt 0 ]; then
-        note_fail "$label" "$f"
-        echo "FAIL integration $label ($p passed, $f failed$sk, ${secs}s)"
-        # The failed checks first (the tail below may start after them).
-        grep '^not ok ' "$out" | head -n 20 | sed 's/^/    /'
-        grep -v '^ok ' "$out" | sed 's/^/    /' | tail -n 60
+        {
+            echo "FAIL integration $label ($p passed, $f failed$sk, ${secs}s)"
+            # The failed checks first (the tail below may start after them).
+            grep '^not ok ' "$out" | head -n 20 | sed 's/^/    /'
+            grep -v '^ok ' "$out" | sed 's/^/    /' | tail -n 60
+        } >"$rep"
     else
-        echo "ok   integration $label ($p checks$sk, ${secs}s)"
+        echo "ok   integration $label ($p checks$sk, ${secs}s)" >"$rep"
     fi
+    flock "$log/print.lock" cat "$rep"
+    echo "$p $f $s $label" >>"$log/results"
 }
 
 # A script that starts a Slurm cluster (it sources slurm.sh) runs once per
 # Slurm release in VNIB_SLURM_VERSIONS, labelled NAME@VERSION.
 SLURM_VERSIONS=${VNIB_SLURM_VERSIONS:-22.05 24.11 26.05}
 
-run_integration () {
+# Integration scripts run VNIB_CHECK_JOBS at a time (default 2, 1 where
+# the machine has one CPU; 1 runs them one after the other, in order).
+# Each is an item in a queue directory that a worker claims by renaming
+# it (one rename wins): the scripts that run Slurm daemons (those that
+# source slurm.sh, and those marked "# run-all: slurm") in $log/q.slurm,
+# one at a time, by the first worker, which moves on to the other queue
+# when that one is empty; every other script in $log/q.other, by any
+# worker.  Scripts pick their own free ports and work under their own
+# directories, so any two may run at once; Slurm clusters are kept apart
+# only because they are the heaviest and the most sensitive to load.
+JOBS=${VNIB_CHECK_JOBS:-$([ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)}
+
+queue_integration () {
+    mkdir -p "$log/q.slurm" "$log/q.other" "$log/claimed" "$log/skips.d"
+    : >"$log/results"
+    n=0
     for t in "$TOP"/tests/integration/[0-9]*.sh; do
         name=$(basename "$t" .sh)
         if [ -n "${TESTS:-}" ]; then
@@ -198,11 +220,68 @@ run_integration () {
         fi
         if grep -q '^\. "$(dirname "$0")/slurm.sh"' "$t"; then
             for v in $SLURM_VERSIONS; do
-                run_script "$t" "$name@$v" VNIB_SLURM_VERSION="$v"
+                n=$((n + 1))
+                printf '%s\n%s\nVNIB_SLURM_VERSION=%s\n' "$t" "$name@$v" "$v" \
+                    >"$log/q.slurm/$(printf %04d $n)"
             done
         else
-            run_script "$t" "$name"
+            n=$((n + 1))
+            q=other
+            grep -q '^# run-all: slurm$' "$t" && q=slurm
+            printf '%s\n%s\n' "$t" "$name" >"$log/q.$q/$(printf %04d $n)"
         fi
+    done
+}
+
+# worker QUEUE...: claim and run the items of each QUEUE in turn, in
+# order, until all are empty.
+worker () {
+    for q in "$@"; do
+        for item in "$log/q.$q"/*; do
+            [ -e "$item" ] || continue
+            mine=$log/claimed/${item##*/}
+            mv "$item" "$mine" 2>/dev/null || continue
+            env1=""
+            { read -r t && read -r label && read -r env1; } <"$mine"
+            if [ -n "$env1" ]; then
+                run_script "$t" "$label" "$env1"
+            else
+                run_script "$t" "$label"
+            fi
+        done
+    done
+}
+
+run_integration () {
+    queue_integration
+    if [ "$JOBS" -le 1 ]; then
+        # One after the other, in the scripts' own order.
+        for f in "$log/q.slurm"/* "$log/q.other"/*; do
+            [ -e "$f" ] && mv "$f" "$log/claimed/"
+        done
+        mv "$log/claimed"/* "$log/q.other/" 2>/dev/null
+        worker other
+    else
+        pids=""
+        worker slurm other &
+        pids="$pids $!"
+        i=1
+        while [ "$i" -lt "$JOBS" ]; do
+            worker other &
+            pids="$pids $!"
+            i=$((i + 1))
+        done
+        wait $pids
+    fi
+    # The workers' counts and skips, in the scripts' order.
+    sort -k4,4 "$log/results" >"$log/results.sorted"
+    while read -r p f s label; do
+        passed=$((passed + p))
+        [ "$f" -eq 0 ] || note_fail "$label" "$f"
+        skipped=$((skipped + s))
+    done <"$log/results.sorted"
+    for f in "$log/skips.d"/*; do
+        [ -e "$f" ] && cat "$f" >>"$log/skips"
     done
 }
 

@@ -10,6 +10,7 @@
 # directory (lib.sh's share), never read from the checkout.  It also
 # checks that this run's other tests ran from tests/run-all.sh's private
 # view of the checkout, where any such read fails as it would here.
+# run-all: slurm
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
