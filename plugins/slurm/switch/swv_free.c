@@ -249,6 +249,45 @@ bool swv_free_admit(struct swv_free *f, int need, int step_need, long *freep)
     return swv_free_admit_at(f, need, step_need, monotime_ms(), freep);
 }
 
+bool swv_free_step_fits_at(struct swv_free *f,
+                           uint32_t job_id,
+                           int job_need,
+                           int step_need,
+                           int64_t now_ms,
+                           long *availp)
+{
+    struct claim *c;
+    bool ok = true;
+    long avail;
+
+    *availp = -1;
+    if (f == NULL || step_need <= 0)
+        return true;
+    pthread_mutex_lock(&f->lock);
+    expire(f, now_ms);
+    if (!fresh(f, now_ms) || resolve(f, job_need) <= 0)
+        goto out; /* unknown, or nothing else to run on: the broker decides */
+    avail = f->free_vnis - claimed(f);
+    c = *slot_of(f, job_id);
+    if (c != NULL && c->step.state == PART_CLAIMED)
+        avail += c->step.need; /* its own claim, for its first step */
+    *availp = avail;
+    ok = avail >= step_need;
+out:
+    pthread_mutex_unlock(&f->lock);
+    return ok;
+}
+
+bool swv_free_step_fits(struct swv_free *f,
+                        uint32_t job_id,
+                        int job_need,
+                        int step_need,
+                        long *availp)
+{
+    return swv_free_step_fits_at(
+        f, job_id, job_need, step_need, monotime_ms(), availp);
+}
+
 void swv_free_claim_at(struct swv_free *f,
                        uint32_t job_id,
                        int need,

@@ -111,6 +111,20 @@ void swv_free_destroy(struct swv_free *f);
  * that it waits for VNIs.  Never blocks on I/O. */
 bool swv_free_admit(struct swv_free *f, int need, int step_need, long *freep);
 
+/* May a step of job job_id, whose job holds job_need VNIs (-1: the
+ * broker's default), take step_need VNIs of its own from the pool now,
+ * without taking what jobs admitted before it were promised?  The
+ * VNIs free and unclaimed count, and the job's own claim for its first
+ * step.  true also when the count is unknown or stale, and when its job
+ * holds none (the step has nothing else to run on: the broker decides);
+ * *availp receives what it was compared with, -1 then.  A step that does
+ * not fit runs on its job's VNIs (vnib_step_fallback=job) instead of
+ * taking a VNI another job's first step needs.  Never blocks on I/O. */
+bool swv_free_step_fits(struct swv_free *f,
+                        uint32_t job_id,
+                        int job_need,
+                        int step_need,
+                        long *availp);
 /* Job job_id starts with that need: claim it (a claim of the same job
  * replaces its older one). */
 void swv_free_claim(struct swv_free *f,
@@ -129,6 +143,12 @@ void swv_free_ended(struct swv_free *f, uint32_t job_id);
 /* The same at monotonic time now_ms (tests). */
 bool swv_free_admit_at(
     struct swv_free *f, int need, int step_need, int64_t now_ms, long *freep);
+bool swv_free_step_fits_at(struct swv_free *f,
+                           uint32_t job_id,
+                           int job_need,
+                           int step_need,
+                           int64_t now_ms,
+                           long *availp);
 void swv_free_claim_at(struct swv_free *f,
                        uint32_t job_id,
                        int need,

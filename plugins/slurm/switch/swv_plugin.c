@@ -310,6 +310,8 @@ int swv_step_build(struct swv_step *si,
     const struct swv_helper *h;
     job_record_t *job_ptr;
     char job[16], step[16], who[64], ms[32];
+    int own_vnis = 0;
+    long avail = -1;
 
     if (si == NULL || step_nodes == NULL || step_ptr == NULL
         || step_ptr->job_ptr == NULL) {
@@ -372,9 +374,25 @@ int swv_step_build(struct swv_step *si,
     if (net.step_fallback == SWV_FALLBACK_WAIT)
         net.step_fallback = SWV_FALLBACK_JOB;
 #endif
+    if (running_in_slurmctld() && net.step_fallback == SWV_FALLBACK_JOB
+        && !swv_free_step_fits(
+            free_count, job_ptr->job_id, net.vnis, net.step_vnis, &avail)) {
+        /* A later step's own VNIs would come from those jobs admitted
+         * before it were promised (its first step's were claimed with
+         * the job; the VNIs of its steps that ended cool down): it runs
+         * on its job's VNIs instead, as for a refusal. */
+        own_vnis = net.step_vnis;
+        net.step_vnis = 0;
+        errprintf(
+            &err, "%ld VNI(s) free and not promised to jobs starting", avail);
+    }
     if (h->step_begin(&swv_cfg, &req, &net, &resv, &err) < 0) {
         step_refused(job, step, &net, &resv, errno, &err);
         return SLURM_ERROR;
+    }
+    if (own_vnis > 0 && !resv.unisolated) {
+        resv.fallback = 1;
+        net.step_vnis = own_vnis;
     }
     si->info.flags = SWV_JOBINFO_BUILT;
     if (resv.fallback) {

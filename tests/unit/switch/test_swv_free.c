@@ -204,6 +204,48 @@ static void test_free_step_need(void **state)
     swv_free_destroy(f);
 }
 
+/* A later step's own VNIs come only from what is free and unclaimed
+ * (its first step's from its job's claim): a step of a job admitted
+ * earlier never takes the VNIs a job admitted since was promised. */
+static void test_free_step_fits(void **state)
+{
+    vnib_error_t err = {0};
+    struct swv_free *f;
+    long avail = 0;
+
+    (void)state;
+    f = swv_free_create(1000, 10000, 0, NULL, NULL, NULL, NULL, &err);
+    assert_non_null(f);
+    /* unknown: the broker decides */
+    assert_true(swv_free_step_fits_at(f, 1, 1, 1, 500, &avail));
+    assert_int_equal(avail, -1);
+    swv_free_update_at(f, 3, 1, 1000);
+    /* job 1 (1 VNI, 1 for its first step) starts: its first step fits
+     * on its own claim though nothing else is free */
+    swv_free_claim_at(f, 1, 1, 1, 1000);
+    swv_free_claim_at(f, 2, 1, 0, 1000);
+    assert_true(swv_free_step_fits_at(f, 1, 1, 1, 1100, &avail));
+    assert_int_equal(avail, 1);
+    /* reserved with its first step: its second step finds none free
+     * and unclaimed (job 2's VNI is promised) */
+    swv_free_reserved_at(f, 1, true, 1200);
+    swv_free_update_at(f, 1, 1, 1300);
+    assert_false(swv_free_step_fits_at(f, 1, 1, 1, 1400, &avail));
+    assert_int_equal(avail, 0);
+    /* a job with no VNIs of its own has nothing to fall back on */
+    assert_true(swv_free_step_fits_at(f, 3, 0, 1, 1400, &avail));
+    assert_int_equal(avail, -1);
+    /* job 2 reserved, and a VNI back: the step fits */
+    swv_free_reserved_at(f, 2, false, 1500);
+    swv_free_update_at(f, 1, 1, 1600);
+    assert_true(swv_free_step_fits_at(f, 1, 1, 1, 1700, &avail));
+    assert_int_equal(avail, 1);
+    assert_false(swv_free_step_fits_at(f, 1, 1, 2, 1700, &avail));
+    /* stale: the broker decides */
+    assert_true(swv_free_step_fits_at(f, 1, 1, 2, 1600 + 3001, &avail));
+    swv_free_destroy(f);
+}
+
 static int fetches;
 static long fetch_free = 3;
 static useconds_t fetch_sleep_us;
@@ -464,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_free_zero_need),
         cmocka_unit_test(test_free_reserved),
         cmocka_unit_test(test_free_step_need),
+        cmocka_unit_test(test_free_step_fits),
         cmocka_unit_test(test_free_thread),
         cmocka_unit_test(test_free_first),
         cmocka_unit_test(test_free_hold),
