@@ -583,7 +583,9 @@ static void check_end(const struct hcheck_input *in, struct out *o)
         } else {
             leaked++;
             leaked_vnis += nv;
-            if (shown++ < EXAMPLES)
+            if (shown++ >= EXAMPLES)
+                continue;
+            if (j->acked)
                 printf("%s  e.g. %s: reservation %lld is still %s, but the"
                        " client released it (it acknowledged reservation"
                        " %lld)\n",
@@ -591,6 +593,14 @@ static void check_end(const struct hcheck_input *in, struct out *o)
                        (long long)json_integer_value(json_object_get(r, "id")),
                        json_string_value(json_object_get(r, "state")),
                        j->resv_id);
+            else
+                printf("%s  e.g. %s: reservation %lld is %s, but its"
+                       " reserve was never acknowledged (refused, or %d"
+                       " attempts answered deadline_exceeded)\n",
+                       o->prefix, key,
+                       (long long)json_integer_value(json_object_get(r, "id")),
+                       json_string_value(json_object_get(r, "state")),
+                       j->expired);
         }
     }
     smap_cleanup(&ours, false);
