@@ -90,7 +90,8 @@ UNIT_BINS    := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 REPLAY_BINS  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
 STRESS_SRCS  := tests/stress/history.c tests/stress/hrec.c tests/stress/hcheck.c \
                 tests/stress/hnodes.c tests/stress/hview.c tests/stress/hsteps.c \
-                tests/stress/hstepcheck.c tests/stress/smap.c
+                tests/stress/hstepcheck.c tests/stress/smap.c \
+                tests/stress/hargs.c tests/stress/hdeadline.c
 STRESS_BINS  := $(BUILD)/tests/stress/history
 # The handlers' in-process tests need a database: 0025-handlers.sh runs them.
 INPROC_SRCS  := $(wildcard tests/inproc/*.c)
@@ -550,7 +551,8 @@ $(BUILD)/tests/stress/history: $(STRESS_SRCS) tests/stress/hrec.h \
                                tests/stress/hcheck.h tests/stress/hnodes.h \
                                tests/stress/history.h tests/stress/hview.h \
                                tests/stress/hsteps.h tests/stress/hstepcheck.h \
-                               tests/stress/smap.h $(LIBVNIB)
+                               tests/stress/smap.h tests/stress/hdeadline.h \
+                               $(LIBVNIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ \
 	    $(STRESS_SRCS) $(LIBVNIB) $(LIBS_BASE) -lm

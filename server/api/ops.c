@@ -180,6 +180,15 @@ int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp)
           st.releases.items,
           st.hwsets.items,
           st.reports.items}},
+        {"# HELP vnib_db_group_expired_total Requests whose deadline "
+         "(Vnib-Deadline-Ms) passed while they waited for a transaction: "
+         "answered 503 deadline_exceeded, never written.\n"
+         "# TYPE vnib_db_group_expired_total counter\n",
+         "vnib_db_group_expired_total",
+         {st.reserves.expired,
+          st.releases.expired,
+          st.hwsets.expired,
+          st.reports.expired}},
         {"# HELP vnib_db_group_largest Most requests one of them carried.\n"
          "# TYPE vnib_db_group_largest gauge\n",
          "vnib_db_group_largest",

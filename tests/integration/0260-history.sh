@@ -16,13 +16,16 @@
 # Then the same with jobs of many nodes whose reports go all at once and
 # are written in groups, with jobs reserved with a lease, whose every
 # node holds until it reports, and with jobs whose steps are reserved and
-# ended with their job tokens, as Slurm's stepmgr does (see below).
+# ended with their job tokens, as Slurm's stepmgr does, and with reserves
+# whose short deadlines expire inside group commits (see below).
 #
 # Knobs: HISTORY_SECONDS (default 36), HISTORY_THREADS (16),
 # HISTORY_POOL ("2000-2023"), HISTORY_KILL_EVERY (7 s),
 # HISTORY_GROUP_THREADS (6) and HISTORY_JOB_NODES (16) for the second run,
 # HISTORY_LEASE_THREADS (4) for the third, HISTORY_STEPS_THREADS (6) and
-# HISTORY_STEPS_SECONDS (24) for the fourth.
+# HISTORY_STEPS_SECONDS (24) for the fourth, HISTORY_DEADLINE_THREADS (16),
+# HISTORY_DEADLINE_SECONDS (20) and HISTORY_DEADLINE_MS ("1-20") for the
+# fifth.
 . "$(dirname "$0")/lib.sh"
 
 HISTORY=$BUILD/tests/stress/history
@@ -142,6 +145,79 @@ expect_eq "... every one reserved by its job's token" \
     "$(psql_q "SELECT count(*) FROM events
                 WHERE job_id LIKE 'hs%#%' AND action = 'reserve'
                   AND actor <> 'job:' || split_part(job_id, '#', 1)")" 0
+
+# ---- short deadlines that expire inside group commits --------------------
+# The same kills, with DEADLINE_THREADS clients, half of whose jobs send
+# each reserve attempt with a Vnib-Deadline-Ms of DEADLINE_MS (a few ms
+# to tens), so that under load some expire while queued for a group
+# commit (or for a request worker): 503 deadline_exceeded, which the
+# broker promises wrote nothing.  Half of those jobs are given up at their
+# first such reply, the others retried (with a fresh deadline).  The
+# checker holds every such reply to its promise: a job given up has no
+# reservation (no reserve event, GET 404, nothing live at the end), a job
+# acknowledged after an expired attempt was created by the acknowledging
+# one (201, one reserve event).  Each replica's expired-in-a-group counter
+# (vnib_db_group_expired_total{op="reserve"}) is read every half second,
+# since a kill resets it: the sum of each process's last reading must not
+# be 0, so that the run cannot pass without a deadline expiring inside a
+# group commit.
+THREADS=${HISTORY_DEADLINE_THREADS:-16}
+SECONDS_RUN=${HISTORY_DEADLINE_SECONDS:-20}
+DEADLINE_MS=${HISTORY_DEADLINE_MS:-1-20}
+: >"$T/expired.scrape"
+(
+    while [ ! -e "$T/deadline.done" ]; do
+        for r in A B; do
+            eval "u=\$URL_$r"
+            curl -s --max-time 1 "$u/metrics" 2>/dev/null | awk -v r="$r" '
+                $1 == "vnib_process_start_time_seconds" { start = $2 }
+                $1 == "vnib_db_group_expired_total{op=\"reserve\"}" { n = $2 }
+                END { if (start != "" && n != "") print r, start, n }'
+        done >>"$T/expired.scrape"
+        sleep 0.5
+    done
+) &
+SCRAPER=$!
+track "$SCRAPER"
+history_with_kills --nodes-prefix hd --job-prefix hd --deadline-ms "$DEADLINE_MS"
+for r in A B; do
+    eval "u=\$URL_$r"
+    curl -s --max-time 2 "$u/metrics" | awk -v r="$r" '
+        $1 == "vnib_process_start_time_seconds" { start = $2 }
+        $1 == "vnib_db_group_expired_total{op=\"reserve\"}" { n = $2 }
+        END { if (start != "" && n != "") print r, start, n }' >>"$T/expired.scrape"
+done
+touch "$T/deadline.done"
+wait "$SCRAPER"
+THREADS=$HISTORY_THREADS_SAVED
+SECONDS_RUN=$SECONDS_RUN_SAVED
+expect_match "... and said so (short deadlines $DEADLINE_MS ms)" \
+    "$(tail -n 1 "$T/history.out")" '^history: PASS'
+expect_match "... every deadline_exceeded reserve held to 'nothing was written'" \
+    "$(grep 'a reserve answered 503 deadline_exceeded wrote nothing' "$T/history.out")" \
+    '^PASS .* [1-9][0-9]* jobs got one'
+# The counter only grows in a process: its largest reading per process
+# (replica, start time), summed over the processes.
+in_group=$(awk '{ k = $1 " " $2; if ($3 > m[k]) m[k] = $3 }
+                END { s = 0; for (k in m) s += m[k]; print s }' "$T/expired.scrape")
+told_group=$(jq -r 'select(.type == "request" and .expired == "group") | .job' \
+    "$T/history.jsonl" | wc -l)
+expired_replies=$(jq -r 'select(.type == "request" and .expired != null) | .job' \
+    "$T/history.jsonl" | wc -l)
+expect_match "reserves expired inside group commits: $in_group by the replicas' counters ($told_group replies said so, of $expired_replies deadline_exceeded)" \
+    "$in_group" '^[1-9][0-9]*$'
+# What the database holds of the jobs given up after a deadline_exceeded
+# with no attempt that may have committed unseen: nothing.
+jq -r 'select(.type == "job" and .deadline_expired > 0 and (.acked | not)
+               and (.ambiguous | not)) | .job' "$T/history.jsonl" >"$T/gaveup.txt"
+gaveup=$(wc -l <"$T/gaveup.txt")
+expect_match "jobs given up after deadline_exceeded replies ($gaveup)" "$gaveup" '^[1-9]'
+expect_eq "... none has a reservation in the database" \
+    "$(psql_q "SELECT count(*) FROM reservations
+                WHERE job_id = ANY(string_to_array('$(paste -sd, "$T/gaveup.txt")', ','))")" 0
+expect_eq "... nor an event" \
+    "$(psql_q "SELECT count(*) FROM events
+                WHERE job_id = ANY(string_to_array('$(paste -sd, "$T/gaveup.txt")', ','))")" 0
 
 # ---- the database --------------------------------------------------------
 expect_eq "at most one active reservation per job" \

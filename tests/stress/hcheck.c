@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tests/stress/hcheck.h"
+#include "tests/stress/hdeadline.h"
 #include "tests/stress/hstepcheck.h"
 #include "tests/stress/smap.h"
 #include "vnib/hostlist.h"
@@ -107,6 +108,8 @@ void hcheck_tally(const struct hrec_log *logs, int nlogs,
                     t->other5xx++;
                 else if (strcmp(r->code, "vni_pool_exhausted") == 0)
                     t->s503++, t->exhausted++;
+                else if (r->deadline_ms > 0 && hrec_expired_where(r))
+                    t->s503++, t->expired++;
                 else {
                     t->s503++, t->bad503++;
                     if (strcmp(r->code, "unavailable") == 0)
@@ -580,7 +583,9 @@ static void check_end(const struct hcheck_input *in, struct out *o)
         } else {
             leaked++;
             leaked_vnis += nv;
-            if (shown++ < EXAMPLES)
+            if (shown++ >= EXAMPLES)
+                continue;
+            if (j->acked)
                 printf("%s  e.g. %s: reservation %lld is still %s, but the"
                        " client released it (it acknowledged reservation"
                        " %lld)\n",
@@ -588,6 +593,14 @@ static void check_end(const struct hcheck_input *in, struct out *o)
                        (long long)json_integer_value(json_object_get(r, "id")),
                        json_string_value(json_object_get(r, "state")),
                        j->resv_id);
+            else
+                printf("%s  e.g. %s: reservation %lld is %s, but its"
+                       " reserve was never acknowledged (refused, or %d"
+                       " attempts answered deadline_exceeded)\n",
+                       o->prefix, key,
+                       (long long)json_integer_value(json_object_get(r, "id")),
+                       json_string_value(json_object_get(r, "state")),
+                       j->expired);
         }
     }
     smap_cleanup(&ours, false);
@@ -725,6 +738,12 @@ int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
             goto done;
         o.failed += sf;
     }
+    if (in->deadlines) {
+        int df = hdeadline_check(in);
+        if (df < 0)
+            goto done;
+        o.failed += df;
+    }
     if (in->live)
         check_end(in, &o);
     else
@@ -732,17 +751,20 @@ int hcheck_run(const struct hcheck_input *in, const struct hcheck_tally *t)
 
     if (in->outage)
         verdict(&o, t->bad503 == t->unavailable,
-                "no 503 but vni_pool_exhausted and unavailable (a database"
-                " failover): %" PRIu64 " (of %" PRIu64 " 503s; %" PRIu64
-                " vni_pool_exhausted and %" PRIu64 " unavailable are"
-                " legitimate)",
+                "no 503 but vni_pool_exhausted, deadline_exceeded (to a"
+                " short deadline) and unavailable (a database failover): %"
+                PRIu64 " (of %" PRIu64 " 503s; %" PRIu64
+                " vni_pool_exhausted, %" PRIu64 " deadline_exceeded and %"
+                PRIu64 " unavailable are legitimate)",
                 t->bad503 - t->unavailable, t->s503, t->exhausted,
-                t->unavailable);
+                t->expired, t->unavailable);
     else
         verdict(&o, t->bad503 == 0,
-                "no 503 but vni_pool_exhausted: %" PRIu64 " (of %" PRIu64
-                " 503s; %" PRIu64 " vni_pool_exhausted are legitimate)",
-                t->bad503, t->s503, t->exhausted);
+                "no 503 but vni_pool_exhausted and deadline_exceeded (to"
+                " a short deadline): %" PRIu64 " (of %" PRIu64 " 503s; %"
+                PRIu64 " vni_pool_exhausted and %" PRIu64
+                " deadline_exceeded are legitimate)",
+                t->bad503, t->s503, t->exhausted, t->expired);
     verdict(&o, t->deadlock == 0,
             "no reply mentions a deadlock: %" PRIu64, t->deadlock);
     verdict(&o, t->other5xx == 0,

@@ -13,13 +13,15 @@
  *   - every acknowledged reservation is recorded with its VNIs;
  *   - the pool's totals add up, and at the end nothing is held but what
  *     abandoned jobs may legitimately have left;
- *   - no 503 but vni_pool_exhausted, no other 5xx, no unexpected refusal;
+ *   - no 503 but vni_pool_exhausted (and deadline_exceeded to a request
+ *     that carried a deadline), no other 5xx, no unexpected refusal;
  *   - a quarantine ends (the reservation's VNIs are freed, events replayed)
  *     only once every node that reported for it has reported destroyed;
  *   - with the node reports read back (get_reports): each node's stored
  *     report is at least the furthest one it was answered 200 for, and no
  *     further than the furthest one it sent;
- *   - with steps (history --steps), those of hstepcheck.h.
+ *   - with steps (history --steps), those of hstepcheck.h;
+ *   - with short deadlines (history --deadline-ms), those of hdeadline.h.
  *
  * Transport failures (a replica that was just killed) are counted but are
  * not failures: the client retried them on another replica.
@@ -43,6 +45,8 @@ struct hcheck_tally {
     uint64_t s5xx;        /* any 5xx */
     uint64_t s503;        /* 503, whatever the code */
     uint64_t exhausted;   /* 503 vni_pool_exhausted (legitimate) */
+    uint64_t expired;     /* 503 deadline_exceeded to an attempt that
+                           * carried a deadline (legitimate) */
     uint64_t bad503;      /* 503 with any other code */
     uint64_t unavailable; /* of those, 503 unavailable (no database) */
     uint64_t deadlock;    /* replies whose message mentions "deadlock" */
@@ -100,6 +104,9 @@ struct hcheck_input {
                            * unavailable is legitimate too */
     bool steps;           /* the jobs reserved steps with their job tokens:
                            * hstepcheck.h's invariants are checked too */
+    bool deadlines;       /* reserves carried short deadlines
+                           * (--deadline-ms): hdeadline.h's invariants
+                           * are checked too */
 };
 
 /* Count the attempts of every log. */

@@ -43,9 +43,14 @@
  * is released (hsteps.c).  The checker then holds the steps to their own
  * invariants as well (hstepcheck.h), and counts a step's VNIs as held from
  * its acknowledged reserve until its end.
+ *
+ * With --deadline-ms MIN-MAX some jobs send their reserves with a short
+ * Vnib-Deadline-Ms, so that some expire queued for a group commit; a 503
+ * deadline_exceeded is then a certain "nothing was done", and the checker
+ * holds the broker to it (hdeadline.h).  The command line is read in
+ * hargs.c.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -62,11 +67,13 @@
 #include <openssl/hmac.h>
 
 #include "tests/stress/hcheck.h"
+#include "tests/stress/hdeadline.h"
 #include "tests/stress/history.h"
 #include "tests/stress/hnodes.h"
 #include "tests/stress/hrec.h"
 #include "tests/stress/hsteps.h"
 #include "tests/stress/hview.h"
+#include "vnib/client.h"
 #include "vnib/httpc.h"
 #include "vnib/secfile.h"
 
@@ -135,18 +142,21 @@ long history_attempt(struct client *c, struct hrec *r, const char *method,
                      const char *path, const char *body, const char *token)
 {
     char url[512], auth[512]; /* a node's token or a job's */
+    char dl[64];
     struct curl_slist *h = NULL, *h2;
     CURL *e = c->curl;
 
     snprintf(url, sizeof(url), "%s%s", c->run->urls[r->url], path);
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+    snprintf(dl, sizeof(dl), "%s: %d", VNIB_DEADLINE_HEADER, r->deadline_ms);
     c->reply.len = 0;
     c->reply.too_large = false;
     if (c->reply.buf)
         c->reply.buf[0] = '\0';
     c->errbuf[0] = '\0';
     if (!(h = curl_slist_append(NULL, auth))
-        || !(h2 = curl_slist_append(h, "Content-Type: application/json"))) {
+        || !(h2 = curl_slist_append(h, "Content-Type: application/json"))
+        || (r->deadline_ms > 0 && !(h2 = curl_slist_append(h2, dl)))) {
         curl_slist_free_all(h);
         snprintf(r->transport, sizeof(r->transport), "out of memory");
         return 0;
@@ -213,11 +223,20 @@ long history_request(struct client *c, uint64_t job, enum hrec_op op,
         r->job = job;
         snprintf(r->node, sizeof(r->node), "%s", node ? node : "");
         snprintf(r->step, sizeof(r->step), "%s", step ? step : "");
+        if (op == HREC_RESERVE && job < c->log.njobs)
+            r->deadline_ms = hdeadline_ms(c, &c->log.jobs[job]);
         st = history_attempt(c, r, method, path, body, token);
         if (a == 0 && first_send)
             *first_send = r->send_mono;
         if (!worth_retrying(r))
             break;
+        /* 503 deadline_exceeded: certainly not done (the broker's
+         * promise, which hdeadline.c checks) */
+        if (hrec_expired_where(r)) {
+            if (hdeadline_expired(c, job, r))
+                break;
+            continue;
+        }
         *ambiguous = true;
     }
     *last = r;
@@ -445,6 +464,7 @@ static int run_job(struct client *c, uint64_t seq)
                 : run->reports ? 1 + (int)(history_rng(&c->rng) % 2)
                                : 1;
     j->live_until = INT64_MAX;
+    hdeadline_job(c, j);
     int base = c->index * HREC_MAX_NODES;
     for (int i = 0; i < j->nnodes; i++) {
         snprintf(j->nodes[i], sizeof(j->nodes[i]), "%s%d", run->nodes_prefix,
@@ -474,6 +494,9 @@ static int run_job(struct client *c, uint64_t seq)
     snprintf(path, sizeof(path), "/v1/reservations/%s", job);
     if (st != 200 && st != 201) {
         j->refused = st == 503 && !strcmp(last->code, "vni_pool_exhausted");
+        /* given up after a deadline_exceeded, which wrote nothing: no
+         * release, and nothing may be left (not abandoned) */
+        bool expired = st == 503 && hrec_expired_where(last);
         if (amb) {
             /* an unseen attempt may hold VNIs: release it as a scheduler
              * would after a failed job start */
@@ -481,13 +504,14 @@ static int run_job(struct client *c, uint64_t seq)
                                  path, NULL, run->sched, NULL, &amb, &last);
             if (st != 200 && st != 202 && st != 404)
                 j->abandoned = true;
-        } else if (!j->refused) {
+        } else if (!j->refused && !expired) {
             j->abandoned = true;
         }
         history_sleep_ms(j->refused ? 20 + (long)(history_rng(&c->rng) % 30) : 5);
         return st < 0 ? -1 : 0;
     }
     j->acked = true;
+    j->acked_status = st;
     j->live_from = last->recv_mono;
     history_parse_reservation(c->reply.buf, &j->resv_id, j->vnis, &j->nvnis);
     if (run->steps && job_token(c, job, jtoken, sizeof(jtoken)) < 0)
@@ -603,192 +627,6 @@ static void *worker(void *arg)
 
 /* ---- main -------------------------------------------------------------- */
 
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "Usage: history --url URL [--url URL2 ...] --sched-token-file FILE\n"
-        "               [--admin-token-file FILE] [--node-key-file FILE]\n"
-        "               [--threads N] [--seconds S] [--vni-count N]\n"
-        "               [--nodes-prefix P] [--job-prefix P] [--settle S]\n"
-        "               [--attempts N] [--no-reports] [--hwcoll] [--bench]\n"
-        "               [--outage] [--job-nodes N [--lease]] [--log FILE]\n"
-        "               [--stop-file FILE] [--steps]\n"
-        "  --vni-count 0 (default) draws 1-4 per job; --no-reports skips\n"
-        "  the node reports (release is then immediate; no key needed).\n"
-        "  --hwcoll: two-node jobs with hardware collectives, and every\n"
-        "  session token a reserve reports is read back and compared.\n"
-        "  --job-nodes N: jobs of N nodes (3-%d) reporting all at once\n"
-        "  (creating, created, destroyed), each on its own connection;\n"
-        "  what each was told is compared with the broker's node reports.\n"
-        "  --lease: those jobs reserve with a lease (presumed): no report\n"
-        "  at the start, and every node holds until its destroyed.\n"
-        "  --outage: the database fails over during the run, so 503\n"
-        "  unavailable is legitimate (retried like any 5xx; raise\n"
-        "  --attempts to outlast the failover).\n"
-        "  --stop-file FILE: the load ends before --seconds once FILE\n"
-        "  exists (checked before each job).\n"
-        "  --steps: each job reserves 1-2 steps with VNIs of their own with\n"
-        "  its job token (as Slurm's stepmgr), reads them back and ends\n"
-        "  them before its release; their invariants are checked too\n"
-        "  (the broker needs a node key to give job tokens; --vni-count\n"
-        "  at most 3; not with --job-nodes or --hwcoll).\n"
-        "  Exit 0: every invariant held; 1: one failed; 2: usage/set-up.\n",
-        HREC_MAX_NODES);
-}
-
-static int read_token(const char *path, char **buf, size_t *size)
-{
-    vnib_error_t err = {0};
-
-    if (secfile_read(path, buf, size, &err) < 0) {
-        fprintf(stderr, "history: %s\n", err.text);
-        return -1;
-    }
-    (*buf)[strcspn(*buf, "\r\n \t")] = '\0';
-    return 0;
-}
-
-static double num(const char *s, bool *bad)
-{
-    char *end = NULL;
-
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0))
-        *bad = true;
-    return v;
-}
-
-static int parse_args(int argc, char **argv, struct run *run)
-{
-    static const struct option longopts[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"threads", required_argument, NULL, 't'},
-        {"seconds", required_argument, NULL, 's'},
-        {"vni-count", required_argument, NULL, 'v'},
-        {"nodes-prefix", required_argument, NULL, 'N'},
-        {"job-prefix", required_argument, NULL, 'J'},
-        {"sched-token-file", required_argument, NULL, 'S'},
-        {"admin-token-file", required_argument, NULL, 'A'},
-        {"node-key-file", required_argument, NULL, 'K'},
-        {"log", required_argument, NULL, 'l'},
-        {"settle", required_argument, NULL, 'w'},
-        {"attempts", required_argument, NULL, 'a'},
-        {"no-reports", no_argument, NULL, 'R'},
-        {"hwcoll", no_argument, NULL, 'H'},
-        {"bench", no_argument, NULL, 'B'},
-        {"outage", no_argument, NULL, 'O'},
-        {"job-nodes", required_argument, NULL, 'n'},
-        {"lease", no_argument, NULL, 'L'},
-        {"stop-file", required_argument, NULL, 'X'},
-        {"steps", no_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    bool bad = false;
-    int opt;
-    vnib_error_t err = {0};
-
-    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (opt) {
-            case 'u':
-                if (run->nurls == MAX_URLS)
-                    bad = true;
-                else
-                    run->urls[run->nurls++] = optarg;
-                break;
-            case 't':
-                run->threads = (int)num(optarg, &bad);
-                break;
-            case 's':
-                run->seconds = num(optarg, &bad);
-                break;
-            case 'v':
-                run->vni_count = (int)num(optarg, &bad);
-                break;
-            case 'N':
-                run->nodes_prefix = optarg;
-                break;
-            case 'J':
-                snprintf(run->job_prefix, sizeof(run->job_prefix), "%s",
-                         optarg);
-                break;
-            case 'S':
-                if (run->sched
-                    || read_token(optarg, &run->sched, &run->sched_size) < 0)
-                    return -1;
-                break;
-            case 'A':
-                if (run->admin
-                    || read_token(optarg, &run->admin, &run->admin_size) < 0)
-                    return -1;
-                break;
-            case 'K':
-                if (run->key
-                    || secfile_read(optarg, &run->key, &run->key_len, &err)
-                           < 0) {
-                    fprintf(stderr, "history: %s\n", err.text);
-                    return -1;
-                }
-                break;
-            case 'l':
-                run->log_path = optarg;
-                break;
-            case 'w':
-                run->settle = num(optarg, &bad);
-                break;
-            case 'a':
-                run->attempts = (int)num(optarg, &bad);
-                break;
-            case 'R':
-                run->reports = false;
-                break;
-            case 'H':
-                run->hwcoll = true;
-                break;
-            case 'B':
-                run->bench = true;
-                break;
-            case 'O':
-                run->outage = true;
-                break;
-            case 'n':
-                run->job_nodes = (int)num(optarg, &bad);
-                break;
-            case 'L':
-                run->lease = true;
-                break;
-            case 'X':
-                run->stop_file = optarg;
-                break;
-            case 'T':
-                run->steps = true;
-                break;
-            case 'h':
-                usage(stdout);
-                exit(0);
-            default:
-                bad = true;
-        }
-    }
-    if (bad || optind != argc || run->nurls == 0 || !run->sched
-        || (run->reports && !run->key) || run->threads < 1
-        || run->threads > MAX_THREADS || run->seconds <= 0
-        || run->vni_count > 4 || run->attempts < 1
-        || strlen(run->nodes_prefix) > 16 || !run->nodes_prefix[0]
-        || (run->job_nodes
-            && (run->job_nodes < 3 || run->job_nodes > HREC_MAX_NODES
-                || !run->reports || run->hwcoll))
-        || (run->lease && !run->job_nodes)
-        || (run->steps
-            && (run->job_nodes || run->hwcoll
-                || run->vni_count >= HREC_MAX_VNIS))) {
-        usage(stderr);
-        return -1;
-    }
-    return 0;
-}
-
 static int write_log(const struct run *run, const struct client *cs)
 {
     FILE *f = fopen(run->log_path, "w");
@@ -814,7 +652,8 @@ int main(int argc, char **argv)
                       .nodes_prefix = "hn",
                       .settle = 2,
                       .attempts = 12,
-                      .reports = true};
+                      .reports = true,
+                      .deadline_pct = 50};
     struct client *cs = NULL, final = {0};
     pthread_t *tids = NULL;
     json_t *events = NULL, *live = NULL, *pool = NULL;
@@ -824,7 +663,7 @@ int main(int argc, char **argv)
     snprintf(run.job_prefix, sizeof(run.job_prefix), "h%ld-", (long)getpid());
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
         return 2;
-    if (parse_args(argc, argv, &run) < 0)
+    if (history_parse_args(argc, argv, &run) < 0)
         goto done;
     if (!(cs = calloc((size_t)run.threads, sizeof(*cs)))
         || !(tids = calloc((size_t)run.threads, sizeof(*tids))))
@@ -898,6 +737,7 @@ int main(int argc, char **argv)
                                                            : NULL,
                               .get_step = hview_get_step,
                               .steps = run.steps,
+                              .deadlines = run.deadline_max_ms > 0,
                               .prefix = run.bench ? "#   " : "",
                               .outage = run.outage};
     int failed = hcheck_run(&in, &tally);

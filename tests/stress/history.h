@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the history client's files share (history.c: the load and its
- * jobs; hsteps.c: the jobs' steps, reserved with their job tokens; hview.c,
+ * jobs; hargs.c: its command line; hsteps.c: the jobs' steps, reserved with their job tokens; hview.c,
  * hview.h: the broker's view at the end, and the bench rows): the run as
  * the command line says it, a client thread, one HTTP attempt, one request
  * retried on the replicas.
@@ -50,6 +50,11 @@ struct run {
     int job_nodes; /* 0: 1-2 nodes a job, reporting one after the other */
     bool lease;    /* --job-nodes jobs reserve with a lease (presumed) */
     bool steps;    /* each job reserves 1-2 steps with its job token */
+    /* --deadline-ms: deadline_pct % of the jobs send their reserves with
+     * Vnib-Deadline-Ms drawn from [deadline_min_ms, deadline_max_ms]
+     * (hdeadline.h); deadline_max_ms 0: none does */
+    int deadline_min_ms, deadline_max_ms;
+    int deadline_pct;
     int64_t start_mono, stop_mono;
 };
 
@@ -90,7 +95,9 @@ long history_attempt(struct client *c, struct hrec *r, const char *method,
 /* A request with retries on the other replicas, as a scheduler (or a
  * job's step manager) would: sent again, with the same parameters, to the
  * next replica after a short sleep while it gets no reply or a 5xx other
- * than 503 vni_pool_exhausted, at most run->attempts times.  Records every
+ * than 503 vni_pool_exhausted, at most run->attempts times (a 503
+ * deadline_exceeded, certainly not done, is retried without making the
+ * request ambiguous, unless the job gives up then: hdeadline.h).  Records every
  * attempt for job (an index into the thread's jobs) and step (NULL: none)
  * and returns the last status, or -1 when the client broke (out of
  * memory); *first_send is the first attempt's send time (first_send may be
@@ -101,6 +108,12 @@ long history_request(struct client *c, uint64_t job, enum hrec_op op,
                      const char *node, const char *step, const char *method,
                      const char *path, const char *body, const char *token,
                      int64_t *first_send, bool *ambiguous, struct hrec **last);
+
+/* Read the command line into run (hargs.c), which holds the defaults.
+ * 0, or -1 after the usage was printed to stderr (or a token file could
+ * not be read).
+ */
+int history_parse_args(int argc, char **argv, struct run *run);
 
 /* A reservation's id and VNIs (at most HREC_MAX_VNIS of them, *n) from
  * its JSON text buf (NULL: none).

@@ -106,6 +106,17 @@ void hrec_parse_error(struct hrec *r, const char *buf, size_t len)
     json_decref(j);
 }
 
+const char *hrec_expired_where(const struct hrec *r)
+{
+    if (r->status != 503 || strcmp(r->code, "deadline_exceeded"))
+        return NULL;
+    if (strstr(r->message, "waited to be written"))
+        return "group";
+    if (strstr(r->message, "for a worker"))
+        return "worker";
+    return "other";
+}
+
 static json_t *vni_array(const int *vnis, int n)
 {
     json_t *a = json_array();
@@ -141,7 +152,7 @@ static json_t *rec_json(const struct hrec_log *log,
 
     return json_pack(
         "{s:s, s:i, s:s, s:s, s:s?, s:i, s:s, s:s?, s:I, s:I, s:I, s:I, s:i,"
-        " s:s?, s:s?, s:s?, s:b, s:I, s:o}",
+        " s:s?, s:s?, s:s?, s:b, s:I, s:o, s:o, s:s?}",
         "type", "request",
         "thread", r->thread,
         "op", hrec_op_name(r->op),
@@ -160,13 +171,17 @@ static json_t *rec_json(const struct hrec_log *log,
         "message", r->message[0] ? r->message : NULL,
         "deadlock", r->deadlock,
         "reservation_id", (json_int_t)r->resv_id,
-        "vnis", vni_array(r->vnis, r->nvnis));
+        "vnis", vni_array(r->vnis, r->nvnis),
+        "deadline_ms", r->deadline_ms ? json_integer(r->deadline_ms)
+                                      : json_null(),
+        "expired", hrec_expired_where(r));
 }
 
 static json_t *job_json(const struct hjob *j)
 {
     return json_pack(
-        "{s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:b, s:b, s:I, s:o, s:I, s:I}",
+        "{s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:b, s:b, s:I, s:i, s:b, s:b,"
+        " s:i, s:o, s:I, s:I}",
         "type", "job",
         "job", j->job,
         "thread", j->thread,
@@ -177,6 +192,10 @@ static json_t *job_json(const struct hjob *j)
         "ambiguous", j->ambiguous,
         "abandoned", j->abandoned,
         "reservation_id", (json_int_t)j->resv_id,
+        "acked_status", (int)j->acked_status,
+        "short_deadline", j->short_deadline,
+        "give_up", j->give_up,
+        "deadline_expired", j->expired,
         "vnis", vni_array(j->vnis, j->nvnis),
         "live_from_mono_ns", (json_int_t)j->live_from,
         "live_until_mono_ns", (json_int_t)j->live_until);

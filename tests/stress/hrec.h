@@ -68,6 +68,7 @@ struct hrec {
     long long resv_id;      /* reserve replies: the reservation id */
     int vnis[HREC_MAX_VNIS]; /* reserve replies: the VNIs */
     int nvnis;
+    int deadline_ms;        /* the Vnib-Deadline-Ms it carried; 0: none */
 };
 
 /* One job as the client saw it. */
@@ -84,6 +85,13 @@ struct hjob {
     bool abandoned;          /* a step failed for good: whatever the broker
                               * holds for this job is legitimately left */
     long long resv_id;       /* when acked */
+    long acked_status;       /* when acked: 200 or 201 */
+    bool short_deadline;     /* its reserve attempts carry a short
+                              * Vnib-Deadline-Ms (history --deadline-ms) */
+    bool give_up;            /* ... and it is given up at the first
+                              * deadline_exceeded, as a failed job start */
+    int expired;             /* reserve attempts answered 503
+                              * deadline_exceeded */
     int vnis[HREC_MAX_VNIS];
     int nvnis;
     int64_t live_from;       /* mono: the acknowledging reply */
@@ -164,6 +172,13 @@ const char *hrec_op_name(enum hrec_op op);
 
 /* A report's cxi as enum hrec_cxi (HREC_NONE for anything else). */
 enum hrec_cxi hrec_cxi_of(const char *cxi);
+
+/* Where a 503 deadline_exceeded reply says r's deadline passed: "group"
+ * (queued for a group commit, never written), "worker" (queued for a
+ * request worker, never run) or "other"; NULL when r was not answered
+ * deadline_exceeded.
+ */
+const char *hrec_expired_where(const struct hrec *r);
 
 /* Fill r's error fields (code, message, deadlock) from a non-2xx reply's
  * body of len bytes (buf may be NULL).
