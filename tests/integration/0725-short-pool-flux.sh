@@ -18,6 +18,11 @@
 #  - six jobs at once, of one VNI each, some on two nodes: every one
 #    completes, none fails; no two running jobs share a VNI; the number
 #    that waited is printed; nothing is left active.
+#  - a mix: four jobs that ask no VNI start at once while the pool is
+#    short (never a vnibroker-wait), five of one VNI and two of two VNIs
+#    all complete with the VNIs they asked for, none overlapping another's,
+#    and one canceled (waiting or running) ends canceled; the time jobs
+#    waited for VNIs is printed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/flux.sh"
@@ -156,6 +161,71 @@ for j in $ids; do
 done
 overlap=$(sort -k1,1 -k2,2 "$T/spans" | awk '$1 == v && $2 < end { print "overlap: " $0 } { v = $1; end = $3 }')
 expect_eq "no two jobs held one VNI at once (6 spans)" "$(grep -c . "$T/spans"):$overlap" "6:"
+# ---- a mix: jobs of 0, 1 and 2 VNIs, one canceled while it waits -----------------
+# Four jobs that ask no VNI (cray-slingshot.vnicount=0, cray-slingshot=off)
+# start at once while the pool is short; five of one VNI (some on two
+# nodes) and two of two VNIs wait their turn; one of one VNI is canceled
+# while it waits.
+t0=$(date +%s%N)
+mix=""
+add_mix () {
+    mix="$mix $1:$(fluxc submit "${@:2}" sh -c 'sleep 2')"
+}
+add_mix 2 -o cray-slingshot.vnicount=2 -N2
+# One to cancel once it has reached the plugin (waiting for VNIs or
+# running: the pool decides which).
+victim=$(fluxc submit -n1 sh -c 'sleep 60')
+add_mix 1 -n1
+add_mix 1 -N2
+add_mix 2 -o cray-slingshot.vnicount=2 -n1
+add_mix 0 -o cray-slingshot.vnicount=0 -n1
+add_mix 0 -o cray-slingshot=off -N2
+add_mix 1 -n1
+add_mix 0 -o cray-slingshot.vnicount=0 -N2
+add_mix 1 -N2
+add_mix 0 -o cray-slingshot=off -n1
+add_mix 1 -n1
+_victim_held () { fluxc job eventlog "$victim" 2>/dev/null | grep -q ' prolog-start .*vnibroker'; }
+wait_for 30 _victim_held && ok "the job to cancel reached the plugin" ||
+    not_ok "the job to cancel reached the plugin"
+victim_waited=$(waits "$victim")
+echo "# the job canceled was $([ "$victim_waited" = 1 ] && echo waiting for VNIs || echo running)"
+fluxc cancel "$victim"
+nozero=""
+for e in $mix; do
+    n=${e%%:*} j=${e#*:}
+    fluxc job attach "$j" >/dev/null 2>&1
+    [ "$n" = 0 ] && [ "$(waits "$j")" != 0 ] && nozero="$nozero $j"
+done
+fluxc job attach "$victim" >/dev/null 2>&1
+t1=$(date +%s%N)
+results=$(for e in $mix; do fluxc jobs -no {result} "${e#*:}"; done | sort | uniq -c |
+    awk '{print $2 "=" $1}' | tr '\n' ' ')
+expect_eq "every job of the mix completes, none fails" "$results" "COMPLETED=11 "
+expect_eq "the job canceled ends canceled" "$(fluxc jobs -no {result} "$victim")" CANCELED
+expect_eq "no job that asks no VNI waited for VNIs" "$nozero" ""
+bad=""
+mixwaited=0
+: >"$T/mixspans"
+for e in $mix; do
+    n=${e%%:*} j=${e#*:}
+    [ "$(waits "$j")" = 1 ] && mixwaited=$((mixwaited + 1))
+    got=$(flux_event "$j" cray-slingshot | jq -r '.vnis | length')
+    [ "$got" = "$n" ] || bad="$bad $j:$got/$n"
+    [ "$n" = 0 ] && continue
+    dec=$(fluxc job id --to=dec "$j")
+    wait_for 30 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/$dec | jq -e '.state == \"released\"' >/dev/null"
+    resv "$dec"
+    jq -r '.vnis[] as $v | [$v, .created_at, (.released_at // "z")] | map(tostring) | join(" ")' \
+        <<<"$HTTP_BODY" >>"$T/mixspans"
+done
+expect_eq "every job of the mix had the VNIs it asked for (job:got/asked)" "$bad" ""
+overlap=$(sort -k1,1 -k2,2 "$T/mixspans" | awk '$1 == v && $2 < end { print "overlap: " $0 } { v = $1; end = $3 }')
+expect_eq "no two jobs of the mix held one VNI at once (9 spans)" "$(grep -c . "$T/mixspans"):$overlap" "9:"
+waited_ms=$(grep -o 'got its VNIs (after [0-9]* ms waiting' "$T/flux.log" | awk '{ s += $5 } END { print s + 0 }')
+echo "# mix: $mixwaited of 7 jobs with VNIs waited; all done in $(((t1 - t0) / 1000000)) ms; jobs waited $waited_ms ms for VNIs in all, this test's every wait"
+nwaited=$((nwaited + mixwaited + victim_waited))
+
 q=$(flux_query)
 expect_eq "the plugin counted each wait once" "$(jq -r '.counts["pool-waited"]' <<<"$q")" $((nwaited + 2))
 expect_eq "... and no job waits now" "$(jq -r .calls.waiting <<<"$q")" 0
