@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Part of tests/bench/run.sh, which sources it (never run on its own):
 # the time from a database failover to the first successful reserve: a
-# promoted standby (failover) and Patroni (patroni).
+# promoted standby (failover) and Patroni (patroni); job starts across a
+# Patroni switchover, per scheduler (ridethrough).
 # It uses run.sh's settings, helpers and broker.
 
 # ---- failover: promote to the first successful reserve ---------------------
@@ -93,4 +94,62 @@ if wanted patroni; then
     steal_mark
     patroni_scenario
     steal_note "patroni"
+fi
+
+# ---- ridethrough: job starts across a Patroni switchover -------------------
+#
+# tests/integration/0580-slurm-ridethrough.sh (Slurm 26.05, switch/vnib)
+# and 0770-flux-ridethrough.sh (flux-core 0.88), each with only the
+# switchover (RIDE_MODES=switchover), BENCH_RIDE_ROUNDS (3) times, the
+# two schedulers alternated: a stream of short jobs while `patronictl
+# switchover` moves the leader.  The figure is the longest extra wait of a
+# job started during the switchover (its start delay beyond the median of
+# the jobs started outside any fault), as the test prints it; the target
+# is the switchover's own window (from patronictl's start until the
+# broker serves again, as the test measured it in that round) plus 2 s:
+# what a scheduler adds on top of the database's own outage.  The median
+# and range over the rounds are shown; the reference is the window itself.
+RIDE_ROUNDS=${BENCH_RIDE_ROUNDS:-3}
+
+# ride_median: the median of sorted numbers, one a line.
+ride_median () {
+    awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+ridethrough_scenario () {
+    local r s f out
+    for r in $(seq 1 "$RIDE_ROUNDS"); do
+        for s in slurm flux; do
+            case $s in
+            slurm) f=0580-slurm-ridethrough.sh ;;
+            flux) f=0770-flux-ridethrough.sh ;;
+            esac
+            out=$T/ride.$s.$r.out
+            VNIB_BUILD=$BUILD VNIB_SLURM_VERSION=26.05 RIDE_MODES=switchover \
+                timeout -k 5 900 bash "$TOP/tests/integration/$f" >"$out" 2>&1
+            sed -n 's/^# ridethrough: .*fault=switchover window_ms=\([0-9]*\) longest_extra_ms=\([0-9]*\).*/\1 \2/p' \
+                "$out" | head -n 1 >>"$T/ride.$s.figs"
+            grep -q '^# counts: [0-9]* 0 ' "$out" ||
+                echo "#   ridethrough: $s round $r: the test failed ($(sed -n 's/^# counts: //p' "$out")); $out"
+        done
+    done
+    for s in slurm flux; do
+        if [ ! -s "$T/ride.$s.figs" ]; then
+            why=$(grep -m1 -E '^(ok [0-9]+ # skip|not ok)' "$T/ride.$s.1.out" 2>/dev/null | cut -c1-100)
+            row_not_run "ridethrough ($s): longest extra start wait" s "<=" 0 "${why:-no figures}"
+            continue
+        fi
+        # Figures in seconds: the extra waits, and the targets.
+        awk '{ printf "%.3f %.3f\n", $2 / 1000, $1 / 1000 + 2 }' "$T/ride.$s.figs" >"$T/ride.$s.s"
+        fig=$(cut -d' ' -f1 "$T/ride.$s.s" | sort -n | ride_median)
+        tgt=$(cut -d' ' -f2 "$T/ride.$s.s" | sort -n | ride_median)
+        row_cmp "ridethrough ($s): longest extra start wait p50" "$fig" s "<=" "$tgt" \
+            "min max $(cut -d' ' -f1 "$T/ride.$s.s" | sort -n | sed -n '1p;$p' | tr '\n' ' ')over $(wc -l <"$T/ride.$s.s") rounds; ref the switchover's window $(awk '{ print $1 / 1000 }' "$T/ride.$s.figs" | tr '\n' ' ')s"
+    done
+}
+
+if wanted ridethrough; then
+    steal_mark
+    ridethrough_scenario
+    steal_note "ridethrough"
 fi

@@ -36,8 +36,8 @@ echo "== library ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ))"
 # the broker's HTTP threads and database pool, and which API scenarios to
 # run (nodeprolog healthz compare openloop bigjob populate nodeview rss
 # storm frag stepstorm fullmachine drain agent fmslow hwcoll slowclients
-# contention history uiscale failover patroni slurmstart fluxstart; pairs
-# is compare), the rounds of the alternated comparisons
+# contention history uiscale failover patroni ridethrough slurmstart
+# fluxstart; pairs is compare), the rounds of the alternated comparisons
 # (compare, history, frag), and the drain scenario's Fabric Manager
 # release-queue workers.
 SECS=${BENCH_SECONDS:-10}
