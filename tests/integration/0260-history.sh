@@ -164,29 +164,28 @@ expect_eq "... every one reserved by its job's token" \
 THREADS=${HISTORY_DEADLINE_THREADS:-16}
 SECONDS_RUN=${HISTORY_DEADLINE_SECONDS:-20}
 DEADLINE_MS=${HISTORY_DEADLINE_MS:-1-20}
+# scrape_expired TIMEOUT: each replica's "NAME START COUNT" (its process
+# start time and reserves expired in a group) appended to expired.scrape.
+scrape_expired () {
+    for r in A B; do
+        eval "u=\$URL_$r"
+        curl -s --max-time "$1" "$u/metrics" 2>/dev/null | awk -v r="$r" '
+            $1 == "vnib_process_start_time_seconds" { start = $2 }
+            $1 == "vnib_db_group_expired_total{op=\"reserve\"}" { n = $2 }
+            END { if (start != "" && n != "") print r, start, n }'
+    done >>"$T/expired.scrape"
+}
 : >"$T/expired.scrape"
 (
     while [ ! -e "$T/deadline.done" ]; do
-        for r in A B; do
-            eval "u=\$URL_$r"
-            curl -s --max-time 1 "$u/metrics" 2>/dev/null | awk -v r="$r" '
-                $1 == "vnib_process_start_time_seconds" { start = $2 }
-                $1 == "vnib_db_group_expired_total{op=\"reserve\"}" { n = $2 }
-                END { if (start != "" && n != "") print r, start, n }'
-        done >>"$T/expired.scrape"
+        scrape_expired 1
         sleep 0.5
     done
 ) &
 SCRAPER=$!
 track "$SCRAPER"
 history_with_kills --nodes-prefix hd --job-prefix hd --deadline-ms "$DEADLINE_MS"
-for r in A B; do
-    eval "u=\$URL_$r"
-    curl -s --max-time 2 "$u/metrics" | awk -v r="$r" '
-        $1 == "vnib_process_start_time_seconds" { start = $2 }
-        $1 == "vnib_db_group_expired_total{op=\"reserve\"}" { n = $2 }
-        END { if (start != "" && n != "") print r, start, n }' >>"$T/expired.scrape"
-done
+scrape_expired 2
 touch "$T/deadline.done"
 wait "$SCRAPER"
 THREADS=$HISTORY_THREADS_SAVED

@@ -21,8 +21,7 @@
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
 
-[ "$VNIB_SLURM_RELEASE" -ge 2511 ] ||
-    skip_all "Slurm $VNIB_SLURM_VERSION never asks a switch plugin whether a job may start (25.11 and later do)"
+slurm_require_admission
 
 pg_start || exit 1
 broker_up "$T/b.toml" "$(vni_pool 3000-3002)$(slurm_lease_toml)"

@@ -26,8 +26,7 @@
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/slurm.sh"
 
-[ "$VNIB_SLURM_RELEASE" -ge 2511 ] ||
-    skip_all "Slurm $VNIB_SLURM_VERSION never asks a switch plugin whether a job may start (25.11 and later do)"
+slurm_require_admission
 
 HOLD=20
 pg_start || exit 1

@@ -170,6 +170,14 @@ esac
 VNIB_SLURM_RELEASE=$(echo "$VNIB_SLURM_VERSION" | awk -F. '{ printf "%d%02d", $1, $2 }')
 echo "# Slurm $VNIB_SLURM_VERSION${VNIB_SLURM_PREFIX:+ ($VNIB_SLURM_PREFIX)}"
 
+# slurm_require_admission: skip the test (all of it) on a release whose
+# slurmctld never asks a switch plugin whether a job may start
+# (switch_p_job_start(job, test_only): 25.11 and later ask).
+slurm_require_admission () {
+    [ "$VNIB_SLURM_RELEASE" -ge 2511 ] ||
+        skip_all "Slurm $VNIB_SLURM_VERSION never asks a switch plugin whether a job may start (25.11 and later do)"
+}
+
 VNIB_SLURM_DIR=""
 VNIB_SLURM_LOGS=""
 VNIB_SLURM_PORT=""
