@@ -154,7 +154,7 @@ int fjt_conf_parse(struct fjt_conf *c,
     snprintf(c->token_file, sizeof(c->token_file), FJT_DEFAULT_TOKEN_FILE);
     snprintf(c->spool_dir, sizeof(c->spool_dir), FJT_DEFAULT_SPOOL_DIR);
     c->timeout_ms = 10000;
-    c->reserve_timeout_ms = 30000;
+    c->reserve_timeout_ms = 60000;
     c->retry_ms = 30000;
     c->threads = 4;
     c->reserve_fatal = true;

@@ -35,7 +35,7 @@ struct fjt_conf {
     char cacert[512]; /* "" for the system store */
     char spool_dir[512];
     long timeout_ms;         /* one HTTP request (default 10000) */
-    long reserve_timeout_ms; /* a reserve's retries (default 30000) */
+    long reserve_timeout_ms; /* a reserve's retries (default 60000) */
     long retry_ms;           /* spooled releases sent again (default 30000) */
     int threads;             /* concurrent broker calls (default 4) */
     bool reserve_fatal;      /* a failed reserve raises an exception */

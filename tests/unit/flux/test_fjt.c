@@ -54,7 +54,7 @@ static void test_conf_defaults(void **state)
     assert_int_equal(c.vnis_per_job, -1);
     assert_int_equal(c.threads, 4);
     assert_int_equal(c.timeout_ms, 10000);
-    assert_int_equal(c.reserve_timeout_ms, 30000);
+    assert_int_equal(c.reserve_timeout_ms, 60000);
     assert_int_equal(c.retry_ms, 30000);
     assert_string_equal(c.hwcoll, "");
     assert_int_equal(c.reconcile_s, 300);
