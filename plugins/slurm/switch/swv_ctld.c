@@ -187,11 +187,16 @@ static int reply_vnis(const json_t *reply, const char *key)
 }
 
 /* errno for a refusal: EAGAIN for an exhausted pool (the step may wait
- * and retry), EACCES for a role refused, EINVAL otherwise. */
+ * and retry), EBUSY for any other 503 (the broker cannot serve for now:
+ * unavailable, database_unavailable, deadline_exceeded, as while its
+ * database fails over; the step may be retried), EACCES for a role
+ * refused, EINVAL otherwise. */
 static int refusal_errno(int status, const json_t *reply)
 {
     if (status == 503 && strcmp(reply_code(reply), "vni_pool_exhausted") == 0)
         return EAGAIN;
+    if (status == 503)
+        return EBUSY;
     if (status == 401 || status == 403)
         return EACCES;
     return EINVAL;

@@ -272,7 +272,9 @@ static const char *ms_text(double ms, char *buf, size_t size)
 /* A step's reserve failed (e its errno): log why and set Slurm's errno.
  * A short pool (EAGAIN) is retried by srun (ESLURM_INTERCONNECT_BUSY,
  * before 25.11) unless the step's own VNIs were refused under
- * step_fallback=fail; elsewhere the step fails. */
+ * step_fallback=fail, and so is a broker that answered it cannot serve
+ * for now (EBUSY: a 503 other than vni_pool_exhausted, as during a
+ * database failover); elsewhere the step fails. */
 static void step_refused(const char *job,
                          const char *step,
                          const struct swv_network *net,
@@ -292,6 +294,12 @@ static void step_refused(const char *job,
                                  "retry no step a switch plugin refuses"
                                : "; srun retries the step until VNIs are "
                                  "free";
+    } else if (e == EBUSY) {
+        rc = SWV_ERR_BUSY;
+        then = SWV_IFACE == 25 ? "; the step fails: Slurm 25.11 and later "
+                                 "retry no step a switch plugin refuses"
+                               : "; srun retries the step until the broker "
+                                 "serves again";
     }
     error("switch/vnib: JobId=%s StepId=%s: %s%s", job, step, err->text, then);
     errno = rc;
