@@ -153,22 +153,31 @@ else
 fi
 
 # ---- a short pool: the reserve waits for a VNI to come back -----------------
-# Two VNIs, held by two jobs for 5 s; a third job starting meanwhile gets
-# 503 vni_pool_exhausted, and its reserve passes once one of them ends.
+# Two VNIs, held by two jobs until $T/release exists; a third job starting
+# meanwhile gets 503 vni_pool_exhausted, and its reserve passes once the
+# holders are let go (not after a fixed time: on a loaded machine a
+# holder's own start could outlast it).
 slurm_hook_set VNIB_TOKEN_FILE "$T/sched.token"
 broker_stop
 sed -i 's/^pool = .*/pool = "3000-3001"/' "$T/b.toml"
 broker_start "$T/b.toml" || { not_ok "broker restarts with a pool of 2"; finish; }
+rm -f "$T/release"
 for n in 1 2; do
-    timeout 60 srun -N1 -w "n$n" sh -c 'echo "${SLINGSHOT_VNIS:-none}"; sleep 5' \
+    timeout 120 srun -N1 -w "n$n" sh -c "echo \"\${SLINGSHOT_VNIS:-none}\"; while [ ! -e '$T/release' ]; do sleep 0.2; done" \
         >"$T/hold$n.out" 2>&1 &
     holders="${holders:-} $!"
 done
 _holding () { grep -q '^300[01]$' "$T/hold1.out" && grep -q '^300[01]$' "$T/hold2.out"; }
 wait_for 30 _holding
 expect_eq "two jobs hold the pool's two VNIs" "$(cat "$T/hold1.out" "$T/hold2.out" | sort | tr '\n' ' ')" "3000 3001 "
-out=$(timeout 60 srun -N1 -w n3 sh -c 'echo "$SLURM_JOB_ID ${SLINGSHOT_VNIS:-none}"' 2>&1)
+timeout 90 srun -N1 -w n3 sh -c 'echo "$SLURM_JOB_ID ${SLINGSHOT_VNIS:-none}"' >"$T/third.out" 2>&1 &
+third=$!
+_third_waits () { grep -q 'reserve: the broker answered vni_pool_exhausted; retrying' "$VNIB_HOOK_LOG"; }
+wait_for 30 _third_waits || echo "# the third job's reserve was not refused for want of VNIs"
+touch "$T/release"
+wait "$third"
 expect_eq "a third job, started on the exhausted pool, runs" "$?" 0
+out=$(cat "$T/third.out")
 job=${out%% *}
 expect_match "... isolated, once a VNI came back" "${out#* }" '^300[01]$'
 lines=$(hook_lines "$job")
