@@ -8,7 +8,8 @@
 #     pool: each runs on the job's VNI alone (vnib_step_fallback=job, the
 #     default), with VNIB_STEP_FALLBACK=job in its tasks' environment,
 #     one line on srun's output, and slurmctld's log naming the job, the
-#     step and the broker's refusal.  A step asking step_fallback=fail
+#     step and why (the broker's refusal; on 25.11 and later the plugin's
+#     free count may answer first).  A step asking step_fallback=fail
 #     fails (srun exits non-zero).
 #  2. Job C (vnis=0: no VNI of its own) whose step asks one on the
 #     exhausted pool: before 25.11 the step waits (srun retries it) and
@@ -93,9 +94,12 @@ expect_eq "step 1 too" "$(grep '^S1 ' "$T/out/a.out")" "S1 VNIS=$J FB=job"
 expect_eq "srun's output says so, once per step" \
     "$(grep -c "^switch/vnib: step $a\.[01]: the VNI pool had none free for the step's own VNIs; it runs on its job's VNIs alone" "$T/out/a.out")" 2
 for s in 0 1; do
-    grep -q "switch/vnib: JobId=$a StepId=$s: its own 1 VNI(s) cannot be had (step $a\.$s: the broker refused the reservation (503 vni_pool_exhausted: VNI pool exhausted.*the step runs on its job's VNIs alone (vnib_step_fallback=job)" "$log" &&
-        ok "slurmctld's log names job $a, step $s and the broker's refusal" ||
-        { not_ok "slurmctld's log names job $a, step $s and the broker's refusal"; grep "JobId=$a " "$log" | tail -n 5 | sed 's/^/# /'; }
+    # Why: the broker's refusal, or (25.11 and later, where slurmctld
+    # keeps the broker's free count) the count's own answer, given
+    # before asking the broker.
+    grep -Eq "switch/vnib: JobId=$a StepId=$s: its own 1 VNI\(s\) cannot be had \((step $a\.$s: the broker refused the reservation \(503 vni_pool_exhausted: VNI pool exhausted|[0-9]+ VNI\(s\) free and not promised to jobs starting\)).*the step runs on its job's VNIs alone \(vnib_step_fallback=job\)" "$log" &&
+        ok "slurmctld's log names job $a, step $s and why (the broker's refusal, or its free count)" ||
+        { not_ok "slurmctld's log names job $a, step $s and why"; grep "JobId=$a " "$log" | tail -n 5 | sed 's/^/# /'; }
 done
 expect_eq "step 0's reservation holds no VNI of its own" \
     "$(TOKEN=$SCHED_TOKEN http GET "/v1/reservations/$a/steps/0" && jq -r '.vnis | length' <<<"$HTTP_BODY")" 0
