@@ -100,7 +100,8 @@ static int dctx_fill(struct dctx *x)
         }
         total += log->njobs;
     }
-    if (total && !(x->info = calloc(total, sizeof(*x->info)))) {
+    /* At least one slot, so that info is never NULL below. */
+    if (!(x->info = calloc(total ? total : 1, sizeof(*x->info)))) {
         errno = ENOMEM;
         return -1;
     }
