@@ -24,7 +24,8 @@
 # the fault) measures the fault's window: from the fault to the first
 # acknowledged reserve after the last failed one, bounded by a liveness
 # limit (60 s).  The stream goes on until RIDE_JOBS jobs (100) were
-# submitted and every fault is over.
+# submitted and every fault is over (it is stuck, and the test fails,
+# when no job was submitted for RIDE_STALL (90) seconds).
 #
 # Checks, from Flux's eventlogs and the tasks' files against what the
 # database holds (a history check of the jobs' view):
@@ -46,10 +47,10 @@
 # of the jobs that waited across it beyond the median of the jobs that
 # waited across no fault.  No timing is asserted but the liveness bounds.
 #
-# Knobs: RIDE_MODES, RIDE_JOBS (100), RIDE_GAP (1.5), RIDE_CALM (4),
-# RIDE_BROKER_DOWN (3), RIDE_BASE (6, seconds of stream before the first
-# fault), FLUX_RESERVE_TIMEOUT_MS (60000, the plugin's default; 500 shows
-# jobs failing in a fault, and this test failing).
+# Knobs: RIDE_MODES, RIDE_JOBS (100), RIDE_STALL (90), RIDE_GAP (1.5),
+# RIDE_CALM (4), RIDE_BROKER_DOWN (3), RIDE_BASE (6, seconds of stream
+# before the first fault), FLUX_RESERVE_TIMEOUT_MS (60000, the plugin's
+# default; 500 shows jobs failing in a fault, and this test failing).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent.sh"
 . "$(dirname "$0")/flux.sh"
@@ -211,8 +212,9 @@ for mode in $RIDE_MODES; do
     sleep "$RIDE_CALM"
 done
 
-# The stream runs until RIDE_JOBS were submitted, then every job ends.
-wait_for 120 sh -c "[ \$(grep -c . $T/submitted) -ge $RIDE_JOBS ]"
+# The stream runs until RIDE_JOBS were submitted, then every job ends;
+# it is stuck when no job was submitted for RIDE_STALL (90) s.
+wait_lines "$T/submitted" "$RIDE_JOBS" "${RIDE_STALL:-90}"
 touch "$T/stream.stop"
 wait "$STREAM_PID"
 NJOBS=$(submitted)

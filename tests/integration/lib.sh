@@ -218,6 +218,28 @@ wait_for () {
     "$@" >/dev/null 2>&1
 }
 
+# wait_lines FILE N STALL: wait until FILE has N non-empty lines, for as
+# long as it keeps growing: false once it has not grown for STALL seconds
+# (and after 900 s in all).  For streams of jobs, whose pace is the
+# machine's (a loaded CI machine runs them at a fraction of an idle
+# one's), so the bound is on progress, not on the clock.
+wait_lines () {
+    local n last=-1 t_last t_end
+    t_last=$(now_ms)
+    t_end=$((t_last + 900000))
+    while :; do
+        n=$(grep -c . "$1" 2>/dev/null)
+        [ "${n:-0}" -ge "$2" ] && return 0
+        if [ "$n" != "$last" ]; then
+            last=$n
+            t_last=$(now_ms)
+        fi
+        [ $(($(now_ms) - t_last)) -lt $(($3 * 1000)) ] && [ "$(now_ms)" -lt "$t_end" ] ||
+            return 1
+        sleep 0.5
+    done
+}
+
 # ---- PostgreSQL -------------------------------------------------------------
 
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
