@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Liveness, readiness and metrics handlers (see ops.h).
+/* Liveness, readiness and metrics handlers, and /v1/whoami (see ops.h).
  *
  * /healthz answers without touching the database, so that a slow database
  * never gets a healthy broker restarted.  /readyz asks the database, under
@@ -14,6 +14,7 @@
 
 #include "server/api/cache.h"
 #include "server/bg/gauges.h"
+#include "server/http/auth.h"
 #include "server/http/http.h"
 #include "server/hwcoll/hwcoll.h"
 #include "server/http/metrics.h"
@@ -27,6 +28,17 @@ int ops_healthz(struct request *req, json_t **out, vnib_error_t *errp)
     (void)req;
     if (!(*out =
               json_pack("{s:s, s:s}", "status", "ok", "version", VNIB_VERSION)))
+        return errprintf(errp, "out of memory");
+    return 200;
+}
+
+int ops_whoami(struct request *req, json_t **out, vnib_error_t *errp)
+{
+    if (!(*out = json_pack("{s:s, s:s}",
+                           "name",
+                           req->who.name,
+                           "role",
+                           auth_role_name(req->who.role))))
         return errprintf(errp, "out of memory");
     return 200;
 }

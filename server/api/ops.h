@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Operational endpoints: liveness, readiness and metrics.
+/* Operational endpoints: liveness, readiness and metrics, and the
+ * caller's own identity.
  *
- * These are public (no token) so that load balancers, systemd watchdogs
- * and Prometheus can reach them; they reveal no reservation data.
+ * The first three are public (no token) so that load balancers, systemd
+ * watchdogs and Prometheus can reach them; they reveal no reservation
+ * data.  /v1/whoami needs a token and tells its holder only what its own
+ * token is.
  */
 #ifndef VNIB_SERVER_OPS_H
 #define VNIB_SERVER_OPS_H
@@ -23,5 +26,10 @@ int ops_readyz(struct request *req, json_t **out, vnib_error_t *errp);
 
 /* GET /metrics: Prometheus text exposition. */
 int ops_metrics(struct request *req, json_t **out, vnib_error_t *errp);
+
+/* GET /v1/whoami: the caller's token name and role, from memory (a
+ * scheduler plugin learns the name its reservations are made under
+ * before it has made any, for its reconcile; an admin checks a token). */
+int ops_whoami(struct request *req, json_t **out, vnib_error_t *errp);
 
 #endif /* !VNIB_SERVER_OPS_H */

@@ -43,6 +43,21 @@ expect_status "Basic auth is not a bearer token: 401" 401
 http GET /v1/pool -H "Authorization: Bearer $(head -c 600 /dev/zero | tr '\0' a)"
 expect_status "an oversized token is 401" 401
 
+# GET /v1/whoami: every token, its own name and role only.
+for who in none bad forged; do
+    case $who in none) tok="" ;; bad) tok=$BAD_TOKEN ;; forged) tok=$FORGED_TOKEN ;; esac
+    check $who "$tok" GET /v1/whoami 401
+done
+TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"rw","uid":1,"user":"u","nodes":"n1"}'
+JOB_TOKEN=$(jq -r '.job_token // empty' <<<"$HTTP_BODY")
+for pair in "admin $ADMIN_TOKEN ops-admin" "scheduler $SCHED_TOKEN slurmctld" \
+    "monitor $MONITOR_TOKEN prometheus" "node $N1_TOKEN node:n1" "job $JOB_TOKEN job:rw"; do
+    set -- $pair
+    TOKEN=$2 http GET /v1/whoami
+    expect_eq "GET /v1/whoami as $1: its name and role" \
+        "$HTTP_STATUS $(jq -c . <<<"$HTTP_BODY")" "200 {\"name\":\"$3\",\"role\":\"$1\"}"
+done
+
 # POST /v1/reservations: admin, scheduler.
 check admin "$ADMIN_TOKEN" POST /v1/reservations 201 '{"job_id":"ra","uid":1,"user":"u","nodes":"n[1-2]"}'
 check scheduler "$SCHED_TOKEN" POST /v1/reservations 201 '{"job_id":"rs","uid":1,"user":"u","nodes":"n[1-2]"}'

@@ -268,6 +268,7 @@ reload_midstream 2 1
 sed -i '/^vnis-per-job = /d; /^hwcoll = /d' "$T/flux.d/vnibroker.toml"
 fluxc config reload
 fluxc jobtap remove vnib-jobtap.so
+named0=$(grep -c "reconcile: the broker names our token" "$T/flux.log")
 fluxc jobtap load "$VNIB_FLUX_JOBTAP" || not_ok "flux jobtap load"
 
 # ---- reconcile: a lost release is found and made ----------------------------
@@ -275,18 +276,24 @@ fluxc jobtap load "$VNIB_FLUX_JOBTAP" || not_ok "flux jobtap load"
 # release was lost: a job-manager killed with it in memory, a KVS that
 # lost the job) is released by the next pass (every 2 s here); a running
 # job's, and another token's, are left alone.
+# The plugin was just loaded and no job has reserved since: it has no
+# name for its token (no token-name here) until its first pass asks the
+# broker (GET /v1/whoami).
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"999999999999","uid":0,"user":"root","nodes":"fx0"}'
 expect_eq "a reservation of a job Flux does not have (lost release)" "$HTTP_STATUS" 201
 TOKEN=$ADMIN_TOKEN http POST /v1/reservations -d '{"job_id":"888","uid":0,"user":"root","nodes":"fx1"}'
 expect_eq "... and one an admin made" "$HTTP_STATUS" 201
+wait_for 30 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/999999999999 | jq -e '.state != \"active\"' >/dev/null"
+resv 999999999999
+expect_match "reconcile released the lost one, with no job run since the load" \
+    "$(jq -r .state <<<"$HTTP_BODY")" '^(releasing|released)$'
+expect_eq "... the plugin learnt its token's name from the broker (GET /v1/whoami)" \
+    "$(flux_query | jq -r '.reconcile["token-name"]')" slurmctld
+expect_eq "... and logged it, once since this load" \
+    "$(grep -c "reconcile: the broker names our token 'slurmctld'" "$T/flux.log")" $((named0 + 1))
 id=$(fluxc submit -N1 sleep 60)
 fluxc job wait-event -t 30s "$id" start >/dev/null
 dec=$(fluxc job id --to=dec "$id")
-expect_eq "the plugin learnt its token's name from that job's reserve" \
-    "$(flux_query | jq -r '.reconcile["token-name"]')" slurmctld
-wait_for 15 sh -c "curl -s -H 'Authorization: Bearer $SCHED_TOKEN' $BROKER_URL/v1/reservations/999999999999 | jq -e '.state != \"active\"' >/dev/null"
-resv 999999999999
-expect_match "reconcile released the lost one" "$(jq -r .state <<<"$HTTP_BODY")" '^(releasing|released)$'
 sleep 5
 resv "$dec"
 expect_eq "... not the running job's, after several passes" "$(jq -r .state <<<"$HTTP_BODY")" active

@@ -271,14 +271,40 @@ static void do_flush(struct fjt_worker *w,
     fjt_spool_list_free(list);
 }
 
+/* GET /v1/whoami: the name the broker records this plugin's reserves
+ * under, into c->created_by.  Returns 0, or -1 with c's result set. */
+static int learn_name(struct vnib_client *cl, struct fjt_call *c)
+{
+    json_t *me = NULL;
+    const char *name;
+
+    c->attempts++;
+    c->status =
+        vnib_client_request(cl, "GET", "/v1/whoami", NULL, &me, &c->error);
+    name = json_string_value(json_object_get(me, "name"));
+    if (c->status == 200 && name != NULL && name[0] != '\0')
+        c->created_by = strdup(name);
+    json_decref(me);
+    if (c->created_by != NULL)
+        return 0;
+    c->result =
+        c->status > 0 && c->status < 500 ? FJT_REFUSED : FJT_UNREACHABLE;
+    if (c->status == 200)
+        errprintf(&c->error, "the broker's /v1/whoami gave no name");
+    return -1;
+}
+
 /* GET /v1/reservations?state=active, page by page: the job ids of those
- * c->created_by made. */
+ * c->created_by made (when NULL, first learnt from the broker). */
 static void do_list(struct vnib_client *cl, struct fjt_call *c)
 {
     char path[512];
     char *after = NULL;
-    json_t *ids = json_array();
+    json_t *ids;
 
+    if (c->created_by == NULL && learn_name(cl, c) < 0)
+        return;
+    ids = json_array();
     c->result = ids ? FJT_OK : FJT_FAILED;
     for (int pages = 0; ids && pages < 1000; pages++) {
         json_t *page = NULL;

@@ -75,7 +75,8 @@ struct fjt_call {
     bool lease;       /* reserve: ask for a lease ("lease": true); the
                        * worker clears it when the reservation came
                        * without one */
-    char *created_by; /* list: the token's name (owned) */
+    char *created_by; /* list: the token's name (owned; NULL: the worker
+                         asks the broker, GET /v1/whoami, and sets it) */
     /* Filled in by the worker. */
     enum fjt_result result;
     bool lease_disabled; /* reserve: the broker answered 400

@@ -356,6 +356,13 @@ static void list_done(struct plugin_ctx *ctx, struct fjt_call *c)
     size_t i;
     json_t *v;
 
+    if (!ctx->token_name[0] && c->created_by) {
+        snprintf(ctx->token_name, sizeof(ctx->token_name), "%s", c->created_by);
+        flux_log(ctx->h,
+                 LOG_INFO,
+                 "vnibroker: reconcile: the broker names our token '%s'",
+                 ctx->token_name);
+    }
     if (c->result != FJT_OK) {
         flux_log(ctx->h,
                  LOG_WARNING,
@@ -468,8 +475,10 @@ void vnib_jobtap_reconcile_cb(flux_reactor_t *r,
     (void)r;
     (void)w;
     (void)revents;
-    if (ctx->token_name[0])
-        queue_background(ctx, FJT_LIST, ctx->token_name);
+    /* Without a name yet (no token-name, no reserve since the load), the
+     * worker asks the broker's /v1/whoami first. */
+    queue_background(
+        ctx, FJT_LIST, ctx->token_name[0] ? ctx->token_name : NULL);
 }
 
 /* ---- queueing calls ------------------------------------------------ */
