@@ -73,7 +73,7 @@ static const struct route rows[] = {
       NULL },
     { "GET", "/v1/status", status_get, ANY_READER, 0, ROUTE_WORKER, NULL },
     { "GET", "/v1/search", search_get, ANY_READER, 0, ROUTE_WORKER, NULL },
-    { "GET", "/v1/whoami", ops_whoami, ANY_READER | ROLE_NODE | ROLE_JOB, 0,
+    { "GET", "/v1/whoami", ops_whoami, ANY_READER | ROLE_NODE, 0,
       ROUTE_INLINE, NULL },
     /* The status page: constant files, public (the page asks for a token
      * and sends it to the API only).

@@ -51,12 +51,14 @@ done
 TOKEN=$SCHED_TOKEN http POST /v1/reservations -d '{"job_id":"rw","uid":1,"user":"u","nodes":"n1"}'
 JOB_TOKEN=$(jq -r '.job_token // empty' <<<"$HTTP_BODY")
 for pair in "admin $ADMIN_TOKEN ops-admin" "scheduler $SCHED_TOKEN slurmctld" \
-    "monitor $MONITOR_TOKEN prometheus" "node $N1_TOKEN node:n1" "job $JOB_TOKEN job:rw"; do
+    "monitor $MONITOR_TOKEN prometheus" "node $N1_TOKEN node:n1"; do
     set -- $pair
     TOKEN=$2 http GET /v1/whoami
     expect_eq "GET /v1/whoami as $1: its name and role" \
         "$HTTP_STATUS $(jq -c . <<<"$HTTP_BODY")" "200 {\"name\":\"$3\",\"role\":\"$1\"}"
 done
+[ -n "$JOB_TOKEN" ] || not_ok "the reserve gave a job token"
+check job "$JOB_TOKEN" GET /v1/whoami 403
 
 # POST /v1/reservations: admin, scheduler.
 check admin "$ADMIN_TOKEN" POST /v1/reservations 201 '{"job_id":"ra","uid":1,"user":"u","nodes":"n[1-2]"}'
