@@ -98,7 +98,12 @@ expect_eq "every task has the job's env file, nothing from the shell" \
 expect_match "the skipped LD_PRELOAD line is reported" "$(cat "$T/srun.err")" \
     'vnib: job [0-9]+: ignoring LD_PRELOAD'
 expect_eq "the Prolog ran on n1 n2 n3" "$(hook_nodes "$job" prolog)" "n1 n2 n3 "
-wait_for 10 test -e "$H/n3.$job.epilog" -a -e "$H/ctld.$job.epilog_ctld"
+# Each node's Epilog and EpilogSlurmctld run when the job ends, each in
+# its own time: wait for all of them, not for one node's.
+_epilogs_done () {
+    [ "$(hook_nodes "$job" epilog)" = "n1 n2 n3 " ] && [ -e "$H/ctld.$job.epilog_ctld" ]
+}
+wait_for 10 _epilogs_done
 expect_eq "the Epilog ran on n1 n2 n3" "$(hook_nodes "$job" epilog)" "n1 n2 n3 "
 expect_eq "PrologSlurmctld ran once" "$(ls "$H" | grep -c "^ctld\.$job\.prolog_ctld\$")" 1
 ctld_env=$(cat "$H/ctld.$job.prolog_ctld" 2>/dev/null)
