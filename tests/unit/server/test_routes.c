@@ -85,9 +85,6 @@ static void test_every_row_matches_itself(void **state)
     }
 }
 
-/* The OpenAPI document lists every route: its path as a key under
- * `paths:` and the method as a key beneath it.
- */
 /* A job token (ROLE_JOB) reaches its job's steps and nothing else: the
  * PUT, GET and DELETE of one step, and no other row.
  */
@@ -109,6 +106,9 @@ static void test_job_role_only_steps(void **state)
     assert_int_equal(found, 3);
 }
 
+/* The OpenAPI document lists every route: its path as a key under
+ * `paths:` and the method as a key beneath it.
+ */
 static void test_openapi_in_sync(void **state)
 {
     const char *path = getenv("VNIB_OPENAPI");
