@@ -41,9 +41,10 @@
 # least RIDE_JOBS (100) were submitted (it is stuck, and the test
 # fails, when none was submitted for RIDE_STALL (90) seconds).  Each
 # job's script prints when it started (ms) and runs one srun whose tasks
-# print their node, job and SLINGSHOT_VNIS.  While the stream runs, one after the other with
-# RIDE_RECOVER (5) seconds of recovery between them, the faults of
-# RIDE_MODES ("switchover kill freeze"): patroni_fault MODE, then
+# print their node, job and SLINGSHOT_VNIS.  While the stream runs, one
+# after the other with RIDE_RECOVER (5) seconds of recovery between
+# them, the faults of RIDE_MODES ("switchover kill freeze"):
+# patroni_fault MODE, then
 # patroni_fault_end MODE (the cluster whole again).  A prober reserves
 # and releases a job of its own every 0.2 s from each fault on; the
 # fault's window is from the fault to the first acknowledged probe after

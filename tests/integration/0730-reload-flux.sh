@@ -27,7 +27,9 @@
 #    missed release is made by reconcile; each job's tasks saw the VNIs
 #    the database holds for it; nothing stays active.
 #  - reconcile: a reservation of a job the instance does not have (a lost
-#    release) is released; a running job's and another token's are not.
+#    release) is released, with no job run since the plugin was loaded
+#    (it learns its token's name from GET /v1/whoami, and logs it); a
+#    running job's and another token's are not.
 #  - the instance stopped with a job running (flux-core 0.88 cancels
 #    running jobs at shutdown; none survives a restart): the job's
 #    release is made, or spooled when the broker is down, and a spooled
